@@ -1,0 +1,13 @@
+"""Kernels by operation family; importing this package registers all of them."""
+
+import importlib
+import pkgutil
+
+
+def _load_families() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+_load_families()

@@ -1,0 +1,47 @@
+"""Shape helpers shared by kernel families."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ...nnapi.errors import BadDataError
+from ..context import KernelContext, Shape
+
+
+def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> Shape:
+    """NumPy-style broadcasting, which NNAPI's element-wise operations follow."""
+    rank = max(len(a), len(b))
+    a = (1,) * (rank - len(a)) + tuple(a)
+    b = (1,) * (rank - len(b)) + tuple(b)
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise BadDataError(f"shapes {list(a)} and {list(b)} cannot be broadcast"
+                               f" (dimension {i}: {x} vs {y})")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def same_as_input(i: int = 0):
+    """A prepare function for operations whose single output has input ``i``'s shape."""
+
+    def prepare(ctx: KernelContext) -> list[Shape]:
+        return [ctx.input_shape(i)]
+
+    return prepare
+
+
+def broadcast_inputs(ctx: KernelContext) -> list[Shape]:
+    """A prepare function: the output is the broadcast of inputs 0 and 1."""
+    return [broadcast_shapes(ctx.input_shape(0), ctx.input_shape(1))]
+
+
+def check_rank(ctx: KernelContext, i: int, ranks: Sequence[int] | range, what: str = "") -> Shape:
+    """Input ``i``'s shape, after checking its rank is one of ``ranks``."""
+    shape = ctx.input_shape(i)
+    if len(shape) not in ranks:
+        allowed = f"{ranks.start}..{ranks.stop - 1}" if isinstance(ranks, range) else \
+            " or ".join(map(str, ranks))
+        raise BadDataError(f"input {i}{' (' + what + ')' if what else ''} must have rank"
+                           f" {allowed}, got shape {list(shape)}")
+    return shape

@@ -1,0 +1,106 @@
+"""The executor: shapes settled at execution, intermediates, omitted inputs, clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from torch_nnapi.nnapi import (
+    BadDataError,
+    BadStateError,
+    Model,
+    OperandType,
+    OperationType,
+)
+from torch_nnapi.runtime import Compilation
+
+F32 = OperandType.TENSOR_FLOAT32
+
+
+def _chain(dims=(2, 3), out_dims=(2, 3)) -> Model:
+    """out = (a + b) * b, with a temporary in between."""
+    m = Model()
+    a = m.add_operand(F32, dims, name="a")
+    b = m.add_operand(F32, dims, name="b")
+    fuse = m.add_scalar(OperandType.INT32, 0)
+    t = m.add_operand(F32, (0, 0), name="sum")
+    out = m.add_operand(F32, out_dims, name="out")
+    m.add_operation(OperationType.ADD, [a, b, fuse], [t])
+    m.add_operation(OperationType.MUL, [t, b, fuse], [out])
+    m.identify_inputs_and_outputs([a, b], [out])
+    return m.finish()
+
+
+def test_runs_and_keeps_intermediates():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.full((2, 3), 2, np.float32)
+    result = Compilation(_chain()).run([a, b], keep_intermediates=True, profile=True)
+    np.testing.assert_array_equal(result.outputs[0], (a + b) * b)
+    np.testing.assert_array_equal(result.value(3), a + b)
+    assert [t.operation for t in result.timings] == ["ADD", "MUL"]
+
+
+def test_intermediates_are_dropped_by_default():
+    a = np.ones((2, 3), np.float32)
+    result = Compilation(_chain()).run([a, a])
+    with pytest.raises(KeyError, match="keep_intermediates"):
+        result.value(3)
+
+
+def test_static_shapes_are_inferred_at_compilation():
+    compilation = Compilation(_chain())
+    assert compilation.shapes[3] == (2, 3)
+
+
+def test_dynamic_shapes_are_resolved_at_execution():
+    compilation = Compilation(_chain(dims=(0, 3), out_dims=(0, 0)))
+    for rows in (1, 4):
+        a = np.ones((rows, 3), np.float32)
+        assert compilation.run([a, a]).outputs[0].shape == (rows, 3)
+
+
+def test_input_shape_must_match_declared_dimensions():
+    with pytest.raises(BadDataError, match=r"model input 0 .*shape \[3, 3\] does not match"):
+        Compilation(_chain()).run([np.ones((3, 3), np.float32), np.ones((2, 3), np.float32)])
+
+
+def test_declared_output_shape_conflict_is_reported_at_compilation():
+    with pytest.raises(BadDataError, match=r"operation 1 \(MUL\): output 0 .*declared \[2, 4\]"):
+        Compilation(_chain(out_dims=(2, 4)))
+
+
+def test_broadcast_error_names_the_operation():
+    compilation = Compilation(_chain(dims=(0, 0), out_dims=(0, 0)))
+    with pytest.raises(BadDataError, match=r"operation 0 \(ADD\): shapes \[2, 3\] and \[2, 4\]"):
+        compilation.run([np.ones((2, 3), np.float32), np.ones((2, 4), np.float32)])
+
+
+def test_wrong_dtype_and_buffer_size():
+    compilation = Compilation(_chain())
+    with pytest.raises(BadDataError, match="got a complex64 array, expected float32"):
+        compilation.run([np.ones((2, 3), np.complex64), np.ones((2, 3), np.float32)])
+    execution = compilation.create_execution()
+    with pytest.raises(BadDataError, match="buffer has 4 bytes"):
+        execution.set_input(0, b"\0\0\0\0")
+
+
+def test_execution_runs_once():
+    compilation = Compilation(_chain())
+    execution = compilation.create_execution()
+    execution.set_input(0, np.ones((2, 3), np.float32))
+    execution.set_input(1, np.ones((2, 3), np.float32))
+    execution.compute()
+    with pytest.raises(BadStateError, match="only once"):
+        execution.compute()
+
+
+def test_unset_input_is_reported():
+    execution = Compilation(_chain()).create_execution()
+    execution.set_input(0, np.ones((2, 3), np.float32))
+    with pytest.raises(BadDataError, match=r"inputs \[1\] were not set"):
+        execution.compute()
+
+
+def test_model_must_be_finished():
+    with pytest.raises(BadStateError):
+        Compilation(Model())
