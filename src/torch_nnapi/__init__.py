@@ -6,3 +6,12 @@ reference runtime, NumPy only), ``capi`` (libneuralnetworks.so for Linux), ``con
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``torch_nnapi.convert(...)`` without importing torch until it is used."""
+    if name == "convert":
+        import importlib
+
+        return importlib.import_module(".convert", __name__)  # a callable package
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
