@@ -25,6 +25,7 @@ import torch
 NO_CONSTANT = object()
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,8 @@ def source_location(node: torch._C.Node) -> str:
     frames = [_TRACED_FRAME.match(line.strip()) for line in text.splitlines()]
     frames = [m for m in frames if m]
     if frames:
-        user = next((m for m in frames if not m.group(1).startswith(_TORCH_DIR)), frames[0])
+        user = next((m for m in frames if not m.group(1).startswith((_TORCH_DIR, _OWN_DIR))),
+                    frames[0])
         return f"{user.group(1)}:{user.group(2)} ({user.group(3)}){scope}"
     m = _SCRIPTED_FRAME.search(text)
     if m:

@@ -138,15 +138,17 @@ def align(cx: Converter, v, rank: int, layout: lay.Layout, dtype: str) -> Tensor
     raise Unsupported(f"expected a tensor or a number, got {type(v).__name__}")
 
 
-def broadcast_operands(cx: Converter, values, dtype: str):
-    """Operands ready for an NNAPI broadcast operation, and the output shape and layout."""
+def broadcast_operands(cx: Converter, values, dtype):
+    """Operands ready for an NNAPI broadcast operation, and the output shape and layout.
+    ``dtype`` is one dtype for all operands or a list with one per operand."""
     shapes = [shape_of(v) for v in values]
     out_shape = broadcast_shapes(*shapes)
     rank = len(out_shape)
     if rank > 4:
         raise Unsupported(f"NNAPI broadcasts tensors of rank at most 4, got rank {rank}")
     layout = choose_layout(values, rank)
-    operands = [align(cx, v, rank, layout, dtype) for v in values]
+    dtypes = [dtype] * len(values) if isinstance(dtype, str) else list(dtype)
+    operands = [align(cx, v, rank, layout, d) for v, d in zip(values, dtypes)]
     return operands, out_shape, layout
 
 

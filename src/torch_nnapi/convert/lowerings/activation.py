@@ -225,6 +225,12 @@ def elu(cx: Converter, x, alpha=1.0, scale=1.0, input_scale=1.0):
     return in_float(cx, x, compute)
 
 
+@lowering("aten::selu", "aten::selu_", nnapi=("EXP", "SUB", "MUL", "MINIMUM", "RELU", "ADD"),
+          notes="elu with SELU's constants")
+def selu(cx: Converter, x):
+    return elu(cx, x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+
+
 # erf(z) for z >= 0 as 1 - t * poly(t) * exp(-z^2), t = 1 / (1 + p z): Abramowitz and
 # Stegun 7.1.26 (absolute error below 1.5e-7).
 _ERF_P = 0.3275911

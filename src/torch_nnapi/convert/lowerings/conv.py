@@ -235,6 +235,12 @@ def aten_convolution(cx: Converter, x, weight, bias, stride, padding, dilation, 
                        output_padding, groups)
 
 
+@lowering("aten::_convolution_mode", nnapi=("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D"),
+          notes="string padding ('same', 'valid')")
+def aten_convolution_mode(cx: Converter, x, weight, bias, stride, padding, dilation, groups):
+    return convolution(cx, x, weight, bias, stride, padding, dilation, False, 0, groups)
+
+
 @lowering("aten::conv2d", "aten::conv1d",
           nnapi=("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D", "SPLIT", "CONCATENATION"),
           notes="any groups and dilation; padding ints, 'same' or 'valid'")

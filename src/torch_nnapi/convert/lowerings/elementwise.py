@@ -172,7 +172,8 @@ def where(cx: Converter, condition, a=None, b=None):
     if a is None:
         raise Unsupported("where(condition) (nonzero indices have a data-dependent shape)")
     dtype = result_dtype(a, b)
-    (tc, ta, tb), shape, layout = broadcast_operands(cx, [condition, a, b], dtype)
+    (tc, ta, tb), shape, layout = broadcast_operands(cx, [condition, a, b],
+                                                     ["bool", dtype, dtype])
     if tc.dtype != "bool":
         raise Unsupported("where() needs a bool condition")
     if tuple(ta.shape) != tuple(shape) or tuple(tb.shape) != tuple(shape) \

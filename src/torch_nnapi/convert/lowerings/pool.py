@@ -146,9 +146,36 @@ def _adaptive_sizes(x: TensorValue, output_size) -> tuple[int, int]:
                  for i, s in enumerate(sizes))
 
 
+def adaptive_matrix(n: int, out: int) -> np.ndarray:
+    """A[o, i] = 1 / |window o| for the inputs of PyTorch's adaptive window o."""
+    matrix = np.zeros((out, n), np.float64)
+    for o in range(out):
+        start = (o * n) // out
+        end = -((-(o + 1) * n) // out)
+        matrix[o, start:end] = 1.0 / (end - start)
+    return matrix.astype(np.float32)
+
+
+def _adaptive_avg_matrices(cx: Converter, x: TensorValue, oh: int, ow: int) -> TensorValue:
+    """Uneven adaptive average pooling: two products with averaging matrices."""
+    from .activation import in_float
+    from .resize import _contract_last
+
+    def compute(f):
+        out = f
+        if ow != f.shape[3]:
+            out = _contract_last(cx, out, 3, adaptive_matrix(f.shape[3], ow), (0, 1, 2, 3))
+        if oh != f.shape[2]:
+            out = _contract_last(cx, out, 2, adaptive_matrix(f.shape[2], oh), (0, 1, 3, 2))
+        return out
+
+    return in_float(cx, x, compute)
+
+
 @lowering("aten::adaptive_avg_pool2d", "aten::adaptive_max_pool2d",
-          nnapi=("MEAN", "REDUCE_MAX", "AVERAGE_POOL_2D", "MAX_POOL_2D"),
-          notes="output 1x1 (any input) or a size dividing the input")
+          nnapi=("MEAN", "REDUCE_MAX", "AVERAGE_POOL_2D", "MAX_POOL_2D", "FULLY_CONNECTED"),
+          notes="1x1 (any input, flexible too); sizes dividing the input as fixed windows;"
+          " other average sizes as averaging-matrix products")
 def adaptive_pool(cx: Converter, x, output_size):
     x = require_tensor(x)
     is_max = cx.node.kind == "aten::adaptive_max_pool2d"
@@ -168,8 +195,10 @@ def adaptive_pool(cx: Converter, x, output_size):
         if isinstance(h, Sym) or isinstance(w, Sym):
             raise Unsupported("adaptive pooling of a flexible dimension to a size other than 1")
         if h % oh or w % ow:
-            raise Unsupported(f"adaptive pooling from {h}x{w} to {oh}x{ow} (the input size must"
-                              " be a multiple of the output size)")
+            if is_max:
+                raise Unsupported(f"adaptive max pooling from {h}x{w} to {oh}x{ow} (the input"
+                                  " size must be a multiple of the output size)")
+            return _adaptive_avg_matrices(cx, x, oh, ow)
         kh, kw = h // oh, w // ow
         op = Op.MAX_POOL_2D if is_max else Op.AVERAGE_POOL_2D
         out = pool2d(cx, op, x, [kh, kw], [kh, kw], [0, 0], False)
