@@ -26,6 +26,38 @@ from ._common import require_tensor, static_int, static_ints
 
 
 @dataclass(frozen=True)
+class ConvQuant:
+    """Quantization of a quantized convolution: weights are uint8 (zero point
+    ``filter_zero_point``), the bias int32 with scale input.scale * filter_scale."""
+
+    filter_scale: float
+    filter_zero_point: int
+    out_scale: float
+    out_zero_point: int
+
+
+def filter_operand(cx: Converter, array: np.ndarray, x: TensorValue, quant: "ConvQuant | None"):
+    if quant is None:
+        return cx.constant(array, x.dtype)
+    return cx.constant(array, "quint8", scale=quant.filter_scale,
+                       zero_point=quant.filter_zero_point)
+
+
+def bias_operand(cx: Converter, bias: np.ndarray, x: TensorValue, quant: "ConvQuant | None"):
+    if quant is None:
+        return cx.constant(bias, x.dtype)
+    scale = x.scale * quant.filter_scale
+    q = np.clip(np.round(bias.astype(np.float64) / scale), -2**31, 2**31 - 1).astype(np.int32)
+    return cx.constant(q, "qint32", scale=scale)
+
+
+def output_type(x: TensorValue, quant: "ConvQuant | None") -> tuple[str, float, int]:
+    if quant is None:
+        return x.dtype, 0.0, 0
+    return "quint8", quant.out_scale, quant.out_zero_point
+
+
+@dataclass(frozen=True)
 class Window:
     """2-D window parameters in NNAPI's terms (explicit padding)."""
 
@@ -69,10 +101,11 @@ def conv_padding(padding, kernel, dilation) -> tuple[int, int, int, int]:
 
 
 def conv2d_tensor(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.ndarray | None,
-                  stride, padding, dilation, groups: int,
-                  fuse: FuseCode = FuseCode.NONE) -> TensorValue:
-    """A float 2-D convolution of a model tensor with constant weights [O, I/g, kh, kw]."""
-    if not x.is_float:
+                  stride, padding, dilation, groups: int, fuse: FuseCode = FuseCode.NONE,
+                  quant: ConvQuant | None = None) -> TensorValue:
+    """A 2-D convolution of a model tensor with constant weights [O, I/g, kh, kw]: float,
+    or quantized (uint8 weights, float bias quantized here) when ``quant`` is given."""
+    if quant is None and not x.is_float:
         raise Unsupported(f"float convolution of a {x.dtype} tensor")
     out_channels, in_per_group, kh, kw = weight.shape
     stride = tuple(static_ints(stride, "stride", 2))
@@ -86,38 +119,39 @@ def conv2d_tensor(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.nd
     if bias is None:
         bias = np.zeros(out_channels, np.float32)
     x, nchw = spatial_input(cx, x)
-    dtype = x.dtype
+    dtype, scale, zero_point = output_type(x, quant)
     n, _, h, w = x.shape
     out_shape = (n, out_channels,
                  window_output(h, kh, stride[0], dilation[0], top, bottom),
                  window_output(w, kw, stride[1], dilation[1], left, right))
     layout = x.layout
     if groups == 1:
-        filt = cx.constant(weight.transpose(0, 2, 3, 1), dtype)
-        b = cx.constant(bias, dtype)
+        filt = filter_operand(cx, weight.transpose(0, 2, 3, 1), x, quant)
+        b = bias_operand(cx, bias, x, quant)
         return cx.emit(Op.CONV_2D, [x, filt, b, *_pads(cx, win), *_strides(cx, win),
                                     cx.i32(int(fuse)), cx.boolean(nchw), *_dilations(cx, win)],
-                       out_shape, dtype, layout)
+                       out_shape, dtype, layout, scale, zero_point)
     if in_per_group == 1 and out_channels % groups == 0:
         multiplier = out_channels // groups
         # [O, 1, kh, kw] -> [1, kh, kw, O]; output channel o reads input channel o // mult
-        filt = cx.constant(weight.transpose(1, 2, 3, 0), dtype)
-        b = cx.constant(bias, dtype)
+        filt = filter_operand(cx, weight.transpose(1, 2, 3, 0), x, quant)
+        b = bias_operand(cx, bias, x, quant)
         return cx.emit(Op.DEPTHWISE_CONV_2D,
                        [x, filt, b, *_pads(cx, win), *_strides(cx, win), cx.i32(multiplier),
                         cx.i32(int(fuse)), cx.boolean(nchw), *_dilations(cx, win)],
-                       out_shape, dtype, layout)
+                       out_shape, dtype, layout, scale, zero_point)
     if dilation == (1, 1):
-        filt = cx.constant(weight.transpose(0, 2, 3, 1), dtype)
-        b = cx.constant(bias, dtype)
+        filt = filter_operand(cx, weight.transpose(0, 2, 3, 1), x, quant)
+        b = bias_operand(cx, bias, x, quant)
         return cx.emit(Op.GROUPED_CONV_2D,
                        [x, filt, b, *_pads(cx, win), *_strides(cx, win), cx.i32(groups),
-                        cx.i32(int(fuse)), cx.boolean(nchw)], out_shape, dtype, layout)
-    return _split_groups(cx, x, weight, bias, win, groups, fuse, out_shape)
+                        cx.i32(int(fuse)), cx.boolean(nchw)], out_shape, dtype, layout, scale,
+                       zero_point)
+    return _split_groups(cx, x, weight, bias, win, groups, fuse, out_shape, quant)
 
 
 def _split_groups(cx: Converter, x: TensorValue, weight, bias, win: Window, groups: int,
-                  fuse: FuseCode, out_shape) -> TensorValue:
+                  fuse: FuseCode, out_shape, quant: ConvQuant | None) -> TensorValue:
     """Grouped convolution with dilation: one CONV_2D per group between SPLIT and CONCAT."""
     channel_axis = lay.axis(x.layout, 1)
     per_in = x.shape[1] // groups
@@ -126,17 +160,19 @@ def _split_groups(cx: Converter, x: TensorValue, weight, bias, win: Window, grou
              for _ in range(groups)]
     cx.operation(Op.SPLIT, [x, cx.i32(channel_axis), cx.i32(groups)], parts)
     nchw = lay.is_identity(x.layout)
+    dtype, scale, zero_point = output_type(x, quant)
     outs = []
     for g, part in enumerate(parts):
         w = weight[g * per_out:(g + 1) * per_out]
-        filt = cx.constant(w.transpose(0, 2, 3, 1), x.dtype)
-        b = cx.constant(bias[g * per_out:(g + 1) * per_out], x.dtype)
+        filt = filter_operand(cx, w.transpose(0, 2, 3, 1), x, quant)
+        b = bias_operand(cx, bias[g * per_out:(g + 1) * per_out], x, quant)
         shape = (out_shape[0], per_out, out_shape[2], out_shape[3])
         outs.append(cx.emit(Op.CONV_2D, [part, filt, b, *_pads(cx, win), *_strides(cx, win),
                                          cx.i32(int(fuse)), cx.boolean(nchw),
-                                         *_dilations(cx, win)], shape, x.dtype, x.layout))
-    return cx.emit(Op.CONCATENATION, [*outs, cx.i32(channel_axis)], out_shape, x.dtype,
-                   x.layout)
+                                         *_dilations(cx, win)], shape, dtype, x.layout, scale,
+                            zero_point))
+    return cx.emit(Op.CONCATENATION, [*outs, cx.i32(channel_axis)], out_shape, dtype,
+                   x.layout, scale, zero_point)
 
 
 def _pads(cx: Converter, win: Window) -> list[int]:
@@ -196,7 +232,8 @@ def _conv1d(cx: Converter, x: TensorValue, w, b, stride, padding, dilation, grou
 
 
 def conv_transpose(cx: Converter, x: TensorValue, w: np.ndarray, b, stride, padding,
-                   output_padding, groups, dilation) -> TensorValue:
+                   output_padding, groups, dilation, quant: ConvQuant | None = None,
+                   fuse: FuseCode = FuseCode.NONE) -> TensorValue:
     """TRANSPOSE_CONV_2D: PyTorch's padding crops the full output; output_padding adds
     rows and columns at the bottom and right, i.e. crops less there."""
     if w.ndim != 4:
@@ -217,12 +254,13 @@ def conv_transpose(cx: Converter, x: TensorValue, w: np.ndarray, b, stride, padd
     n, _, h, width = x.shape
     out_shape = (n, out_channels, (h - 1) * sh + kh - 2 * ph + oph,
                  (width - 1) * sw + kw - 2 * pw + opw)
-    filt = cx.constant(w.transpose(1, 2, 3, 0), x.dtype)  # [O, kh, kw, I]
-    bias = cx.constant(b, x.dtype)
+    filt = filter_operand(cx, w.transpose(1, 2, 3, 0), x, quant)  # [O, kh, kw, I]
+    bias = bias_operand(cx, b, x, quant)
+    dtype, scale, zero_point = output_type(x, quant)
     pads = [cx.i32(pw), cx.i32(pw - opw), cx.i32(ph), cx.i32(ph - oph)]
     return cx.emit(Op.TRANSPOSE_CONV_2D,
-                   [x, filt, bias, *pads, cx.i32(sw), cx.i32(sh), cx.i32(int(FuseCode.NONE)),
-                    cx.boolean(nchw)], out_shape, x.dtype, x.layout)
+                   [x, filt, bias, *pads, cx.i32(sw), cx.i32(sh), cx.i32(int(fuse)),
+                    cx.boolean(nchw)], out_shape, dtype, x.layout, scale, zero_point)
 
 
 @lowering("aten::_convolution", "aten::convolution",

@@ -21,6 +21,7 @@ from ..symbolic import SymInt
 from ..values import TensorValue
 from . import lowering
 from ._common import broadcast_shapes, constant_float, require_tensor
+from .conv import ConvQuant, bias_operand, filter_operand, output_type
 from .elementwise import arithmetic
 
 
@@ -32,9 +33,11 @@ def _prod(dims) -> SymInt:
 
 
 def fully_connected(cx: Converter, x: TensorValue, weight, bias: np.ndarray | None,
-                    fuse: FuseCode = FuseCode.NONE) -> TensorValue:
-    """``x @ weight.T + bias`` for a constant ``weight`` [O, K] (x of any rank >= 1)."""
-    if not x.is_float:
+                    fuse: FuseCode = FuseCode.NONE, quant: ConvQuant | None = None) \
+        -> TensorValue:
+    """``x @ weight.T + bias`` for a constant ``weight`` [O, K] (x of any rank >= 1); with
+    ``quant``, a quantized layer (uint8 weights, float bias quantized here)."""
+    if quant is None and not x.is_float:
         raise Unsupported(f"float linear layer on a {x.dtype} tensor")
     out_features, in_features = weight.shape
     if x.shape[-1] != in_features:
@@ -45,11 +48,12 @@ def fully_connected(cx: Converter, x: TensorValue, weight, bias: np.ndarray | No
     original = x
     if x.rank == 1:
         x = cx.reshape(x, (1, in_features))
-    w = cx.constant(np.ascontiguousarray(weight), x.dtype)
-    b = cx.constant(np.zeros(out_features, np.float32) if bias is None else bias, x.dtype)
+    w = filter_operand(cx, np.ascontiguousarray(weight), x, quant)
+    b = bias_operand(cx, np.zeros(out_features, np.float32) if bias is None else bias, x, quant)
+    dtype, scale, zero_point = output_type(x, quant)
     batch = _prod(x.shape[:-1])
     out = cx.emit(Op.FULLY_CONNECTED, [x, w, b, cx.i32(int(fuse))], (batch, out_features),
-                  x.dtype)
+                  dtype, None, scale, zero_point)
     target = tuple(original.shape[:-1]) + (out_features,)
     if tuple(target) != tuple(out.shape):
         out = cx.reshape(out, target)

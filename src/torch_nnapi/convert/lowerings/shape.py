@@ -214,7 +214,11 @@ def concatenate(cx: Converter, items, dim, scale: float | None = None,
     shape = tuple(size if i == d else n for i, n in enumerate(operands[0].shape))
     if dtype == "quint8":
         if scale is None:
-            scale, zero_point = operands[0].scale, operands[0].zero_point
+            ex = cx.example()
+            if ex is not None and getattr(ex, "scale", 0.0):
+                scale, zero_point = ex.scale, ex.zero_point
+            else:
+                scale, zero_point = operands[0].scale, operands[0].zero_point
     else:
         scale, zero_point = 0.0, 0
     return cx.emit(Op.CONCATENATION, [*operands, cx.i32(lay.axis(layout, d))], shape, dtype,
