@@ -290,10 +290,12 @@ class LstmCell:
 
 
 def _normalize(x: np.ndarray) -> np.ndarray:
-    """Zero mean, unit variance along the cells (TFLite's MeanStddevNormalization)."""
+    """Zero mean, unit variance along the cells (TFLite's MeanStddevNormalization: variance as
+    E[x^2] - E[x]^2, epsilon only for a zero variance; also for a negative one from rounding,
+    where TFLite would produce NaN)."""
     mean = x.mean(axis=-1, keepdims=True, dtype=np.float32)
     variance = (x * x).mean(axis=-1, keepdims=True, dtype=np.float32) - mean * mean
-    variance = np.where(variance == 0, np.float32(LAYER_NORM_EPSILON), variance)
+    variance = np.where(variance <= 0, np.float32(LAYER_NORM_EPSILON), variance)
     return (x - mean) / np.sqrt(variance)
 
 
