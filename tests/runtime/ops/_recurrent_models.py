@@ -32,10 +32,11 @@ def boolean(v: bool) -> S:
 
 
 def build(op: OperationType, inputs: Sequence[Any], num_outputs: int, *,
-          omit_as_input: bool = False, output_dims: Sequence[int] = ()) \
-        -> tuple[Model, list[np.ndarray | None]]:
-    """A model of one operation; arrays become model inputs, None an omitted operand (a
-    constant without value, or with ``omit_as_input`` a model input fed None)."""
+          omit_as_input: bool = False, output_dims: Sequence[int] = (),
+          constant_weights: bool = False) -> tuple[Model, list[np.ndarray | None]]:
+    """A model of one operation; arrays become model inputs (with ``constant_weights``, all
+    but the first become constants), None an omitted operand (a constant without value, or
+    with ``omit_as_input`` a model input fed None)."""
     arrays = [v for v in inputs if isinstance(v, np.ndarray)]
     tensor = F16 if arrays[0].dtype == np.float16 else F32
     m = Model()
@@ -51,6 +52,8 @@ def build(op: OperationType, inputs: Sequence[Any], num_outputs: int, *,
             else:
                 m.set_operand_value(o, None)
             ids.append(o)
+        elif constant_weights and ids:
+            ids.append(m.add_constant(tensor, v))
         else:
             o = m.add_operand(tensor, v.shape)
             model_inputs.append(o)

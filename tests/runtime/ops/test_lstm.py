@@ -115,6 +115,35 @@ def test_lstm_float16_computes_in_float32():
     np.testing.assert_allclose(c_out.astype(np.float32), want_c, atol=2e-3)
 
 
+def test_lstm_with_constant_weights_settles_shapes_at_compilation():
+    rng = np.random.default_rng(13)
+    p = lstm_params(rng, 3, 4, output_size=2, cifg=True)
+    x = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
+    h, c = _states(rng, 2, p, 4)
+    model, feeds = build(Op.LSTM, _lstm_inputs(p, x, h, c), 4, constant_weights=True)
+    compilation = Compilation(model)
+    assert [compilation.shapes[o] for o in model.outputs] == [(2, 12), (2, 2), (2, 4), (2, 2)]
+    out = compilation.run(feeds).outputs[3]
+    np.testing.assert_allclose(out, reference_lstm(p, x[None], h, c)[0][0], atol=1e-5)
+
+
+def test_layer_norm_of_a_constant_gate_is_finite():
+    """A gate whose pre-activations are all equal has zero variance: epsilon, not NaN."""
+    rng = np.random.default_rng(14)
+    p = lstm_params(rng, 3, 4, layer_norm=True)
+    for key in list(p):
+        if key[0] in "wr":
+            p[key][:] = 0
+    x = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
+    h, c = _states(rng, 2, p, 4)
+    _, h_out, c_out, _ = run(Op.LSTM, _lstm_inputs(p, x, h, c), 4)
+    assert np.isfinite(h_out).all() and np.isfinite(c_out).all()
+    # Normalized gates are 0, so each gate is sigmoid/tanh of its bias alone.
+    f, g = 1 / (1 + np.exp(-p["bf"])), np.tanh(p["bc"])
+    i = 1 / (1 + np.exp(-p["bi"]))
+    np.testing.assert_allclose(c_out, f * c + i * g, atol=1e-6)
+
+
 # --------------------------------------------------------------------------------------------
 # Sequences
 
