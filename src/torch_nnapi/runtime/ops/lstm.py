@@ -106,7 +106,7 @@ def unidirectional_sequence_lstm(ctx: KernelContext) -> np.ndarray:
     outputs, _, _, _ = cell.run(time_major_view(ctx.float_input(0), time_major),
                                 ctx.float_input(_UNIDIRECTIONAL.output_state),
                                 ctx.float_input(_UNIDIRECTIONAL.cell_state))
-    return np.ascontiguousarray(time_major_view(outputs, time_major)).astype(ctx.output_dtype())
+    return np.ascontiguousarray(time_major_view(outputs, time_major), ctx.output_dtype())
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,4 +157,4 @@ def bidirectional_sequence_lstm(ctx: KernelContext) -> list[np.ndarray]:
     if merge:
         results = [np.concatenate(results, axis=-1)]
     dtype = ctx.output_dtype()
-    return [np.ascontiguousarray(time_major_view(r, time_major)).astype(dtype) for r in results]
+    return [np.ascontiguousarray(time_major_view(r, time_major), dtype) for r in results]

@@ -75,7 +75,7 @@ def unidirectional_sequence_rnn(ctx: KernelContext) -> np.ndarray:
     time_major = _unidirectional_time_major(ctx)
     outputs, _ = _cell(ctx, 1, 2, 3, 5).run(time_major_view(ctx.float_input(0), time_major),
                                             ctx.float_input(4))
-    return np.ascontiguousarray(time_major_view(outputs, time_major)).astype(ctx.output_dtype())
+    return np.ascontiguousarray(time_major_view(outputs, time_major), ctx.output_dtype())
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,7 +137,7 @@ def bidirectional_sequence_rnn(ctx: KernelContext) -> list[np.ndarray]:
     if merge:
         results = [np.concatenate(results, axis=-1)]
     dtype = ctx.output_dtype()
-    return [np.ascontiguousarray(time_major_view(r, time_major)).astype(dtype) for r in results]
+    return [np.ascontiguousarray(time_major_view(r, time_major), dtype) for r in results]
 
 
 # --------------------------------------------------------------------------------------------
