@@ -102,8 +102,8 @@ def test_rescale_changes_integer_bits_keeping_the_value():
 
 
 def test_rounding_half_sum_and_saturating_add():
-    np.testing.assert_array_equal(fp.rounding_half_sum([1, -1, 2, 2**31 - 1], [2, -2, 2, 2**31 - 1]),
-                                  [2, -2, 2, 2**31 - 1])
+    np.testing.assert_array_equal(
+        fp.rounding_half_sum([1, -1, 2, 2**31 - 1], [2, -2, 2, 2**31 - 1]), [2, -2, 2, 2**31 - 1])
     np.testing.assert_array_equal(fp.saturating_add([30000, -30000], [5000, -5000], 16),
                                   [32767, -32768])
     np.testing.assert_array_equal(fp.add_saturating_if_16bit(2**31 - 1, 1, 32), -(2**31))

@@ -317,3 +317,41 @@ def get_reciprocal(x, x_integer_bits: int) -> tuple[np.ndarray, np.ndarray]:
     normalized = (x << headroom_plus_one) & np.int64(0xFFFFFFFF)
     shifted_minus_one = wrap(normalized - (1 << 31), 32)
     return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one, 32), num_bits_over_unit
+
+
+def get_inv_sqrt_quantized_multiplier_exp(x) -> tuple[np.ndarray, np.ndarray]:
+    """1 / sqrt(x) of positive int32 x as (multiplier, right shift >= 0):
+    ``1 / sqrt(x) ~= multiplier * 2**-(31 + shift)`` (TFLite's GetInvSqrtQuantizedMultiplierExp,
+    a Newton-Raphson iteration in fixed point with 3 integer bits).
+
+    x <= 1 gives (max int32, 0), as later TFLite versions do: Android 10's copy overflows for
+    x == 1 (one element of ±1 quantized step, the rest at the zero point)."""
+    x = np.asarray(x, dtype=np.int64)
+    degenerate = x <= 1
+    x = np.where(degenerate, 4, x)
+    shift = np.full(x.shape, 11, dtype=np.int64)
+    while np.any(x >= 1 << 29):
+        big = x >= 1 << 29
+        x = np.where(big, x >> 2, x)
+        shift += big
+    left_shift_bit_pairs = (count_leading_zeros_uint32(x) - 1) // 2 - 1
+    shift -= left_shift_bit_pairs
+    x = x << (2 * left_shift_bit_pairs)
+
+    def mul(p, q):
+        return saturating_rounding_doubling_high_mul(p, q)
+
+    f3 = QFormat(3)
+    half_input = saturating_rounding_multiply_by_pot(x >> 1, -1)
+    half_three = (1 << 28) + (1 << 27)
+    estimate = np.full(x.shape, f3.one, dtype=np.int64)
+    for _ in range(5):
+        cube = rescale(mul(mul(estimate, estimate), estimate), 9, 3)
+        estimate = rescale(wrap(mul(half_three, estimate) - mul(half_input, cube)), 6, 3)
+    half_sqrt_2 = 1518500250
+    multiplier = mul(estimate, half_sqrt_2)
+    negative = shift < 0
+    multiplier = np.where(negative, wrap(multiplier << np.where(negative, -shift, 0)), multiplier)
+    shift = np.maximum(shift, 0)
+    multiplier = np.where(degenerate, (1 << 31) - 1, multiplier)
+    return multiplier, np.where(degenerate, 0, shift)
