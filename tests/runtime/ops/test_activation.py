@@ -93,6 +93,15 @@ def test_quant8_logistic_exact_values():
     assert got[4] == 128  # logistic(0) is exactly one half
 
 
+def test_quant8_sigmoids_saturate_only_beyond_the_input_radius():
+    # Input scale 2: the radius is 3 steps (real 6); logistic(-6) * 256 = 0.63 rounds to 1.
+    q = np.array([124, 125, 126, 130, 131, 132], np.uint8)
+    logistic = _unary(Op.LOGISTIC, q, Q8, (1 / 256, 0), (2.0, 128))
+    np.testing.assert_array_equal(logistic, [0, 1, 5, 251, 255, 255])
+    tanh = _unary(Op.TANH, q, Q8, (1 / 128, 128), (2.0, 128))
+    np.testing.assert_array_equal(tanh, [0, 0, 0, 255, 255, 255])
+
+
 @pytest.mark.parametrize("op,quant", [(Op.LOGISTIC, (1 / 128, 128)), (Op.TANH, (1 / 256, 0))])
 def test_quant8_sigmoids_require_the_fixed_output_quantization(op, quant):
     with pytest.raises(BadDataError, match="must have scale"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, OperandType, OperationType as Op
+from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperandType, OperationType as Op
 from torch_nnapi.runtime import Compilation
 
 from ._single_op import Const, Tensor, run_single_op, single_op_model
@@ -268,3 +268,25 @@ def test_instance_normalization_float16_and_rank_check():
                              Const(FLOAT32, 1e-4), Const(BOOL, False)], [Tensor(F32, (2, 3, 4))])
     with pytest.raises(BadDataError, match=r"input 0 \(input\) must have rank 4"):
         Compilation(model)
+
+
+# --------------------------------------------------------------------------------------------
+# Signatures
+
+
+def test_optional_axis_inputs_need_feature_level_3():
+    plain = single_op_model(Op.SOFTMAX, [Tensor(F32, (2, 3)), Const(FLOAT32, 1.0)],
+                            [Tensor(F32, (2, 3))])
+    assert plain.feature_level == FeatureLevel.ANDROID_8_1
+    with_axis = single_op_model(Op.L2_NORMALIZATION, [Tensor(F32, (2, 3)), Const(INT32, 0)],
+                                [Tensor(F32, (2, 3))])
+    assert with_axis.feature_level == FeatureLevel.ANDROID_10
+
+
+def test_scalar_types_follow_the_tensor_type():
+    with pytest.raises(BadDataError, match=r"input 1 \(beta\) is FLOAT32, expected FLOAT16"):
+        single_op_model(Op.SOFTMAX, [Tensor(F16, (2, 3)), Const(FLOAT32, 1.0)],
+                        [Tensor(F16, (2, 3))])
+    with pytest.raises(BadDataError, match=r"input 0 \(input\) is TENSOR_QUANT8_ASYMM"):
+        single_op_model(Op.LOG_SOFTMAX, [Tensor(Q8, (2, 3), 0.5, 0), Const(FLOAT32, 1.0),
+                                         Const(INT32, -1)], [Tensor(Q8, (2, 3), 0.5, 0)])

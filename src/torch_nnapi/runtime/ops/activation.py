@@ -95,7 +95,9 @@ def _sigmoid_quant8(ctx: KernelContext) -> np.ndarray:
         raw = fp.logistic(rescaled, _INPUT_INTEGER_BITS)
         out = fp.rounding_divide_by_pot(raw, 23)
     out = np.minimum(out, 255)
-    out = np.where(centered <= -radius, 0, np.where(centered >= radius, 255, out))
+    # Strictly beyond the radius (TFLite's optimized kernel; its reference kernel also
+    # saturates at the radius itself, which changes LOGISTIC there for large input scales).
+    out = np.where(centered < -radius, 0, np.where(centered > radius, 255, out))
     return out.astype(np.uint8)
 
 
