@@ -1,9 +1,9 @@
-"""Builds and runs one-operation models for kernel tests."""
+"""Builds and runs one-operation models for the element-wise family tests."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -12,45 +12,42 @@ from torch_nnapi.runtime import Compilation
 
 
 @dataclass
-class Tensor:
-    """A model input (or, as an output, the declared output operand); 0 = unknown dimension."""
+class Arg:
+    """An operand of the operation: a model input, or a constant when ``value`` is given."""
 
     type: OperandType
-    dims: Sequence[int]
+    dims: tuple[int, ...]
     scale: float = 0.0
     zero_point: int = 0
+    value: object = None
+    channel_scales: Sequence[float] | None = None
+    channel_dim: int = 0
 
 
-@dataclass
-class Const:
-    """A constant operand: a scalar when ``value`` is a Python number."""
-
-    type: OperandType
-    value: Any
-    scale: float = 0.0
-    zero_point: int = 0
-
-
-def single_op_model(op: OperationType, inputs: Sequence[Tensor | Const],
-                    outputs: Sequence[Tensor]) -> Model:
+def build(op: OperationType, inputs: Sequence[Arg], outputs: Sequence[Arg]) -> Model:
     m = Model()
-    model_inputs, operation_inputs = [], []
-    for spec in inputs:
-        if isinstance(spec, Tensor):
-            index = m.add_operand(spec.type, spec.dims, spec.scale, spec.zero_point)
-            model_inputs.append(index)
-        elif np.ndim(spec.value) == 0:
-            index = m.add_scalar(spec.type, spec.value)
+    model_inputs = []
+    in_ids = []
+    for arg in inputs:
+        index = m.add_operand(arg.type, arg.dims, arg.scale, arg.zero_point)
+        if arg.channel_scales is not None:
+            m.set_operand_symm_per_channel_quant_params(index, arg.channel_scales,
+                                                        arg.channel_dim)
+        if arg.value is not None:
+            m.set_operand_value(index, arg.value)
         else:
-            index = m.add_constant(spec.type, spec.value, spec.scale, spec.zero_point)
-        operation_inputs.append(index)
-    output_indices = [m.add_operand(o.type, o.dims, o.scale, o.zero_point) for o in outputs]
-    m.add_operation(op, operation_inputs, output_indices)
-    m.identify_inputs_and_outputs(model_inputs, output_indices)
+            model_inputs.append(index)
+        in_ids.append(index)
+    out_ids = [m.add_operand(a.type, a.dims, a.scale, a.zero_point) for a in outputs]
+    m.add_operation(op, in_ids, out_ids)
+    m.identify_inputs_and_outputs(model_inputs, out_ids)
     return m.finish()
 
 
-def run_single_op(op: OperationType, inputs: Sequence[Tensor | Const],
-                  outputs: Sequence[Tensor], feeds: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Builds the model, compiles it and runs it once on ``feeds`` (the Tensor inputs)."""
-    return Compilation(single_op_model(op, inputs, outputs)).run(list(feeds)).outputs
+def run(op: OperationType, inputs: Sequence[Arg], outputs: Sequence[Arg] | Arg,
+        feed: Sequence[np.ndarray]) -> np.ndarray | list[np.ndarray]:
+    """Runs ``op`` on ``feed`` (the non-constant inputs); one output comes back bare."""
+    single = isinstance(outputs, Arg)
+    model = build(op, inputs, [outputs] if single else outputs)
+    result = Compilation(model).run(list(feed)).outputs
+    return result[0] if single else result
