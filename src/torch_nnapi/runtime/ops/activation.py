@@ -53,10 +53,12 @@ def clamp_activation(ctx: KernelContext) -> np.ndarray:
         qmin, qmax = activation_range_quantized(fuse_code, scale, zero_point)
         return np.clip(ctx.input(0), qmin, qmax).astype(np.uint8)
     x = ctx.float_input(0)
-    # std::min(std::max(lo, x), hi): NaN becomes lo, and RELU caps infinity at FLT_MAX.
+    # std::min(std::max(lo, x), hi): NaN becomes lo, and RELU caps infinity at FLT_MAX
+    # (which float16 rounds back to infinity).
     result = np.where(x > lo, x, np.float32(lo))
     result = np.where(result > hi, np.float32(hi), result)
-    return result.astype(ctx.output_dtype(), copy=False)
+    with np.errstate(over="ignore"):
+        return result.astype(ctx.output_dtype(), copy=False)
 
 
 @register(Op.LOGISTIC, Op.TANH, prepare=_prepare_elementwise)
@@ -64,10 +66,10 @@ def sigmoid_activation(ctx: KernelContext) -> np.ndarray:
     if ctx.input_type(0) == _Q8:
         return _sigmoid_quant8(ctx)
     x = ctx.float_input(0)
-    if ctx.operation == Op.TANH:
-        result = np.tanh(x)
-    else:
-        with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):
+        if ctx.operation == Op.TANH:
+            result = np.tanh(x)
+        else:
             result = np.float32(1) / (np.float32(1) + np.exp(-x))
     return result.astype(ctx.output_dtype(), copy=False)
 
@@ -117,7 +119,8 @@ def prelu(ctx: KernelContext) -> np.ndarray:
     if ctx.input_type(0) == _Q8:
         return _prelu_quant8(ctx)
     x, alpha = ctx.float_input(0), ctx.float_input(1)
-    return np.where(x >= 0, x, x * alpha).astype(ctx.output_dtype(), copy=False)
+    with np.errstate(all="ignore"):
+        return np.where(x >= 0, x, x * alpha).astype(ctx.output_dtype(), copy=False)
 
 
 def _prelu_multipliers(ctx: KernelContext) -> tuple[tuple[int, int], tuple[int, int]]:

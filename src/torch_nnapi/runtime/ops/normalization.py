@@ -76,8 +76,9 @@ def softmax(ctx: KernelContext) -> np.ndarray:
         exps = np.exp((x - x.max(axis=-1, keepdims=True)) * np.float32(beta))
         return exps / exps.sum(axis=-1, keepdims=True)
 
-    result = _along_last(float_softmax, ctx.float_input(0), axis)
-    return result.astype(ctx.output_dtype(), copy=False)
+    with np.errstate(all="ignore"):
+        result = _along_last(float_softmax, ctx.float_input(0), axis)
+        return result.astype(ctx.output_dtype(), copy=False)
 
 
 def _softmax_quant8_params(ctx: KernelContext, beta: float) -> tuple[int, int, int]:
@@ -132,7 +133,9 @@ def log_softmax(ctx: KernelContext) -> np.ndarray:
         log_sum = np.log(np.exp(shifted.astype(np.float64)).sum(axis=-1, keepdims=True))
         return shifted - log_sum.astype(np.float32)
 
-    return _along_last(compute, ctx.float_input(0), axis).astype(ctx.output_dtype(), copy=False)
+    with np.errstate(all="ignore"):
+        result = _along_last(compute, ctx.float_input(0), axis)
+        return result.astype(ctx.output_dtype(), copy=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,11 +160,11 @@ def l2_normalization(ctx: KernelContext) -> np.ndarray:
     def compute(x: np.ndarray) -> np.ndarray:
         norm = np.sqrt((x * x).sum(axis=-1, keepdims=True))
         # An all-zero slice stays zero (Android's float kernel would give 0/0 = NaN).
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(norm > 0, x / norm, np.float32(0))
+        return np.where(norm > 0, x / norm, np.float32(0))
 
-    result = _along_last(compute, ctx.float_input(0), axis)
-    return result.astype(ctx.output_dtype(), copy=False)
+    with np.errstate(all="ignore"):
+        result = _along_last(compute, ctx.float_input(0), axis)
+        return result.astype(ctx.output_dtype(), copy=False)
 
 
 def _l2_normalization_quant8(q: np.ndarray, zero_point: int) -> np.ndarray:
@@ -203,11 +206,11 @@ def local_response_normalization(ctx: KernelContext) -> np.ndarray:
         window_end = np.minimum(position + radius + 1, depth)
         window_begin = np.maximum(position - radius, 0)
         window_sum = cumulative[..., window_end] - cumulative[..., window_begin]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return x * np.power(bias + alpha * window_sum, -beta)
+        return x * np.power(bias + alpha * window_sum, -beta)
 
-    result = _along_last(compute, ctx.float_input(0), axis)
-    return result.astype(ctx.output_dtype())
+    with np.errstate(all="ignore"):
+        result = _along_last(compute, ctx.float_input(0), axis)
+        return result.astype(ctx.output_dtype())
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,8 +235,8 @@ def instance_normalization(ctx: KernelContext) -> np.ndarray:
     gamma, beta, epsilon = (np.float32(ctx.scalar(i)) for i in (1, 2, 3))
     spatial = (2, 3) if ctx.scalar(4) else (1, 2)
     count = np.float32(x.shape[spatial[0]] * x.shape[spatial[1]])
-    mean = x.sum(axis=spatial, keepdims=True) / count
-    root_mean_square = np.sqrt((x * x).sum(axis=spatial, keepdims=True) / count + epsilon)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
+        mean = x.sum(axis=spatial, keepdims=True) / count
+        root_mean_square = np.sqrt((x * x).sum(axis=spatial, keepdims=True) / count + epsilon)
         result = (x - mean) * gamma / root_mean_square + beta
-    return result.astype(ctx.output_dtype(), copy=False)
+        return result.astype(ctx.output_dtype(), copy=False)
