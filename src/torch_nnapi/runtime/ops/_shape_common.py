@@ -7,7 +7,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ...nnapi.errors import BadDataError
+from ...nnapi.errors import BadDataError, OpFailedError
 from ..context import KernelContext, Shape
 
 
@@ -47,6 +47,15 @@ def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep_dims: bool) ->
     if keep_dims:
         return tuple(1 if d in axes else n for d, n in enumerate(shape))
     return tuple(n for d, n in enumerate(shape) if d not in axes)
+
+
+def check_indices(indices: np.ndarray, size: int, i: int, what: str, target: str) -> None:
+    """Index values must address ``size`` entries; a data-dependent failure otherwise."""
+    bad = (indices < 0) | (indices >= size)
+    if bad.any():
+        position = tuple(int(p) for p in np.argwhere(bad)[0])
+        raise OpFailedError(f"{describe(i, what)} value {int(indices[position])} at"
+                            f" {list(position)} is out of range [0, {size}) for {target}")
 
 
 def check_positive(value: int, i: int, what: str) -> int:
