@@ -117,6 +117,14 @@ def test_gather_with_higher_rank_indices():
     np.testing.assert_array_equal(y, np.take(X, indices, axis=1))
 
 
+def test_constant_gather_index_out_of_range_is_a_model_error():
+    model = build(Op.GATHER, [feed(F32, X), const(INT, 1), const(I32, [[0], [5]])],
+                  [out(F32, (2, 2, 1, 4))])
+    with pytest.raises(BadDataError, match=r"operation 0 \(GATHER\): input 2 \(indices\) value"
+                                           r" 5 at \[1, 0\] is out of range \[0, 3\)"):
+        Compilation(model)
+
+
 def test_gather_index_out_of_range_fails_naming_the_input():
     compilation = Compilation(build(Op.GATHER, [feed(F32, X), const(INT, 1),
                                                 feed(I32, [0, 1])], [out(F32, (2, 2, 4))]))

@@ -8,7 +8,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ...nnapi.errors import BadDataError, OpFailedError
-from ..context import KernelContext, Shape
+from ..context import KernelContext, Shape, ValueNotKnown
 
 
 def describe(i: int, what: str) -> str:
@@ -49,13 +49,26 @@ def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep_dims: bool) ->
     return tuple(n for d, n in enumerate(shape) if d not in axes)
 
 
-def check_indices(indices: np.ndarray, size: int, i: int, what: str, target: str) -> None:
+def check_indices(indices: np.ndarray, size: int, i: int, what: str, target: str,
+                  error: type = OpFailedError) -> None:
     """Index values must address ``size`` entries; a data-dependent failure otherwise."""
     bad = (indices < 0) | (indices >= size)
     if bad.any():
         position = tuple(int(p) for p in np.argwhere(bad)[0])
-        raise OpFailedError(f"{describe(i, what)} value {int(indices[position])} at"
-                            f" {list(position)} is out of range [0, {size}) for {target}")
+        raise error(f"{describe(i, what)} value {int(indices[position])} at"
+                    f" {list(position)} is out of range [0, {size}) for {target}")
+
+
+def check_constant_indices(ctx: KernelContext, i: int, size: int, what: str,
+                           target: str) -> None:
+    """At compile time, constant indices out of range make the model invalid."""
+    if not ctx.at_compile_time:
+        return  # execute checks them, as a data-dependent failure
+    try:
+        indices = ctx.input(i)
+    except ValueNotKnown:
+        return
+    check_indices(indices, size, i, what, target, BadDataError)
 
 
 def check_positive(value: int, i: int, what: str) -> int:

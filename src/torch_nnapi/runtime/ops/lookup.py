@@ -17,7 +17,7 @@ from ...nnapi.errors import BadDataError, OpFailedError
 from ..context import KernelContext, Shape
 from ..registry import register
 from ._farmhash import fingerprint64
-from ._shape_common import check_indices, describe
+from ._shape_common import check_constant_indices, check_indices, describe
 
 # --------------------------------------------------------------------------------------------
 # EMBEDDING_LOOKUP and HASHTABLE_LOOKUP
@@ -35,6 +35,7 @@ def _check_rank(ctx: KernelContext, i: int, what: str, ranks: str) -> Shape:
 def _prepare_embedding(ctx: KernelContext) -> list[Shape]:
     lookups = _check_rank(ctx, 0, "lookups", "1")
     values = _check_rank(ctx, 1, "values", "2+")
+    check_constant_indices(ctx, 0, values[0], "lookups", "the rows of input 1 (values)")
     return [lookups + values[1:]]
 
 

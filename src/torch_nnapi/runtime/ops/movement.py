@@ -20,6 +20,7 @@ from ..context import KernelContext, Shape
 from ..registry import register
 from ._shape_common import (
     check_positive,
+    check_constant_indices,
     check_indices,
     check_rank4,
     describe,
@@ -146,7 +147,10 @@ def _strided_slice_plan(ctx: KernelContext) -> tuple[tuple[slice, ...], Shape]:
             _clamped_index(ends[d], dim, forward)
         size = max(0, math.ceil((end - begin) / stride))
         stop = begin + stride * size
-        plan.append(slice(begin, stop if stop >= 0 else None, stride))
+        if size == 0:
+            plan.append(slice(0, 0))
+        else:  # a negative stop means "past index 0", which a Python slice spells None
+            plan.append(slice(begin, stop if stop >= 0 else None, stride))
         if shrink_mask >> d & 1:
             if size != 1:
                 raise BadDataError(f"input 6 (shrink_axis_mask) shrinks dimension {d}, whose"
@@ -169,6 +173,7 @@ def strided_slice(ctx: KernelContext) -> np.ndarray:
 def _prepare_gather(ctx: KernelContext) -> list[Shape]:
     shape = ctx.input_shape(0)
     axis = resolve_axis(ctx.scalar(1), len(shape), 1, "axis")
+    check_constant_indices(ctx, 2, shape[axis], "indices", f"dimension {axis} of input 0")
     return [shape[:axis] + ctx.input_shape(2) + shape[axis + 1:]]
 
 
