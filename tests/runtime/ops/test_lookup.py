@@ -113,3 +113,8 @@ def test_lsh_rejects_an_unknown_type_and_a_misshaped_weight():
 def test_float16_seeds_hash_as_float32():
     assert _lsh(2, hash_type=F16, weight=np.ones(3, np.float16)).tolist() == \
         _lsh(2, weight=np.ones(3, np.float32)).tolist()
+
+
+def test_embedding_lookup_values_need_rank_2():
+    with pytest.raises(BadDataError, match=r"input 1 \(values\) must have rank 2 or more"):
+        run1(Op.EMBEDDING_LOOKUP, [feed(I32, [0]), feed(F32, [1.0, 2.0])], out(F32, (1,)))

@@ -23,18 +23,20 @@ from ._shape_common import check_constant_indices, check_indices, describe
 # EMBEDDING_LOOKUP and HASHTABLE_LOOKUP
 
 
-def _check_rank(ctx: KernelContext, i: int, what: str, ranks: str) -> Shape:
+def _check_rank(ctx: KernelContext, i: int, what: str, least: int, most: int | None = None) \
+        -> Shape:
+    """Input ``i``'s shape, after checking least <= rank <= most (no bound when None)."""
     shape = ctx.input_shape(i)
-    if (ranks == "1" and len(shape) != 1) or (ranks == "2+" and len(shape) < 2) or \
-            (ranks == "1+" and len(shape) < 1):
-        raise BadDataError(f"{describe(i, what)} must have rank {ranks.replace('+', ' or more')},"
-                           f" got shape {list(shape)}")
+    if len(shape) < least or (most is not None and len(shape) > most):
+        wanted = f"{least}" if most == least else f"{least} or more"
+        raise BadDataError(f"{describe(i, what)} must have rank {wanted}, got shape"
+                           f" {list(shape)}")
     return shape
 
 
 def _prepare_embedding(ctx: KernelContext) -> list[Shape]:
-    lookups = _check_rank(ctx, 0, "lookups", "1")
-    values = _check_rank(ctx, 1, "values", "2+")
+    lookups = _check_rank(ctx, 0, "lookups", 1, 1)
+    values = _check_rank(ctx, 1, "values", 2)
     check_constant_indices(ctx, 0, values[0], "lookups", "the rows of input 1 (values)")
     return [lookups + values[1:]]
 
@@ -47,9 +49,9 @@ def embedding_lookup(ctx: KernelContext) -> np.ndarray:
 
 
 def _prepare_hashtable(ctx: KernelContext) -> list[Shape]:
-    lookups = _check_rank(ctx, 0, "lookups", "1")
-    keys = _check_rank(ctx, 1, "keys", "1")
-    values = _check_rank(ctx, 2, "values", "1+")
+    lookups = _check_rank(ctx, 0, "lookups", 1, 1)
+    keys = _check_rank(ctx, 1, "keys", 1, 1)
+    values = _check_rank(ctx, 2, "values", 1)
     if keys[0] != values[0]:
         raise BadDataError(f"{describe(1, 'keys')} has {keys[0]} keys but input 2 (values) has"
                            f" {values[0]} rows")
@@ -89,7 +91,7 @@ def _lsh_plan(ctx: KernelContext) -> tuple[LshType, Shape]:
     functions, bits = hash_shape
     if bits > 32:
         raise BadDataError(f"{describe(0, 'hash')} has {bits} bits per function; at most 32")
-    rows = _check_rank(ctx, 1, "input", "1+")[0]
+    rows = _check_rank(ctx, 1, "input", 1)[0]
     if ctx.has_input(2):
         weight = ctx.input_shape(2)
         if tuple(weight) != (rows,):

@@ -9,8 +9,6 @@ rearrangements compute in NHWC; NCHW inputs are transposed in and out, as Androi
 from __future__ import annotations
 
 import math
-from typing import Sequence
-
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -300,6 +298,6 @@ def _prepare_shuffle(ctx: KernelContext) -> list[Shape]:
 def channel_shuffle(ctx: KernelContext) -> np.ndarray:
     axis, groups = _shuffle_plan(ctx)
     x = np.moveaxis(ctx.input(0), axis, -1)
-    lead: Sequence[int] = x.shape[:-1]
-    shuffled = x.reshape(*lead, groups, -1).swapaxes(-1, -2).reshape(x.shape)
+    grouped = x.reshape(*x.shape[:-1], groups, x.shape[-1] // groups)
+    shuffled = grouped.swapaxes(-1, -2).reshape(x.shape)
     return owned(np.moveaxis(shuffled, -1, axis))
