@@ -9,6 +9,7 @@ rearrangements compute in NHWC; NCHW inputs are transposed in and out, as Androi
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -17,9 +18,9 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..registry import register
 from ._shape_common import (
-    check_positive,
     check_constant_indices,
     check_indices,
+    check_positive,
     check_rank4,
     describe,
     from_nhwc,
@@ -64,7 +65,7 @@ def _prepare_pad(ctx: KernelContext) -> list[Shape]:
     return [tuple(a + n + b for n, (a, b) in zip(ctx.input_shape(0), pads))]
 
 
-def _pad_value(ctx: KernelContext):
+def _pad_value(ctx: KernelContext) -> float | int:
     if ctx.operation == Op.PAD_V2:
         return ctx.scalar(2)
     if ctx.input_type(0) == OperandType.TENSOR_QUANT8_ASYMM:
