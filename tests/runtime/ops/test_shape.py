@@ -107,7 +107,7 @@ def _requantize_reference(q, scale, zero_point, out_scale, out_zero_point):
     s = np.float32(scale) * (np.float32(1) / np.float32(out_scale))
     bias = np.float32(-zero_point) * s
     real = q.astype(np.float32) * s + bias
-    rounded = np.sign(real) * np.floor(np.abs(real) + np.float32(0.5))
+    rounded = np.sign(real) * np.floor(np.abs(real).astype(np.float64) + 0.5)  # exact
     return np.clip(rounded.astype(np.int32) + out_zero_point, 0, 255).astype(np.uint8)
 
 
