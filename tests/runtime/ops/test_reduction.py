@@ -93,6 +93,18 @@ def test_arg_max_and_min_pick_the_first_of_equal_values():
     assert big.tolist() == [1, 0] and small.tolist() == [3, 2]
 
 
+@pytest.mark.parametrize("op, args, expected", [
+    (Op.ARGMAX, [const(INT, 0)], 1),
+    (Op.MEAN, [const(I32, [0]), const(INT, 0)], 8 / 3),
+    (Op.REDUCE_SUM, [const(I32, [-1]), const(BOOL, False)], 8.0),
+])
+def test_reducing_a_vector_gives_a_rank_0_tensor(op, args, expected):
+    x = np.array([1, 5, 2], np.float32)
+    y = run1(op, [feed(F32, x)] + args, out(I32 if op == Op.ARGMAX else F32, ()))
+    assert isinstance(y, np.ndarray) and y.shape == ()
+    assert y == pytest.approx(expected)
+
+
 def test_arg_max_axis_out_of_range():
     with pytest.raises(BadDataError, match=r"input 1 \(axis\) -4 is out of range"):
         run1(Op.ARGMAX, [feed(F32, X), const(INT, -4)], out(I32, (0, 0)))

@@ -181,7 +181,7 @@ def gather(ctx: KernelContext) -> np.ndarray:
     x, indices = ctx.input(0), ctx.input(2)
     axis = resolve_axis(ctx.scalar(1), x.ndim, 1, "axis")
     check_indices(indices, x.shape[axis], 2, "indices", f"dimension {axis} of input 0")
-    return np.take(x, indices, axis=axis)
+    return np.asarray(np.take(x, indices, axis=axis))
 
 
 # --------------------------------------------------------------------------------------------

@@ -44,10 +44,11 @@ def mean(ctx: KernelContext) -> np.ndarray:
     if count == 0:  # nothing to average: Android leaves the zero-initialized output
         return np.zeros(out_shape, ctx.output_dtype())
     if x.dtype == np.uint8:
-        total = np.sum(x, axis=axes, dtype=np.int64)
-        return (total // count).astype(np.uint8).reshape(out_shape)
-    total = np.sum(ctx.float_input(0), axis=axes, dtype=np.float32)
-    return (total / np.float32(count)).astype(ctx.output_dtype()).reshape(out_shape)
+        average = np.sum(x, axis=axes, dtype=np.int64) // count
+    else:
+        average = np.sum(ctx.float_input(0), axis=axes, dtype=np.float32) / np.float32(count)
+    # (NumPy gives scalars, not arrays, when every axis is reduced.)
+    return np.asarray(average).astype(ctx.output_dtype()).reshape(out_shape)
 
 
 def _extreme(dtype: np.dtype, lowest: bool):
@@ -99,7 +100,7 @@ def _prepare_arg(ctx: KernelContext) -> list[Shape]:
 def arg_min_max(ctx: KernelContext) -> np.ndarray:
     """The first index of the extreme value, as the reference's strict comparison gives."""
     find = np.argmax if ctx.operation == Op.ARGMAX else np.argmin
-    return find(ctx.input(0), axis=_arg_axis(ctx)).astype(np.int32)
+    return np.asarray(find(ctx.input(0), axis=_arg_axis(ctx)), dtype=np.int32)
 
 
 # --------------------------------------------------------------------------------------------
