@@ -230,3 +230,19 @@ def test_channel_shuffle_follows_the_documented_formula(axis):
 def test_channel_shuffle_groups_must_divide_the_axis():
     with pytest.raises(BadDataError, match=r"input 1 \(num_groups\) 5 does not divide"):
         run1(Op.CHANNEL_SHUFFLE, [feed(F32, X), const(INT, 5), const(INT, 2)], out(F32, X.shape))
+
+
+def test_block_rearrangement_with_dimensions_known_only_at_execution():
+    model = build(Op.SPACE_TO_DEPTH, [feed(F32, np.zeros((1, 2, 2, 1), np.float32),
+                                           dims=(0, 0, 0, 0)), const(INT, 2), const(BOOL, True)],
+                  [out(F32, (0, 0, 0, 0))])
+    compilation = Compilation(model)
+    for shape in ((1, 3, 4, 6), (2, 1, 2, 2)):  # NCHW
+        x = RNG.standard_normal(shape).astype(np.float32)
+        y = compilation.run([x]).outputs[0]
+        n, c, h, w = shape
+        assert y.shape == (n, c * 4, h // 2, w // 2)
+        nhwc = x.transpose(0, 2, 3, 1)
+        expected = nhwc.reshape(n, h // 2, 2, w // 2, 2, c).transpose(0, 1, 3, 2, 4, 5)
+        np.testing.assert_array_equal(y, expected.reshape(n, h // 2, w // 2, -1)
+                                      .transpose(0, 3, 1, 2))
