@@ -128,7 +128,7 @@ def _sign_bits(ctx: KernelContext) -> np.ndarray:
     """For each seed: 1 when the weighted sum of the rows' signed hashes is positive."""
     seeds = ctx.float_input(0).reshape(-1)
     x = ctx.input(1)
-    rows = np.ascontiguousarray(x).reshape(x.shape[0], -1).view(np.uint8)
+    rows = np.ascontiguousarray(x).reshape(x.shape[0], math.prod(x.shape[1:])).view(np.uint8)
     seed_bytes = seeds.astype("<f4").view(np.uint8).reshape(-1, 4)
     keys = np.concatenate([np.repeat(seed_bytes, len(rows), axis=0),
                            np.tile(rows, (len(seeds), 1))], axis=1)
