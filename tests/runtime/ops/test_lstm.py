@@ -309,3 +309,27 @@ def test_bidirectional_lstm_aux_input_needs_aux_weights():
     with pytest.raises(BadDataError, match="auxiliary input and the auxiliary weights"):
         run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
             _bidirectional_inputs(fw, bw, xs, states, False, True, aux=xs.copy()), 2)
+
+
+def test_bidirectional_lstm_aux_weights_need_aux_input():
+    rng = np.random.default_rng(15)
+    fw, bw = lstm_params(rng, 3, 4, aux_size=2), lstm_params(rng, 3, 4, aux_size=2)
+    xs = np.zeros((2, 1, 3), np.float32)
+    states = [*_states(rng, 1, fw, 4), *_states(rng, 1, bw, 4)]
+    with pytest.raises(BadDataError, match="auxiliary input and the auxiliary weights"):
+        run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
+            _bidirectional_inputs(fw, bw, xs, states, False, True), 2)
+
+
+def test_bidirectional_lstm_cifg_forbids_aux_input_to_input_weights():
+    rng = np.random.default_rng(16)
+    fw = lstm_params(rng, 3, 4, aux_size=2, cifg=True)
+    bw = lstm_params(rng, 3, 4, aux_size=2)
+    fw["ai"] = np.zeros((4, 2), np.float32)
+    xs = np.zeros((2, 1, 3), np.float32)
+    aux = np.zeros((2, 1, 2), np.float32)
+    states = [*_states(rng, 1, fw, 4), *_states(rng, 1, bw, 4)]
+    with pytest.raises(BadDataError, match=r"input 40 \(fw_aux_input_to_input_weights\) must"
+                                           " be omitted when CIFG is used"):
+        run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
+            _bidirectional_inputs(fw, bw, xs, states, False, True, aux=aux), 2)

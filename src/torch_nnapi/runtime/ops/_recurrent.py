@@ -130,73 +130,68 @@ class LstmConfig:
         return _GATES[1:] if self.cifg else _GATES
 
 
+def _all_or_none(ctx: KernelContext, indices: Sequence[int], what: str) -> bool:
+    """True when all of these optional inputs have values, False when none has."""
+    have = [ctx.has_input(i) for i in indices]
+    if any(have) and not all(have):
+        given = ", ".join(f"{i} ({input_name(ctx, i)})" for i in indices)
+        raise BadDataError(f"{what}: inputs {given} must all have values or all be omitted")
+    return all(have)
+
+
+def _optional_per_gate(ctx: KernelContext, base: int, group: Sequence[str],
+                       gates: Sequence[str], what: str, shape: Sequence[int]) -> bool:
+    """Whether a group of optional per-gate operands (peephole, layer normalization or
+    auxiliary weights, starting with the input gate's at ``base``) is present; all or none of
+    the cell's gates, and never the input gate's with CIFG."""
+    if "input" not in gates and ctx.has_input(base):
+        raise BadDataError(f"input {base} ({input_name(ctx, base)}) must be omitted when CIFG"
+                           " is used (no input-to-input weights)")
+    indices = [base + k for k, gate in enumerate(group) if gate in gates]
+    present = _all_or_none(ctx, indices, what)
+    for i in indices if present else ():
+        expect_shape(ctx, i, shape)
+    return present
+
+
 def lstm_config(ctx: KernelContext, at: LstmOperands, batch: int, input_size: int,
                 aux_input_size: int | None = None) -> LstmConfig:
     """Checks one LSTM cell's operand shapes and which optional ones are present."""
     w = at.weights
-    num_cells, _ = required_shape(ctx, w + _INPUT_TO + 3, 2)
+    num_cells = required_shape(ctx, w + _INPUT_TO + 3, 2)[0]
     output_size = required_shape(ctx, w + _RECURRENT_TO + 3, 2)[1]
-
-    def present(offset: int) -> bool:
-        return not ctx.is_omitted(w + offset)
-
-    def all_or_none(offsets: Sequence[int], base: int, what: str) -> bool:
-        have = [not ctx.is_omitted(base + k) for k in offsets]
-        if any(have) and not all(have):
-            given = [f"{base + k} ({input_name(ctx, base + k)})" for k in offsets]
-            raise BadDataError(f"{what}: inputs {', '.join(given)} must all have values or"
-                               " all be omitted")
-        return all(have)
-
-    cifg = not all_or_none([_INPUT_TO, _RECURRENT_TO, _BIAS], w, "CIFG")
+    cifg = not _all_or_none(ctx, [w + _INPUT_TO, w + _RECURRENT_TO, w + _BIAS], "CIFG")
     gates = _GATES[1:] if cifg else _GATES
     for k, gate in enumerate(_GATES):
         if gate in gates:
             expect_shape(ctx, w + _INPUT_TO + k, (num_cells, input_size))
             expect_shape(ctx, w + _RECURRENT_TO + k, (num_cells, output_size))
             expect_shape(ctx, w + _BIAS + k, (num_cells,))
-    peephole_offsets = [_CELL_TO + k for k, g in enumerate(_PEEPHOLE_GATES)
-                        if g in gates]
-    if cifg and present(_CELL_TO):
-        raise BadDataError(f"input {w + _CELL_TO} ({input_name(ctx, w + _CELL_TO)}) must be"
-                           " omitted when CIFG is used (no input-to-input weights)")
-    peephole = all_or_none(peephole_offsets, w, "peephole")
-    for offset in peephole_offsets if peephole else ():
-        expect_shape(ctx, w + offset, (num_cells,))
-    projection = present(_PROJECTION)
+    peephole = _optional_per_gate(ctx, w + _CELL_TO, _PEEPHOLE_GATES, gates, "peephole",
+                                  (num_cells,))
+    projection = ctx.has_input(w + _PROJECTION)
     if projection:
         expect_shape(ctx, w + _PROJECTION, (output_size, num_cells))
     elif output_size != num_cells:
         raise BadDataError(f"without projection weights the output size ({output_size}, from"
                            f" input {w + _RECURRENT_TO + 3}) must equal the number of cells"
                            f" ({num_cells})")
-    if present(_PROJECTION_BIAS):
+    if ctx.has_input(w + _PROJECTION_BIAS):
         if not projection:
             raise BadDataError(f"input {w + _PROJECTION_BIAS}"
                                f" ({input_name(ctx, w + _PROJECTION_BIAS)}) needs projection"
                                " weights")
         expect_shape(ctx, w + _PROJECTION_BIAS, (output_size,))
-    layer_norm = False
-    if at.layer_norm is not None:
-        if cifg and not ctx.is_omitted(at.layer_norm):
-            raise BadDataError(f"input {at.layer_norm} ({input_name(ctx, at.layer_norm)}) must"
-                               " be omitted when CIFG is used")
-        offsets = [k for k, g in enumerate(_GATES) if g in gates]
-        layer_norm = all_or_none(offsets, at.layer_norm, "layer normalization")
-        for k in offsets if layer_norm else ():
-            expect_shape(ctx, at.layer_norm + k, (num_cells,))
+    layer_norm = at.layer_norm is not None and _optional_per_gate(
+        ctx, at.layer_norm, _GATES, gates, "layer normalization", (num_cells,))
     aux = False
     if at.aux_weights is not None:
-        offsets = [k for k, g in enumerate(_GATES) if g in gates]
-        if cifg and not ctx.is_omitted(at.aux_weights):
-            raise BadDataError(f"input {at.aux_weights} ({input_name(ctx, at.aux_weights)})"
-                               " must be omitted when CIFG is used")
-        aux = all_or_none(offsets, at.aux_weights, "auxiliary input weights")
+        aux = any(ctx.has_input(at.aux_weights + k) for k in range(len(_GATES)))
         if aux != (aux_input_size is not None):
             raise BadDataError("the auxiliary input and the auxiliary weights must both have"
                                " values or both be omitted")
-        for k in offsets if aux else ():
-            expect_shape(ctx, at.aux_weights + k, (num_cells, aux_input_size))
+        aux = aux and _optional_per_gate(ctx, at.aux_weights, _GATES, gates,
+                                         "auxiliary input weights", (num_cells, aux_input_size))
     expect_shape(ctx, at.output_state, (batch, output_size))
     expect_shape(ctx, at.cell_state, (batch, num_cells))
     return LstmConfig(num_cells, output_size, cifg, peephole, layer_norm, projection, aux)
