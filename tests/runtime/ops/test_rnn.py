@@ -175,3 +175,12 @@ def test_svdf_checks_the_state_size():
         run(Op.SVDF, [np.zeros((1, 3), np.float32), np.zeros((4, 3), np.float32),
                       np.zeros((4, 2), np.float32), None, np.zeros((1, 6), np.float32),
                       i32(1), i32(0)], 2)
+
+
+def test_infinities_and_nans_propagate_without_warnings():
+    rng = np.random.default_rng(10)
+    w, r, b = _rnn_weights(rng, 3, 4)
+    x = np.array([[np.inf, -np.inf, 1.0], [np.nan, 0.0, 1.0]], np.float32)
+    with np.errstate(all="raise"):
+        _, out = run(Op.RNN, [x, w, r, b, np.zeros((2, 4), np.float32), i32(0)], 2)
+    assert np.isnan(out).all()

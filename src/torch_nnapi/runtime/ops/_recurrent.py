@@ -9,8 +9,9 @@ time steps only, after computing the input contributions of all steps at once.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -19,6 +20,19 @@ from ...nnapi.signatures import signature_of
 from ..context import KernelContext, Shape
 
 Activation = Callable[[np.ndarray], np.ndarray]
+F = TypeVar("F", bound=Callable)
+
+
+def ieee_float(execute: F) -> F:
+    """Runs a float kernel with NumPy's floating-point warnings off: infinities and NaNs in the
+    data propagate through the arithmetic, as in Android's C++ kernels."""
+
+    @functools.wraps(execute)
+    def wrapper(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return execute(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------------------------

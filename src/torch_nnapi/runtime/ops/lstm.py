@@ -19,6 +19,7 @@ from ._recurrent import (
     LstmConfig,
     LstmOperands,
     activation,
+    ieee_float,
     load_lstm_cell,
     lstm_clip,
     lstm_config,
@@ -70,6 +71,7 @@ def _prepare_lstm(ctx: KernelContext) -> list[Shape]:
 
 
 @register(Op.LSTM, prepare=_prepare_lstm)
+@ieee_float
 def lstm(ctx: KernelContext) -> list[np.ndarray]:
     at = _single_step_operands(ctx)
     batch, input_size = ctx.input_shape(0)
@@ -100,6 +102,7 @@ def _prepare_unidirectional(ctx: KernelContext) -> list[Shape]:
 
 
 @register(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, prepare=_prepare_unidirectional)
+@ieee_float
 def unidirectional_sequence_lstm(ctx: KernelContext) -> np.ndarray:
     time_major, _, config = _unidirectional_config(ctx)
     cell = _load(ctx, _UNIDIRECTIONAL, config, _ACTIVATION, _CELL_CLIP, _PROJ_CLIP)
@@ -143,6 +146,7 @@ def _prepare_bidirectional(ctx: KernelContext) -> list[Shape]:
 
 
 @register(Op.BIDIRECTIONAL_SEQUENCE_LSTM, prepare=_prepare_bidirectional)
+@ieee_float
 def bidirectional_sequence_lstm(ctx: KernelContext) -> list[np.ndarray]:
     time_major, merge, fw_config, bw_config = _bidirectional_configs(ctx)
     x = time_major_view(ctx.float_input(0), time_major)

@@ -16,6 +16,7 @@ from ._recurrent import (
     FUSE_CODES,
     RnnCell,
     activation,
+    ieee_float,
     expect_shape,
     required_shape,
     rnn_units,
@@ -45,6 +46,7 @@ def _prepare_rnn(ctx: KernelContext) -> list[Shape]:
 
 
 @register(Op.RNN, prepare=_prepare_rnn)
+@ieee_float
 def rnn(ctx: KernelContext) -> list[np.ndarray]:
     cell = _cell(ctx, 1, 2, 3, 5)
     state = cell.step(cell.input_contribution(ctx.float_input(0)), ctx.float_input(4))
@@ -71,6 +73,7 @@ def _prepare_unidirectional(ctx: KernelContext) -> list[Shape]:
 
 
 @register(Op.UNIDIRECTIONAL_SEQUENCE_RNN, prepare=_prepare_unidirectional)
+@ieee_float
 def unidirectional_sequence_rnn(ctx: KernelContext) -> np.ndarray:
     time_major = _unidirectional_time_major(ctx)
     outputs, _ = _cell(ctx, 1, 2, 3, 5).run(time_major_view(ctx.float_input(0), time_major),
@@ -123,6 +126,7 @@ def _prepare_bidirectional(ctx: KernelContext) -> list[Shape]:
 
 
 @register(Op.BIDIRECTIONAL_SEQUENCE_RNN, prepare=_prepare_bidirectional)
+@ieee_float
 def bidirectional_sequence_rnn(ctx: KernelContext) -> list[np.ndarray]:
     time_major, merge, has_aux, _, _ = _bidirectional_params(ctx)
     x = time_major_view(ctx.float_input(0), time_major)
@@ -174,6 +178,7 @@ def _prepare_svdf(ctx: KernelContext) -> list[Shape]:
 
 
 @register(Op.SVDF, prepare=_prepare_svdf)
+@ieee_float
 def svdf(ctx: KernelContext) -> list[np.ndarray]:
     batch, num_units, rank, memory_size = _svdf_dims(ctx)
     weights_feature, weights_time = ctx.float_input(1), ctx.float_input(2)
