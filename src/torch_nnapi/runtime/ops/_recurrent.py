@@ -1,8 +1,8 @@
-"""The cells shared by the recurrent kernels: one LSTM cell and one RNN step, in float32.
+"""The cells shared by the recurrent kernels: one LSTM cell and one RNN cell, in float32.
 
 LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM and BIDIRECTIONAL_SEQUENCE_LSTM all read their operands
 with ``lstm_config``/``load_lstm_cell`` and run ``LstmCell``; RNN and the sequence RNNs all run
-``rnn_step``/``run_rnn``. Callers pass float32 arrays (float16 operands are computed in float32
+``RnnCell``. Callers pass float32 arrays (float16 operands are computed in float32
 and cast back, as Android does). Everything is vectorized over the batch; sequences loop over
 time steps only, after computing the input contributions of all steps at once.
 """

@@ -15,6 +15,7 @@ from ..context import KernelContext, Shape
 from ..registry import register
 from ._recurrent import (
     LSTM_ACTIVATIONS,
+    Activation,
     LstmCell,
     LstmConfig,
     LstmOperands,
@@ -46,16 +47,16 @@ def _single_step_operands(ctx: KernelContext) -> LstmOperands:
                         layer_norm=23 if ctx.num_inputs == 27 else None)
 
 
-def _check_parameters(ctx: KernelContext, act: int, cell_clip: int, proj_clip: int) -> None:
-    activation(ctx, act, LSTM_ACTIVATIONS)
-    lstm_clip(ctx, cell_clip)
-    lstm_clip(ctx, proj_clip)
+def _parameters(ctx: KernelContext, act: int, cell_clip: int, proj_clip: int) \
+        -> tuple[Activation, float, float]:
+    """The activation and the two clipping thresholds, checked."""
+    return (activation(ctx, act, LSTM_ACTIVATIONS), lstm_clip(ctx, cell_clip),
+            lstm_clip(ctx, proj_clip))
 
 
 def _load(ctx: KernelContext, at: LstmOperands, config: LstmConfig, act: int, cell_clip: int,
           proj_clip: int) -> LstmCell:
-    return load_lstm_cell(ctx, at, config, activation(ctx, act, LSTM_ACTIVATIONS),
-                          lstm_clip(ctx, cell_clip), lstm_clip(ctx, proj_clip))
+    return load_lstm_cell(ctx, at, config, *_parameters(ctx, act, cell_clip, proj_clip))
 
 
 # --------------------------------------------------------------------------------------------
@@ -65,7 +66,7 @@ def _load(ctx: KernelContext, at: LstmOperands, config: LstmConfig, act: int, ce
 def _prepare_lstm(ctx: KernelContext) -> list[Shape]:
     batch, input_size = required_shape(ctx, 0, 2)
     config = lstm_config(ctx, _single_step_operands(ctx), batch, input_size)
-    _check_parameters(ctx, _ACTIVATION, _CELL_CLIP, _PROJ_CLIP)
+    _parameters(ctx, _ACTIVATION, _CELL_CLIP, _PROJ_CLIP)
     return [(batch, len(config.gates) * config.num_cells), (batch, config.output_size),
             (batch, config.num_cells), (batch, config.output_size)]
 
@@ -97,7 +98,7 @@ def _unidirectional_config(ctx: KernelContext) -> tuple[bool, tuple[int, int, in
 
 def _prepare_unidirectional(ctx: KernelContext) -> list[Shape]:
     _, _, config = _unidirectional_config(ctx)
-    _check_parameters(ctx, _ACTIVATION, _CELL_CLIP, _PROJ_CLIP)
+    _parameters(ctx, _ACTIVATION, _CELL_CLIP, _PROJ_CLIP)
     return [ctx.input_shape(0)[:2] + (config.output_size,)]
 
 
@@ -138,7 +139,7 @@ def _bidirectional_configs(ctx: KernelContext) -> tuple[bool, bool, LstmConfig, 
 
 def _prepare_bidirectional(ctx: KernelContext) -> list[Shape]:
     _, merge, fw, bw = _bidirectional_configs(ctx)
-    _check_parameters(ctx, _BIDI_ACTIVATION, _BIDI_CELL_CLIP, _BIDI_PROJ_CLIP)
+    _parameters(ctx, _BIDI_ACTIVATION, _BIDI_CELL_CLIP, _BIDI_PROJ_CLIP)
     leading = ctx.input_shape(0)[:2]
     if merge:
         return [leading + (fw.output_size + bw.output_size,)]
