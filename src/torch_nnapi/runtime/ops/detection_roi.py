@@ -63,6 +63,9 @@ def _prepare_roi(ctx: KernelContext, layout_input: int) -> list[Shape]:
     for i, name in ((5, "height_ratio"), (6, "width_ratio")):
         if not float_scalar(ctx, i) > 0:
             raise BadDataError(f"input {i} ({name}) must be positive, got {ctx.scalar(i)}")
+    if ctx.operation == Op.ROI_ALIGN and min(ctx.scalar(7), ctx.scalar(8)) < 0:
+        raise BadDataError(f"sampling ratios (inputs 7, 8) must be >= 0 (0: adaptive), got"
+                           f" {ctx.scalar(7)} and {ctx.scalar(8)}")
     if nchw:
         return [(rois[0], depth, out_height, out_width)]
     return [(rois[0], out_height, out_width, depth)]
@@ -109,9 +112,6 @@ def roi_align(ctx: KernelContext) -> np.ndarray:
     nchw = bool(ctx.scalar(9))
     out_height, out_width = ctx.scalar(3), ctx.scalar(4)
     height_samples, width_samples = ctx.scalar(7), ctx.scalar(8)
-    if height_samples < 0 or width_samples < 0:
-        raise BadDataError(f"sampling ratios (inputs 7, 8) must be >= 0, got {height_samples}"
-                           f" and {width_samples}")
     feature = to_nhwc(ctx.input(0), nchw)
     batches, height, width, depth = feature.shape
     num_rois = ctx.input_shape(1)[0]
