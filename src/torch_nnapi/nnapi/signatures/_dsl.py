@@ -103,10 +103,16 @@ class OperationSignature:
         return self.operation.feature_level
 
     def operand_types_by_level(self) -> dict[int, list[OperandType]]:
-        """The primary operand type (of the first input) of each combination, grouped by level."""
+        """The primary operand type of each combination, grouped by level.
+
+        The primary input is the first one typed by a type variable (SELECT's input1, not its
+        fixed bool8 condition), or the first input when none is.
+        """
+        inputs = self.forms[0].inputs
+        primary_arg = next((a for a in inputs if a.type_ref[0].isupper()), inputs[0])
         out: dict[int, list[OperandType]] = {}
         for combo in self.combos:
-            primary = self.forms[0].inputs[0].resolve(combo.bindings)
+            primary = primary_arg.resolve(combo.bindings)
             level = max(combo.level, int(self.level))
             if primary not in sum(out.values(), []):
                 out.setdefault(level, []).append(primary)
