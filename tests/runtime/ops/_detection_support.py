@@ -1,4 +1,4 @@
-"""Builds and runs one-operation models for the detection kernel tests."""
+"""Detection tests describe operands with their values; this adapts them to ``_single_op``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import numpy as np
 
 from torch_nnapi.nnapi import Model, OperandType, OperationType
 from torch_nnapi.runtime import Compilation
+
+from . import _single_op
 
 T = OperandType
 
@@ -26,13 +28,15 @@ class Tensor:
 
 @dataclass
 class Scalar:
+    """A constant scalar input."""
+
     type: OperandType
     value: object
 
 
 @dataclass
 class Out:
-    """An output; ``dims`` may hold 0 for unknown dimensions (the default: unknown, given rank)."""
+    """An output of the given rank, its dimensions unknown (0) unless ``dims`` says."""
 
     type: OperandType
     rank: int
@@ -42,24 +46,21 @@ class Out:
 
 
 def build(op: OperationType, inputs: list, outputs: list[Out]) -> tuple[Model, list]:
-    m = Model()
-    operands, feeds = [], []
+    """The one-operation model and the values to feed its (non-constant) inputs."""
+    args, feeds = [], []
     for spec in inputs:
         if isinstance(spec, Scalar):
-            operands.append(m.add_scalar(spec.type, spec.value))
+            args.append(_single_op.Arg(spec.type, (), value=spec.value))
             continue
         value = np.asarray(spec.value)
-        if spec.const:
-            operands.append(m.add_constant(spec.type, value, spec.scale, spec.zero_point))
-            continue
         dims = spec.dims if spec.dims is not None else value.shape
-        operands.append(m.add_operand(spec.type, dims, spec.scale, spec.zero_point))
-        feeds.append((operands[-1], value))
-    outs = [m.add_operand(o.type, o.dims if o.dims is not None else (0,) * o.rank, o.scale,
-                          o.zero_point) for o in outputs]
-    m.add_operation(op, operands, outs)
-    m.identify_inputs_and_outputs([i for i, _ in feeds], outs)
-    return m.finish(), [v for _, v in feeds]
+        args.append(_single_op.Arg(spec.type, dims, spec.scale, spec.zero_point,
+                                   value=value if spec.const else None))
+        if not spec.const:
+            feeds.append(value)
+    outs = [_single_op.Arg(o.type, o.dims if o.dims is not None else (0,) * o.rank, o.scale,
+                           o.zero_point) for o in outputs]
+    return _single_op.build(op, args, outs), feeds
 
 
 def run(op: OperationType, inputs: list, outputs: list[Out]) -> list[np.ndarray]:
@@ -68,6 +69,7 @@ def run(op: OperationType, inputs: list, outputs: list[Out]) -> list[np.ndarray]
 
 
 def quantize(x, scale: float, zero_point: int, dtype) -> np.ndarray:
+    """Test data to a quantized type (halves rounded up; exactness is not the point here)."""
     limits = np.iinfo(dtype)
     q = np.floor(np.asarray(x, np.float64) / scale + 0.5) + zero_point
     return np.clip(q, limits.min, limits.max).astype(dtype)

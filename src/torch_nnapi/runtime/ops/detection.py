@@ -242,7 +242,8 @@ def _generate_proposals(ctx: KernelContext):
     shifts[..., 1::2] = shift_y[:, None, None, None]
     grid_boxes = (anchors[None, None] + shifts).reshape(-1, ROI_DIM)
 
-    out_scores, out_boxes, out_batches = [], [], []
+    out_scores, out_boxes = [np.zeros(0, F32)], [np.zeros((0, ROI_DIM), F32)]
+    out_batches = [np.zeros(0, np.int32)]
     for b in range(batches):
         batch_scores = scores[b].reshape(-1)
         hw = np.broadcast_to(image_info[b], (grid_boxes.shape[0], 2))
