@@ -8,7 +8,7 @@ Quantized LOGISTIC, TANH, SOFTMAX and L2_NORMALIZATION produce a fixed output qu
 from ..codes import OperationType as Op
 from ._dsl import combo, form
 from ._registry import define
-from ._rules import fixed_output_quant, same_quant
+from ._rules import fixed_output_quant, ranks_before_level_3, same_quant
 
 _UNARY = form("", "input:T", "output:T")
 _FLOAT_AND_Q8 = [combo(1, T="tensor_f32"), combo(1, T="tensor_q8"), combo(3, T="tensor_f16")]
@@ -31,7 +31,7 @@ _FLOAT_WITH_SCALAR = [combo(1, T="tensor_f32", S="f32"), combo(3, T="tensor_f16"
 
 define(Op.SOFTMAX, forms=[form("", "input:T beta:S [@3 axis:i32]", "output:T")],
        types=[*_FLOAT_WITH_SCALAR, combo(1, T="tensor_q8", S="f32")],
-       rules=[fixed_output_quant(1.0 / 256, 0)],
+       rules=[fixed_output_quant(1.0 / 256, 0), ranks_before_level_3((2, 4))],
        summary="exp(beta * (x - max)) / sum(exp(beta * (x - max))) along axis (default -1)")
 define(Op.LOG_SOFTMAX, forms=[form("", "input:T beta:S axis:i32", "output:T")],
        types=[combo(3, T="tensor_f32", S="f32"), combo(3, T="tensor_f16", S="f16")],
@@ -39,11 +39,11 @@ define(Op.LOG_SOFTMAX, forms=[form("", "input:T beta:S axis:i32", "output:T")],
 
 define(Op.L2_NORMALIZATION, forms=[form("", "input:T [@3 axis:i32]", "output:T")],
        types=[combo(1, T="tensor_f32"), combo(3, T="tensor_f16"), combo(3, T="tensor_q8")],
-       rules=[fixed_output_quant(1.0 / 128, 128)],
+       rules=[fixed_output_quant(1.0 / 128, 128), ranks_before_level_3((4,))],
        summary="x / sqrt(sum(x * x)) along axis (default -1)")
 define(Op.LOCAL_RESPONSE_NORMALIZATION,
        forms=[form("", "input:T radius:i32 bias:S alpha:S beta:S [@3 axis:i32]", "output:T")],
-       types=_FLOAT_WITH_SCALAR,
+       types=_FLOAT_WITH_SCALAR, rules=[ranks_before_level_3((4,))],
        summary="x / (bias + alpha * sum(x * x over a window of 2 * radius + 1))**beta along"
                " axis (default -1)")
 define(Op.INSTANCE_NORMALIZATION,

@@ -6,7 +6,7 @@ DEPTH_TO_SPACE, SPACE_TO_DEPTH, CHANNEL_SHUFFLE.
 
 from ..codes import OperandType
 from ..codes import OperationType as Op
-from ._dsl import RuleContext, combo, form, rule
+from ._dsl import RuleContext, combo, form, level_rule
 from ._registry import define
 from ._rules import same_quant
 from ._shape_types import ALL4, float_q8, types_since_3
@@ -14,15 +14,12 @@ from ._shape_types import ALL4, float_q8, types_since_3
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 
 
-
-@rule("quant8 input with a nonzero zero point needs feature level 3")
-def _padding_with_logical_zero(ctx: RuleContext) -> str | None:
+@level_rule("quant8 input with a nonzero zero point needs feature level 3")
+def _padding_with_logical_zero(ctx: RuleContext) -> int | None:
     """Before API 29 the pad value of quant8 tensors was undefined unless the zero point
-    was 0; since then it is the logical zero. The rule records the level such a model needs."""
+    was 0; since then it is the logical zero."""
     x = ctx.input("input")
-    if x is not None and x.type == _Q8 and x.zero_point != 0:
-        ctx.match.level = max(ctx.match.level, 3)
-    return None
+    return 3 if x is not None and x.type == _Q8 and x.zero_point != 0 else None
 
 
 define(Op.PAD, summary="pads with zeros (the zero point for quant8)",

@@ -5,7 +5,7 @@ RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE, CONCATENATION, SPLIT, TILE.
 
 from ..codes import OperandType
 from ..codes import OperationType as Op
-from ._dsl import RuleContext, form, rule
+from ._dsl import RuleContext, form, level_rule, rule
 from ._registry import define
 from ._rules import same_quant
 from ._shape_types import ALL4, float_q8, quant_matches
@@ -33,16 +33,14 @@ define(Op.TILE, summary="repeats the input multiples[i] times along each dimensi
        types=ALL4, rules=[same_quant()])
 
 
-@rule("quant8 inputs quantized unlike the output need feature level 3")
-def _concat_requantizes(ctx: RuleContext) -> str | None:
+@level_rule("quant8 inputs quantized unlike the output need feature level 3")
+def _concat_requantizes(ctx: RuleContext) -> int | None:
     """Before API 29 every quant8 input had to share the output's scale and zero point;
-    since then inputs are requantized. The rule records the level such a model needs."""
+    since then inputs are requantized."""
     out = ctx.output("output")
     if out is None or out.type != _Q8:
         return None
-    if not all(quant_matches(x, out) for x in ctx.inputs("inputs")):
-        ctx.match.level = max(ctx.match.level, 3)
-    return None
+    return None if all(quant_matches(x, out) for x in ctx.inputs("inputs")) else 3
 
 
 define(Op.CONCATENATION, summary="joins the inputs along an axis",
