@@ -84,7 +84,10 @@ def assert_close(actual, expected, what: str = "output") -> float:
             f"{what} {i}: shape {list(a.shape)}, expected {list(e.shape)}"
         if e.is_quantized:
             assert a.is_quantized, f"{what} {i}: expected a quantized tensor"
-            assert (a.q_scale(), a.q_zero_point()) == (e.q_scale(), e.q_zero_point())
+            assert abs(a.q_scale() - e.q_scale()) <= 1e-6 * e.q_scale(), \
+                f"{what} {i}: scale {a.q_scale()}, expected {e.q_scale()}"
+            assert a.q_zero_point() == e.q_zero_point(), \
+                f"{what} {i}: zero point {a.q_zero_point()}, expected {e.q_zero_point()}"
             diff = (a.int_repr().int() - e.int_repr().int()).abs().max().item()
             assert diff <= 1, f"{what} {i}: off by {diff} quanta"
             worst = max(worst, float(diff))

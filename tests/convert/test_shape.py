@@ -25,11 +25,11 @@ SHAPE_OPS = {
     "reshape": lambda x: x.reshape(-1, 5),
     "flatten": lambda x: torch.flatten(x, 1),
     "flatten_mid": lambda x: x.flatten(1, 2),
-    "unflatten": lambda x: x.unflatten(1, (3, 1)),
+    "unflatten": lambda x: x[:, 0].unflatten(2, (5, 1)),
     "squeeze_all": lambda x: x[:, :1].squeeze(),
     "squeeze_dim": lambda x: x[:, :, :1].squeeze(2),
-    "unsqueeze": lambda x: x.unsqueeze(1) * 2,
-    "unsqueeze_last": lambda x: x.unsqueeze(-1) * 2,
+    "unsqueeze": lambda x: x[:, 0].unsqueeze(1) * 2,
+    "unsqueeze_last": lambda x: x[:, :, 0].unsqueeze(-1) * 2,
     "permute": lambda x: x.permute(0, 2, 3, 1) + 1,
     "transpose": lambda x: x.transpose(1, 3).contiguous() * 2,
     "permute_then_view": lambda x: x.permute(0, 2, 3, 1).reshape(2, -1),
@@ -37,7 +37,7 @@ SHAPE_OPS = {
     "repeat": lambda x: x.repeat(1, 2, 1, 1) * 1,
     "cat": lambda x: torch.cat([x, x * 2], 1),
     "cat_last": lambda x: torch.cat([x, x * 2, x * 3], -1),
-    "stack": lambda x: torch.stack([x, x * 2], 2),
+    "stack": lambda x: torch.stack([x[0], x[1] * 2], 2),
     "flip": lambda x: torch.flip(x, [2, 3]),
 }
 
@@ -85,3 +85,11 @@ def test_cat_of_mixed_layouts_and_constants():
             return torch.cat([x, y, self.c], 1)
 
     check(M(), (torch.randn(1, 3, 4, 5), torch.randn(1, 1, 4, 5)), nhwc=[True, False])
+
+
+def test_five_dimensional_tensors_are_reported():
+    from torch_nnapi.convert.api import convert_with_details
+    from torch_nnapi.convert.errors import ConversionError
+
+    with pytest.raises(ConversionError, match="at most 4 dimensions"):
+        convert_with_details(Fn(lambda x: x.unsqueeze(0) * 2), torch.randn(2, 3, 4, 5))

@@ -61,7 +61,10 @@ class Converter:
             if not isinstance(d, Sym) and int(d) <= 0:
                 raise Unsupported(f"tensors with a dimension of size {d} cannot be expressed"
                                   " in NNAPI")
-        nshape = lay.apply(layout, shape) if shape else (1,)
+        if len(shape) > 4:
+            raise Unsupported(f"NNAPI tensors have at most 4 dimensions, this one would have"
+                              f" shape {[hint(d) for d in shape]}")
+        nshape = lay.apply(layout, shape)
         if dtype not in NNAPI_TYPE_OF:
             raise Unsupported(f"dtype {dtype} has no NNAPI equivalent")
         dims = tuple(0 if isinstance(d, Sym) else int(d) for d in nshape)
@@ -256,16 +259,43 @@ class Converter:
     def reshape(self, t: TensorValue, shape: Sequence[SymInt]) -> TensorValue:
         """``t.reshape(shape)`` (PyTorch semantics); the result is contiguous."""
         shape = tuple(shape)
+        if t.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
+            return self._reshape_integers(t, shape)
         if not lay.data_order_matches(t.layout, t.shape):
             t = self.contiguous(t)
         if tuple(shape) == t.shape and lay.is_identity(t.layout):
             return t
         nshape = shape if shape else (1,)
-        if tuple(t.nnapi_shape) == tuple(nshape) and len(shape) == t.rank:
+        if shape and tuple(t.nnapi_shape) == tuple(nshape) and len(shape) == t.rank:
             return t.with_(shape=shape, layout=lay.identity(len(shape)))
         out = self.new_tensor(shape, t.dtype, None, t.scale, t.zero_point)
         self.operation(Op.RESHAPE, [t, self.shape_vector(nshape)], [out])
         return out
+
+    def _reshape_integers(self, t: TensorValue, shape: tuple) -> TensorValue:
+        """RESHAPE takes no integer tensors at level 3: EXPAND_DIMS where only size-1
+        dimensions are added, else a round trip through float32 (exact below 2**24, which
+        covers indices)."""
+        if lay.is_identity(t.layout):
+            inserted, k = [], 0
+            for i, d in enumerate(shape):
+                if k < t.rank and _same_dim(t.shape[k], d):
+                    k += 1
+                elif _is_one(d):
+                    inserted.append(i)
+                else:
+                    break
+            else:
+                if k == t.rank:
+                    out = t
+                    for i in inserted:
+                        new_shape = out.shape[:i] + (1,) + out.shape[i:]
+                        out = self.emit(Op.EXPAND_DIMS, [out, self.i32(i)], new_shape, t.dtype)
+                    return out
+        if t.dtype == "bool":
+            raise Unsupported("reshaping a bool tensor")
+        as_float = self.cast(t, "float32")
+        return self.cast(self.reshape(as_float, shape), t.dtype)
 
     def cast(self, t: TensorValue, dtype: str) -> TensorValue:
         if t.dtype == dtype or NNAPI_TYPE_OF[t.dtype] == NNAPI_TYPE_OF[dtype]:
@@ -279,6 +309,12 @@ def _index(x: OperandRef) -> int:
 
 def _is_one(d) -> bool:
     return not isinstance(d, Sym) and int(d) == 1
+
+
+def _same_dim(a, b) -> bool:
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        return isinstance(a, Sym) and a == b
+    return int(a) == int(b)
 
 
 def _np_dtype(op_type: OperandType) -> np.dtype:

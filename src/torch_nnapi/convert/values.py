@@ -55,6 +55,7 @@ class TensorValue:
 
     @property
     def nnapi_shape(self) -> tuple[SymInt, ...]:
+        """The NNAPI operand's dimensions (() for a 0-D tensor, as NNAPI reductions give)."""
         return lay.apply(self.layout, self.shape)
 
     @property

@@ -3,8 +3,9 @@
 Freezing folds a batch norm that follows a convolution or linear layer into its weights
 (capture.py); one left standalone is a per-channel MUL and ADD with constants folded from
 its statistics. NNAPI (level 3) has no layer or group norm: they are composed from MEAN,
-SUB, MUL, ADD and RSQRT (two-pass variance). instance_norm uses INSTANCE_NORMALIZATION,
-whose gamma and beta are scalars, so per-channel affine parameters follow as MUL and ADD.
+SUB, MUL, ADD and RSQRT (two-pass variance). So is instance_norm: Android 10's reference
+INSTANCE_NORMALIZATION (which the conformance tests pin) divides by sqrt(mean(x^2) + eps)
+rather than by the standard deviation, and its gamma and beta are scalars anyway.
 """
 
 from __future__ import annotations
@@ -103,8 +104,9 @@ def layer_norm(cx: Converter, x, normalized_shape, weight=None, bias=None, eps=1
     return in_float(cx, x, compute)
 
 
-@lowering("aten::instance_norm", nnapi=("INSTANCE_NORMALIZATION", "MUL", "ADD"),
-          notes="per-channel affine parameters as MUL + ADD")
+@lowering("aten::instance_norm", nnapi=("MEAN", "SUB", "MUL", "ADD", "RSQRT"),
+          notes="composed: Android 10's INSTANCE_NORMALIZATION divides by the root mean square"
+          " instead of the standard deviation")
 def instance_norm(cx: Converter, x, weight, bias, running_mean, running_var,
                   use_input_stats=True, momentum=0.1, eps=1e-5, *rest):
     x = require_tensor(x)
@@ -115,15 +117,7 @@ def instance_norm(cx: Converter, x, weight, bias, running_mean, running_var,
     b = _vector(bias, "bias")
 
     def compute(f):
-        if f.rank == 4:
-            from .conv import spatial_input
-
-            g, nchw = spatial_input(cx, f)
-            y = cx.emit_like(Op.INSTANCE_NORMALIZATION,
-                             [g, cx.float_scalar(1.0, g), cx.float_scalar(0.0, g),
-                              cx.float_scalar(e, g), cx.boolean(nchw)], g)
-        else:
-            y = normalize(cx, f, list(range(2, f.rank)), e)
+        y = normalize(cx, f, list(range(2, f.rank)), e)
         return channel_affine(cx, y, w, b)
 
     return in_float(cx, x, compute)

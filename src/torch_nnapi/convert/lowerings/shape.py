@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
 from ..context import Converter
@@ -78,6 +79,8 @@ def unflatten(cx: Converter, x, dim, sizes):
 
 def relayout_reshape(cx: Converter, x: TensorValue, shape, layout) -> TensorValue:
     """A RESHAPE that keeps the data order: only size-1 dimensions appear or vanish."""
+    if x.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
+        return cx.reshape(x, shape)
     out = cx.new_tensor(shape, x.dtype, layout, x.scale, x.zero_point)
     cx.operation(Op.RESHAPE, [x, cx.shape_vector(out.nnapi_shape)], [out])
     return out
