@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import NamedTuple
 
 import pytest
 import torch
@@ -122,3 +123,30 @@ def check(model, inputs, *, host: bool | None = None, run_inputs=None, **options
 
 def nnapi_ops(conversion) -> list[str]:
     return [op.type.name for op in conversion.model.operations]
+
+
+class QuantaStats(NamedTuple):
+    max_quanta: float
+    within_one: float  # fraction of elements within one quantum
+    top1_agree: bool
+
+
+def dequantized_scale(conversion) -> float:
+    """The scale of the quantized tensor the model's (first) float output is dequantized from."""
+    model = conversion.model
+    producer = {o: op for op in model.operations for o in op.outputs}
+    op = producer[model.outputs[0]]
+    while op.type.name != "DEQUANTIZE":
+        op = producer[op.inputs[0]]
+    return model.operands[op.inputs[0]].scale
+
+
+def compare_in_quanta(actual, expected, scale: float) -> QuantaStats:
+    """How far a quantized model's float output is from PyTorch's, in quanta."""
+    a, e = as_list(actual)[0].float(), as_list(expected)[0].float()
+    assert a.shape == e.shape, f"shape {list(a.shape)}, expected {list(e.shape)}"
+    quanta = (a - e).abs() / scale
+    top1 = bool(torch.equal(a.reshape(a.shape[0], -1).argmax(1),
+                            e.reshape(e.shape[0], -1).argmax(1)))
+    return QuantaStats(round(quanta.max().item(), 3),
+                       (quanta <= 1.001).float().mean().item(), top1)

@@ -165,7 +165,7 @@ def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: i
         output_shapes, [list(lay.inverse(t.layout)) if not lay.is_identity(t.layout) else []
                         for t in outputs],
         [_KINDS[t.dtype] for t in outputs], [float(t.scale) for t in outputs],
-        [int(t.zero_point) for t in outputs], [t.rank for t in outputs],
+        [int(t.zero_point) for t in outputs], list(lowered.output_ranks),
         list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level))
 
 

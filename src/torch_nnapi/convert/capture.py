@@ -45,6 +45,7 @@ class Value:
     kind: str  # TorchScript type kind: "TensorType", "IntType", "ListType", ...
     constant: Any = NO_CONSTANT
     example: Any = None  # ExampleTensor for tensors, the value for numbers
+    tensor: Any = None  # the example tensor itself, kept only for layer-wise comparison
 
     @property
     def is_constant(self) -> bool:
@@ -133,8 +134,9 @@ def _is_frozen(script) -> bool:
         return False
 
 
-def capture(model, example_inputs) -> Graph:
-    """The frozen graph of ``model``, probed on ``example_inputs``."""
+def capture(model, example_inputs, keep_values: bool = False) -> Graph:
+    """The frozen graph of ``model``, probed on ``example_inputs``; with ``keep_values``
+    each value also keeps its example tensor (``Value.tensor``), for layer-wise checks."""
     examples = as_example_tuple(example_inputs)
     for i, x in enumerate(examples):
         if not isinstance(x, torch.Tensor):
@@ -150,7 +152,7 @@ def capture(model, example_inputs) -> Graph:
                         f" {len(examples)} example inputs were given")
     copier = _Copier()
     graph = copier.copy(ts_graph)
-    _probe(ts_graph, examples, graph, copier)
+    _probe(ts_graph, examples, graph, copier, keep_values)
     return graph
 
 
@@ -260,7 +262,8 @@ def example_of(x) -> Any:
     return None
 
 
-def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Copier") -> None:
+def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Copier",
+           keep_values: bool = False) -> None:
     """Runs the graph once, returning every top-level tensor and number, to record examples."""
     g = ts_graph.copy()
     originals, wanted = [], []
@@ -292,3 +295,5 @@ def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Co
         value = copier.values.get(o.unique())
         if value is not None:
             value.example = example_of(x)
+            if keep_values and isinstance(x, torch.Tensor):
+                value.tensor = x.detach().clone()

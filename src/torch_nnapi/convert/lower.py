@@ -59,7 +59,8 @@ class Lowered:
     outputs: list[TensorValue]  # distinct NNAPI model outputs
     output_map: list[int]  # returned tensor i is NNAPI output output_map[i]
     returns: str  # "tensor", "tuple" or "list"
-    unsupported: list[UnsupportedUse] = field(default_factory=list)
+    output_ranks: list[int] = field(default_factory=list)  # PyTorch ranks of ``outputs``
+    values: dict = field(default_factory=dict)  # graph Value -> what it was lowered to
 
 
 class Lowerer:
@@ -80,6 +81,10 @@ class Lowerer:
         self.unsupported.extend(self._missing.values())
         returned = self.resolve(self.graph.output)
         outputs, output_map, returns = self._outputs(returned)
+        # PyTorch's NNAPI runtime cannot read back the dimensions of a 0-D output (it passes
+        # no array): 0-D results leave NNAPI as [1] and the wrapper makes them 0-D again.
+        ranks = [t.rank for t in outputs]
+        outputs = [self.cx.reshape(t, (1,)) if t.rank == 0 else t for t in outputs]
         if self.unsupported:
             raise ConversionError(self.unsupported)
         model = self.cx.model
@@ -90,7 +95,7 @@ class Lowerer:
             model.finish()
         except BadDataError as e:
             raise ConverterBug(f"the converted NNAPI model is invalid: {e}") from e
-        return Lowered(self.cx, inputs, outputs, output_map, returns)
+        return Lowered(self.cx, inputs, outputs, output_map, returns, ranks, self.env)
 
     def _add_input(self, index: int, value: Value, spec: InputSpec) -> TensorValue:
         ex = spec.example
