@@ -69,6 +69,7 @@ class Node:
     location: str = "<unknown>"
     schema: str = ""
     blocks: list[Block] = field(default_factory=list)
+    steps: list["Node"] = field(default_factory=list)  # the nodes a fused node stands for
 
     def __repr__(self) -> str:
         outs = ", ".join(map(repr, self.outputs))

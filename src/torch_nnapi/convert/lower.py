@@ -19,6 +19,7 @@ from ..nnapi.codes import OperandType
 from ..nnapi.errors import BadDataError
 from ..nnapi.model import Lifetime
 from . import layout as lay
+from . import patterns
 from .capture import ExampleTensor, Graph, Node, Value
 from .context import Converter
 from .errors import ConversionError, ConverterBug, Unsupported, UnsupportedUse
@@ -74,6 +75,7 @@ class Lowerer:
     # ------------------------------------------------------------------ driver
 
     def run(self, relax_float32_to_float16: bool = False) -> Lowered:
+        patterns.fuse(self.graph)
         inputs = [self._add_input(i, v, s) for i, (v, s) in
                   enumerate(zip(self.graph.inputs, self.specs))]
         self._find_missing_lowerings()

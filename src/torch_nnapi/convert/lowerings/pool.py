@@ -156,17 +156,33 @@ def adaptive_matrix(n: int, out: int) -> np.ndarray:
     return matrix.astype(np.float32)
 
 
+def contract_axis(cx: Converter, x: TensorValue, torch_dim: int, matrix: np.ndarray,
+                   layout: lay.Layout) -> TensorValue:
+    """Applies ``matrix`` along ``torch_dim``, which must be last in ``layout``."""
+    x = cx.to_layout(x, layout)
+    out_size = matrix.shape[0]
+    batch = 1
+    for d in x.nnapi_shape[:-1]:
+        batch = batch * d
+    w = cx.constant(matrix, x.dtype)
+    b = cx.constant(np.zeros(out_size, np.float32), x.dtype)
+    flat = cx.emit(Op.FULLY_CONNECTED, [x, w, b, cx.i32(0)], (batch, out_size), x.dtype)
+    shape = tuple(out_size if d == torch_dim else n for d, n in enumerate(x.shape))
+    out = cx.new_tensor(shape, x.dtype, layout)
+    cx.operation(Op.RESHAPE, [flat, cx.shape_vector(out.nnapi_shape)], [out])
+    return out
+
+
 def _adaptive_avg_matrices(cx: Converter, x: TensorValue, oh: int, ow: int) -> TensorValue:
     """Uneven adaptive average pooling: two products with averaging matrices."""
     from .activation import in_float
-    from .resize import _contract_last
 
     def compute(f):
         out = f
         if ow != f.shape[3]:
-            out = _contract_last(cx, out, 3, adaptive_matrix(f.shape[3], ow), (0, 1, 2, 3))
+            out = contract_axis(cx, out, 3, adaptive_matrix(f.shape[3], ow), (0, 1, 2, 3))
         if oh != f.shape[2]:
-            out = _contract_last(cx, out, 2, adaptive_matrix(f.shape[2], oh), (0, 1, 3, 2))
+            out = contract_axis(cx, out, 2, adaptive_matrix(f.shape[2], oh), (0, 1, 3, 2))
         return out
 
     return in_float(cx, x, compute)

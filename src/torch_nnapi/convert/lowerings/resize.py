@@ -7,22 +7,23 @@ factor.
 
 Bilinear: level 3's RESIZE_BILINEAR has neither PyTorch's half-pixel centers
 (align_corners=False) nor align_corners=True (both arrived at level 4). Bilinear
-interpolation is separable and linear, so it is computed exactly as two matrix products
-with constant interpolation matrices, FULLY_CONNECTED over W then over H; the H pass reads
-the data transposed, which the layout records instead of moving it back.
+interpolation is separable: along each axis, every output is a weighted sum of two input
+neighbours, so it is computed exactly as two GATHERs (the neighbours, constant indices)
+and a weighted ADD, in whatever layout the tensor has.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from ...nnapi.codes import OperationType as Op
-from .. import layout as lay
 from ..context import Converter
 from ..errors import Unsupported
 from ..symbolic import Sym
 from ..values import TensorValue
 from . import lowering
+from .elementwise import arithmetic
 from ._common import require_tensor, static_int
 from .activation import in_float
 from .conv import spatial_input
@@ -127,43 +128,34 @@ def _scale_args(scales, dims: int):
     return None
 
 
-def interpolation_matrix(n: int, out: int, factor: float | None,
-                         align_corners: bool) -> np.ndarray:
-    """A[o, i]: the weight of input i in output o for PyTorch's linear interpolation."""
-    scale = _pytorch_scale(n, out, factor, align_corners)
+def _interpolate_axis(cx: Converter, x: TensorValue, dim: int, n: int, out: int,
+                      factor: float | None, corners: bool) -> TensorValue:
+    """Linear interpolation along one axis: two GATHERs of the neighbours, weighted."""
+    scale = _pytorch_scale(n, out, factor, corners)
     dst = np.arange(out, dtype=np.float32)
-    if align_corners:
+    if corners:
         src = dst * scale
     else:
         src = np.maximum((dst + np.float32(0.5)) * scale - np.float32(0.5), np.float32(0.0))
     i0 = np.minimum(np.floor(src).astype(np.int64), n - 1)
     i1 = np.minimum(i0 + 1, n - 1)
-    frac = (src - i0).astype(np.float64)
-    matrix = np.zeros((out, n), np.float64)
-    np.add.at(matrix, (np.arange(out), i0), 1.0 - frac)
-    np.add.at(matrix, (np.arange(out), i1), frac)
-    return matrix.astype(np.float32)
+    w1 = (src - i0).astype(np.float32)
+    if np.all(w1 == 0) and np.array_equal(i0, np.arange(n)) and out == n:
+        return x
+    shape = [1] * x.rank
+    shape[dim] = out
+    low = gather_indices(cx, x, dim, i0.tolist())
+    if np.all(w1 == 0):
+        return low
+    high = gather_indices(cx, x, dim, i1.tolist())
+    w0 = torch.from_numpy((np.float32(1.0) - w1).reshape(shape))
+    return arithmetic(cx, Op.ADD, arithmetic(cx, Op.MUL, low, w0),
+                      arithmetic(cx, Op.MUL, high, torch.from_numpy(w1.reshape(shape))))
 
 
-def _contract_last(cx: Converter, x: TensorValue, torch_dim: int, matrix: np.ndarray,
-                   layout: lay.Layout) -> TensorValue:
-    """Applies ``matrix`` along ``torch_dim``, which must be last in ``layout``."""
-    x = cx.to_layout(x, layout)
-    out_size = matrix.shape[0]
-    batch = 1
-    for d in x.nnapi_shape[:-1]:
-        batch = batch * d
-    w = cx.constant(matrix, x.dtype)
-    b = cx.constant(np.zeros(out_size, np.float32), x.dtype)
-    flat = cx.emit(Op.FULLY_CONNECTED, [x, w, b, cx.i32(0)], (batch, out_size), x.dtype)
-    shape = tuple(out_size if d == torch_dim else n for d, n in enumerate(x.shape))
-    out = cx.new_tensor(shape, x.dtype, layout)
-    cx.operation(Op.RESHAPE, [flat, cx.shape_vector(out.nnapi_shape)], [out])
-    return out
-
-
-@lowering("aten::upsample_bilinear2d", nnapi=("FULLY_CONNECTED", "RESHAPE", "TRANSPOSE"),
-          notes="exact: separable interpolation matrices (static sizes)")
+@lowering("aten::upsample_bilinear2d", nnapi=("GATHER", "MUL", "ADD"),
+          notes="exact, any layout: per axis, the two neighbours gathered and weighted (static"
+          " sizes)")
 def upsample_bilinear(cx: Converter, x, output_size, align_corners, *scales):
     x = require_tensor(x)
     if x.rank != 4:
@@ -176,19 +168,8 @@ def upsample_bilinear(cx: Converter, x, output_size, align_corners, *scales):
     oh, ow = (static_int(s, "output size") for s in sizes)
     corners = bool(align_corners)
 
-    width_matrix = interpolation_matrix(w, ow, factors[1], corners)
-    height_matrix = interpolation_matrix(h, oh, factors[0], corners)
-
     def compute(f):
-        out = f
-        if not _is_identity(width_matrix):
-            out = _contract_last(cx, out, 3, width_matrix, (0, 1, 2, 3))
-        if not _is_identity(height_matrix):
-            out = _contract_last(cx, out, 2, height_matrix, (0, 1, 3, 2))
-        return out
+        out = _interpolate_axis(cx, f, 3, w, ow, factors[1], corners)
+        return _interpolate_axis(cx, out, 2, h, oh, factors[0], corners)
 
     return in_float(cx, x, compute)
-
-
-def _is_identity(matrix: np.ndarray) -> bool:
-    return matrix.shape[0] == matrix.shape[1] and np.array_equal(matrix, np.eye(len(matrix)))

@@ -253,3 +253,60 @@ def flip(cx: Converter, x, dims):
         n = static_int(x.shape[d], "flipped dimension")
         out = gather_indices(cx, out, d, list(range(n - 1, -1, -1)))
     return out
+
+
+@lowering("torch_nnapi::reshape_permute_reshape", nnapi=("CHANNEL_SHUFFLE",),
+          notes="ShuffleNet's channel shuffle (a 5-D view, transpose, view back) as one"
+          " CHANNEL_SHUFFLE; other such chains step by step (patterns.py)")
+def reshape_permute_reshape(cx: Converter, x, *args):
+    from . import lowering_for
+
+    fused = cx.node
+    parts, k = [], 0
+    for step in fused.steps:
+        n = len(step.inputs) - 1
+        parts.append(args[k:k + n])
+        k += n
+    x = require_tensor(x)
+    groups = _channel_shuffle_groups(x, fused.steps, parts)
+    if groups is not None:
+        return cx.emit(Op.CHANNEL_SHUFFLE, [x, cx.i32(groups), cx.i32(lay.axis(x.layout, 1))],
+                       x.shape, x.dtype, x.layout, x.scale, x.zero_point)
+    value = x
+    try:
+        for step, part in zip(fused.steps, parts):
+            cx.node = step
+            value = lowering_for(step.kind).fn(cx, value, *part)
+    finally:
+        cx.node = fused
+    return value
+
+
+def _channel_shuffle_groups(x: TensorValue, steps, parts) -> int | None:
+    """g when the chain is view(n, g, c/g, h, w) -> swap dims 1, 2 -> view(n, c, h, w)."""
+    if x.rank != 4 or not isinstance(x.shape[1], int):
+        return None
+    split = resolve_shape(x, parts[0][0])
+    if len(split) != 5 or not all(isinstance(d, int) for d in split[1:3]):
+        return None
+    groups = split[1]
+    if not (_same(split[0], x.shape[0]) and split[1] * split[2] == x.shape[1]
+            and _same(split[3], x.shape[2]) and _same(split[4], x.shape[3])):
+        return None
+    permute_step, permute_args = steps[1], parts[1]
+    if permute_step.kind == "aten::transpose":
+        swapped = sorted(int(d) % 5 for d in permute_args) == [1, 2]
+    else:
+        swapped = [int(d) % 5 for d in permute_args[0]] == [0, 2, 1, 3, 4]
+    if not swapped:
+        return None
+    merged = resolve_shape(x, parts[-1][0])
+    if len(merged) != 4 or not all(_same(a, b) for a, b in zip(merged, x.shape)):
+        return None
+    return groups
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        return isinstance(a, Sym) and a == b
+    return int(a) == int(b)
