@@ -29,12 +29,12 @@ class ConvBNAct(nn.Sequential):
 
 
 class InvertedResidual(nn.Module):
-    def __init__(self, cin, cout, stride, expand):
+    def __init__(self, cin, cout, stride, expand, act=nn.ReLU6):
         super().__init__()
         hidden = int(round(cin * expand))
         self.use_residual = stride == 1 and cin == cout
-        layers = [] if expand == 1 else [ConvBNAct(cin, hidden, 1)]
-        layers += [ConvBNAct(hidden, hidden, 3, stride, groups=hidden),
+        layers = [] if expand == 1 else [ConvBNAct(cin, hidden, 1, act=act)]
+        layers += [ConvBNAct(hidden, hidden, 3, stride, groups=hidden, act=act),
                    nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
         self.conv = nn.Sequential(*layers)
 
@@ -42,21 +42,31 @@ class InvertedResidual(nn.Module):
         return x + self.conv(x) if self.use_residual else self.conv(x)
 
 
+class ContiguousReLU6(nn.ReLU6):
+    """ReLU6 that makes its input contiguous first. PyTorch's quantized hardtanh returns
+    wrong values for a channels-last input (the layout qnnpack convolutions produce): it
+    keeps the data in channels-last order but labels the result contiguous. Quantized eager
+    references use this so that PyTorch's own answer is right; it changes nothing else."""
+
+    def forward(self, x):
+        return super().forward(x.contiguous())
+
+
 class MobileNetV2(nn.Module):
     SETTINGS = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
                 (6, 160, 3, 2), (6, 320, 1, 1)]
 
-    def __init__(self, num_classes=1000, width=1.0):
+    def __init__(self, num_classes=1000, width=1.0, act=nn.ReLU6):
         super().__init__()
         cin = _divisible(32 * width)
         last = _divisible(1280 * max(1.0, width))
-        features = [ConvBNAct(3, cin, stride=2)]
+        features = [ConvBNAct(3, cin, stride=2, act=act)]
         for t, c, n, s in self.SETTINGS:
             cout = _divisible(c * width)
             for i in range(n):
-                features.append(InvertedResidual(cin, cout, s if i == 0 else 1, t))
+                features.append(InvertedResidual(cin, cout, s if i == 0 else 1, t, act))
                 cin = cout
-        features.append(ConvBNAct(cin, last, 1))
+        features.append(ConvBNAct(cin, last, 1, act=act))
         self.features = nn.Sequential(*features)
         self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(last, num_classes))
 

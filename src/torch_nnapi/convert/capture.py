@@ -268,12 +268,21 @@ def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Co
     """Runs the graph once, returning every top-level tensor and number, to record examples."""
     g = ts_graph.copy()
     originals, wanted = [], []
-    for n, n_copy in zip(ts_graph.nodes(), g.nodes()):
+    for n, n_copy in zip(list(ts_graph.nodes()), list(g.nodes())):
         if n.kind() == "prim::Constant":
             continue
         for o, o_copy in zip(n.outputs(), n_copy.outputs()):
             if o.type().kind() in ("TensorType", "IntType", "FloatType", "BoolType"):
                 originals.append(o)
+                if keep_values and o.type().kind() == "TensorType":
+                    # a snapshot, in case a later in-place op changes the tensor
+                    none = g.create("prim::Constant", [], 1)
+                    none.output().setType(torch._C.NoneType.get())
+                    clone = g.create("aten::clone", [o_copy, none.output()], 1)
+                    clone.output().setType(o_copy.type())
+                    none.insertAfter(n_copy)
+                    clone.insertAfter(none)
+                    o_copy = clone.output()
                 wanted.append(o_copy)
     while g.return_node().inputsSize():
         g.eraseOutput(0)

@@ -70,6 +70,7 @@ class Lowerer:
         self.specs = list(specs)
         self.cx = Converter()
         self.env: dict[Value, Any] = {}
+        self.produced: dict[Value, Any] = {}  # what each node produced (no in-place rebinding)
         self.unsupported: list[UnsupportedUse] = []
 
     # ------------------------------------------------------------------ driver
@@ -97,7 +98,7 @@ class Lowerer:
             model.finish()
         except BadDataError as e:
             raise ConverterBug(f"the converted NNAPI model is invalid: {e}") from e
-        return Lowered(self.cx, inputs, outputs, output_map, returns, ranks, self.env)
+        return Lowered(self.cx, inputs, outputs, output_map, returns, ranks, self.produced)
 
     def _add_input(self, index: int, value: Value, spec: InputSpec) -> TensorValue:
         ex = spec.example
@@ -209,6 +210,7 @@ class Lowerer:
         for v, r in zip(outputs, values):
             self._check_example(node, v, r)
             self.env[v] = r
+            self.produced[v] = r
 
     def _poison(self, node: Node) -> None:
         for v in node.outputs:
