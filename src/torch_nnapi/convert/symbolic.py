@@ -33,13 +33,29 @@ _BY_CODE = {code: fn for code, fn in _BINARY.values()}
 class Sym:
     """An integer expression over flexible input dimensions, with its example value."""
 
-    __slots__ = ("op", "args", "hint", "_key")
+    __slots__ = ("op", "args", "hint", "_key", "nonneg")
 
     def __init__(self, op: str, args: tuple, hint: int):
         self.op = op
         self.args = args
         self.hint = int(hint)
         self._key = (op, tuple(a._key if isinstance(a, Sym) else a for a in args))
+        # known to be >= 0 for every input shape (dimensions are; sums and products of
+        # such values too), which lets max(x, 0) and friends simplify
+        if op == "dim":
+            self.nonneg = True
+        else:
+            a, b = args
+            if op in ("add", "mul"):
+                self.nonneg = _nonneg(a) and _nonneg(b)
+            elif op in ("floordiv", "mod"):
+                self.nonneg = _nonneg(a) and _positive(b)
+            elif op == "max":
+                self.nonneg = _nonneg(a) or _nonneg(b)
+            elif op == "min":
+                self.nonneg = _nonneg(a) and _nonneg(b)
+            else:
+                self.nonneg = False
 
     # -- arithmetic (results simplify to plain ints where possible)
     def __add__(self, other): return binary("add", self, other)
@@ -85,6 +101,42 @@ def input_dim(input_index: int, dim: int, hint: int) -> Sym:
     return Sym("dim", (int(input_index), int(dim)), hint)
 
 
+def _nonneg(v: SymInt) -> bool:
+    return v.nonneg if isinstance(v, Sym) else int(v) >= 0
+
+
+def _positive(v: SymInt) -> bool:
+    return not isinstance(v, Sym) and int(v) > 0
+
+
+def _factors(v: SymInt) -> list:
+    if isinstance(v, Sym) and v.op == "mul":
+        return _factors(v.args[0]) + _factors(v.args[1])
+    return [v]
+
+
+def _product(factors: list) -> SymInt:
+    out: SymInt = 1
+    for f in factors:
+        out = binary("mul", out, f)
+    return out
+
+
+def _divide_exactly(a: SymInt, b: SymInt):
+    """a / b when b's factors are among a's (structurally), else None."""
+    rest = _factors(a)
+    for f in _factors(b):
+        for i, g in enumerate(rest):
+            if (isinstance(f, Sym) and f == g) or (not isinstance(f, Sym) and not isinstance(
+                    g, Sym) and int(g) % int(f) == 0):
+                rest[i:i + 1] = [] if isinstance(f, Sym) or int(g) == int(f) else \
+                    [int(g) // int(f)]
+                break
+        else:
+            return None
+    return _product(rest)
+
+
 def binary(op: str, a: SymInt, b: SymInt) -> SymInt:
     fn = _BINARY[op][1]
     if not isinstance(a, Sym) and not isinstance(b, Sym):
@@ -94,11 +146,19 @@ def binary(op: str, a: SymInt, b: SymInt) -> SymInt:
             return b
         if _is(b, 0):
             return a
+        if isinstance(a, Sym) and a.op == "add" and not isinstance(b, Sym) \
+                and not isinstance(a.args[1], Sym):
+            return binary("add", a.args[0], int(a.args[1]) + int(b))  # (x + k) + m
     elif op == "sub":
         if _is(b, 0):
             return a
         if isinstance(a, Sym) and a == b:
             return 0
+        if _is(a, 0) and isinstance(b, Sym) and b.op == "sub" and _is(b.args[0], 0):
+            return b.args[1]  # 0 - (0 - x)
+        if isinstance(a, Sym) and a.op == "add" and not isinstance(b, Sym) \
+                and not isinstance(a.args[1], Sym):
+            return binary("add", a.args[0], int(a.args[1]) - int(b))  # (x + k) - m
     elif op == "mul":
         if _is(a, 0) or _is(b, 0):
             return 0
@@ -111,8 +171,19 @@ def binary(op: str, a: SymInt, b: SymInt) -> SymInt:
             return a
         if isinstance(a, Sym) and a == b:
             return 1
+        quotient = _divide_exactly(a, b)
+        if quotient is not None:
+            return quotient
     elif op in ("max", "min") and isinstance(a, Sym) and a == b:
         return a
+    if op == "max":
+        if _is(b, 0) and _nonneg(a):
+            return a
+        if _is(a, 0) and _nonneg(b):
+            return b
+    elif op == "min":
+        if (_is(a, 0) and _nonneg(b)) or (_is(b, 0) and _nonneg(a)):
+            return 0
     return Sym(op, (a, b), fn(hint(a), hint(b)))
 
 

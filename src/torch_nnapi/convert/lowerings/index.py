@@ -32,6 +32,8 @@ def _bound(v, size: SymInt, default: SymInt) -> SymInt:
     v = int(v)
     if v >= _BIG or (not isinstance(size, Sym) and v >= size):
         return size
+    if v == 0:
+        return 0
     if v < 0:
         v = size + v
         return sym_max(v, 0) if isinstance(v, Sym) else max(v, 0)
