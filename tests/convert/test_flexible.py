@@ -11,7 +11,7 @@ from torch_nnapi.convert.api import convert_with_details
 from torch_nnapi.convert.errors import ConversionError
 
 from . import zoo
-from .harness import check, run
+from .harness import check, convert, run
 
 LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
 SHAPES = [(1, 3, 32, 32), (2, 3, 48, 40), (1, 3, 17, 23)]
@@ -48,7 +48,7 @@ def test_one_artifact_serves_several_resolutions(nhwc):
 def test_flexible_model_survives_save_and_load(tmp_path):
     torch.manual_seed(0)
     model = Net().eval()
-    module = convert_with_details(model, torch.randn(1, 3, 32, 32), flexible={0: [2, 3]}).module
+    module = convert(model, torch.randn(1, 3, 32, 32), flexible={0: [2, 3]}).module
     module.save(str(tmp_path / "flex.pt"))
     loaded = torch.jit.load(str(tmp_path / "flex.pt"))
     for shape in SHAPES[:1] + [(1, 3, 40, 24)]:
@@ -77,7 +77,7 @@ def test_guards_reject_shapes_a_lowering_cannot_serve():
 
 
 def test_static_dimensions_stay_checked():
-    conversion = convert_with_details(Net(), torch.randn(1, 3, 32, 32), flexible={0: [2, 3]})
+    conversion = convert(Net(), torch.randn(1, 3, 32, 32), flexible={0: [2, 3]})
     with pytest.raises(Exception, match="input 0 has shape"):
         run(conversion.module, (torch.randn(1, 4, 32, 32),))
 
