@@ -65,7 +65,7 @@ def test_conv_batchnorm_is_folded_and_standalone_batchnorm_is_affine():
         bn.weight.data.normal_()
         bn.bias.data.normal_()
     conversion, _ = check(model, torch.randn(1, 3, 8, 8))
-    assert nnapi_ops(conversion) == ["CONV_2D", "RELU", "MUL", "ADD"]
+    assert nnapi_ops(conversion) == ["CONV_2D", "MUL", "ADD"]  # the ReLU is fused
 
 
 def test_channels_last_propagates_through_convolutions():
@@ -76,3 +76,34 @@ def test_channels_last_propagates_through_convolutions():
     assert "TRANSPOSE" not in nnapi_ops(conversion)
     out = conversion.model.operands[conversion.model.outputs[0]]
     assert out.dimensions == (1, 4, 4, 4)
+
+
+class Twice(nn.Module):
+    def __init__(self, in_place: bool, reuse_before: bool):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.in_place, self.reuse_before = in_place, reuse_before
+
+    def forward(self, x):
+        y = self.conv(x)
+        z = y * 2 if self.reuse_before else None
+        r = torch.relu_(y) if self.in_place else torch.relu(y)
+        return (r + z) if z is not None else r + y
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+@pytest.mark.parametrize("reuse_before", [False, True])
+def test_activation_fusion_only_when_nothing_else_reads_the_input(in_place, reuse_before):
+    torch.manual_seed(0)
+    conversion, _ = check(Twice(in_place, reuse_before), torch.randn(1, 3, 6, 6))
+    # a ReLU folds into the convolution only if no other op reads the convolution's output
+    # before it (in place, later readers see the ReLU's result anyway)
+    fused = in_place and not reuse_before
+    assert ("RELU" not in nnapi_ops(conversion)) == fused
+
+
+def test_relu6_folds_into_depthwise_convolution():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(4, 4, 3, groups=4), nn.ReLU6(inplace=True))
+    conversion, _ = check(model, torch.randn(1, 4, 6, 6))
+    assert nnapi_ops(conversion) == ["DEPTHWISE_CONV_2D"]

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..nnapi.codes import OperandType, OperationType
-from ..nnapi.model import Model
+from ..nnapi.model import Model, Operation
 from . import layout as lay
 from .errors import Unsupported
 from .symbolic import Sym, SymInt, hint
@@ -44,6 +44,11 @@ class Converter:
         # (expression, expected value, message): checked by the wrapper at load time
         self.guards: list[tuple[SymInt, int, str]] = []
         self.node = None  # the capture.Node being lowered, for lowerings that need it
+        # Set by the lowering driver: each graph value's readers in program order, and how
+        # many graph values are bound to each operand (aliases made by permute & co.).
+        self.users: dict = {}
+        self.operand_refs: dict[int, int] = {}
+        self._producers: dict[int, int] = {}  # operand -> index of the operation writing it
         self._scalars: dict[tuple, int] = {}
         self._constants: dict[tuple, TensorValue] = {}
 
@@ -175,7 +180,34 @@ class Converter:
 
     def operation(self, op: OperationType, inputs: Sequence[OperandRef],
                   outputs: Sequence[TensorValue]) -> None:
-        self.model.add_operation(op, [_index(x) for x in inputs], [o.operand for o in outputs])
+        index = self.model.add_operation(op, [_index(x) for x in inputs],
+                                         [o.operand for o in outputs])
+        for o in outputs:
+            self._producers[o.operand] = index
+
+    def fuse_activation(self, t: TensorValue, code: int) -> Optional[TensorValue]:
+        """Folds RELU/RELU1/RELU6 into the operation that computed ``t`` (through its
+        fuse-code input) when nothing else reads ``t``; None when that is not possible."""
+        node = self.node
+        if node is None or not node.inputs:
+            return None
+        readers = self.users.get(node.inputs[0], [])
+        in_place = node.kind.endswith("_") and not node.kind.endswith("__")
+        alone = readers[:1] == [node] if in_place else readers == [node]
+        if not alone or self.operand_refs.get(t.operand, 0) != 1:
+            return None
+        index = self._producers.get(t.operand)
+        if index is None:
+            return None
+        operation = self.model.operations[index]
+        position = _fuse_code_position(self.model, operation)
+        if position is None or int(self.model.operands[operation.inputs[position]].value) != 0:
+            return None
+        inputs = list(operation.inputs)
+        inputs[position] = self.i32(code)
+        self.model.operations[index] = Operation(operation.type, tuple(inputs),
+                                                 operation.outputs)
+        return t
 
     def emit(self, op: OperationType, inputs: Sequence[OperandRef], shape: Sequence[SymInt],
              dtype: str, layout: Optional[lay.Layout] = None, scale: float = 0.0,
@@ -301,6 +333,18 @@ class Converter:
         if t.dtype == dtype or NNAPI_TYPE_OF[t.dtype] == NNAPI_TYPE_OF[dtype]:
             return t.with_(dtype=dtype) if t.dtype != dtype else t
         return self.emit(Op.CAST, [t], t.shape, dtype, t.layout)
+
+
+def _fuse_code_position(model: Model, operation: Operation) -> Optional[int]:
+    """Where the operation takes a fused activation code, per its declared signature."""
+    from ..nnapi.signatures import match_signature, signature_of
+
+    types = [model.operands[i].type for i in operation.inputs]
+    out_types = [model.operands[o].type for o in operation.outputs]
+    match = match_signature(signature_of(operation.type), types, out_types,
+                            [False] * len(types))
+    positions = getattr(match, "input_positions", {}).get("fuse_code")
+    return positions[0] if positions else None
 
 
 def _index(x: OperandRef) -> int:

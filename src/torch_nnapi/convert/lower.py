@@ -77,6 +77,7 @@ class Lowerer:
 
     def run(self, relax_float32_to_float16: bool = False) -> Lowered:
         patterns.fuse(self.graph)
+        self.cx.users = _readers(self.graph)
         inputs = [self._add_input(i, v, s) for i, (v, s) in
                   enumerate(zip(self.graph.inputs, self.specs))]
         self._find_missing_lowerings()
@@ -211,6 +212,9 @@ class Lowerer:
             self._check_example(node, v, r)
             self.env[v] = r
             self.produced[v] = r
+            if isinstance(r, TensorValue):
+                refs = self.cx.operand_refs
+                refs[r.operand] = refs.get(r.operand, 0) + 1
 
     def _poison(self, node: Node) -> None:
         for v in node.outputs:
@@ -290,6 +294,19 @@ class Lowerer:
 
 # Node kinds handled by the driver itself.
 _STRUCTURAL = {"prim::If"}
+
+
+def _readers(graph: Graph) -> dict:
+    """Each value's reading nodes in program order (the graph's return counts as one)."""
+    readers: dict = {}
+    for node in graph.walk():
+        for v in node.inputs:
+            readers.setdefault(v, []).append(node)
+        for b in node.blocks:
+            for v in b.outputs:
+                readers.setdefault(v, []).append(node)
+    readers.setdefault(graph.output, []).append(None)
+    return readers
 
 
 def _poisoned(a: Any) -> bool:

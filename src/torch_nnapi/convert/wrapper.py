@@ -184,6 +184,14 @@ class NnapiProgram(torch.nn.Module):
         self.output_dims = self.output_dimensions(shapes)
 
     @torch.jit.export
+    def reset(self):
+        """Drops the compilation (it cannot be saved); the next call compiles again."""
+        self.comp = None
+        empty: List[List[int]] = []
+        self.compiled_shapes = empty
+        self.output_dims = empty
+
+    @torch.jit.export
     def prepare_inputs(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
         """The inputs as the NNAPI model takes them (cast and permuted, contiguous)."""
         ready: List[torch.Tensor] = []

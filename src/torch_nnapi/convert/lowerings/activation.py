@@ -57,12 +57,22 @@ def in_float(cx: Converter, x: TensorValue, compute) -> TensorValue:
     return requantize_like_output(cx, compute(float_of(cx, x)))
 
 
+_FUSE_CODES = {Op.RELU: FuseCode.RELU, Op.RELU1: FuseCode.RELU1, Op.RELU6: FuseCode.RELU6}
+
+
+def relu_like(cx: Converter, op: Op, x: TensorValue) -> TensorValue:
+    """RELU/RELU1/RELU6, folded into the producing operation's fused activation when
+    possible (a convolution, fully connected layer, pool or ADD/MUL...)."""
+    fused = cx.fuse_activation(x, int(_FUSE_CODES[op]))
+    return fused if fused is not None else cx.emit_like(op, [x], x)
+
+
 def unary(cx: Converter, op: Op, x: TensorValue) -> TensorValue:
+    if op == Op.RELU and (x.is_float or x.is_quantized):
+        return relu_like(cx, op, x)
     if x.is_quantized:
         if op not in _QUANT_OK:
             return in_float(cx, x, lambda f: unary(cx, op, f))
-        if op == Op.RELU:
-            return cx.emit_like(op, [x], x)
         scale, zero_point = cx.example_quant()
         return cx.emit(op, [x], x.shape, x.dtype, x.layout, scale, zero_point)
     if not x.is_float:
@@ -103,7 +113,7 @@ def clamp_tensor(cx: Converter, x: TensorValue, low, high) -> TensorValue:
     fused = {(0.0, None): Op.RELU, (-1.0, 1.0): Op.RELU1, (0.0, 6.0): Op.RELU6}.get((lo, hi))
     if fused is not None:
         if x.is_quantized or x.is_float:
-            return cx.emit_like(fused, [x], x)
+            return relu_like(cx, fused, x)
     if x.is_quantized:
         return in_float(cx, x, lambda f: clamp_tensor(cx, f, lo, hi))
     out = x
