@@ -186,3 +186,19 @@ def test_bundled_inputs_work_on_the_result():
     assert len(inputs) == 1
     out = run_on_host(module, *inputs[0])
     assert_close(out, Arith()(*inputs[0]))
+
+
+def test_lite_module_runs_through_torch_runtime(tmp_path):
+    from torch.jit.mobile import _load_for_lite_interpreter
+
+    from .harness import torch_runtime_available
+
+    if not torch_runtime_available():
+        pytest.skip("needs torch-nnapi's libneuralnetworks.so (the capi layer)")
+    x, y = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4)
+    module = convert_with_details(Arith(), (x, y), flexible={0: [3], 1: [3]}).module
+    module._save_for_lite_interpreter(str(tmp_path / "m.ptl"))
+    lite = _load_for_lite_interpreter(str(tmp_path / "m.ptl"))
+    for width in (4, 7):
+        a, b = torch.randn(1, 2, 3, width), torch.randn(1, 2, 3, width)
+        assert_close(list(lite(a, b)), list(Arith()(a, b)))
