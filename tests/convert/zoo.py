@@ -80,8 +80,9 @@ class MobileNetV2(nn.Module):
 
 
 class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
+    def __init__(self, cin, cout, stride, inplace_add=True):
         super().__init__()
+        self.inplace_add = inplace_add
         self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
         self.bn1 = nn.BatchNorm2d(cout)
         self.relu = nn.ReLU(inplace=True)
@@ -96,12 +97,15 @@ class BasicBlock(nn.Module):
         identity = x if self.downsample is None else self.downsample(x)
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
-        out += identity
+        if self.inplace_add:
+            out += identity
+        else:
+            out = out + identity
         return self.relu(out)
 
 
 class ResNet18(nn.Module):
-    def __init__(self, num_classes=1000):
+    def __init__(self, num_classes=1000, inplace_add=True):
         super().__init__()
         self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
@@ -109,7 +113,8 @@ class ResNet18(nn.Module):
         self.maxpool = nn.MaxPool2d(3, 2, 1)
         layers, cin = [], 64
         for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-            layers.append(nn.Sequential(BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)))
+            layers.append(nn.Sequential(BasicBlock(cin, cout, stride, inplace_add),
+                                        BasicBlock(cout, cout, 1, inplace_add)))
             cin = cout
         self.layer1, self.layer2, self.layer3, self.layer4 = layers
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
