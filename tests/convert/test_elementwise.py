@@ -71,3 +71,8 @@ def test_where_and_logical_ops():
 
 def test_remainder():
     check(Fn(lambda x: torch.remainder(x, 1.5)), torch.randn(3, 4) * 4)
+
+
+def test_dtype_conversions():
+    check(Fn(lambda x: (x * 3).to(torch.int32).float() + x.to(torch.float32)), torch.randn(3, 4))
+    check(Fn(lambda x, y: x.type_as(y) * y), (torch.randint(0, 5, (3, 4)), torch.randn(3, 4)))

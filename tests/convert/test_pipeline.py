@@ -202,3 +202,18 @@ def test_lite_module_runs_through_torch_runtime(tmp_path):
     for width in (4, 7):
         a, b = torch.randn(1, 2, 3, width), torch.randn(1, 2, 3, width)
         assert_close(list(lite(a, b)), list(Arith()(a, b)))
+
+
+def test_options_relax_preference_and_return_shapes():
+    x, y = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4)
+    conversion = convert_with_details(Arith(), (x, y), relax_fp32_to_fp16=True,
+                                      compilation_preference="low_power",
+                                      return_shapes=[None, [1, 2, 3, 4]])
+    assert conversion.model.relax_float32_to_float16
+    program = conversion.module.nnapi
+    assert program.relax_f32_to_f16 and program.compilation_preference == 0
+    assert_close(run_on_host(conversion.module, x, y), Arith()(x, y))
+    with pytest.raises(ValueError, match="compilation_preference"):
+        convert_with_details(Arith(), (x, y), compilation_preference="fastest")
+    with pytest.raises(ValueError, match="return_shapes"):
+        convert_with_details(Arith(), (x, y), return_shapes=[[1, 2]])

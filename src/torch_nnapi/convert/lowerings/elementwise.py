@@ -219,3 +219,39 @@ def power(cx: Converter, a, b):
         raise Unsupported("pow of integer tensors")
     (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
     return cx.emit(Op.POW, [ta, tb], shape, dtype, layout)
+
+
+_CASTABLE = ("float32", "float16", "int32", "int64")
+
+
+@lowering("aten::to", "aten::type_as", "aten::_to_copy", nnapi=("CAST",),
+          notes="dtype conversions among float32, float16, int32, int64; device moves are"
+          " dropped")
+def to(cx: Converter, x, *args):
+    from .scalars import DTYPE_OF_CODE
+
+    x = _tensor_arg(x)
+    if cx.node.kind == "aten::type_as":
+        other = args[0]
+        target = other.dtype if isinstance(other, TensorValue) else str(other.dtype)[6:]
+    else:
+        codes = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+        others = [a for a in args if isinstance(a, (TensorValue, torch.Tensor))]
+        if others:
+            o = others[0]
+            target = o.dtype if isinstance(o, TensorValue) else str(o.dtype)[6:]
+        elif codes and codes[0] in DTYPE_OF_CODE:
+            target = DTYPE_OF_CODE[codes[0]]
+        else:
+            return x  # a device or memory-format change only
+    if target == x.dtype:
+        return x
+    if target not in _CASTABLE or x.dtype not in _CASTABLE:
+        raise Unsupported(f"conversion from {x.dtype} to {target}")
+    return cx.cast(x, target)
+
+
+def _tensor_arg(x) -> TensorValue:
+    if not isinstance(x, TensorValue):
+        raise Unsupported("a dtype conversion of a value that is not a model tensor")
+    return x
