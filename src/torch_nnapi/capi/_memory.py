@@ -9,6 +9,7 @@ from ..nnapi.errors import BadDataError, NnapiError
 from ._abi import require
 from ._calls import HANDLES, Handled, entry, give
 
+PROT_NONE = 0  # <sys/mman.h>; the mmap module does not name it
 _PROTECTIONS = mmap.PROT_READ | mmap.PROT_WRITE
 
 
@@ -27,7 +28,7 @@ class Memory(Handled):
         self.readable = bool(protect & mmap.PROT_READ)
         self.writable = bool(protect & mmap.PROT_WRITE)
         self._map: mmap.mmap | None = None
-        if protect != mmap.PROT_NONE:  # PROT_NONE memory maps nothing anyone could touch
+        if protect != PROT_NONE:  # PROT_NONE memory maps nothing anyone could touch
             try:  # mmap duplicates fd, as NNAPI says the memory does
                 self._map = mmap.mmap(fd, size, flags=mmap.MAP_SHARED,
                                       prot=protect | mmap.PROT_READ, offset=offset)

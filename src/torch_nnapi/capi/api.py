@@ -129,8 +129,9 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(27, "int ANeuralNetworksCompilation_setPreference("
                  "ANeuralNetworksCompilation* compilation, int32_t preference)",
              "Sets a PreferenceCode; only before finish."),
-    Function(29, "int ANeuralNetworksCompilation_setCaching(ANeuralNetworksCompilation* compilation,"
-                 " const char* cacheDir, const uint8_t* token)",
+    Function(29, "int ANeuralNetworksCompilation_setCaching("
+                 "ANeuralNetworksCompilation* compilation, const char* cacheDir,"
+                 " const uint8_t* token)",
              "Records a cache directory and a token of ANEURALNETWORKS_BYTE_SIZE_OF_CACHE_TOKEN"
              " bytes; only before finish."),
     Function(27, "int ANeuralNetworksCompilation_finish(ANeuralNetworksCompilation* compilation)",
@@ -177,11 +178,12 @@ FUNCTIONS: tuple[Function, ...] = (
                  "ANeuralNetworksExecution* execution, int32_t index, uint32_t* dimensions)",
              "The actual dimensions of a tensor output after computing, also when its buffer was"
              " too small."),
-    Function(29, "int ANeuralNetworksExecution_setMeasureTiming(ANeuralNetworksExecution* execution,"
-                 " bool measure)",
+    Function(29, "int ANeuralNetworksExecution_setMeasureTiming("
+                 "ANeuralNetworksExecution* execution, bool measure)",
              "Measures durations; needs a compilation created for exactly one device."),
-    Function(29, "int ANeuralNetworksExecution_getDuration(const ANeuralNetworksExecution* execution,"
-                 " int32_t durationCode, uint64_t* duration)",
+    Function(29, "int ANeuralNetworksExecution_getDuration("
+                 "const ANeuralNetworksExecution* execution, int32_t durationCode,"
+                 " uint64_t* duration)",
              "A measured duration in nanoseconds, or UINT64_MAX when not measured."),
     # Burst
     Function(29, "int ANeuralNetworksBurst_create(ANeuralNetworksCompilation* compilation,"
