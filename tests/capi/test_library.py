@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import subprocess
@@ -51,7 +52,9 @@ def test_exports_exactly_the_api_and_needs_nothing_from_python():
 def test_every_function_has_its_bridge_function():
     source = SOURCE.read_text()
     for f in FUNCTIONS:
-        assert callable(getattr(bridge, f.bridge_name)), f.bridge_name
+        function = getattr(bridge, f.bridge_name)
+        parameters = inspect.signature(function.__wrapped__).parameters
+        assert len(parameters) == len(f.parameters), f.name
         assert f'call("{f.bridge_name}"' in source, f.name
 
 

@@ -55,16 +55,9 @@ class HandleTable:
     def remove(self, handle: int, kind: type[Handled]) -> Handled | None:
         """Forgets a handle; unknown or wrong-kind handles are left alone (free never fails)."""
         obj = self._objects.get(handle)
-        if isinstance(obj, kind):
-            del self._objects[handle]
+        if isinstance(obj, kind) and self._objects.pop(handle, None) is obj:
             return obj
         return None
-
-    def handle_of(self, obj: Handled) -> int:
-        for handle, candidate in self._objects.items():
-            if candidate is obj:
-                return handle
-        raise KeyError(obj)
 
 
 HANDLES = HandleTable()
@@ -95,9 +88,10 @@ def entry(function: Callable[..., int | None]) -> Callable[..., int]:
             code = function(*args)
             return int(ResultCode.NO_ERROR if code is None else code)
         except NnapiError as e:
-            code, message = e.code, str(e)
-            level = logging.INFO if code == ResultCode.OUTPUT_INSUFFICIENT_SIZE else logging.WARNING
-            log.log(level, "%s: %s: %s", c_name, code.name, message)
+            code, message = ResultCode(e.code), str(e)
+            expected = code == ResultCode.OUTPUT_INSUFFICIENT_SIZE  # a step of the protocol
+            log.log(logging.INFO if expected else logging.WARNING, "%s: %s: %s", c_name,
+                    code.name, message)
         except Exception as e:  # noqa: BLE001 - a bridge bug must not reach the C caller
             code, message = ResultCode.OP_FAILED, f"internal error: {type(e).__name__}: {e}"
             log.exception("%s: %s", c_name, message)
