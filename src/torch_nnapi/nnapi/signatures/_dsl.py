@@ -80,6 +80,7 @@ class Combo:
 
 
 RuleFn = Callable[["RuleContext"], Optional[str]]
+LevelFn = Callable[["RuleContext"], Optional[int]]
 
 
 @dataclass(frozen=True)
@@ -91,11 +92,21 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class LevelRule:
+    """A feature-level requirement that depends on operand parameters, not only on types
+    (e.g. quant8 CONCATENATION inputs quantized unlike the output need level 3).
+    ``needs`` returns the level the operation needs, or None for no extra requirement."""
+
+    description: str
+    needs: LevelFn
+
+
+@dataclass(frozen=True)
 class OperationSignature:
     operation: OperationType
     forms: tuple[Form, ...]
     combos: tuple[Combo, ...]
-    rules: tuple[Rule, ...] = ()
+    rules: tuple[Rule | LevelRule, ...] = ()
     summary: str = ""
 
     @property
@@ -223,6 +234,13 @@ def combo(level: int, **bindings: OperandType | str) -> Combo:
 def rule(description: str) -> Callable[[RuleFn], Rule]:
     def wrap(fn: RuleFn) -> Rule:
         return Rule(description, fn)
+
+    return wrap
+
+
+def level_rule(description: str) -> Callable[[LevelFn], LevelRule]:
+    def wrap(fn: LevelFn) -> LevelRule:
+        return LevelRule(description, fn)
 
     return wrap
 
