@@ -305,7 +305,7 @@ def shared_file(tmp_path):
 
 
 def test_memory_checks(lib, shared_file):
-    fd, _ = shared_file
+    fd, path = shared_file
     memory = c_void_p()
     rw = mmap.PROT_READ | mmap.PROT_WRITE
     create = lib.ANeuralNetworksMemory_createFromFd
@@ -316,6 +316,16 @@ def test_memory_checks(lib, shared_file):
     expect(create(64, 0x80, fd, 0, byref(memory)), BAD_DATA)  # not a protection
     expect(create(64, rw, fd, 0, None), NULL_)
     assert memory.value is None
+    read_end, write_end = os.pipe()
+    expect(create(64, rw, read_end, 0, byref(memory)), ResultCode.UNMAPPABLE)
+    os.close(read_end)
+    os.close(write_end)
+    expect(create(64, rw, read_end, 0, byref(memory)), BAD_DATA)  # closed
+    read_only = os.open(path, os.O_RDONLY)
+    expect(create(64, rw, read_only, 0, byref(memory)), ResultCode.UNMAPPABLE)
+    expect(create(64, mmap.PROT_READ, read_only, 0, byref(memory)))
+    os.close(read_only)
+    lib.ANeuralNetworksMemory_free(memory)
     expect(create(64, rw, fd, mmap.PAGESIZE, byref(memory)))
     lib.ANeuralNetworksMemory_free(memory)
     lib.ANeuralNetworksMemory_free(None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import mmap
 
 from ..nnapi.codes import ResultCode
@@ -24,6 +25,9 @@ class Memory(Handled):
         if protect & ~_PROTECTIONS:
             raise BadDataError(f"protect {protect:#x} is not PROT_NONE or a combination of"
                                " PROT_READ and PROT_WRITE")
+        if offset % mmap.ALLOCATIONGRANULARITY:
+            raise BadDataError(f"offset {offset} is not a multiple of the page size"
+                               f" {mmap.ALLOCATIONGRANULARITY}")
         self.size = size
         self.readable = bool(protect & mmap.PROT_READ)
         self.writable = bool(protect & mmap.PROT_WRITE)
@@ -32,9 +36,12 @@ class Memory(Handled):
             try:  # mmap duplicates fd, as NNAPI says the memory does
                 self._map = mmap.mmap(fd, size, flags=mmap.MAP_SHARED,
                                       prot=protect | mmap.PROT_READ, offset=offset)
-            except (OSError, ValueError, OverflowError) as e:
+            except (ValueError, OverflowError) as e:  # beyond the end of the file
                 raise BadDataError(f"cannot map {size} bytes at offset {offset} of fd {fd}:"
                                    f" {e}") from None
+            except OSError as e:  # the file cannot be mapped so (a pipe, a read-only fd...)
+                code = ResultCode.BAD_DATA if e.errno == errno.EBADF else ResultCode.UNMAPPABLE
+                raise NnapiError(f"cannot map fd {fd}: {e.strerror}", code) from None
 
     def region(self, offset: int, length: int, *, write: bool) -> memoryview:
         """``length`` bytes at ``offset``; BAD_DATA when outside the memory or not permitted."""
