@@ -141,23 +141,22 @@ class CApiBackend:
 
     def execute(self, prepared: PreparedModel, inputs: list[np.ndarray | None]) \
             -> list[np.ndarray]:
-        count = len(prepared.outputs)
-        capacities = [prepared.output_bytes(p) or FIRST_GUESS_BYTES for p in range(count)]
-        for attempt in range(2):
-            buffers = [np.zeros(c, np.uint8) for c in capacities]
+        capacities = [prepared.output_bytes(p) or FIRST_GUESS_BYTES
+                      for p in range(len(prepared.outputs))]
+        buffers = [np.zeros(c, np.uint8) for c in capacities]
+        code, shapes = self._compute(prepared, inputs, buffers)
+        if code == ResultCode.OUTPUT_INSUFFICIENT_SIZE:  # the sizes are known now: retry once
+            buffers = [np.zeros(max(c, int(np.prod(s)) * prepared.output_dtype(p).itemsize),
+                                np.uint8)
+                       for p, (c, s) in enumerate(zip(capacities, shapes))]
             code, shapes = self._compute(prepared, inputs, buffers)
-            if code == ResultCode.OUTPUT_INSUFFICIENT_SIZE and attempt == 0:
-                capacities = [max(c, int(np.prod(s)) * prepared.output_dtype(p).itemsize)
-                              for p, (c, s) in enumerate(zip(capacities, shapes))]
-                continue
-            check(code, "Execution_compute")
-            results = []
-            for pos, (buffer, shape) in enumerate(zip(buffers, shapes)):
-                dtype = prepared.output_dtype(pos)
-                size = int(np.prod(shape)) * dtype.itemsize
-                results.append(buffer[:size].view(dtype).reshape(shape))
-            return results
-        raise AssertionError("unreachable")
+        check(code, "Execution_compute")
+        results = []
+        for pos, (buffer, shape) in enumerate(zip(buffers, shapes)):
+            dtype = prepared.output_dtype(pos)
+            results.append(buffer[:int(np.prod(shape)) * dtype.itemsize].view(dtype)
+                           .reshape(shape))
+        return results
 
     def _compute(self, prepared: PreparedModel, inputs: list[np.ndarray | None],
                  buffers: list[np.ndarray]) -> tuple[int, list[tuple[int, ...]]]:
