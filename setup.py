@@ -66,7 +66,7 @@ libneuralnetworks = Extension(
         ("TNN_PYTHON_EXECUTABLE", c_string(sys.executable)),
     ],
     libraries=["dl", "pthread"],
-    extra_compile_args=["-Wall", "-Wextra", "-Wno-unused-parameter"],
+    extra_compile_args=["-Wall", "-Wextra"],
     # --no-undefined proves that nothing from libpython is linked.
     extra_link_args=[f"-Wl,-soname,{SONAME}", "-Wl,--no-undefined"],
 )
