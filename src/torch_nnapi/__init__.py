@@ -6,3 +6,17 @@ reference runtime, NumPy only), ``capi`` (libneuralnetworks.so for Linux), ``con
 """
 
 __version__ = "0.1.0"
+
+
+def library_path() -> str:
+    """Where torch-nnapi's libneuralnetworks.so (the NNAPI C API for Linux) is."""
+    from .capi import library_path as path
+
+    return path()
+
+
+# torch's NNAPI runtime dlopens "libneuralnetworks.so": make it find ours when there is no
+# other (cheap: loading the library starts nothing until its first call).
+from .capi import preload_for_torch as _preload_for_torch  # noqa: E402
+
+_preload_for_torch()
