@@ -18,7 +18,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import torch
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from ..runtime import Compilation
 from . import layout as lay
@@ -32,7 +31,8 @@ class LayerDiff:
 
     def __str__(self) -> str:
         value = f"{self.error:.3g}" if self.unit == "relative" else f"{self.error:g} quanta"
-        return f"{self.kind:32} %{self.name:16} {list(self.shape)!s:20} {value:>14}  {self.location}"
+        return (f"{self.kind:32} %{self.name:16} {list(self.shape)!s:20} {value:>14}"
+                f"  {self.location}")
 
 
 def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
@@ -76,5 +76,3 @@ def _diff(node, value, t: TensorValue, got: np.ndarray) -> LayerDiff:
         unit = "relative"
     return LayerDiff(node.kind, node.location, value.name, tuple(expected.shape), error, unit)
 
-
-__all__ = ["LayerDiff", "compare_layers", "torch"]

@@ -15,7 +15,6 @@ from typing import Any, Sequence
 
 import torch
 
-from ..nnapi.codes import OperandType
 from ..nnapi.errors import BadDataError
 from ..nnapi.model import Lifetime
 from . import layout as lay
@@ -338,5 +337,3 @@ def example_spec(x: torch.Tensor, nhwc: bool = False, flexible: Sequence[int] = 
     return InputSpec(ExampleTensor(tuple(x.shape), dtype, scale, zp), nhwc,
                      tuple(sorted(d % x.dim() for d in flexible)))
 
-
-__all__ = ["InputSpec", "Lowered", "POISON", "example_spec", "lower", "OperandType"]

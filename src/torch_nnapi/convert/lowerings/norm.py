@@ -14,7 +14,6 @@ import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
-from .. import layout as lay
 from ..context import Converter
 from ..errors import Unsupported
 from ..values import TensorValue
@@ -146,5 +145,3 @@ def group_norm(cx: Converter, x, groups, weight=None, bias=None, eps=1e-5, *rest
 
     return in_float(cx, x, compute)
 
-
-__all__ = ["channel_affine", "normalize", "lay"]

@@ -14,7 +14,7 @@ from ..errors import Unsupported
 from ..symbolic import SymInt
 from ..values import TensorValue
 from . import lowering
-from ._common import constant_float, dim_index, require_tensor
+from ._common import dim_index, require_tensor
 from .elementwise import arithmetic, extremum
 from .scalars import DTYPE_OF_CODE
 
@@ -188,5 +188,3 @@ def softmax(cx: Converter, x, dim, dtype=None, *rest):
                        zero_point)
     return cx.emit_like(Op.SOFTMAX, [x, cx.float_scalar(1.0, x), axis], x)
 
-
-__all__ = ["reduce", "reduce_dims", "constant_float"]

@@ -14,7 +14,6 @@ import operator
 
 import torch
 
-from ...nnapi.codes import OperandType  # noqa: F401  (documentation links)
 from ..context import Converter, is_number
 from ..errors import Unsupported
 from ..symbolic import Sym, binary, sym_max, sym_min
