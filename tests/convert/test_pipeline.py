@@ -217,3 +217,14 @@ def test_options_relax_preference_and_return_shapes():
         convert_with_details(Arith(), (x, y), compilation_preference="fastest")
     with pytest.raises(ValueError, match="return_shapes"):
         convert_with_details(Arith(), (x, y), return_shapes=[[1, 2]])
+
+
+def test_outputs_sharing_data_in_different_layouts_and_passthrough_inputs():
+    class M(nn.Module):
+        def forward(self, x, y):
+            z = x * 2
+            return z, z.permute(0, 2, 1), z, y
+
+    x, y = torch.randn(2, 3, 4), torch.randn(5)
+    conversion, _ = check(M(), (x, y))
+    assert len(conversion.model.outputs) == 3  # z twice is one NNAPI output

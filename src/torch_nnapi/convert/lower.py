@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import torch
 
+from ..nnapi.codes import OperationType as Op
 from ..nnapi.errors import BadDataError
 from ..nnapi.model import Lifetime
 from . import layout as lay
@@ -110,8 +111,9 @@ class Lowerer:
                 raise ValueError(f"input {index}: NHWC needs a 4-D input, got shape"
                                  f" {list(ex.shape)}")
             layout = lay.NHWC
-        if ex.dtype not in ("float32", "quint8", "int32", "int64", "float16"):
-            raise ValueError(f"input {index}: dtype {ex.dtype} cannot be an NNAPI model input")
+        if ex.dtype not in ("float32", "quint8", "int32", "int64"):
+            raise ValueError(f"input {index}: dtype {ex.dtype} cannot be an input of PyTorch's"
+                             " NNAPI runtime (float32, quint8, int32 and int64 can)")
         t = self.cx.new_tensor(shape, ex.dtype, layout, ex.scale, ex.zero_point)
         self.cx.model.operands[t.operand].name = f"input{index}"
         self.env[value] = t
@@ -272,19 +274,42 @@ class Lowerer:
                     "return", f"output {i} is a {type(item).__name__}, not a tensor computed"
                     " by the model", "the model's return statement"))
                 continue
-            lifetime = self.cx.model.operands[item.operand].lifetime
-            if lifetime in (Lifetime.MODEL_INPUT, Lifetime.CONSTANT) \
-                    or item.operand in [t.operand for t in self._inputs_of_model()]:
+            model_inputs = {t.operand for t in self._inputs_of_model()}
+            if self.cx.model.operands[item.operand].lifetime is Lifetime.CONSTANT:
                 self.unsupported.append(UnsupportedUse(
-                    "return", f"output {i} is a model input or a constant returned unchanged",
-                    "the model's return statement"))
+                    "return", f"output {i} is a constant", "the model's return statement"))
                 continue
-            found = next((k for k, o in enumerate(outputs) if o.operand == item.operand), None)
-            if found is None:
+            same = [k for k, o in enumerate(outputs) if o.operand == item.operand]
+            if item.operand in model_inputs or any(
+                    outputs[k].layout != item.layout or outputs[k].shape != item.shape
+                    for k in same):
+                # an NNAPI output must be written by an operation, once, in one layout
+                try:
+                    item = self._fresh_copy(item)
+                except Unsupported as e:
+                    self.unsupported.append(UnsupportedUse("return", f"output {i}: {e}",
+                                                           "the model's return statement"))
+                    continue
+                same = []
+            if same:
+                output_map.append(same[0])
+            else:
                 outputs.append(item)
-                found = len(outputs) - 1
-            output_map.append(found)
+                output_map.append(len(outputs) - 1)
         return outputs, output_map, returns
+
+    def _fresh_copy(self, t: TensorValue) -> TensorValue:
+        """``t`` in a new operand: a TRANSPOSE to PyTorch's order, or a same-shape RESHAPE."""
+        cx = self.cx
+        if not lay.is_identity(t.layout):
+            copy = cx.contiguous(t)
+            if copy.operand != t.operand:
+                return copy
+        if t.is_float or t.is_quantized:
+            out = cx.new_tensor(t.shape, t.dtype, t.layout, t.scale, t.zero_point)
+            cx.operation(Op.RESHAPE, [t, cx.shape_vector(out.nnapi_shape or (1,))], [out])
+            return out
+        raise Unsupported(f"returning a {t.dtype} input unchanged")
 
     def _inputs_of_model(self) -> list[TensorValue]:
         return [self.env[v] for v in self.graph.inputs if isinstance(self.env.get(v),

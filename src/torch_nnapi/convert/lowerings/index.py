@@ -146,14 +146,11 @@ def chunk(cx: Converter, x, chunks, dim=0):
     return split_sizes(cx, x, d, sizes)
 
 
-@lowering("aten::split", "aten::split_with_sizes", "aten::tensor_split",
-          nnapi=("SPLIT", "STRIDED_SLICE"))
+@lowering("aten::split", "aten::split_with_sizes", nnapi=("SPLIT", "STRIDED_SLICE"))
 def split(cx: Converter, x, split_size, dim=0):
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
     size = static_int(x.shape[d], "split dimension")
-    if cx.node.kind == "aten::tensor_split":
-        raise Unsupported("tensor_split")
     if isinstance(split_size, (list, tuple)):
         sizes = [static_int(s, "split size") for s in split_size]
         if sum(sizes) != size:

@@ -257,8 +257,3 @@ def uninitialized(cx: Converter):
 @lowering("aten::format")
 def format_string(cx: Converter, fmt, *args):
     return str(fmt)
-
-
-@lowering("prim::GetAttr")
-def get_attr(cx: Converter, obj):
-    raise Unsupported("attribute access left after freezing (a mutable attribute?)")
