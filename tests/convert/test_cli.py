@@ -68,8 +68,9 @@ def test_unsupported_model_is_reported(tmp_path, capsys):
     assert "aten::cumsum" in err and "aten::erfinv" in err
 
 
-def test_lite_interpreter_output(model_file, tmp_path, capsys):
+def test_lite_interpreter_output_and_layer_comparison(model_file, tmp_path, capsys):
     out = tmp_path / "small.ptl"
     assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4", "--lite",
-                 "--check"]) == 0
-    assert "max error" in capsys.readouterr().out
+                 "--check", "--compare"]) == 0
+    text = capsys.readouterr().out
+    assert "max error" in text and "aten::softmax" in text
