@@ -49,6 +49,11 @@ class Converter:
         self.users: dict = {}
         self.operand_refs: dict[int, int] = {}
         self._producers: dict[int, int] = {}  # operand -> index of the operation writing it
+        # operand -> the capture.Node whose lowering emitted the operation writing it (None:
+        # emitted for the model's outputs). Keyed by operand, not operation index, because
+        # Model.finish reorders operations; tools use it to name the PyTorch code behind an
+        # NNAPI operation.
+        self.origins: dict[int, object] = {}
         self._scalars: dict[tuple, int] = {}
         self._constants: dict[tuple, TensorValue] = {}
 
@@ -184,6 +189,7 @@ class Converter:
                                          [o.operand for o in outputs])
         for o in outputs:
             self._producers[o.operand] = index
+            self.origins[o.operand] = self.node
 
     def fuse_activation(self, t: TensorValue, code: int) -> Optional[TensorValue]:
         """Folds RELU/RELU1/RELU6 into the operation that computed ``t`` (through its
