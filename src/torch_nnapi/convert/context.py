@@ -54,6 +54,9 @@ class Converter:
         # Model.finish reorders operations; tools use it to name the PyTorch code behind an
         # NNAPI operation.
         self.origins: dict[int, object] = {}
+        # operand -> the activation node fused into the operation writing it: the value
+        # before the activation exists in PyTorch but not in the NNAPI model.
+        self.fused_activations: dict[int, object] = {}
         self._scalars: dict[tuple, int] = {}
         self._constants: dict[tuple, TensorValue] = {}
 
@@ -213,6 +216,7 @@ class Converter:
         inputs[position] = self.i32(code)
         self.model.operations[index] = Operation(operation.type, tuple(inputs),
                                                  operation.outputs)
+        self.fused_activations[t.operand] = node
         return t
 
     def emit(self, op: OperationType, inputs: Sequence[OperandRef], shape: Sequence[SymInt],
