@@ -150,6 +150,14 @@ def test_quantized_tensors_compared_in_quanta(tmp_path, capsys):
     assert units["aten::quantize_per_tensor"] == "quanta"
     assert units["aten::dequantize"] == "quanta"
     assert report["quanta_tolerance"] == 8
+    # the eager reference of quantized models uses qnnpack, as on mobile; restored after
+    assert report["quantized"] and report["quantized_engine"] == "qnnpack"
+    engine = torch.backends.quantized.engine
+    code, text = _check(capsys, path, "--input", "1x8", "--quantized-engine", "default")
+    assert code == 0 and f"(quantized engine {engine})" in text
+    assert torch.backends.quantized.engine == engine
+    assert main(["check", path, "--input", "1x8", "--quantized-engine", "bogus"]) == 1
+    assert "quantized engine 'bogus' is not available" in capsys.readouterr().err
 
 
 def test_flexible_input(scaled_file, capsys):

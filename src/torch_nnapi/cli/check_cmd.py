@@ -38,6 +38,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", action="store_true",
                    help="run the converted module on the host runtime instead of PyTorch's"
                         " NNAPI runtime")
+    p.add_argument("--quantized-engine", default="qnnpack", metavar="ENGINE",
+                   help="PyTorch's quantized kernels for the eager reference of quantized"
+                        " models (default: %(default)s, as on mobile; 'default' keeps"
+                        " PyTorch's)")
     p.add_argument("--no-layers", action="store_true",
                    help="skip the layer-by-layer comparison")
     p.add_argument("--worst", type=int, default=5, metavar="N",
@@ -59,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         flexible={i: list(s.flexible) for i, s in enumerate(specs) if s.flexible},
         float_tolerance=FLOAT_TOLERANCE if args.rtol is None else args.rtol,
         quanta_tolerance=QUANTA_TOLERANCE if args.quanta is None else args.quanta,
-        target_level=args.target_level, host=args.host, layers=not args.no_layers)
+        target_level=args.target_level, host=args.host, layers=not args.no_layers,
+        engine=None if args.quantized_engine == "default" else args.quantized_engine)
     if args.json:
         print(json.dumps(report.to_json(), indent=1, default=str))
     else:
@@ -158,7 +163,8 @@ def _limit(check) -> str:
 def _numbers(report, worst: int) -> list[str]:
     lines = []
     if report.outputs:
-        lines.append(f"outputs against eager PyTorch, on {report.backend}:")
+        engine = f" (quantized engine {report.quantized_engine})" if report.quantized else ""
+        lines.append(f"outputs against eager PyTorch{engine}, on {report.backend}:")
         for o in report.outputs:
             lines.append(f"  {o.name} {o.shape}: {_value(o)} (tolerance {_limit(o)})"
                          f" {'ok' if o.ok else 'MISMATCH'}")

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
@@ -111,6 +112,8 @@ class CheckReport:
     quanta_tolerance: float = QUANTA_TOLERANCE
     target_level: Optional[int] = None
     conversion_seconds: float = 0.0
+    quantized: bool = False  # the converted model has quantized operands
+    quantized_engine: str = ""  # PyTorch's quantized engine for the eager reference
 
     @property
     def level_forced_by(self) -> list[OperationLevel]:
@@ -310,30 +313,61 @@ def _layer(diff: LayerDiff, report: CheckReport) -> TensorCheck:
 # ------------------------------------------------------------------------------ the check
 
 
+@contextmanager
+def quantized_engine(name: Optional[str]):
+    """PyTorch's quantized kernels set to ``name`` for the body (None: unchanged)."""
+    previous = torch.backends.quantized.engine
+    if name is None or name == previous:
+        yield
+        return
+    if name not in torch.backends.quantized.supported_engines:
+        raise ValueError(f"quantized engine {name!r} is not available in this PyTorch (it has"
+                         f" {', '.join(torch.backends.quantized.supported_engines)})")
+    torch.backends.quantized.engine = name
+    try:
+        yield
+    finally:
+        torch.backends.quantized.engine = previous
+
+
 def check_model(model, example_inputs, *, nhwc: bool | Sequence[bool] = False,
                 flexible=None, float_tolerance: float = FLOAT_TOLERANCE,
                 quanta_tolerance: float = QUANTA_TOLERANCE,
                 target_level: Optional[int] = None, host: bool = False,
-                layers: bool = True) -> CheckReport:
+                layers: bool = True, engine: Optional[str] = "qnnpack") -> CheckReport:
     """Converts ``model`` for ``example_inputs`` and checks the result; see the module
     docstring. ``host`` runs the converted module on the host runtime instead of PyTorch's
-    NNAPI runtime; ``layers=False`` skips the layer-by-layer comparison."""
+    NNAPI runtime; ``layers=False`` skips the layer-by-layer comparison. ``engine`` is the
+    PyTorch quantized engine computing the eager reference of quantized models: qnnpack by
+    default, the one PyTorch Mobile uses (models quantized for it can saturate fbgemm's
+    16-bit accumulations on x86, giving wrong reference values)."""
     examples = as_example_tuple(example_inputs)
     report = CheckReport([{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
                           for x in examples], float_tolerance=float_tolerance,
                          quanta_tolerance=quanta_tolerance, target_level=target_level)
+    if engine == "qnnpack" and engine not in torch.backends.quantized.supported_engines:
+        engine = None  # a PyTorch built without qnnpack: keep its default
+    with quantized_engine(engine):
+        report.quantized_engine = torch.backends.quantized.engine
+        _check(report, model, examples, nhwc, flexible, host, layers)
+    return report
+
+
+def _check(report: CheckReport, model, examples: tuple, nhwc, flexible, host: bool,
+           layers: bool) -> None:
     options = dict(nhwc=nhwc, flexible=flexible)
     try:
         conversion = convert_with_details(model, examples, **options)
     except ConversionError as e:
         report.unsupported = list(e.uses)
         report.unsupported_text = e.render()
-        return report
+        return
     except (ConverterBug, ValueError, TypeError) as e:
         report.errors.append(f"conversion failed: {e}")
-        return report
+        return
     report.converted = True
     _describe(report, conversion)
+    report.quantized = any(o.info.is_quantized for o in conversion.model.operands)
     _check_outputs(report, model, conversion, examples, host)
     if layers:
         try:
@@ -342,7 +376,6 @@ def check_model(model, example_inputs, *, nhwc: bool | Sequence[bool] = False,
             report.errors.append(f"layer-by-layer comparison failed: {_one_line(e)}")
         else:
             report.layers = [_layer(d, report) for d in diffs]
-    return report
 
 
 def _describe(report: CheckReport, conversion: Conversion) -> None:
