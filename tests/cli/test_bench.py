@@ -46,12 +46,16 @@ def test_bench_table(converted, capsys):
 
 def test_bench_json(converted, capsys):
     _, out = converted
+    from torch_nnapi.convert.bench import _openblas_controls
+
     threads, env = torch.get_num_threads(), os.environ.get("TORCH_NNAPI_NUM_THREADS")
+    blas = [get() for _, get in _openblas_controls()]
     assert main(["bench", out, "--runs", "2", "--threads", "1", "--json", "--top", "50"]) == 0
     report = json.loads(capsys.readouterr().out)
     # the thread settings are restored afterwards
     assert torch.get_num_threads() == threads
     assert os.environ.get("TORCH_NNAPI_NUM_THREADS") == env
+    assert [get() for _, get in _openblas_controls()] == blas
     assert report["threads"] == 1 and report["input_source"] == "random"
     assert report["nnapi"]["runs"] == 2 and report["nnapi"]["median_ms"] > 0
     assert report["nnapi"]["p90_ms"] >= report["nnapi"]["median_ms"]

@@ -204,18 +204,54 @@ def _operand(model: Model, shapes, index: int) -> str:
     return f"const {dims}" if operand.lifetime is Lifetime.CONSTANT else dims
 
 
+# (set, get) thread-count functions of OpenBLAS builds: NumPy's wheels, then plain ones
+_OPENBLAS_FUNCTIONS = (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+                       ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
+                       ("openblas_set_num_threads", "openblas_get_num_threads"))
+
+
+def _openblas_controls() -> list[tuple]:
+    """(set, get) of every OpenBLAS this process has loaded (NumPy's BLAS)."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split(None, 5)[-1].strip() for line in maps
+                     if "openblas" in line.rsplit("/", 1)[-1].lower()}
+    except OSError:
+        return []
+    controls = []
+    for path in sorted(paths):
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for set_name, get_name in _OPENBLAS_FUNCTIONS:
+            if hasattr(library, set_name) and hasattr(library, get_name):
+                setter, getter = getattr(library, set_name), getattr(library, get_name)
+                setter.argtypes, setter.restype = [ctypes.c_int], None
+                getter.argtypes, getter.restype = [], ctypes.c_int
+                controls.append((setter, getter))
+                break
+    return controls
+
+
 @contextmanager
 def thread_count(threads: Optional[int]):
-    """Runs the body with ``threads`` threads for PyTorch's intra-op pool and the host
-    runtime's kernels (TORCH_NNAPI_NUM_THREADS); restores both afterwards. BLAS pools are
-    sized when NumPy loads: set OPENBLAS_NUM_THREADS / OMP_NUM_THREADS before starting."""
+    """Runs the body with ``threads`` threads for PyTorch's intra-op pool, the host
+    runtime's kernels (TORCH_NNAPI_NUM_THREADS) and NumPy's OpenBLAS; restores them all
+    afterwards. (Two pools of spinning threads on the same cores slow each other down by
+    orders of magnitude, so a fair measurement sets them together.)"""
     if not threads:
         yield
         return
     previous_torch = torch.get_num_threads()
     previous_env = os.environ.get("TORCH_NNAPI_NUM_THREADS")
+    blas = [(setter, getter()) for setter, getter in _openblas_controls()]
     torch.set_num_threads(threads)
     os.environ["TORCH_NNAPI_NUM_THREADS"] = str(threads)
+    for setter, _ in blas:
+        setter(threads)
     try:
         yield
     finally:
@@ -224,6 +260,8 @@ def thread_count(threads: Optional[int]):
             os.environ.pop("TORCH_NNAPI_NUM_THREADS", None)
         else:
             os.environ["TORCH_NNAPI_NUM_THREADS"] = previous_env
+        for setter, previous in blas:
+            setter(previous)
 
 
 # ------------------------------------------------------------------------------ the bench
