@@ -172,6 +172,13 @@ def test_host_runtime_option(scaled_file, capsys):
     assert "outputs against eager PyTorch, on host runtime:" in text
 
 
+def test_inputs_that_do_not_fit_the_model(tmp_path, capsys):
+    path = save(torch.nn.Linear(5, 3), torch.randn(2, 5), tmp_path / "linear.pt")
+    code, text = _check(capsys, path, "--input", "2x4")
+    assert code == 1
+    assert "error: the model fails on the given inputs:" in text and "(2x4 and 5x3)" in text
+
+
 def test_bad_arguments(scaled_file, tmp_path, capsys):
     assert main(["check", str(tmp_path / "missing.pt"), "--input", "1x3x4x4"]) == 1
     assert main(["check", scaled_file, "--input", "1x0x4"]) == 1

@@ -357,6 +357,12 @@ def _check(report: CheckReport, model, examples: tuple, nhwc, flexible, host: bo
            layers: bool) -> None:
     options = dict(nhwc=nhwc, flexible=flexible)
     try:
+        with torch.no_grad():
+            expected = _as_list(model(*[x.clone() for x in examples]))
+    except Exception as e:  # noqa: BLE001 - the inputs do not fit the model
+        report.errors.append(f"the model fails on the given inputs: {_one_line(e)}")
+        return
+    try:
         conversion = convert_with_details(model, examples, **options)
     except ConversionError as e:
         report.unsupported = list(e.uses)
@@ -368,7 +374,7 @@ def _check(report: CheckReport, model, examples: tuple, nhwc, flexible, host: bo
     report.converted = True
     _describe(report, conversion)
     report.quantized = any(o.info.is_quantized for o in conversion.model.operands)
-    _check_outputs(report, model, conversion, examples, host)
+    _check_outputs(report, expected, conversion, examples, host)
     if layers:
         try:
             diffs = compare_layers(model, examples, **options)
@@ -390,29 +396,22 @@ def _describe(report: CheckReport, conversion: Conversion) -> None:
     report.transposes = layout_transposes(model, origins)
 
 
-def _check_outputs(report: CheckReport, model, conversion: Conversion, examples: tuple,
-                   host: bool) -> None:
+def _check_outputs(report: CheckReport, expected: list, conversion: Conversion,
+                   examples: tuple, host: bool) -> None:
     from .host import run_on_host
 
-    with torch.no_grad():
-        expected = _as_list(model(*examples))
-    if host:
-        report.backend = "host runtime"
-    else:
-        report.backend = "PyTorch's NNAPI runtime"
-        library = loaded_nnapi_library()
-        if library:
-            report.backend += f" ({library})"
+    module = conversion.module
+    report.backend = "host runtime" if host else "PyTorch's NNAPI runtime"
     try:
-        module = conversion.module
-        actual = _as_list(run_on_host(module, *examples) if host else module(*examples))
-        if not host:  # the library is loaded on the first run
-            library = loaded_nnapi_library()
-            report.backend = "PyTorch's NNAPI runtime" + (f" ({library})" if library else "")
+        with torch.no_grad():
+            actual = _as_list(run_on_host(module, *examples) if host else module(*examples))
     except Exception as e:  # noqa: BLE001 - reported, the rest of the check stands
         report.errors.append(f"running the converted module ({report.backend}) failed:"
                              f" {_one_line(e)}")
         return
+    library = loaded_nnapi_library()
+    if not host and library:
+        report.backend += f" ({library})"
     if len(actual) != len(expected):
         report.errors.append(f"the converted module returned {len(actual)} outputs, PyTorch"
                              f" {len(expected)}")
