@@ -25,7 +25,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         " shapes")
     p.add_argument("--runs", type=int, default=20, help="timed runs (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, metavar="T",
-                   help="threads for PyTorch and the runtime's kernels (default: unchanged)")
+                   help="threads for PyTorch, the runtime's kernels and NumPy's OpenBLAS"
+                        " (default: unchanged)")
     p.add_argument("--profile-runs", type=int, default=3, metavar="N",
                    help="host-runtime profile runs, 0 for none (default: %(default)s)")
     p.add_argument("--top", type=int, default=10, metavar="N",
