@@ -33,6 +33,7 @@ def test_bench_table(converted, capsys):
     assert "  3 runs: median " in text and ", p90 " in text
     assert "eager PyTorch (original): median " in text and "NNAPI / eager: " in text
     assert "output 0 against eager: max error " in text
+    assert "  outside the host runtime (wrapper module, C API, copies): " in text
     header = lines.index("  operation type                    total   share  count")
     table = lines[header + 1:lines.index("  slowest operations:")]
     counts = {row.split()[0]: int(row.split()[-1]) for row in table}
@@ -60,6 +61,8 @@ def test_bench_json(converted, capsys):
     assert report["nnapi"]["runs"] == 2 and report["nnapi"]["median_ms"] > 0
     assert report["nnapi"]["p90_ms"] >= report["nnapi"]["median_ms"]
     assert report["compile_ms"] > 0 and report["eager"] is None and report["ratio"] is None
+    assert report["outside_runtime_ms"] == pytest.approx(
+        report["nnapi"]["median_ms"] - report["host_profile"]["wall_ms"])
     profile = report["host_profile"]
     assert sum(t["count"] for t in profile["by_type"]) == 7
     assert sum(t["share"] for t in profile["by_type"]) == pytest.approx(1.0)

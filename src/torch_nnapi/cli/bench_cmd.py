@@ -88,6 +88,8 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
     if p is not None:
         lines.append(f"host runtime profile (median of {p.runs} runs): {_ms(p.wall_seconds)}"
                      f" per run, {_ms(p.total)} in {len(p.operations)} operations")
+        lines.append(f"  outside the host runtime (wrapper module, C API, copies):"
+                     f" {_ms(max(0.0, report.outside_runtime))} of the NNAPI median")
         lines.append(f"  {'operation type':28} {'total':>10} {'share':>7} {'count':>6}")
         for t in p.by_type:
             lines.append(f"  {t.type:28} {_ms(t.seconds):>10} {t.share:>7.1%} {t.count:>6}")

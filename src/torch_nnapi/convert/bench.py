@@ -106,13 +106,23 @@ class BenchReport:
             return None
         return self.nnapi.median / self.eager.median
 
+    @property
+    def outside_runtime(self) -> Optional[float]:
+        """Median NNAPI latency minus the host runtime's own run time: what the wrapper
+        module, PyTorch's NNAPI runtime, the C API and its copies add (noisy)."""
+        if self.nnapi is None or self.profile is None:
+            return None
+        return self.nnapi.median - self.profile.wall_seconds
+
     def to_json(self, slowest: int = 10) -> dict:
         data = {"inputs": self.inputs, "threads": self.threads, "backend": self.backend,
                 "compile_ms": self.compile_seconds * 1e3,
                 "first_run_ms": self.first_run_seconds * 1e3, "first_use": self.first_use,
                 "nnapi": self.nnapi.to_json() if self.nnapi else None,
                 "eager": self.eager.to_json() if self.eager else None,
-                "ratio": self.ratio, "output_errors": self.output_errors}
+                "ratio": self.ratio, "output_errors": self.output_errors,
+                "outside_runtime_ms": None if self.outside_runtime is None
+                else self.outside_runtime * 1e3}
         if self.profile is not None:
             p = self.profile
             data["host_profile"] = {
