@@ -41,8 +41,7 @@ def test_convert_run_inspect(model_file, tmp_path, capsys):
     assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x?4x?4:nhwc",
                  "--bundle", "--check"]) == 0
     text = capsys.readouterr().out
-    # SOFTMAX gives no axis (the last is the default): SUB and the TRANSPOSE before the
-    # flatten of the NHWC input need level 2
+    # the flatten of the NHWC input needs a TRANSPOSE (level 2); SOFTMAX gives no axis
     assert "feature level 2" in text and "max error" in text
     assert main(["run", str(out), "--repeat", "2"]) == 0
     text = capsys.readouterr().out
