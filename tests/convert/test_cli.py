@@ -28,10 +28,12 @@ def model_file(tmp_path):
 def test_input_specs():
     spec = parse_input("1x3x?224x?200:nhwc")
     assert spec.shape == (1, 3, 224, 200) and spec.flexible == (2, 3) and spec.nhwc
+    assert parse_input("1x3x8x8").nhwc is None  # the converter chooses
+    assert parse_input("1x3x8x8:nchw").nhwc is False
     assert parse_input("2x16:int64").dtype == "int64"
     q = parse_input("1x8:quint8=0.1,128")
     assert (q.dtype, q.scale, q.zero_point) == ("quint8", 0.1, 128)
-    for bad in ("1x0x3", "1x3:nhwc", "2x2:bogus", "1x8:quint8=0.1"):
+    for bad in ("1x0x3", "1x3:nhwc", "1x3:nchw", "2x2:bogus", "1x8:quint8=0.1"):
         with pytest.raises(ValueError):
             parse_input(bad)
 

@@ -25,7 +25,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="the original model: a TorchScript file or a pickled nn.Module")
     p.add_argument("--input", action="append", required=True, metavar="SPEC",
                    help="an input as for convert: 1x3x224x224, ?-prefixed dims flexible,"
-                        " options :nhwc, :int64, :quint8=SCALE,ZP (repeat per input)")
+                        " options :nhwc, :nchw, :int64, :quint8=SCALE,ZP (repeat per input)")
     p.add_argument("--target-level", type=int, choices=[int(v) for v in FeatureLevel],
                    help="report what a device of this NNAPI feature level would reject")
     p.add_argument("--rtol", type=float, default=None, metavar="R",
@@ -79,7 +79,7 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
     for i, entry in enumerate(report.inputs):
         spec = specs[i] if i < len(specs) else None
         extra = []
-        if spec is not None and spec.nhwc:
+        if entry.get("nhwc") or (spec is not None and spec.nhwc):
             extra.append("NHWC")
         if spec is not None and spec.flexible:
             extra.append("flexible dims " + ",".join(map(str, spec.flexible)))

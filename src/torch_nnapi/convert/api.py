@@ -13,6 +13,7 @@ from ..nnapi.codes import PreferenceCode
 from ..nnapi.model import Model
 from . import layout as lay
 from .capture import as_example_tuple, capture
+from .errors import ConversionError
 from .lower import Lowered, example_spec, lower
 from .serialize import SerializedModel, serialize
 from .symbolic import program
@@ -65,7 +66,7 @@ def convert_with_details(
     model,
     example_inputs,
     *,
-    nhwc: Union[bool, Sequence[bool]] = False,
+    nhwc: Union[None, bool, Sequence[Optional[bool]]] = None,
     flexible: Union[None, Mapping[int, Sequence[int]], Sequence[Sequence[int]]] = None,
     compilation_preference: Union[str, int] = "sustained_speed",
     relax_fp32_to_fp16: bool = False,
@@ -73,9 +74,12 @@ def convert_with_details(
 ) -> Conversion:
     """Converts ``model`` and returns the module with the NNAPI model behind it.
 
-    - ``nhwc``: per input (or one bool for all 4-D inputs): the module takes the input
-      NCHW as usual but hands it to NNAPI channels-last, which channel-last convolutions
-      then keep. A tensor with ``nnapi_nhwc = True`` set opts in too (the prototype's way).
+    - ``nhwc``: per input (or one value for all 4-D inputs): True hands the input to NNAPI
+      channels-last (the module still takes it NCHW, as usual, and permutes it), which
+      channel-last convolutions then keep; False keeps PyTorch's order (NNAPI's NCHW layout
+      flag, which needs feature level 3); None (the default) chooses: PyTorch's order
+      unless channels-last gives a model of a lower feature level, as it does for CNNs. A
+      tensor with ``nnapi_nhwc = True`` set opts in too (the prototype's way).
     - ``flexible``: per input, the dimensions resolved at load time from the real input
       shapes (e.g. ``{0: [2, 3]}``: any height and width), so one artifact serves several
       resolutions. The example inputs give the sizes used for checking the conversion.
@@ -87,10 +91,10 @@ def convert_with_details(
     """
     start = time.perf_counter()
     examples = as_example_tuple(example_inputs)
-    specs = _input_specs(examples, nhwc, flexible)
     preference = _preference(compilation_preference)
     graph = capture(model, examples)
-    lowered = lower(graph, specs, relax_float32_to_float16=relax_fp32_to_fp16)
+    lowered = lower_graph(graph, examples, nhwc, flexible, relax_fp32_to_fp16)
+    specs = lowered.specs
     cx = lowered.cx
     serialized = serialize(cx.model, cx.sym_dims, cx.sym_values)
     prog = _program(lowered, serialized, specs, preference, relax_fp32_to_fp16, return_shapes)
@@ -98,15 +102,57 @@ def convert_with_details(
     return Conversion(module, cx.model, serialized, lowered, time.perf_counter() - start)
 
 
-def _input_specs(examples, nhwc, flexible):
+def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False) -> Lowered:
+    """Lowers a captured graph, choosing the NNAPI layout of the inputs ``nhwc`` leaves
+    open (None): PyTorch's order first; if the model then needs more than feature level 1,
+    channels-last too, kept when its level is lower, or equal with fewer operations above
+    level 1. NNAPI's NCHW layout flag needs level 3, while channels-last convolutions and
+    pools need level 1, and the wrapper permutes the input on the host either way."""
+    choices = _nhwc_choices(examples, nhwc)
+    flex = _flexible_dims(examples, flexible)
+
+    def attempt(open_as: bool) -> Lowered:
+        specs = [example_spec(x, open_as if c is None else c, f)
+                 for x, c, f in zip(examples, choices, flex)]
+        return lower(graph, specs, relax_float32_to_float16=relax)
+
+    lowered = attempt(False)
+    if None in choices and lowered.cx.model.feature_level > 1:
+        try:
+            channels_last = attempt(True)
+        except ConversionError:
+            return lowered
+        if _level_cost(channels_last) < _level_cost(lowered):
+            return channels_last
+    return lowered
+
+
+def _level_cost(lowered: Lowered) -> tuple[int, int]:
+    """The model's feature level, then how many of its operations need more than level 1
+    (what an older device, or one whose driver lacks the newer features, cannot run)."""
+    model = lowered.cx.model
+    return int(model.feature_level), sum(m.level > 1 for m in model.matches)
+
+
+def _nhwc_choices(examples: tuple, nhwc) -> list[Optional[bool]]:
+    """Per input: True (channels-last), False (PyTorch's order) or None (to choose)."""
     n = len(examples)
-    if isinstance(nhwc, bool):
-        nhwc_list = [nhwc and x.dim() == 4 for x in examples]
+    if nhwc is None or isinstance(nhwc, bool):  # one value for the 4-D inputs
+        choices = [nhwc if x.dim() == 4 else False for x in examples]
     else:
-        nhwc_list = [bool(b) for b in nhwc]
-        if len(nhwc_list) != n:
-            raise ValueError(f"nhwc has {len(nhwc_list)} entries for {n} inputs")
-    nhwc_list = [b or bool(getattr(x, "nnapi_nhwc", False)) for b, x in zip(nhwc_list, examples)]
+        choices = [None if b is None else bool(b) for b in nhwc]
+        if len(choices) != n:
+            raise ValueError(f"nhwc has {len(choices)} entries for {n} inputs")
+    result = []
+    for c, x in zip(choices, examples):
+        if getattr(x, "nnapi_nhwc", False):
+            c = True
+        result.append(c if x.dim() == 4 or c else False)
+    return result
+
+
+def _flexible_dims(examples, flexible) -> list[tuple]:
+    n = len(examples)
     if flexible is None:
         flex = [()] * n
     elif isinstance(flexible, Mapping):
@@ -123,7 +169,7 @@ def _input_specs(examples, nhwc, flexible):
             if not -x.dim() <= d < x.dim():
                 raise ValueError(f"flexible dimension {d} of input {i} is out of range for"
                                  f" its shape {list(x.shape)}")
-    return [example_spec(x, b, f) for x, b, f in zip(examples, nhwc_list, flex)]
+    return flex
 
 
 def _preference(value) -> int:

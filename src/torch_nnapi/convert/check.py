@@ -232,7 +232,8 @@ def quantized_engine(name: Optional[str]):
         torch.backends.quantized.engine = previous
 
 
-def check_model(model, example_inputs, *, nhwc: bool | Sequence[bool] = False,
+def check_model(model, example_inputs, *,
+                nhwc: bool | Sequence[Optional[bool]] | None = None,
                 flexible=None, float_tolerance: float = FLOAT_TOLERANCE,
                 quanta_tolerance: float = QUANTA_TOLERANCE,
                 target_level: Optional[int] = None, host: bool = False,
@@ -296,6 +297,8 @@ def _describe(report: CheckReport, conversion: Conversion) -> None:
     report.operation_counts = dict(Counter(op.type.name for op in model.operations)
                                    .most_common())
     report.transposes = layout_transposes(model, origins)
+    for entry, spec in zip(report.inputs, conversion.lowered.specs):
+        entry["nhwc"] = bool(spec.nhwc)  # the order NNAPI takes the input in
 
 
 def _check_outputs(report: CheckReport, expected: list, conversion: Conversion,

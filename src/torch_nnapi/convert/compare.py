@@ -15,9 +15,8 @@ import numpy as np
 
 from ..runtime import Compilation
 from . import layout as lay
-from .api import _input_specs
+from .api import lower_graph
 from .capture import as_example_tuple, capture
-from .lower import lower
 from .values import TensorValue
 
 
@@ -39,9 +38,9 @@ class LayerDiff:
 def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
     """Converts ``model`` and compares every intermediate tensor with eager PyTorch."""
     examples = as_example_tuple(example_inputs)
-    specs = _input_specs(examples, options.get("nhwc", False), options.get("flexible"))
     graph = capture(model, examples, keep_values=True)
-    lowered = lower(graph, specs)
+    lowered = lower_graph(graph, examples, options.get("nhwc"), options.get("flexible"),
+                          bool(options.get("relax_fp32_to_fp16", False)))
     inputs = []
     for x, t in zip(examples, lowered.inputs):
         a = x.int_repr().numpy() if x.is_quantized else x.numpy()

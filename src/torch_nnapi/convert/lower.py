@@ -62,6 +62,7 @@ class Lowered:
     returns: str  # "tensor", "tuple" or "list"
     output_ranks: list[int] = field(default_factory=list)  # PyTorch ranks of ``outputs``
     values: dict = field(default_factory=dict)  # graph Value -> what it was lowered to
+    specs: list = field(default_factory=list)  # the InputSpec of each input
 
 
 class Lowerer:
@@ -99,7 +100,8 @@ class Lowerer:
             model.finish()
         except BadDataError as e:
             raise ConverterBug(f"the converted NNAPI model is invalid: {e}") from e
-        return Lowered(self.cx, inputs, outputs, output_map, returns, ranks, self.produced)
+        return Lowered(self.cx, inputs, outputs, output_map, returns, ranks, self.produced,
+                       self.specs)
 
     def _add_input(self, index: int, value: Value, spec: InputSpec) -> TensorValue:
         ex = spec.example
