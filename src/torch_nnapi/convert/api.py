@@ -21,6 +21,7 @@ from .values import TensorValue
 from .wrapper import (
     CAST_INT32,
     CAST_NONE,
+    CAST_QUANTIZE,
     KIND_BOOL,
     KIND_FLOAT16,
     KIND_FLOAT32,
@@ -192,7 +193,9 @@ def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: i
                     for s in specs]
     input_perms = [list(t.layout) if not lay.is_identity(t.layout) else []
                    for t in lowered.inputs]
-    input_casts = [CAST_INT32 if t.dtype == "int64" else CAST_NONE for t in lowered.inputs]
+    input_casts = [_input_cast(t, s) for t, s in zip(lowered.inputs, specs)]
+    input_scales = [float(t.scale) for t in lowered.inputs]
+    input_zero_points = [int(t.zero_point) for t in lowered.inputs]
     outputs = lowered.outputs
     if return_shapes is not None and len(return_shapes) != len(lowered.output_map):
         raise ValueError(f"return_shapes has {len(return_shapes)} entries for"
@@ -208,11 +211,20 @@ def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: i
         torch.from_numpy(serialized.words.astype(np.int32)), weights,
         [p.offset for p in serialized.patches], [p.program for p in serialized.patches],
         guard_programs, guard_values, guard_messages, input_shapes, input_perms, input_casts,
+        input_scales, input_zero_points,
         output_shapes, [list(lay.inverse(t.layout)) if not lay.is_identity(t.layout) else []
                         for t in outputs],
         [_KINDS[t.dtype] for t in outputs], [float(t.scale) for t in outputs],
         [int(t.zero_point) for t in outputs], list(lowered.output_ranks),
         list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level))
+
+
+def _input_cast(t: TensorValue, spec) -> int:
+    if t.dtype == "int64":
+        return CAST_INT32
+    if t.dtype == "quint8" and spec.example.dtype == "float32":
+        return CAST_QUANTIZE  # quantized on the host (lower._quantized_on_host)
+    return CAST_NONE
 
 
 def _output_nnapi_shape(t: TensorValue):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from ..runtime import Compilation
 from . import layout as lay
@@ -43,6 +44,8 @@ def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
                           bool(options.get("relax_fp32_to_fp16", False)))
     inputs = []
     for x, t in zip(examples, lowered.inputs):
+        if t.is_quantized and not x.is_quantized:  # quantized on the host by the wrapper
+            x = torch.quantize_per_tensor(x, t.scale, t.zero_point, torch.quint8)
         a = x.int_repr().numpy() if x.is_quantized else x.numpy()
         if t.dtype == "int64":
             a = a.astype(np.int32)
