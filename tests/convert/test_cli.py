@@ -77,3 +77,22 @@ def test_lite_interpreter_output_and_layer_comparison(model_file, tmp_path, caps
                  "--check", "--compare"]) == 0
     text = capsys.readouterr().out
     assert "max error" in text and "aten::softmax" in text
+
+
+def test_target_level(model_file, tmp_path, capsys):
+    """Small: x * 2 - 1 (MUL, ADD), relu, flatten, softmax: level 1 taken NCHW."""
+    out = tmp_path / "small_nnapi.pt"
+    assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4",
+                 "--target-level", "1"]) == 0
+    assert "feature level 1 (Android 8.1, API 27)" in capsys.readouterr().out
+    # channels-last, the flatten needs a TRANSPOSE (level 2): refused, nothing saved
+    refused = tmp_path / "refused.pt"
+    assert main(["convert", str(model_file), "-o", str(refused), "--input", "1x3x4x4:nhwc",
+                 "--target-level", "1"]) == 1
+    assert not refused.exists()
+    err = capsys.readouterr().err
+    assert "needs NNAPI feature level 2 (Android 9, API 28), above the target level 1" in err
+    assert "  TRANSPOSE x1 (level 2): TRANSPOSE was introduced at level 2" in err
+    assert "      from aten::flatten at " in err
+    assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4:nhwc",
+                 "--target-level", "2"]) == 0

@@ -9,11 +9,12 @@ from typing import Mapping, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from ..nnapi.codes import PreferenceCode
+from ..nnapi.codes import FeatureLevel, PreferenceCode
 from ..nnapi.model import Model
 from . import layout as lay
 from .capture import as_example_tuple, capture
-from .errors import ConversionError
+from .errors import ConversionError, FeatureLevelError, UnsupportedUse
+from .levels import above, model_requirements, operation_levels
 from .lower import Lowered, example_spec, lower
 from .serialize import SerializedModel, serialize
 from .symbolic import program
@@ -72,6 +73,7 @@ def convert_with_details(
     compilation_preference: Union[str, int] = "sustained_speed",
     relax_fp32_to_fp16: bool = False,
     return_shapes: Optional[Sequence[Optional[Sequence[int]]]] = None,
+    target_level: Optional[int] = None,
 ) -> Conversion:
     """Converts ``model`` and returns the module with the NNAPI model behind it.
 
@@ -89,14 +91,22 @@ def convert_with_details(
     - ``relax_fp32_to_fp16``: allow NNAPI to compute float32 in float16.
     - ``return_shapes``: per output, the PyTorch-order shape of its buffer (None or -1
       entries keep the computed size); only needed to over-allocate outputs.
+    - ``target_level``: the NNAPI feature level the model must run at (1: Android 8.1, 2:
+      Android 9, 3: Android 10); a model needing more raises :class:`FeatureLevelError`
+      (a :class:`ConversionError`) naming every operation that needs more, why, and the
+      PyTorch code it comes from. Default: no limit.
     """
     start = time.perf_counter()
     examples = as_example_tuple(example_inputs)
+    if target_level is not None:
+        target_level = int(FeatureLevel(int(target_level)))
     preference = _preference(compilation_preference)
     graph = capture(model, examples)
     lowered = lower_graph(graph, examples, nhwc, flexible, relax_fp32_to_fp16)
     specs = lowered.specs
     cx = lowered.cx
+    if target_level is not None:
+        require_level(cx.model, cx.origins, target_level)
     serialized = serialize(cx.model, cx.sym_dims, cx.sym_values)
     prog = _program(lowered, serialized, specs, preference, relax_fp32_to_fp16, return_shapes)
     module = build_module(prog, len(examples), lowered.returns, len(lowered.output_map))
@@ -133,6 +143,18 @@ def _level_cost(lowered: Lowered) -> tuple[int, int]:
     (what an older device, or one whose driver lacks the newer features, cannot run)."""
     model = lowered.cx.model
     return int(model.feature_level), sum(m.level > 1 for m in model.matches)
+
+
+def require_level(model: Model, origins, target_level: int) -> None:
+    """Raises FeatureLevelError if a device of ``target_level`` would reject the model."""
+    if int(model.feature_level) <= target_level:
+        return
+    operations = above(operation_levels(model, origins), target_level)
+    reasons = [r.reason for r in model_requirements(model) if r.level > target_level]
+    uses = [UnsupportedUse(op.kind or op.type,
+                           f"{op.type}: {'; '.join(op.reasons_above(target_level))}",
+                           op.location or "an unknown place") for op in operations]
+    raise FeatureLevelError(uses, target_level, int(model.feature_level), operations, reasons)
 
 
 def _nhwc_choices(examples: tuple, nhwc) -> list[Optional[bool]]:
