@@ -322,3 +322,26 @@ def test_saved_module_quantizes_its_input(tmp_path):
     from .harness import run
 
     assert torch.equal(run(loaded, (x,)), QuantizedReluPool()(x))
+
+
+def test_channels_last_failure_keeps_pytorch_order(monkeypatch):
+    """A converter bug met only channels-last does not fail a conversion that works in
+    PyTorch's order: that one is kept, with a warning naming the bug."""
+    import dataclasses
+
+    from torch_nnapi.convert.errors import ConverterBug
+    from torch_nnapi.convert.lowerings import LOWERINGS, lowering_for
+
+    honest = lowering_for("aten::relu")
+
+    def fails_channels_last(cx, x):
+        if x.layout == (0, 2, 3, 1):
+            raise ConverterBug("relu of a channels-last tensor (simulated)")
+        return honest.fn(cx, x)
+
+    monkeypatch.setitem(LOWERINGS, "aten::relu", dataclasses.replace(honest,
+                                                                      fn=fails_channels_last))
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+    with pytest.warns(RuntimeWarning, match="relu of a channels-last tensor"):
+        conversion, _ = check(model, torch.randn(1, 3, 8, 8))
+    assert not conversion.lowered.specs[0].nhwc and conversion.feature_level == 3

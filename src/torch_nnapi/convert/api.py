@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence, Union
 
@@ -13,7 +14,7 @@ from ..nnapi.codes import FeatureLevel, PreferenceCode
 from ..nnapi.model import Model
 from . import layout as lay
 from .capture import as_example_tuple, capture
-from .errors import ConversionError, FeatureLevelError, UnsupportedUse
+from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
 from .levels import above, model_requirements, operation_levels
 from .lower import Lowered, example_spec, lower
 from .serialize import SerializedModel, serialize
@@ -132,6 +133,10 @@ def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False) -> 
         try:
             channels_last = attempt(True)
         except ConversionError:
+            return lowered
+        except ConverterBug as e:  # keep the sound conversion, but say so
+            warnings.warn(f"torch-nnapi: converting channels-last failed ({e}); the model"
+                          " keeps PyTorch's order", RuntimeWarning, stacklevel=3)
             return lowered
         if _level_cost(channels_last) < _level_cost(lowered):
             return channels_last
