@@ -147,22 +147,40 @@ def _operands(ctx: KernelContext, dtype) -> tuple[np.ndarray, np.ndarray, np.nda
     return ctx.float_input(0), ctx.float_input(1), ctx.float_input(2)
 
 
-def _finish(ctx: KernelContext, acc: np.ndarray, bias: np.ndarray, fuse_code: int,
-            channel_axis: int = -1) -> np.ndarray:
-    """Adds the bias, applies the activation and converts to the output type."""
+def _finish(ctx: KernelContext, acc: np.ndarray, fuse_code: int) -> np.ndarray:
+    """Applies the activation to biased sums and converts them to the output type."""
     if ctx.output_type() != _Q8:
-        acc += bias
         return apply_fused_activation(acc, fuse_code).astype(ctx.output_dtype(), copy=False)
-    total = np.rint(acc).astype(np.int64) if acc.dtype.kind == "f" else acc.astype(np.int64)
-    total += bias
+    total = np.rint(acc).astype(np.int64) if acc.dtype.kind == "f" else acc
     scale, zero = ctx.output_quant()
     lo, hi = activation_range_quantized(fuse_code, scale, zero)
     multipliers = _real_multipliers(ctx, scale)
     if np.ndim(multipliers):
-        out = requantize_per_channel(total, multipliers, zero, lo, hi, axis=channel_axis)
+        out = requantize_per_channel(total, multipliers, zero, lo, hi, axis=-1)
     else:
         out = requantize(total, float(multipliers), zero, lo, hi)
     return out.astype(np.uint8)
+
+
+def _add_bias(acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """acc[..., c] += bias[c] (int32 sums are widened first, as the bias may be large).
+
+    The sums are added as rows of a few thousand elements against a repeated bias, since a
+    short inner axis (a few channels) makes NumPy's loop slow.
+    """
+    if acc.dtype == np.int32:
+        acc = acc.astype(np.int64)
+    c = bias.shape[0]
+    rows = acc.size // c
+    repeat = min(rows, max(1, 4096 // c))
+    while rows % repeat:
+        repeat -= 1
+    if acc.flags.c_contiguous and repeat > 1:
+        flat = acc.reshape(rows // repeat, repeat * c)
+        flat += np.tile(bias.astype(acc.dtype, copy=False), repeat)
+    else:
+        acc += bias
+    return acc
 
 
 def _real_multipliers(ctx: KernelContext, output_scale: float):
@@ -185,28 +203,47 @@ def _accumulation_dtype(ctx: KernelContext):
 # ------------------------------------------------------------------------------ kernels
 
 
-def _convolve(x: np.ndarray, w: np.ndarray, window: Window, out_h: int, out_w: int,
-              groups: int) -> np.ndarray:
-    """NHWC convolution of ``x`` by [out, kh, kw, in/groups] filters ``w``, without bias."""
-    n, _, _, c = x.shape
+def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, out_h: int,
+              out_w: int, groups: int) -> np.ndarray:
+    """NHWC convolution of ``x`` by [out, kh, kw, in/groups] filters ``w``, plus ``bias``.
+
+    Without groups the bias rides along in the GEMM as an extra column of ones whenever the
+    columns are copied anyway (im2col) or are fewer than the outputs (expanding 1x1).
+    """
+    n, height, width, c = x.shape
     cout, kh, kw, cg = w.shape
+    k = kh * kw * cg
+    w_ = window
+    pointwise = (kh == kw == 1 and groups == 1 and w_.stride_h == w_.stride_w == 1
+                 and not (w_.pad_top or w_.pad_bottom or w_.pad_left or w_.pad_right))
+    if pointwise and (k >= cout or x.size + n * height * width > _MAX_COLUMN_ELEMENTS):
+        acc = x.reshape(-1, c) @ w.reshape(cout, c).T
+        return _add_bias(acc, bias).reshape(n, out_h, out_w, cout)
     padded = pad_image(x, window)
-    out = np.empty((n, out_h, out_w, cout), dtype=np.result_type(x, w))
-    rows = max(1, min(out_h, _MAX_COLUMN_ELEMENTS // max(1, n * out_w * kh * kw * c)))
+    out = None
+    rows = max(1, min(out_h, _MAX_COLUMN_ELEMENTS // max(1, n * out_w * (k * groups + 1))))
     for r0 in range(0, out_h, rows):
         r1 = min(out_h, r0 + rows)
-        block = padded[:, r0 * window.stride_h:]
-        view = window_view(block, window, kh, kw, r1 - r0, out_w)
+        view = window_view(padded[:, r0 * window.stride_h:], window, kh, kw, r1 - r0, out_w)
         m = n * (r1 - r0) * out_w
         if groups == 1:
-            cols = view.reshape(m, kh * kw * c)
-            result = cols @ w.reshape(cout, kh * kw * c).T
+            cols = np.empty((m, k + 1), dtype=x.dtype)
+            np.copyto(cols[:, :k].reshape(view.shape), view)
+            cols[:, k] = 1
+            filters = np.concatenate([w.reshape(cout, k), bias.astype(w.dtype)[:, None]], axis=1)
+            result = cols @ filters.T
         else:
             cols = view.reshape(m, kh * kw, groups, cg).transpose(2, 0, 1, 3)
-            cols = cols.reshape(groups, m, kh * kw * cg)
-            filters = w.reshape(groups, cout // groups, kh * kw * cg)
+            cols = cols.reshape(groups, m, k)
+            filters = w.reshape(groups, cout // groups, k)
             result = np.matmul(cols, filters.transpose(0, 2, 1)).transpose(1, 0, 2)
-        out[:, r0:r1] = result.reshape(n, r1 - r0, out_w, cout)
+            result = _add_bias(result.reshape(m, cout), bias)
+        result = result.reshape(n, r1 - r0, out_w, cout)
+        if r0 == 0 and r1 == out_h:
+            return result
+        if out is None:
+            out = np.empty((n, out_h, out_w, cout), dtype=result.dtype)
+        out[:, r0:r1] = result
     return out
 
 
@@ -217,8 +254,8 @@ def conv_2d(ctx: KernelContext) -> np.ndarray:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
     x = x.transpose(0, 2, 3, 1) if geo.params.nchw else x
-    acc = _convolve(x, w, geo.window, geo.out_h, geo.out_w, geo.groups)
-    return from_nhwc(_finish(ctx, acc, bias, geo.params.fuse_code), geo.params.nchw)
+    acc = _convolve(x, w, bias, geo.window, geo.out_h, geo.out_w, geo.groups)
+    return from_nhwc(_finish(ctx, acc, geo.params.fuse_code), geo.params.nchw)
 
 
 @register(Op.DEPTHWISE_CONV_2D, prepare=_prepare_conv)
@@ -234,7 +271,8 @@ def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
         x = np.repeat(x, geo.multiplier, axis=3)
     acc = depthwise_accumulate(pad_image(x, geo.window), w[0], geo.window, geo.out_h,
                                geo.out_w)
-    return from_nhwc(_finish(ctx, acc, bias, geo.params.fuse_code), geo.params.nchw)
+    acc = _add_bias(acc, bias)
+    return from_nhwc(_finish(ctx, acc, geo.params.fuse_code), geo.params.nchw)
 
 
 # ------------------------------------------------------------------------------ transpose
@@ -300,8 +338,8 @@ def transpose_conv_2d(ctx: KernelContext) -> np.ndarray:
                 contributions[:, :, :, i, j]
     acc = full[:, window.pad_top:window.pad_top + geo.out_h,
                window.pad_left:window.pad_left + geo.out_w]
-    acc = np.ascontiguousarray(acc)
-    return from_nhwc(_finish(ctx, acc, bias, params.fuse_code), params.nchw)
+    acc = _add_bias(np.ascontiguousarray(acc), bias)
+    return from_nhwc(_finish(ctx, acc, params.fuse_code), params.nchw)
 
 
 # ------------------------------------------------------------------------------ fully connected
@@ -342,5 +380,5 @@ def fully_connected(ctx: KernelContext) -> np.ndarray:
     if batch == 0:
         return np.zeros((0, units), ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
-    acc = x.reshape(batch, input_size) @ w.T
-    return _finish(ctx, acc, bias, fuse_code)
+    acc = _add_bias(x.reshape(batch, input_size) @ w.T, bias)
+    return _finish(ctx, acc, fuse_code)
