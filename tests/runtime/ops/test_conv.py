@@ -152,14 +152,17 @@ def test_grouped_conv_matches_reference_in_both_layouts():
 # ------------------------------------------------------------------------------ DEPTHWISE
 
 
-@pytest.mark.parametrize("multiplier,strides,dilation,pads", [
-    (1, (1, 1), (1, 1), (1, 1, 1, 1)),
-    (2, (2, 2), (1, 1), (1, 0, 1, 0)),
-    (3, (1, 2), (2, 2), (2, 2, 0, 1)),
+@pytest.mark.parametrize("multiplier,strides,dilation,pads,kernel", [
+    (1, (1, 1), (1, 1), (1, 1, 1, 1), (3, 3)),
+    (2, (2, 2), (1, 1), (1, 0, 1, 0), (3, 3)),
+    (3, (1, 2), (2, 2), (2, 2, 0, 1), (3, 3)),
+    (1, (2, 3), (1, 1), (2, 1, 0, 2), (3, 3)),
+    (2, (1, 3), (1, 1), (0, 0, 1, 0), (2, 2)),
+    (1, (3, 4), (2, 1), (1, 2, 2, 0), (3, 5)),
 ])
-def test_depthwise_matches_reference(multiplier, strides, dilation, pads):
+def test_depthwise_matches_reference(multiplier, strides, dilation, pads, kernel):
     c = 4
-    x, w, b = rand(2, 9, 8, c), rand(1, 3, 3, c * multiplier), rand(c * multiplier)
+    x, w, b = rand(2, 9, 8, c), rand(1, *kernel, c * multiplier), rand(c * multiplier)
     left, right, top, bottom = pads
     got = run(Op.DEPTHWISE_CONV_2D, conv_args(x, const(w), const(b), explicit=pads,
                                               strides=strides, extra=(multiplier,),

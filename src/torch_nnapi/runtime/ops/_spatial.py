@@ -120,23 +120,29 @@ def read_window_params(ctx: KernelContext, first: int, num_extras: int = 0, *,
     implicit_end = first + 4 + num_extras  # position of the implicit form's layout flag
     implicit = ctx.num_inputs == implicit_end or (
         ctx.num_inputs > implicit_end and ctx.input_type(implicit_end) == OperandType.BOOL)
+
+    def required(i: int) -> int:
+        return int(ctx.input(i).item())
+
     if implicit:
-        pads, scheme = None, check_padding_code(ctx.scalar(first))
+        pads, scheme = None, check_padding_code(required(first))
         pos = first + 1
     else:
-        pads = tuple(int(ctx.scalar(first + i)) for i in range(4))
+        pads = tuple(required(first + i) for i in range(4))
         scheme = None
         pos = first + 4
         names = ("left", "right", "top", "bottom")
         for name, pad in zip(names, pads):
             if pad < 0 and not (negative_tail and name in ("right", "bottom")):
                 raise BadDataError(f"padding {name} must not be negative, got {pad}")
-    stride_w, stride_h = int(ctx.scalar(pos)), int(ctx.scalar(pos + 1))
-    extras = tuple(int(ctx.scalar(pos + 2 + i)) for i in range(num_extras))
+    stride_w, stride_h = required(pos), required(pos + 1)
+    extras = tuple(required(pos + 2 + i) for i in range(num_extras))
     pos += 2 + num_extras
-    fuse_code = int(check_fuse_code(ctx.scalar(pos)))
-    nchw = bool(ctx.scalar(pos + 1, False))
-    dilation_w, dilation_h = int(ctx.scalar(pos + 2, 1)), int(ctx.scalar(pos + 3, 1))
+    fuse_code = int(check_fuse_code(required(pos)))
+    nchw = ctx.num_inputs > pos + 1 and bool(ctx.scalar(pos + 1, False))
+    dilation_w, dilation_h = 1, 1
+    if ctx.num_inputs > pos + 2:
+        dilation_w, dilation_h = int(ctx.scalar(pos + 2, 1)), int(ctx.scalar(pos + 3, 1))
     if stride_w <= 0 or stride_h <= 0:
         raise BadDataError(f"strides must be positive, got width {stride_w} and height"
                            f" {stride_h}")
@@ -209,11 +215,3 @@ def window_view(padded: np.ndarray, window: Window, filter_h: int, filter_w: int
     strides = (s[0], s[1] * window.stride_h, s[2] * window.stride_w, s[1] * window.dilation_h,
                s[2] * window.dilation_w, s[3])
     return as_strided(padded, shape, strides, writeable=False)
-
-
-def tap(padded: np.ndarray, window: Window, i: int, j: int, out_h: int, out_w: int) -> \
-        np.ndarray:
-    """The [n, out_h, out_w, c] view of filter tap (i, j) across all output positions."""
-    top, left = i * window.dilation_h, j * window.dilation_w
-    return padded[:, top:top + (out_h - 1) * window.stride_h + 1:window.stride_h,
-                  left:left + (out_w - 1) * window.stride_w + 1:window.stride_w]

@@ -46,6 +46,8 @@ _PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
 # Largest im2col buffer (in elements) built at once; bigger convolutions go by row blocks.
 _MAX_COLUMN_ELEMENTS = 1 << 24
+# Outputs from this many elements on get their bias added in long rows (see _add_bias).
+_LONG_ROWS_FROM = 1 << 16
 
 
 # ------------------------------------------------------------------------------ geometry
@@ -175,7 +177,7 @@ def _add_bias(acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
     repeat = min(rows, max(1, 4096 // c))
     while rows % repeat:
         repeat -= 1
-    if acc.flags.c_contiguous and repeat > 1:
+    if acc.flags.c_contiguous and repeat > 1 and acc.size >= _LONG_ROWS_FROM:
         flat = acc.reshape(rows // repeat, repeat * c)
         flat += np.tile(bias.astype(acc.dtype, copy=False), repeat)
     else:
@@ -269,8 +271,7 @@ def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
     x = x.transpose(0, 2, 3, 1) if geo.params.nchw else x
     if geo.multiplier > 1:
         x = np.repeat(x, geo.multiplier, axis=3)
-    acc = depthwise_accumulate(pad_image(x, geo.window), w[0], geo.window, geo.out_h,
-                               geo.out_w)
+    acc = depthwise_accumulate(x, w[0], geo.window, geo.out_h, geo.out_w)
     acc = _add_bias(acc, bias)
     return from_nhwc(_finish(ctx, acc, geo.params.fuse_code), geo.params.nchw)
 
