@@ -9,7 +9,7 @@ import pytest
 from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperationType
 from torch_nnapi.runtime import Compilation
 
-from ._single_op import F16, F32, I32T, Q8, Q8PC, Tensor, boolean, build, const, i32, run
+from ._single_op import F16, I32T, Q8, Q8PC, Tensor, boolean, build, const, i32, run
 
 Op = OperationType
 RNG = np.random.default_rng(7)
@@ -397,3 +397,13 @@ def test_signature_rules_reject_bad_quantization():
     with pytest.raises(BadDataError, match=r"bias scale must equal input.scale \* filter"):
         build(Op.CONV_2D, conv_args(x, w, const(np.zeros(2, np.int32), I32T, 0.3),
                                     scheme=SAME), Q8, 1.0, 0)
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
+def test_large_depthwise_split_across_threads_matches_one_thread(monkeypatch, strides):
+    x, w, b = rand(2, 64, 48, 40), rand(1, 3, 3, 40), rand(40)
+    args = conv_args(x, const(w), const(b), scheme=SAME, strides=strides, extra=(1,))
+    monkeypatch.setenv("TORCH_NNAPI_NUM_THREADS", "1")
+    single = run(Op.DEPTHWISE_CONV_2D, args)
+    monkeypatch.setenv("TORCH_NNAPI_NUM_THREADS", "3")
+    np.testing.assert_array_equal(run(Op.DEPTHWISE_CONV_2D, args), single)

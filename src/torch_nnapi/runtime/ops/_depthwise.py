@@ -4,7 +4,8 @@ The taps are one strided view of the padded input, [kh, kw, n, out_h, out_w, c],
 einsum multiplies and accumulates them into the output in one pass, with no temporaries. With
 a unit width stride an output row's (width, channel) elements are contiguous in the input and
 become one long axis, which makes the einsum's inner loop long. (Splitting strided inputs into
-column phases to get the same long axis measured slower than the plain strided view.)
+column phases to get the same long axis measured slower than the plain strided view.) Large
+outputs are computed in row blocks on several threads.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ._parallel import for_row_blocks
 from ._spatial import Window, pad_image
 
 
@@ -26,11 +28,20 @@ def depthwise_accumulate(x: np.ndarray, taps: np.ndarray, window: Window, out_h:
     n = padded.shape[0]
     s_n, s_row, s_col, s_chan = padded.strides
     outer = (s_row * window.dilation_h, s_col * window.dilation_w, s_n, s_row * window.stride_h)
+    out = np.empty((n, out_h, out_w, c), dtype=np.result_type(padded, taps))
     if window.stride_w == 1:
-        view = as_strided(padded, (kh, kw, n, out_h, out_w * c), outer + (s_chan,),
-                          writeable=False)
+        inner, inner_strides = (out_w * c,), (s_chan,)
         weights = np.tile(taps[:, :, None, :], (1, 1, out_w, 1)).reshape(kh, kw, out_w * c)
-        return np.einsum("ijnrk,ijk->nrk", view, weights).reshape(n, out_h, out_w, c)
-    view = as_strided(padded, (kh, kw, n, out_h, out_w, c),
-                      outer + (s_col * window.stride_w, s_chan), writeable=False)
-    return np.einsum("ijnrwc,ijc->nrwc", view, taps)
+        subscripts, result = "ijnrk,ijk->nrk", out.reshape(n, out_h, out_w * c)
+    else:
+        inner, inner_strides = (out_w, c), (s_col * window.stride_w, s_chan)
+        weights, subscripts, result = taps, "ijnrwc,ijc->nrwc", out
+
+    def rows(start: int, stop: int) -> None:
+        view = as_strided(padded[:, start * window.stride_h:],
+                          (kh, kw, n, stop - start, *inner), outer + inner_strides,
+                          writeable=False)
+        np.einsum(subscripts, view, weights, out=result[:, start:stop])
+
+    for_row_blocks(out_h, n * out_w * c, rows)
+    return out

@@ -1,8 +1,10 @@
 """CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D, TRANSPOSE_CONV_2D and FULLY_CONNECTED.
 
 Convolutions gather their windows with a strided view (im2col) and multiply with one BLAS
-matmul per call (1x1 convolutions are a plain matmul); depthwise convolutions are a sum of
-shifted multiply-adds over the filter taps. Float16 is computed in float32. Quantized
+matmul per call (1x1 convolutions are a plain matmul); depthwise convolutions sum the filter
+taps' shifted multiply-adds in one einsum (_depthwise.py); transposed convolutions multiply
+every input pixel by the whole filter and scatter-add the patches. Float16 is computed in
+float32. Quantized
 operations accumulate the exact integer sums sum((x - x_zero) * (w - w_zero)) -- in a float64
 GEMM, which is exact for 8-bit products at these sizes -- add the int32 bias and rescale with
 the fixed-point multiplier of (input.scale * filter.scale) / output.scale, per tensor or per
@@ -371,6 +373,7 @@ def _fc_geometry(ctx: KernelContext) -> tuple[int, int, int]:
 
 def _prepare_fc(ctx: KernelContext) -> list[Shape]:
     batch, _, units = _fc_geometry(ctx)
+    check_fuse_code(ctx.scalar(3))
     return [(batch, units)]
 
 
