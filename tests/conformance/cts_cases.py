@@ -7,10 +7,7 @@ import pytest
 from torch_nnapi.conformance import VERSIONS, CtsTest, discover
 
 from ..conftest import CTS_MISSING_REASON, cts_root
-
-# Test id -> why it cannot pass. Every entry is a strict xfail: fixing it turns the suite red
-# until the entry is removed.
-KNOWN_FAILURES: dict[str, str] = {}
+from .known_failures import KNOWN_FAILURES
 
 
 def cts_params() -> list:

@@ -170,3 +170,20 @@ def test_quantized_bias_scale_rule_is_enforced_at_finish():
     m.identify_inputs_and_outputs([x], [out])
     with pytest.raises(BadDataError, match=r"operation 0 \(CONV_2D\): bias scale must equal"):
         m.finish()
+
+
+def _softmax_model(rank: int) -> Model:
+    m = Model()
+    x = m.add_operand(F32, (2,) * rank)
+    beta = m.add_scalar(OperandType.FLOAT32, 1.0)
+    out = m.add_operand(F32, (2,) * rank)
+    m.add_operation(OperationType.SOFTMAX, [x, beta], [out])
+    m.identify_inputs_and_outputs([x], [out])
+    return m.finish()
+
+
+@pytest.mark.parametrize("rank, level", [(2, FeatureLevel.ANDROID_8_1),
+                                         (4, FeatureLevel.ANDROID_8_1),
+                                         (3, FeatureLevel.ANDROID_10)])
+def test_level_rules_raise_the_feature_level(rank, level):
+    assert _softmax_model(rank).feature_level == level

@@ -18,7 +18,14 @@ import numpy as np
 from .codes import FeatureLevel, OperandType, OperationType
 from .errors import BadDataError, BadStateError
 from .operand_types import QuantKind, type_info, zero_point_range
-from .signatures import MatchFailure, RuleContext, SignatureMatch, match_signature, signature_of
+from .signatures import (
+    LevelRule,
+    MatchFailure,
+    RuleContext,
+    SignatureMatch,
+    match_signature,
+    signature_of,
+)
 
 
 class Lifetime(Enum):
@@ -333,6 +340,9 @@ class Model:
         if check_omitted:
             ctx = RuleContext(self.operands, operation.inputs, operation.outputs, result)
             for r in signature.rules:
+                if isinstance(r, LevelRule):
+                    result.level = max(result.level, r.needs(ctx) or 0)
+                    continue
                 message = r.check(ctx)
                 if message:
                     raise BadDataError(f"{where}: {message}")

@@ -50,8 +50,15 @@ def _round_half_away(x: float) -> int:
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
-    """Vectorized std::round (NumPy's rint rounds halves to even)."""
-    return np.trunc(x + np.copysign(0.5, x))
+    """Vectorized std::round (NumPy's rint rounds halves to even).
+
+    Decides on the exact fractional part: adding 0.5 first would itself round in float32
+    (0.49999997 + 0.5 becomes 1.0, 8388609 + 0.5 becomes 8388610).
+    """
+    x = np.asarray(x)
+    whole = np.trunc(x)
+    with np.errstate(invalid="ignore"):  # inf - inf: infinities stay as they are
+        return np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole)
 
 
 def saturating_rounding_doubling_high_mul(a: np.ndarray, b: int) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperationType
 from torch_nnapi.runtime import Compilation
 
-from ._single_op import F16, I32T, Q8, Q8PC, Tensor, boolean, build, const, i32, run
+from ._conv_model import F16, I32T, Q8, Q8PC, Tensor, boolean, build, const, i32, run
 
 Op = OperationType
 RNG = np.random.default_rng(7)

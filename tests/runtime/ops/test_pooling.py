@@ -10,7 +10,7 @@ import pytest
 from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperationType
 from torch_nnapi.runtime import Compilation
 
-from ._single_op import F16, Q8, Tensor, boolean, build, f16, f32, i32, run
+from ._conv_model import F16, Q8, Tensor, boolean, build, f16, f32, i32, run
 
 Op = OperationType
 RNG = np.random.default_rng(11)

@@ -13,6 +13,7 @@ from ..codes import OperationType
 from ._dsl import (
     Combo,
     Form,
+    LevelRule,
     MatchFailure,
     OperationSignature,
     Rule,
@@ -20,6 +21,7 @@ from ._dsl import (
     SignatureMatch,
     combo,
     form,
+    level_rule,
     match_signature,
     rule,
 )
@@ -50,6 +52,7 @@ def signature_of(operation: OperationType | int) -> OperationSignature:
 __all__ = [
     "Combo",
     "Form",
+    "LevelRule",
     "MatchFailure",
     "OperationSignature",
     "Rule",
@@ -59,6 +62,7 @@ __all__ = [
     "combo",
     "define",
     "form",
+    "level_rule",
     "match_signature",
     "rule",
     "signature_of",

@@ -80,6 +80,7 @@ class Combo:
 
 
 RuleFn = Callable[["RuleContext"], Optional[str]]
+LevelFn = Callable[["RuleContext"], Optional[int]]
 
 
 @dataclass(frozen=True)
@@ -91,11 +92,21 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class LevelRule:
+    """A feature-level requirement that depends on operand parameters, not only on types
+    (e.g. quant8 CONCATENATION inputs quantized unlike the output need level 3).
+    ``needs`` returns the level the operation needs, or None for no extra requirement."""
+
+    description: str
+    needs: LevelFn
+
+
+@dataclass(frozen=True)
 class OperationSignature:
     operation: OperationType
     forms: tuple[Form, ...]
     combos: tuple[Combo, ...]
-    rules: tuple[Rule, ...] = ()
+    rules: tuple[Rule | LevelRule, ...] = ()
     summary: str = ""
 
     @property
@@ -103,10 +114,16 @@ class OperationSignature:
         return self.operation.feature_level
 
     def operand_types_by_level(self) -> dict[int, list[OperandType]]:
-        """The primary operand type (of the first input) of each combination, grouped by level."""
+        """The primary operand type of each combination, grouped by level.
+
+        The primary input is the first one typed by a type variable (SELECT's input1, not its
+        fixed bool8 condition), or the first input when none is.
+        """
+        inputs = self.forms[0].inputs
+        primary_arg = next((a for a in inputs if a.type_ref[0].isupper()), inputs[0])
         out: dict[int, list[OperandType]] = {}
         for combo in self.combos:
-            primary = self.forms[0].inputs[0].resolve(combo.bindings)
+            primary = primary_arg.resolve(combo.bindings)
             level = max(combo.level, int(self.level))
             if primary not in sum(out.values(), []):
                 out.setdefault(level, []).append(primary)
@@ -217,6 +234,13 @@ def combo(level: int, **bindings: OperandType | str) -> Combo:
 def rule(description: str) -> Callable[[RuleFn], Rule]:
     def wrap(fn: RuleFn) -> Rule:
         return Rule(description, fn)
+
+    return wrap
+
+
+def level_rule(description: str) -> Callable[[LevelFn], LevelRule]:
+    def wrap(fn: LevelFn) -> LevelRule:
+        return LevelRule(description, fn)
 
     return wrap
 

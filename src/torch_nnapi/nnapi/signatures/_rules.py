@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..codes import OperandType
-from ._dsl import Rule, RuleContext, rule
+from ._dsl import LevelRule, Rule, RuleContext, level_rule, rule
 
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 
@@ -78,3 +78,16 @@ def same_quant(output: str = "output", input: str = "input") -> Rule:
         return None
 
     return check
+
+
+def ranks_before_level_3(ranks: tuple[int, ...], input: str = "input") -> LevelRule:
+    """Operations that accepted only some ranks before API 29 need level 3 for the others."""
+
+    @level_rule(f"{input} of rank other than {ranks} needs feature level 3")
+    def needs(ctx: RuleContext) -> int | None:
+        x = ctx.input(input)
+        if x is None or not x.dimensions:  # rank unknown: nothing to require
+            return None
+        return None if len(x.dimensions) in ranks else 3
+
+    return needs

@@ -1,0 +1,379 @@
+"""The cells shared by the recurrent kernels: one LSTM cell and one RNN cell, in float32.
+
+LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM and BIDIRECTIONAL_SEQUENCE_LSTM all read their operands
+with ``lstm_config``/``load_lstm_cell`` and run ``LstmCell``; RNN and the sequence RNNs all run
+``RnnCell``. Callers pass float32 arrays (float16 operands are computed in float32
+and cast back, as Android does). Everything is vectorized over the batch; sequences loop over
+time steps only, after computing the input contributions of all steps at once.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable, Sequence, TypeVar
+
+import numpy as np
+
+from ...nnapi.errors import BadDataError
+from ...nnapi.signatures import signature_of
+from ..context import KernelContext, Shape
+
+Activation = Callable[[np.ndarray], np.ndarray]
+F = TypeVar("F", bound=Callable)
+
+
+def ieee_float(execute: F) -> F:
+    """Runs a float kernel with NumPy's floating-point warnings off: infinities and NaNs in the
+    data propagate through the arithmetic, as in Android's C++ kernels."""
+
+    @functools.wraps(execute)
+    def wrapper(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return execute(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------------------------
+# Activations (TFLite's fused activation codes, which extend NNAPI's FuseCode)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return np.float32(1.0) / (np.float32(1.0) + np.exp(-x))
+
+
+_ACTIVATIONS: dict[int, tuple[str, Activation]] = {
+    0: ("none", lambda x: x),
+    1: ("relu", lambda x: np.maximum(x, np.float32(0.0))),
+    2: ("relu1", lambda x: np.clip(x, np.float32(-1.0), np.float32(1.0))),
+    3: ("relu6", lambda x: np.clip(x, np.float32(0.0), np.float32(6.0))),
+    4: ("tanh", np.tanh),
+    6: ("sigmoid", _sigmoid),
+}
+FUSE_CODES = (0, 1, 2, 3)
+LSTM_ACTIVATIONS = (0, 1, 3, 4, 6)
+
+
+def activation(ctx: KernelContext, i: int, allowed: Sequence[int]) -> Activation:
+    """The activation function chosen by scalar input ``i``, one of the ``allowed`` codes."""
+    code = int(ctx.scalar(i))
+    if code not in allowed:
+        names = ", ".join(f"{c} ({_ACTIVATIONS[c][0]})" for c in allowed)
+        raise BadDataError(f"input {i} ({input_name(ctx, i)}) is activation {code}; expected"
+                           f" one of {names}")
+    return _ACTIVATIONS[code][1]
+
+
+# --------------------------------------------------------------------------------------------
+# Shape checks with messages that name the operand
+
+
+def input_name(ctx: KernelContext, i: int) -> str:
+    inputs = signature_of(ctx.operation).forms[0].inputs
+    return inputs[i].name if i < len(inputs) else "?"
+
+
+def required_shape(ctx: KernelContext, i: int, rank: int) -> Shape:
+    """Input ``i``'s shape, after checking it has a value and rank ``rank``."""
+    if ctx.is_omitted(i):
+        raise BadDataError(f"input {i} ({input_name(ctx, i)}) is required but has no value")
+    shape = tuple(ctx.input_shape(i))
+    if len(shape) != rank:
+        raise BadDataError(f"input {i} ({input_name(ctx, i)}) must have rank {rank}, got shape"
+                           f" {list(shape)}")
+    return shape
+
+
+def expect_shape(ctx: KernelContext, i: int, expected: Sequence[int]) -> None:
+    shape = required_shape(ctx, i, len(expected))
+    if shape != tuple(expected):
+        raise BadDataError(f"input {i} ({input_name(ctx, i)}) must have shape {list(expected)},"
+                           f" got {list(shape)}")
+
+
+def time_major_view(x: np.ndarray, time_major: bool) -> np.ndarray:
+    """[time, batch, ...] from either layout (a view, no copy)."""
+    return x if time_major else x.swapaxes(0, 1)
+
+
+def sequence_dims(ctx: KernelContext, i: int, time_major: bool) -> tuple[int, int, int]:
+    """(max_time, batch, features) of a rank-3 sequence input in either layout."""
+    first, second, features = required_shape(ctx, i, 3)
+    return (first, second, features) if time_major else (second, first, features)
+
+
+# --------------------------------------------------------------------------------------------
+# LSTM
+
+# Offsets of the 17 weight operands from input_to_input_weights, as NeuralNetworks.h orders
+# them, and of the four auxiliary and four layer normalization weights.
+_GATES = ("input", "forget", "cell", "output")
+_INPUT_TO, _RECURRENT_TO, _CELL_TO, _BIAS = 0, 4, 8, 11
+_PEEPHOLE_GATES = ("input", "forget", "output")
+_PROJECTION, _PROJECTION_BIAS = 15, 16
+LAYER_NORM_EPSILON = 1e-8
+
+
+@dataclass(frozen=True)
+class LstmOperands:
+    """Where one LSTM cell's operands are among an operation's inputs."""
+
+    weights: int  # input_to_input_weights; the other 16 weight operands follow
+    output_state: int
+    cell_state: int
+    layer_norm: int | None = None  # input_layer_norm_weights; three more follow
+    aux_weights: int | None = None  # aux_input_to_input_weights; three more follow
+
+
+@dataclass(frozen=True)
+class LstmConfig:
+    """What one LSTM cell's operands say about it, checked for consistency."""
+
+    num_cells: int
+    output_size: int
+    cifg: bool
+    peephole: bool
+    layer_norm: bool
+    projection: bool
+    aux: bool
+
+    @property
+    def gates(self) -> tuple[str, ...]:
+        return _GATES[1:] if self.cifg else _GATES
+
+
+def _all_or_none(ctx: KernelContext, indices: Sequence[int], what: str) -> bool:
+    """True when all of these optional inputs have values, False when none has."""
+    have = [ctx.has_input(i) for i in indices]
+    if any(have) and not all(have):
+        given = ", ".join(f"{i} ({input_name(ctx, i)})" for i in indices)
+        raise BadDataError(f"{what}: inputs {given} must all have values or all be omitted")
+    return all(have)
+
+
+def _optional_per_gate(ctx: KernelContext, base: int, group: Sequence[str],
+                       gates: Sequence[str], what: str, shape: Sequence[int]) -> bool:
+    """Whether a group of optional per-gate operands (peephole, layer normalization or
+    auxiliary weights, starting with the input gate's at ``base``) is present; all or none of
+    the cell's gates, and never the input gate's with CIFG."""
+    if "input" not in gates and ctx.has_input(base):
+        raise BadDataError(f"input {base} ({input_name(ctx, base)}) must be omitted when CIFG"
+                           " is used (no input-to-input weights)")
+    indices = [base + k for k, gate in enumerate(group) if gate in gates]
+    present = _all_or_none(ctx, indices, what)
+    for i in indices if present else ():
+        expect_shape(ctx, i, shape)
+    return present
+
+
+def lstm_config(ctx: KernelContext, at: LstmOperands, batch: int, input_size: int,
+                aux_input_size: int | None = None) -> LstmConfig:
+    """Checks one LSTM cell's operand shapes and which optional ones are present."""
+    w = at.weights
+    num_cells = required_shape(ctx, w + _INPUT_TO + 3, 2)[0]
+    output_size = required_shape(ctx, w + _RECURRENT_TO + 3, 2)[1]
+    cifg = not _all_or_none(ctx, [w + _INPUT_TO, w + _RECURRENT_TO, w + _BIAS], "CIFG")
+    gates = _GATES[1:] if cifg else _GATES
+    for k, gate in enumerate(_GATES):
+        if gate in gates:
+            expect_shape(ctx, w + _INPUT_TO + k, (num_cells, input_size))
+            expect_shape(ctx, w + _RECURRENT_TO + k, (num_cells, output_size))
+            expect_shape(ctx, w + _BIAS + k, (num_cells,))
+    peephole = _optional_per_gate(ctx, w + _CELL_TO, _PEEPHOLE_GATES, gates, "peephole",
+                                  (num_cells,))
+    projection = ctx.has_input(w + _PROJECTION)
+    if projection:
+        expect_shape(ctx, w + _PROJECTION, (output_size, num_cells))
+    elif output_size != num_cells:
+        raise BadDataError(f"without projection weights the output size ({output_size}, from"
+                           f" input {w + _RECURRENT_TO + 3}) must equal the number of cells"
+                           f" ({num_cells})")
+    if ctx.has_input(w + _PROJECTION_BIAS):
+        if not projection:
+            raise BadDataError(f"input {w + _PROJECTION_BIAS}"
+                               f" ({input_name(ctx, w + _PROJECTION_BIAS)}) needs projection"
+                               " weights")
+        expect_shape(ctx, w + _PROJECTION_BIAS, (output_size,))
+    layer_norm = at.layer_norm is not None and _optional_per_gate(
+        ctx, at.layer_norm, _GATES, gates, "layer normalization", (num_cells,))
+    aux = False
+    if at.aux_weights is not None:
+        aux = any(ctx.has_input(at.aux_weights + k) for k in range(len(_GATES)))
+        if aux != (aux_input_size is not None):
+            raise BadDataError("the auxiliary input and the auxiliary weights must both have"
+                               " values or both be omitted")
+        aux = aux and _optional_per_gate(ctx, at.aux_weights, _GATES, gates,
+                                         "auxiliary input weights", (num_cells, aux_input_size))
+    expect_shape(ctx, at.output_state, (batch, output_size))
+    expect_shape(ctx, at.cell_state, (batch, num_cells))
+    return LstmConfig(num_cells, output_size, cifg, peephole, layer_norm, projection, aux)
+
+
+def lstm_clip(ctx: KernelContext, i: int) -> float:
+    clip = float(ctx.scalar(i))
+    if not clip >= 0.0:
+        raise BadDataError(f"input {i} ({input_name(ctx, i)}) must be >= 0 (0 disables"
+                           f" clipping), got {clip}")
+    return clip
+
+
+@dataclass
+class LstmCell:
+    """One LSTM cell's float32 parameters; gates are stacked in ``config.gates`` order."""
+
+    config: LstmConfig
+    input_weights: np.ndarray  # [gates * cells, input_size]
+    recurrent_weights: np.ndarray  # [gates * cells, output_size]
+    bias: np.ndarray  # [gates, cells]
+    activation: Activation
+    cell_clip: float = 0.0
+    proj_clip: float = 0.0
+    aux_weights: np.ndarray | None = None  # [gates * cells, aux_input_size]
+    peephole: dict[str, np.ndarray] | None = None  # by gate
+    layer_norm: np.ndarray | None = None  # [gates, cells]
+    projection: np.ndarray | None = None  # [output_size, cells]
+    projection_bias: np.ndarray | None = None
+
+    def run(self, x: np.ndarray, h: np.ndarray, c: np.ndarray, aux: np.ndarray | None = None,
+            reverse: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Runs over time-major ``x`` [time, batch, input]; returns the outputs [time, batch,
+        output_size], the last output and cell states, and the last step's scratch buffer."""
+        steps, batch = x.shape[0], x.shape[1]
+        num_gates, cells = self.bias.shape
+        from_input = (x @ self.input_weights.T).reshape(steps, batch, num_gates, cells)
+        if aux is not None:
+            from_input += (aux @ self.aux_weights.T).reshape(steps, batch, num_gates, cells)
+        outputs = np.empty((steps, batch, self.config.output_size), np.float32)
+        scratch = np.zeros((batch, num_gates * cells), np.float32)
+        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            h, c, scratch = self.step(from_input[t], h, c)
+            outputs[t] = h
+        return outputs, h, c, scratch
+
+    def step(self, from_input: np.ndarray, h: np.ndarray, c_prev: np.ndarray) \
+            -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One time step from the input contribution [batch, gates, cells] and the states."""
+        batch = h.shape[0]
+        index = {g: k for k, g in enumerate(self.config.gates)}
+        pre = from_input + (h @ self.recurrent_weights.T).reshape(from_input.shape)
+        if self.layer_norm is None:
+            pre += self.bias
+        peephole = self.peephole or {}
+
+        def gate(name: str, cell_state: np.ndarray | None = None) -> np.ndarray:
+            k = index[name]
+            value = pre[:, k]
+            if name in peephole:
+                value = value + peephole[name] * cell_state
+            if self.layer_norm is not None:
+                value = _normalize(value) * self.layer_norm[k] + self.bias[k]
+            return value
+
+        forget = _sigmoid(gate("forget", c_prev))
+        candidate = self.activation(gate("cell"))
+        input_gate = np.float32(1.0) - forget if self.config.cifg \
+            else _sigmoid(gate("input", c_prev))
+        c = forget * c_prev + input_gate * candidate
+        if self.cell_clip > 0:
+            c = np.clip(c, -self.cell_clip, self.cell_clip)
+        output_gate = _sigmoid(gate("output", c))
+        cell_activation = self.activation(c)
+        hidden = output_gate * cell_activation
+        if self.projection is not None:
+            out = hidden @ self.projection.T
+            if self.projection_bias is not None:
+                out += self.projection_bias
+            if self.proj_clip > 0:
+                out = np.clip(out, -self.proj_clip, self.proj_clip)
+        else:
+            out = hidden
+        # Android's scratch buffer holds, per gate block: the input gate, the cell activation,
+        # the forget gate (1 - forget with CIFG) and the gated output.
+        blocks = [cell_activation, input_gate if self.config.cifg else forget, hidden]
+        if not self.config.cifg:
+            blocks.insert(0, input_gate)
+        scratch = np.stack(blocks).reshape(batch, -1)
+        return out.astype(np.float32, copy=False), c.astype(np.float32, copy=False), scratch
+
+
+def _normalize(x: np.ndarray) -> np.ndarray:
+    """Zero mean, unit variance along the cells (TFLite's MeanStddevNormalization: variance as
+    E[x^2] - E[x]^2, epsilon only for a zero variance; also for a negative one from rounding,
+    where TFLite would produce NaN)."""
+    mean = x.mean(axis=-1, keepdims=True, dtype=np.float32)
+    variance = (x * x).mean(axis=-1, keepdims=True, dtype=np.float32) - mean * mean
+    variance = np.where(variance <= 0, np.float32(LAYER_NORM_EPSILON), variance)
+    return (x - mean) / np.sqrt(variance)
+
+
+def load_lstm_cell(ctx: KernelContext, at: LstmOperands, config: LstmConfig,
+                   act: Activation, cell_clip: float, proj_clip: float) -> LstmCell:
+    """Reads one LSTM cell's present operands as float32."""
+    w = at.weights
+    ks = [k for k, g in enumerate(_GATES) if g in config.gates]
+
+    def stacked(base: int) -> np.ndarray:
+        return np.concatenate([ctx.float_input(base + k) for k in ks])
+
+    cell = LstmCell(config, stacked(w + _INPUT_TO), stacked(w + _RECURRENT_TO),
+                    stacked(w + _BIAS).reshape(len(ks), -1), act, cell_clip, proj_clip)
+    if config.aux:
+        cell.aux_weights = stacked(at.aux_weights)
+    if config.peephole:
+        cell.peephole = {g: ctx.float_input(w + _CELL_TO + k)
+                         for k, g in enumerate(_PEEPHOLE_GATES) if g in config.gates}
+    if config.layer_norm:
+        cell.layer_norm = stacked(at.layer_norm).reshape(len(ks), -1)
+    if config.projection:
+        cell.projection = ctx.float_input(w + _PROJECTION)
+        if ctx.has_input(w + _PROJECTION_BIAS):
+            cell.projection_bias = ctx.float_input(w + _PROJECTION_BIAS)
+    return cell
+
+
+# --------------------------------------------------------------------------------------------
+# RNN
+
+
+@dataclass
+class RnnCell:
+    """A basic RNN cell: state = activation(x W' + aux A' + state R' + bias)."""
+
+    weights: np.ndarray  # [units, input_size]
+    recurrent_weights: np.ndarray  # [units, units]
+    bias: np.ndarray  # [units]
+    activation: Activation
+    aux_weights: np.ndarray | None = None  # [units, aux_input_size]
+
+    def input_contribution(self, x: np.ndarray, aux: np.ndarray | None = None) -> np.ndarray:
+        """x W' + aux A' + bias for any leading dimensions (all time steps at once)."""
+        result = x @ self.weights.T + self.bias
+        if aux is not None:
+            result += aux @ self.aux_weights.T
+        return result
+
+    def step(self, from_input: np.ndarray, state: np.ndarray) -> np.ndarray:
+        return self.activation(from_input + state @ self.recurrent_weights.T)
+
+    def run(self, x: np.ndarray, state: np.ndarray, aux: np.ndarray | None = None,
+            reverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Runs over time-major ``x``; returns outputs [time, batch, units] and the last state."""
+        from_input = self.input_contribution(x, aux)
+        outputs = np.empty(from_input.shape, np.float32)
+        for t in (range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])):
+            state = self.step(from_input[t], state)
+            outputs[t] = state
+        return outputs, state
+
+
+def rnn_units(ctx: KernelContext, weights: int, recurrent: int, bias: int, state: int,
+              batch: int, input_size: int) -> int:
+    """Checks one RNN cell's weight, bias and state shapes; returns its number of units."""
+    units = required_shape(ctx, weights, 2)[0]
+    expect_shape(ctx, weights, (units, input_size))
+    expect_shape(ctx, recurrent, (units, units))
+    expect_shape(ctx, bias, (units,))
+    expect_shape(ctx, state, (batch, units))
+    return units

@@ -1,0 +1,73 @@
+"""Comparisons (EQUAL ... LESS_EQUAL), LOGICAL_AND/OR/NOT and SELECT.
+
+Binary predicates broadcast their inputs and produce TENSOR_BOOL8 (0 or 1). Quantized inputs
+are compared by real value, ``scale * (q - zeroPoint)`` in float32, so inputs with different
+quantization parameters compare correctly; everything else (bool8 included) compares as
+stored. Logical operations treat any nonzero byte as true. SELECT takes each element from
+input1 where the condition is nonzero, else from input2; quantized values are requantized
+to the output's parameters first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...nnapi.codes import OperandType
+from ...nnapi.codes import OperationType as Op
+from ...nnapi.errors import BadDataError
+from ..context import KernelContext, Shape
+from ..quant import dequantize
+from ..registry import register
+from ._common import broadcast_inputs, same_as_input
+from ._requantize import requantize_uint8
+
+_PREDICATES = {
+    Op.EQUAL: np.equal,
+    Op.NOT_EQUAL: np.not_equal,
+    Op.GREATER: np.greater,
+    Op.GREATER_EQUAL: np.greater_equal,
+    Op.LESS: np.less,
+    Op.LESS_EQUAL: np.less_equal,
+    Op.LOGICAL_AND: np.logical_and,
+    Op.LOGICAL_OR: np.logical_or,
+}
+
+
+def _comparable(ctx: KernelContext, i: int) -> np.ndarray:
+    if ctx.input_type(i) == OperandType.TENSOR_QUANT8_ASYMM:
+        return dequantize(ctx.input(i), *ctx.input_quant(i))
+    return ctx.input(i)
+
+
+@register(*_PREDICATES, prepare=broadcast_inputs)
+def binary_predicate(ctx: KernelContext) -> np.ndarray:
+    result = _PREDICATES[ctx.operation](_comparable(ctx, 0), _comparable(ctx, 1))
+    return np.asarray(result).astype(np.uint8)
+
+
+@register(Op.LOGICAL_NOT, prepare=same_as_input(0))
+def logical_not(ctx: KernelContext) -> np.ndarray:
+    return (ctx.input(0) == 0).astype(np.uint8)
+
+
+def _prepare_select(ctx: KernelContext) -> list[Shape]:
+    condition, first, second = (ctx.input_shape(i) for i in range(3))
+    if condition != first:
+        raise BadDataError(f"input 0 (condition) has shape {list(condition)} but input 1 has"
+                           f" {list(first)}; SELECT needs equal shapes (no broadcasting)")
+    if second != first:
+        raise BadDataError(f"input 2 has shape {list(second)} but input 1 has {list(first)};"
+                           " SELECT needs equal shapes (no broadcasting)")
+    return [first]
+
+
+def _in_output_terms(ctx: KernelContext, i: int) -> np.ndarray:
+    if ctx.input_type(i) == OperandType.TENSOR_QUANT8_ASYMM:
+        return requantize_uint8(ctx.input(i), ctx.input_quant(i), ctx.output_quant())
+    return ctx.input(i)
+
+
+@register(Op.SELECT, prepare=_prepare_select)
+def select(ctx: KernelContext) -> np.ndarray:
+    chosen = np.where(ctx.input(0) != 0, _in_output_terms(ctx, 1), _in_output_terms(ctx, 2))
+    return chosen.astype(ctx.output_dtype(), copy=False)

@@ -1,0 +1,304 @@
+"""PAD, PAD_V2, SLICE, STRIDED_SLICE, GATHER, BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND,
+DEPTH_TO_SPACE, SPACE_TO_DEPTH, CHANNEL_SHUFFLE.
+
+Pure data movement: one path for every data type. Padding quant8 tensors fills with the
+zero point (the logical zero), as Android's reference does since API 29. The block
+rearrangements compute in NHWC; NCHW inputs are transposed in and out, as Android does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...nnapi.codes import OperandType
+from ...nnapi.codes import OperationType as Op
+from ...nnapi.errors import BadDataError
+from ..context import KernelContext, Shape
+from ..registry import register
+from ._shape_common import (
+    check_constant_indices,
+    check_indices,
+    check_positive,
+    check_rank4,
+    describe,
+    from_nhwc,
+    int_vector,
+    layout_shape,
+    nchw_flag,
+    owned,
+    resolve_axis,
+    to_nhwc,
+)
+
+# --------------------------------------------------------------------------------------------
+# PAD and PAD_V2
+
+
+def _paddings(ctx: KernelContext, i: int, rows: int) -> list[tuple[int, int]]:
+    """Input ``i``: a [rows, 2] tensor of non-negative (before, after) paddings."""
+    shape = ctx.input_shape(i)
+    if tuple(shape) != (rows, 2):
+        raise BadDataError(f"{describe(i, 'paddings')} must have shape [{rows}, 2], got"
+                           f" {list(shape)}")
+    values = ctx.input(i).reshape(rows, 2)
+    if (values < 0).any():
+        raise BadDataError(f"{describe(i, 'paddings')} {values.tolist()} must not be negative")
+    return [(int(a), int(b)) for a, b in values]
+
+
+def _pad_plan(ctx: KernelContext) -> list[tuple[int, int]]:
+    shape = ctx.input_shape(0)
+    if len(shape) > 4:
+        raise BadDataError(f"input 0 must have rank 4 or less, got shape {list(shape)}")
+    return _paddings(ctx, 1, len(shape))
+
+
+def _prepare_pad(ctx: KernelContext) -> list[Shape]:
+    pads = _pad_plan(ctx)
+    if ctx.operation == Op.PAD_V2 and ctx.input_type(0) == OperandType.TENSOR_QUANT8_ASYMM:
+        value = ctx.scalar(2)
+        if not 0 <= value <= 255:
+            raise BadDataError(f"{describe(2, 'pad_value')} {value} is outside the quant8"
+                               " range [0, 255]")
+    return [tuple(a + n + b for n, (a, b) in zip(ctx.input_shape(0), pads))]
+
+
+def _pad_value(ctx: KernelContext) -> float | int:
+    if ctx.operation == Op.PAD_V2:
+        return ctx.scalar(2)
+    if ctx.input_type(0) == OperandType.TENSOR_QUANT8_ASYMM:
+        return ctx.output_quant()[1]
+    return 0
+
+
+@register(Op.PAD, Op.PAD_V2, prepare=_prepare_pad)
+def pad(ctx: KernelContext) -> np.ndarray:
+    x = ctx.input(0)
+    return np.pad(x, _pad_plan(ctx), constant_values=np.asarray(_pad_value(ctx)).astype(x.dtype))
+
+
+# --------------------------------------------------------------------------------------------
+# SLICE and STRIDED_SLICE
+
+
+def _slice_plan(ctx: KernelContext) -> tuple[slice, ...]:
+    shape = ctx.input_shape(0)
+    begin = int_vector(ctx, 1, "begin", len(shape))
+    size = int_vector(ctx, 2, "size", len(shape))
+    plan = []
+    for d, (n, b, s) in enumerate(zip(shape, begin, size)):
+        if not 0 <= b <= n:
+            raise BadDataError(f"{describe(1, 'begin')} {b} is out of range [0, {n}] for"
+                               f" dimension {d}")
+        if s == -1:
+            s = n - b
+        if s < 0 or b + s > n:
+            raise BadDataError(f"{describe(2, 'size')} {s} at begin {b} does not fit"
+                               f" dimension {d} of size {n}")
+        plan.append(slice(b, b + s))
+    return tuple(plan)
+
+
+def _prepare_slice(ctx: KernelContext) -> list[Shape]:
+    return [tuple(s.stop - s.start for s in _slice_plan(ctx))]
+
+
+@register(Op.SLICE, prepare=_prepare_slice)
+def slice_(ctx: KernelContext) -> np.ndarray:
+    return owned(ctx.input(0)[_slice_plan(ctx)])
+
+
+def _clamped_index(index: int, dim: int, forward: bool) -> int:
+    """Android's clamping of a begin/end index: negative counts from the end, then the index
+    is clamped to where a slice going in the stride's direction can start or stop."""
+    if forward:
+        if index >= dim:
+            return dim
+        index = max(index, -dim)
+    else:
+        if index < -dim:
+            return -1
+        index = min(index, dim - 1)
+    return index + dim if index < 0 else index
+
+
+def _strided_slice_plan(ctx: KernelContext) -> tuple[tuple[slice, ...], Shape]:
+    """(one slice per dimension, output shape without the shrunk dimensions)."""
+    shape = ctx.input_shape(0)
+    rank = len(shape)
+    if rank > 4:
+        raise BadDataError(f"input 0 must have rank 4 or less, got shape {list(shape)}")
+    begins = int_vector(ctx, 1, "begin", rank)
+    ends = int_vector(ctx, 2, "end", rank)
+    strides = int_vector(ctx, 3, "strides", rank)
+    begin_mask, end_mask, shrink_mask = ctx.scalar(4), ctx.scalar(5), ctx.scalar(6)
+    plan, out_shape = [], []
+    for d in range(rank):
+        dim, stride = shape[d], strides[d]
+        if stride == 0:
+            raise BadDataError(f"{describe(3, 'strides')} {strides}: stride {d} is zero")
+        forward = stride > 0
+        begin = (0 if forward else dim - 1) if begin_mask >> d & 1 else \
+            _clamped_index(begins[d], dim, forward)
+        end = (dim if forward else -1) if end_mask >> d & 1 else \
+            _clamped_index(ends[d], dim, forward)
+        size = max(0, math.ceil((end - begin) / stride))
+        stop = begin + stride * size
+        if size == 0:
+            plan.append(slice(0, 0))
+        else:  # a negative stop means "past index 0", which a Python slice spells None
+            plan.append(slice(begin, stop if stop >= 0 else None, stride))
+        if shrink_mask >> d & 1:
+            if size != 1:
+                raise BadDataError(f"input 6 (shrink_axis_mask) shrinks dimension {d}, whose"
+                                   f" slice has {size} elements instead of 1")
+        else:
+            out_shape.append(size)
+    return tuple(plan), tuple(out_shape)
+
+
+@register(Op.STRIDED_SLICE, prepare=lambda ctx: [_strided_slice_plan(ctx)[1]])
+def strided_slice(ctx: KernelContext) -> np.ndarray:
+    plan, out_shape = _strided_slice_plan(ctx)
+    return owned(ctx.input(0)[plan].reshape(out_shape))
+
+
+# --------------------------------------------------------------------------------------------
+# GATHER
+
+
+def _prepare_gather(ctx: KernelContext) -> list[Shape]:
+    shape = ctx.input_shape(0)
+    axis = resolve_axis(ctx.scalar(1), len(shape), 1, "axis")
+    check_constant_indices(ctx, 2, shape[axis], "indices", f"dimension {axis} of input 0")
+    return [shape[:axis] + ctx.input_shape(2) + shape[axis + 1:]]
+
+
+@register(Op.GATHER, prepare=_prepare_gather)
+def gather(ctx: KernelContext) -> np.ndarray:
+    x, indices = ctx.input(0), ctx.input(2)
+    axis = resolve_axis(ctx.scalar(1), x.ndim, 1, "axis")
+    check_indices(indices, x.shape[axis], 2, "indices", f"dimension {axis} of input 0")
+    return np.asarray(np.take(x, indices, axis=axis))
+
+
+# --------------------------------------------------------------------------------------------
+# BATCH_TO_SPACE_ND and SPACE_TO_BATCH_ND (4-D, two spatial dimensions)
+
+
+def _block_shape(ctx: KernelContext) -> tuple[int, int]:
+    block = int_vector(ctx, 1, "block_shape", 2)
+    for b in block:
+        check_positive(b, 1, "block_shape")
+    return block[0], block[1]
+
+
+def _batch_to_space_plan(ctx: KernelContext) -> tuple[bool, tuple[int, int], Shape]:
+    """(NCHW?, block, NHWC output shape)."""
+    nchw = nchw_flag(ctx, 2)
+    n, h, w, c = check_rank4(ctx.input_shape(0), nchw)
+    bh, bw = _block_shape(ctx)
+    if n % (bh * bw):
+        raise BadDataError(f"the batch {n} of input 0 is not a multiple of the block size"
+                           f" {bh}x{bw} (input 1)")
+    return nchw, (bh, bw), (n // (bh * bw), h * bh, w * bw, c)
+
+
+@register(Op.BATCH_TO_SPACE_ND,
+          prepare=lambda ctx: [layout_shape(_batch_to_space_plan(ctx)[2], nchw_flag(ctx, 2))])
+def batch_to_space_nd(ctx: KernelContext) -> np.ndarray:
+    nchw, (bh, bw), out_shape = _batch_to_space_plan(ctx)
+    x = to_nhwc(ctx.input(0), nchw)
+    n, h, w, c = x.shape
+    blocks = x.reshape(bh, bw, n // (bh * bw), h, w, c).transpose(2, 3, 0, 4, 1, 5)
+    return owned(from_nhwc(blocks.reshape(out_shape), nchw))
+
+
+def _space_to_batch_plan(ctx: KernelContext) -> tuple[bool, tuple[int, int], list, Shape]:
+    """(NCHW?, block, NHWC paddings, NHWC output shape)."""
+    nchw = nchw_flag(ctx, 3)
+    n, h, w, c = check_rank4(ctx.input_shape(0), nchw)
+    bh, bw = _block_shape(ctx)
+    (top, bottom), (left, right) = _paddings(ctx, 2, 2)
+    ph, pw = top + h + bottom, left + w + right
+    if ph % bh or pw % bw:
+        raise BadDataError(f"the padded spatial size {ph}x{pw} of input 0 is not a multiple of"
+                           f" the block size {bh}x{bw} (input 1)")
+    pads = [(0, 0), (top, bottom), (left, right), (0, 0)]
+    return nchw, (bh, bw), pads, (n * bh * bw, ph // bh, pw // bw, c)
+
+
+@register(Op.SPACE_TO_BATCH_ND,
+          prepare=lambda ctx: [layout_shape(_space_to_batch_plan(ctx)[3], nchw_flag(ctx, 3))])
+def space_to_batch_nd(ctx: KernelContext) -> np.ndarray:
+    nchw, (bh, bw), pads, out_shape = _space_to_batch_plan(ctx)
+    x = to_nhwc(ctx.input(0), nchw)
+    fill = ctx.output_quant()[1] if ctx.input_type(0) == OperandType.TENSOR_QUANT8_ASYMM else 0
+    x = np.pad(x, pads, constant_values=np.asarray(fill).astype(x.dtype))
+    n, ph, pw, c = x.shape
+    blocks = x.reshape(n, ph // bh, bh, pw // bw, bw, c).transpose(2, 4, 0, 1, 3, 5)
+    return owned(from_nhwc(blocks.reshape(out_shape), nchw))
+
+
+# --------------------------------------------------------------------------------------------
+# DEPTH_TO_SPACE and SPACE_TO_DEPTH
+
+
+def _depth_space_plan(ctx: KernelContext) -> tuple[bool, int, Shape]:
+    """(NCHW?, block size, NHWC output shape)."""
+    nchw = nchw_flag(ctx, 2)
+    n, h, w, c = check_rank4(ctx.input_shape(0), nchw)
+    b = check_positive(ctx.scalar(1), 1, "block_size")
+    if ctx.operation == Op.DEPTH_TO_SPACE:
+        if c % (b * b):
+            raise BadDataError(f"the depth {c} of input 0 is not a multiple of block_size^2"
+                               f" = {b * b} (input 1)")
+        return nchw, b, (n, h * b, w * b, c // (b * b))
+    if h % b or w % b:
+        raise BadDataError(f"the spatial size {h}x{w} of input 0 is not a multiple of"
+                           f" block_size {b} (input 1)")
+    return nchw, b, (n, h // b, w // b, c * b * b)
+
+
+@register(Op.DEPTH_TO_SPACE, Op.SPACE_TO_DEPTH,
+          prepare=lambda ctx: [layout_shape(_depth_space_plan(ctx)[2], nchw_flag(ctx, 2))])
+def depth_space(ctx: KernelContext) -> np.ndarray:
+    nchw, b, out_shape = _depth_space_plan(ctx)
+    x = to_nhwc(ctx.input(0), nchw)
+    n, h, w, c = x.shape
+    if ctx.operation == Op.DEPTH_TO_SPACE:
+        blocks = x.reshape(n, h, w, b, b, c // (b * b)).transpose(0, 1, 3, 2, 4, 5)
+    else:
+        blocks = x.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
+    return owned(from_nhwc(blocks.reshape(out_shape), nchw))
+
+
+# --------------------------------------------------------------------------------------------
+# CHANNEL_SHUFFLE
+
+
+def _shuffle_plan(ctx: KernelContext) -> tuple[int, int]:
+    """(axis, groups), checked."""
+    shape = ctx.input_shape(0)
+    axis = resolve_axis(ctx.scalar(2), len(shape), 2, "axis")
+    groups = check_positive(ctx.scalar(1), 1, "num_groups")
+    if shape[axis] % groups:
+        raise BadDataError(f"{describe(1, 'num_groups')} {groups} does not divide dimension"
+                           f" {axis} of size {shape[axis]}")
+    return axis, groups
+
+
+def _prepare_shuffle(ctx: KernelContext) -> list[Shape]:
+    _shuffle_plan(ctx)
+    return [ctx.input_shape(0)]
+
+
+@register(Op.CHANNEL_SHUFFLE, prepare=_prepare_shuffle)
+def channel_shuffle(ctx: KernelContext) -> np.ndarray:
+    axis, groups = _shuffle_plan(ctx)
+    x = np.moveaxis(ctx.input(0), axis, -1)
+    grouped = x.reshape(*x.shape[:-1], groups, x.shape[-1] // groups)
+    shuffled = grouped.swapaxes(-1, -2).reshape(x.shape)
+    return owned(np.moveaxis(shuffled, -1, axis))

@@ -1,0 +1,242 @@
+"""SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION and
+INSTANCE_NORMALIZATION.
+
+The axis operations move their axis last and work on all slices at once. Floats are computed
+in float32 (float16 too, cast back). Quantized SOFTMAX follows Android's reference (TFLite's
+uint8 Softmax): input differences from the maximum rescaled to 5 integer bits, gemmlowp's
+fixed-point exp, a 12-integer-bit sum and a fixed-point reciprocal. Quantized L2
+normalization scales by a fixed-point inverse square root of the integer sum of squares.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...nnapi.codes import OperandType
+from ...nnapi.codes import OperationType as Op
+from ...nnapi.errors import BadDataError, OpFailedError
+from .. import fixedpoint as fp
+from ..context import KernelContext, Shape
+from ..registry import register
+from ._common import check_rank
+
+_Q8 = OperandType.TENSOR_QUANT8_ASYMM
+# Quantized SOFTMAX: differences from the row maximum get 5 integer bits (exp(-32) is already
+# negligible), the sum of exponentials 12 (up to 4096 rows at the maximum).
+_DIFF_INTEGER_BITS = 5
+_SUM_INTEGER_BITS = 12
+_INT32_MAX = 2**31 - 1
+
+
+def _axis(ctx: KernelContext, i: int, rank: int) -> int:
+    """Input ``i``'s axis (default -1 when absent) as a non-negative index."""
+    axis = int(ctx.scalar(i, -1))
+    if not -rank <= axis < rank:
+        raise BadDataError(f"input {i} (axis) must be in [{-rank}, {rank}) for an input of rank"
+                           f" {rank}, got {axis}")
+    return axis % rank
+
+
+def _along_last(fn, x: np.ndarray, axis: int) -> np.ndarray:
+    """Applies ``fn`` to ``x`` with ``axis`` moved last, and moves the axis back."""
+    return np.moveaxis(fn(np.moveaxis(x, axis, -1)), -1, axis)
+
+
+def _empty_output(ctx: KernelContext) -> np.ndarray:
+    return np.empty(ctx.input_shape(0), dtype=ctx.output_dtype())
+
+
+# --------------------------------------------------------------------------------------------
+# SOFTMAX and LOG_SOFTMAX
+
+
+def _prepare_softmax(ctx: KernelContext) -> list[Shape]:
+    shape = check_rank(ctx, 0, range(1, 5), "input")
+    _axis(ctx, 2, len(shape))
+    beta = float(ctx.scalar(1))
+    if not beta > 0:
+        raise BadDataError(f"input 1 (beta) must be positive, got {beta}")
+    if ctx.input_type(0) == _Q8:
+        _softmax_quant8_params(ctx, beta)
+    return [shape]
+
+
+@register(Op.SOFTMAX, prepare=_prepare_softmax)
+def softmax(ctx: KernelContext) -> np.ndarray:
+    if ctx.input(0).size == 0:
+        return _empty_output(ctx)
+    axis = _axis(ctx, 2, ctx.input(0).ndim)
+    beta = float(ctx.scalar(1))
+    if ctx.input_type(0) == _Q8:
+        multiplier, left_shift, diff_min = _softmax_quant8_params(ctx, beta)
+        return _along_last(lambda q: _softmax_quant8(q, multiplier, left_shift, diff_min),
+                           ctx.input(0), axis)
+
+    def float_softmax(x: np.ndarray) -> np.ndarray:
+        exps = np.exp((x - x.max(axis=-1, keepdims=True)) * np.float32(beta))
+        return exps / exps.sum(axis=-1, keepdims=True)
+
+    with np.errstate(all="ignore"):
+        result = _along_last(float_softmax, ctx.float_input(0), axis)
+        return result.astype(ctx.output_dtype(), copy=False)
+
+
+def _softmax_quant8_params(ctx: KernelContext, beta: float) -> tuple[int, int, int]:
+    """(multiplier, left shift) taking uint8 differences to 5 integer bits, and the smallest
+    difference that still counts (the others contribute exp() == 0)."""
+    scale = float(np.float32(ctx.input_quant(0)[0]))
+    real = min(beta * scale * float(1 << (31 - _DIFF_INTEGER_BITS)), float(_INT32_MAX))
+    if not real > 1.0:
+        raise BadDataError(f"beta * input scale = {beta * scale:g} is too small for quantized"
+                           " SOFTMAX (it must exceed 2**-26)")
+    multiplier, left_shift = fp.quantize_multiplier_greater_than_one(real)
+    return multiplier, left_shift, -fp.calculate_input_radius(_DIFF_INTEGER_BITS, left_shift)
+
+
+def _softmax_quant8(q: np.ndarray, multiplier: int, left_shift: int,
+                    diff_min: int) -> np.ndarray:
+    """Quantized softmax along the last axis; the output has scale 1/256 and zero point 0."""
+    q = q.astype(np.int64)
+    diff = q - q.max(axis=-1, keepdims=True)
+    counted = diff >= diff_min
+    scaled_diff = fp.multiply_by_quantized_multiplier_greater_than_one(
+        np.where(counted, diff, 0), multiplier, left_shift)
+    exps = fp.exp_on_negative_values(scaled_diff, _DIFF_INTEGER_BITS)
+    terms = np.where(counted, fp.rescale(exps, 0, _SUM_INTEGER_BITS), 0)
+    # The C++ sum wraps at 32 bits; wrapping once at the end gives the same value.
+    sum_of_exps = fp.wrap(terms.sum(axis=-1, keepdims=True))
+    reciprocal, bits_over_unit = fp.get_reciprocal(sum_of_exps, _SUM_INTEGER_BITS)
+    out = fp.rounding_divide_by_pot(fp.saturating_rounding_doubling_high_mul(reciprocal, exps),
+                                    bits_over_unit + 31 - 8)
+    return np.where(counted, np.clip(out, 0, 255), 0).astype(np.uint8)
+
+
+def _prepare_log_softmax(ctx: KernelContext) -> list[Shape]:
+    shape = ctx.input_shape(0)
+    if not shape:
+        raise BadDataError("input 0 (input) must have rank 1 or more, got a scalar shape []")
+    _axis(ctx, 2, len(shape))
+    return [shape]
+
+
+@register(Op.LOG_SOFTMAX, prepare=_prepare_log_softmax)
+def log_softmax(ctx: KernelContext) -> np.ndarray:
+    if ctx.input(0).size == 0:
+        return _empty_output(ctx)
+    axis = _axis(ctx, 2, ctx.input(0).ndim)
+    beta = np.float32(ctx.scalar(1))
+
+    def compute(x: np.ndarray) -> np.ndarray:
+        # Subtracting the maximum (the minimum for a negative beta) keeps exp() finite.
+        pivot = x.max(axis=-1, keepdims=True) if beta >= 0 else x.min(axis=-1, keepdims=True)
+        shifted = (x - pivot) * beta
+        log_sum = np.log(np.exp(shifted.astype(np.float64)).sum(axis=-1, keepdims=True))
+        return shifted - log_sum.astype(np.float32)
+
+    with np.errstate(all="ignore"):
+        result = _along_last(compute, ctx.float_input(0), axis)
+        return result.astype(ctx.output_dtype(), copy=False)
+
+
+# --------------------------------------------------------------------------------------------
+# L2_NORMALIZATION and LOCAL_RESPONSE_NORMALIZATION
+
+
+def _prepare_l2_normalization(ctx: KernelContext) -> list[Shape]:
+    shape = check_rank(ctx, 0, range(1, 5), "input")
+    _axis(ctx, 1, len(shape))
+    return [shape]
+
+
+@register(Op.L2_NORMALIZATION, prepare=_prepare_l2_normalization)
+def l2_normalization(ctx: KernelContext) -> np.ndarray:
+    if ctx.input(0).size == 0:
+        return _empty_output(ctx)
+    axis = _axis(ctx, 1, ctx.input(0).ndim)
+    if ctx.input_type(0) == _Q8:
+        zero_point = ctx.input_quant(0)[1]
+        return _along_last(lambda q: _l2_normalization_quant8(q, zero_point), ctx.input(0), axis)
+
+    def compute(x: np.ndarray) -> np.ndarray:
+        norm = np.sqrt((x * x).sum(axis=-1, keepdims=True))
+        # An all-zero slice stays zero (Android's float kernel would give 0/0 = NaN).
+        return np.where(norm > 0, x / norm, np.float32(0))
+
+    with np.errstate(all="ignore"):
+        result = _along_last(compute, ctx.float_input(0), axis)
+        return result.astype(ctx.output_dtype(), copy=False)
+
+
+def _l2_normalization_quant8(q: np.ndarray, zero_point: int) -> np.ndarray:
+    """x / |x| along the last axis; the output has scale 1/128 and zero point 128."""
+    diff = q.astype(np.int64) - zero_point
+    sum_of_squares = (diff * diff).sum(axis=-1, keepdims=True)
+    if np.any(sum_of_squares > _INT32_MAX):
+        raise OpFailedError(f"the sum of squares along the axis ({int(sum_of_squares.max())})"
+                            " overflows int32")
+    inv_sqrt, shift = fp.get_inv_sqrt_quantized_multiplier_exp(sum_of_squares)
+    scaled = fp.rounding_divide_by_pot(
+        fp.saturating_rounding_doubling_high_mul(128 * diff, inv_sqrt), shift)
+    return np.clip(scaled + 128, 0, 255).astype(np.uint8)
+
+
+def _prepare_local_response_normalization(ctx: KernelContext) -> list[Shape]:
+    shape = check_rank(ctx, 0, range(1, 5), "input")
+    _axis(ctx, 5, len(shape))
+    radius = int(ctx.scalar(1))
+    if radius < 0:
+        raise BadDataError(f"input 1 (radius) must not be negative, got {radius}")
+    return [shape]
+
+
+@register(Op.LOCAL_RESPONSE_NORMALIZATION, prepare=_prepare_local_response_normalization)
+def local_response_normalization(ctx: KernelContext) -> np.ndarray:
+    if ctx.input(0).size == 0:
+        return _empty_output(ctx)
+    axis = _axis(ctx, 5, ctx.input(0).ndim)
+    radius = int(ctx.scalar(1))
+    bias, alpha, beta = (float(ctx.scalar(i)) for i in (2, 3, 4))
+
+    def compute(x: np.ndarray) -> np.ndarray:
+        depth = x.shape[-1]
+        squares = (x * x).astype(np.float64)
+        cumulative = np.concatenate([np.zeros(x.shape[:-1] + (1,)), squares.cumsum(axis=-1)],
+                                    axis=-1)
+        position = np.arange(depth)
+        window_end = np.minimum(position + radius + 1, depth)
+        window_begin = np.maximum(position - radius, 0)
+        window_sum = cumulative[..., window_end] - cumulative[..., window_begin]
+        return x * np.power(bias + alpha * window_sum, -beta)
+
+    with np.errstate(all="ignore"):
+        result = _along_last(compute, ctx.float_input(0), axis)
+        return result.astype(ctx.output_dtype())
+
+
+# --------------------------------------------------------------------------------------------
+# INSTANCE_NORMALIZATION
+
+
+def _prepare_instance_normalization(ctx: KernelContext) -> list[Shape]:
+    return [check_rank(ctx, 0, (4,), "input")]
+
+
+@register(Op.INSTANCE_NORMALIZATION, prepare=_prepare_instance_normalization)
+def instance_normalization(ctx: KernelContext) -> np.ndarray:
+    """Normalizes each (batch, channel) plane over height and width.
+
+    NeuralNetworks.h documents division by sqrt(variance + epsilon), but Android 10's
+    reference, and the conformance tests, divide by sqrt(mean(x * x) + epsilon): the mean is
+    subtracted from x but not from the second moment. We follow Android.
+    """
+    x = ctx.float_input(0)
+    if x.size == 0:
+        return _empty_output(ctx)
+    gamma, beta, epsilon = (np.float32(ctx.scalar(i)) for i in (1, 2, 3))
+    spatial = (2, 3) if ctx.scalar(4) else (1, 2)
+    count = np.float32(x.shape[spatial[0]] * x.shape[spatial[1]])
+    with np.errstate(all="ignore"):
+        mean = x.sum(axis=spatial, keepdims=True) / count
+        root_mean_square = np.sqrt((x * x).sum(axis=spatial, keepdims=True) / count + epsilon)
+        result = (x - mean) * gamma / root_mean_square + beta
+        return result.astype(ctx.output_dtype(), copy=False)

@@ -1,0 +1,94 @@
+"""QUANTIZED_16BIT_LSTM: one LSTM step on uint8 activations with a 16-bit cell state.
+
+As Android's reference does it: an integer fully connected layer produces each gate as a
+16-bit fixed-point value with 3 integer bits (scale 2**-12), then gemmlowp fixed-point
+logistic, tanh, products and a saturating add update the cell state (4 integer bits, scale
+2**-11) and the output (uint8, scale 1/128, zero point 128). The fixed quantization of the
+activations, state and biases is enforced by the signature's rules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...nnapi.codes import OperationType as Op
+from ..context import KernelContext, Shape
+from ..fixedpoint import (
+    logistic,
+    rescale,
+    rounding_divide_by_pot,
+    saturating_add,
+    saturating_rounding_doubling_high_mul,
+    tanh,
+)
+from ..quant import multiply_by_quantized_multiplier, quantize_multiplier
+from ..registry import register
+from ._recurrent import expect_shape, required_shape
+
+_INPUT, _PREV_CELL_STATE, _PREV_OUTPUT = 0, 13, 14
+_INPUT_WEIGHTS, _RECURRENT_WEIGHTS, _BIASES = 1, 5, 9  # each followed by forget, cell, output
+_ACTIVATION_ZERO_POINT = 128
+_GATE_INTEGER_BITS, _STATE_INTEGER_BITS = 3, 4
+_GATE_SCALE_INVERSE = 4096.0  # the fully connected output has scale 2**-12
+_RAW_BITS = 16
+
+
+def _prepare(ctx: KernelContext) -> list[Shape]:
+    batch, input_size = required_shape(ctx, _INPUT, 2)
+    output_size = required_shape(ctx, _PREV_OUTPUT, 2)[1]
+    expect_shape(ctx, _PREV_OUTPUT, (batch, output_size))
+    for gate in range(4):
+        expect_shape(ctx, _INPUT_WEIGHTS + gate, (output_size, input_size))
+        expect_shape(ctx, _RECURRENT_WEIGHTS + gate, (output_size, output_size))
+        expect_shape(ctx, _BIASES + gate, (output_size,))
+    expect_shape(ctx, _PREV_CELL_STATE, (batch, output_size))
+    return [(batch, output_size), (batch, output_size)]
+
+
+def _gate_inputs(ctx: KernelContext) -> list[np.ndarray]:
+    """The four gates' fully connected outputs (input, forget, cell, output), raw int16 with
+    3 integer bits.
+
+    Android's reference concatenates [input, previous output] but lays out each gate's
+    weights as [recurrent | input] columns, so when the sizes differ the input meets the
+    first columns of the recurrent weights. The conformance vectors expect exactly that
+    pairing, so it is reproduced here rather than the textbook product.
+    """
+    activations = np.concatenate([ctx.input(_INPUT), ctx.input(_PREV_OUTPUT)], axis=1)
+    activations = activations.astype(np.int64) - _ACTIVATION_ZERO_POINT
+    weights_zero_point = ctx.input_quant(_INPUT_WEIGHTS)[1]
+    bias_scale = float(np.float32(ctx.input_quant(_BIASES)[0]))
+    multiplier, shift = quantize_multiplier(_GATE_SCALE_INVERSE * bias_scale)
+    gates = []
+    for gate in range(4):
+        weights = np.concatenate([ctx.input(_RECURRENT_WEIGHTS + gate),
+                                  ctx.input(_INPUT_WEIGHTS + gate)], axis=1)
+        accumulator = activations @ (weights.astype(np.int64) - weights_zero_point).T
+        accumulator += ctx.input(_BIASES + gate)
+        scaled = multiply_by_quantized_multiplier(accumulator, multiplier, shift)
+        gates.append(np.clip(scaled, -(1 << 15), (1 << 15) - 1))
+    return gates
+
+
+@register(Op.QUANTIZED_16BIT_LSTM, prepare=_prepare)
+def quantized_16bit_lstm(ctx: KernelContext) -> list[np.ndarray]:
+    input_in, forget_in, cell_in, output_in = _gate_inputs(ctx)
+
+    def mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Fixed-point product: the integer bits of the factors add up."""
+        return saturating_rounding_doubling_high_mul(a, b, _RAW_BITS)
+
+    input_gate = logistic(input_in, _GATE_INTEGER_BITS, _RAW_BITS)
+    modulation = tanh(cell_in, _GATE_INTEGER_BITS, _RAW_BITS)
+    forget_gate = logistic(forget_in, _GATE_INTEGER_BITS, _RAW_BITS)
+    output_gate = logistic(output_in, _GATE_INTEGER_BITS, _RAW_BITS)
+    prev_cell_state = ctx.input(_PREV_CELL_STATE).astype(np.int64)
+    new_state = saturating_add(
+        rescale(mul(input_gate, modulation), 0, _STATE_INTEGER_BITS, _RAW_BITS),
+        mul(forget_gate, prev_cell_state), _RAW_BITS)
+    # tanh of the state reuses the 3-integer-bit form, saturating the state to [-8, 8].
+    state_tanh = tanh(rescale(new_state, _STATE_INTEGER_BITS, _GATE_INTEGER_BITS, _RAW_BITS),
+                      _GATE_INTEGER_BITS, _RAW_BITS)
+    output = rounding_divide_by_pot(mul(output_gate, state_tanh), 8)
+    output = np.clip(output, -128, 127) + _ACTIVATION_ZERO_POINT
+    return [new_state.astype(np.int16), output.astype(np.uint8)]

@@ -1,0 +1,136 @@
+"""MEAN, REDUCE_ALL/ANY/MAX/MIN/PROD/SUM, ARGMAX/ARGMIN, TOPK_V2.
+
+Float16 is computed in float32 and cast back. Quant8 MEAN sums the raw values in integers and
+divides with truncation, exactly as Android's reference (its output keeps the input's
+quantization). REDUCE_MAX/MIN start from the type's lowest/highest finite value as Android's
+reference does, so reducing an empty axis gives that value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...nnapi.codes import OperandType
+from ...nnapi.codes import OperationType as Op
+from ...nnapi.errors import BadDataError
+from ..context import KernelContext, Shape
+from ..registry import register
+from ._shape_common import int_vector, reduced_shape, resolve_axes, resolve_axis
+
+_Q8 = OperandType.TENSOR_QUANT8_ASYMM
+
+# --------------------------------------------------------------------------------------------
+# MEAN and REDUCE_*
+
+
+def _reduce_plan(ctx: KernelContext) -> tuple[tuple[int, ...], bool, Shape]:
+    """(axes to reduce, keep_dims, output shape)."""
+    shape = ctx.input_shape(0)
+    axes = tuple(resolve_axes(int_vector(ctx, 1, "axes"), len(shape), 1))
+    keep_dims = ctx.scalar(2)
+    keep_dims = keep_dims > 0 if ctx.operation == Op.MEAN else bool(keep_dims)
+    return axes, keep_dims, reduced_shape(shape, axes, keep_dims)
+
+
+def _prepare_reduce(ctx: KernelContext) -> list[Shape]:
+    return [_reduce_plan(ctx)[2]]
+
+
+@register(Op.MEAN, prepare=_prepare_reduce)
+def mean(ctx: KernelContext) -> np.ndarray:
+    axes, _, out_shape = _reduce_plan(ctx)
+    x = ctx.input(0)
+    count = int(np.prod([x.shape[d] for d in axes], dtype=np.int64))
+    if count == 0:  # nothing to average: Android leaves the zero-initialized output
+        return np.zeros(out_shape, ctx.output_dtype())
+    if x.dtype == np.uint8:
+        average = np.sum(x, axis=axes, dtype=np.int64) // count
+    else:
+        average = np.sum(ctx.float_input(0), axis=axes, dtype=np.float32) / np.float32(count)
+    # (NumPy gives scalars, not arrays, when every axis is reduced.)
+    return np.asarray(average).astype(ctx.output_dtype()).reshape(out_shape)
+
+
+def _extreme(dtype: np.dtype, lowest: bool):
+    """The starting value of REDUCE_MAX (lowest) or REDUCE_MIN (highest) for a dtype."""
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+    return info.min if lowest else info.max
+
+
+_REDUCERS = {
+    Op.REDUCE_MAX: lambda x, axes: np.max(x, axis=axes, initial=_extreme(x.dtype, True)),
+    Op.REDUCE_MIN: lambda x, axes: np.min(x, axis=axes, initial=_extreme(x.dtype, False)),
+    Op.REDUCE_SUM: lambda x, axes: np.sum(x, axis=axes, dtype=np.float32),
+    Op.REDUCE_PROD: lambda x, axes: np.prod(x, axis=axes, dtype=np.float32),
+    Op.REDUCE_ALL: lambda x, axes: np.all(x, axis=axes),
+    Op.REDUCE_ANY: lambda x, axes: np.any(x, axis=axes),
+}
+
+
+@register(*_REDUCERS, prepare=_prepare_reduce)
+def reduce(ctx: KernelContext) -> np.ndarray:
+    axes, _, out_shape = _reduce_plan(ctx)
+    x = ctx.input(0)
+    if ctx.operation in (Op.REDUCE_SUM, Op.REDUCE_PROD):
+        x = ctx.float_input(0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = _REDUCERS[ctx.operation](x, axes)
+    return np.asarray(result).astype(ctx.output_dtype()).reshape(out_shape)
+
+
+# --------------------------------------------------------------------------------------------
+# ARGMAX and ARGMIN
+
+
+def _arg_axis(ctx: KernelContext) -> int:
+    shape = ctx.input_shape(0)
+    axis = resolve_axis(ctx.scalar(1), len(shape), 1, "axis")
+    if shape[axis] == 0:
+        raise BadDataError(f"input 0 {list(shape)} is empty along axis {axis}")
+    return axis
+
+
+def _prepare_arg(ctx: KernelContext) -> list[Shape]:
+    shape = ctx.input_shape(0)
+    axis = _arg_axis(ctx)
+    return [shape[:axis] + shape[axis + 1:]]
+
+
+@register(Op.ARGMAX, Op.ARGMIN, prepare=_prepare_arg)
+def arg_min_max(ctx: KernelContext) -> np.ndarray:
+    """The first index of the extreme value, as the reference's strict comparison gives."""
+    find = np.argmax if ctx.operation == Op.ARGMAX else np.argmin
+    return np.asarray(find(ctx.input(0), axis=_arg_axis(ctx)), dtype=np.int32)
+
+
+# --------------------------------------------------------------------------------------------
+# TOPK_V2
+
+
+def _top_k(ctx: KernelContext) -> int:
+    shape = ctx.input_shape(0)
+    if not shape:
+        raise BadDataError("input 0 must have rank 1 or more")
+    k = ctx.scalar(1)
+    if not 1 <= k <= shape[-1]:
+        raise BadDataError(f"input 1 (k) {k} is out of range [1, {shape[-1]}] for the last"
+                           f" dimension of input 0 {list(shape)}")
+    return k
+
+
+def _prepare_top_k(ctx: KernelContext) -> list[Shape]:
+    shape = ctx.input_shape(0)[:-1] + (_top_k(ctx),)
+    return [shape, shape]
+
+
+@register(Op.TOPK_V2, prepare=_prepare_top_k)
+def top_k(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray]:
+    """Values in descending order; equal values in descending index order, as Android."""
+    k = _top_k(ctx)
+    x = ctx.input(0)
+    last = x.shape[-1] - 1
+    # A stable sort of the reversed row puts equal values' larger original indices first.
+    reversed_keys = -x[..., ::-1].astype(np.float64)
+    order = np.argsort(reversed_keys, axis=-1, kind="stable")[..., :k]
+    indices = (last - order).astype(np.int32)
+    return np.take_along_axis(x, indices, axis=-1), indices

@@ -1,0 +1,49 @@
+"""FLOOR, ABS, EXP, LOG, NEG, RSQRT, SIN, SQRT: element-wise functions of one tensor.
+
+Float16 is computed in float32 and rounded back, as Android's reference does; NEG on int32
+wraps around for INT32_MIN like the two's-complement negation it is. Out-of-domain inputs
+give IEEE results (NaN, inf) rather than errors, as in C.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...nnapi.codes import OperandType
+from ...nnapi.codes import OperationType as Op
+from ..context import KernelContext, Shape
+from ..registry import register
+from ._common import check_rank
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return np.reciprocal(np.sqrt(x))
+
+
+_FUNCTIONS = {
+    Op.FLOOR: np.floor,
+    Op.ABS: np.abs,
+    Op.EXP: np.exp,
+    Op.LOG: np.log,
+    Op.NEG: np.negative,
+    Op.RSQRT: _rsqrt,
+    Op.SIN: np.sin,
+    Op.SQRT: np.sqrt,
+}
+
+
+def _prepare(ctx: KernelContext) -> list[Shape]:
+    if ctx.operation == Op.FLOOR:
+        return [check_rank(ctx, 0, range(0, 5), "input")]
+    return [ctx.input_shape(0)]
+
+
+@register(*_FUNCTIONS, prepare=_prepare)
+def unary_math(ctx: KernelContext) -> np.ndarray:
+    function = _FUNCTIONS[ctx.operation]
+    if ctx.input_type(0) == OperandType.TENSOR_INT32:
+        with np.errstate(over="ignore"):
+            return function(ctx.input(0))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        result = function(ctx.float_input(0))
+    return result.astype(ctx.output_dtype(), copy=False)

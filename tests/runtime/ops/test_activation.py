@@ -1,0 +1,180 @@
+"""RELU, RELU1, RELU6, LOGISTIC, TANH, PRELU: float and quantized kernels against NumPy
+references, Android's edge cases, dynamic and zero-sized shapes, and clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from torch_nnapi.nnapi import BadDataError, OperandType, OperationType as Op
+from torch_nnapi.runtime import Compilation
+
+from ._single_op import Arg, build, run
+
+
+def const(type: OperandType, value, scale: float = 0.0, zero_point: int = 0) -> Arg:
+    """A constant operand (a scalar when ``value`` is a number)."""
+    return Arg(type, np.shape(value), scale, zero_point, value=value)
+
+
+F32 = OperandType.TENSOR_FLOAT32
+F16 = OperandType.TENSOR_FLOAT16
+Q8 = OperandType.TENSOR_QUANT8_ASYMM
+RNG = np.random.default_rng(7)
+
+_CLAMP_BOUNDS = {Op.RELU: (0.0, np.inf), Op.RELU1: (-1.0, 1.0), Op.RELU6: (0.0, 6.0)}
+
+
+def _unary(op, x: np.ndarray, in_type=F32, out_quant=(0.0, 0), in_quant=(0.0, 0), dims=None):
+    shape = x.shape if dims is None else dims
+    return run(op, [Arg(in_type, shape, *in_quant)],
+               [Arg(in_type, shape, *out_quant)], [x])[0]
+
+
+@pytest.mark.parametrize("op", list(_CLAMP_BOUNDS))
+@pytest.mark.parametrize("dtype,operand_type", [(np.float32, F32), (np.float16, F16)])
+def test_clamps_float(op, dtype, operand_type):
+    x = (RNG.standard_normal((2, 3, 4)) * 5).astype(dtype)
+    lo, hi = _CLAMP_BOUNDS[op]
+    got = _unary(op, x, operand_type)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, np.clip(x, lo, hi).astype(dtype))
+
+
+def test_clamps_map_nan_to_the_lower_bound_and_relu_caps_infinity():
+    x = np.array([np.nan, np.inf, -np.inf], np.float32)
+    np.testing.assert_array_equal(_unary(Op.RELU, x), [0, np.finfo(np.float32).max, 0])
+    np.testing.assert_array_equal(_unary(Op.RELU1, x), [-1, 1, -1])
+    np.testing.assert_array_equal(_unary(Op.RELU6, x), [0, 6, 0])
+
+
+@pytest.mark.parametrize("op", list(_CLAMP_BOUNDS))
+def test_clamps_quant8_keep_the_scale(op):
+    scale, zero_point = 0.1, 100
+    q = np.arange(256, dtype=np.uint8)
+    got = _unary(op, q, Q8, (scale, zero_point), (scale, zero_point))
+    real = (q.astype(np.float64) - zero_point) * scale
+    lo, hi = _CLAMP_BOUNDS[op]
+    expected = np.clip(np.round(np.clip(real, lo, hi) / scale) + zero_point, 0, 255)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_relu_quant8_requires_the_input_quantization():
+    with pytest.raises(BadDataError, match="scale and zero point of input"):
+        build(Op.RELU, [Arg(Q8, (2,), 0.5, 0)], [Arg(Q8, (2,), 0.25, 0)])
+
+
+@pytest.mark.parametrize("dtype,operand_type,rtol", [(np.float32, F32, 1e-6),
+                                                     (np.float16, F16, 1e-3)])
+def test_logistic_and_tanh_float(dtype, operand_type, rtol):
+    x = np.linspace(-20, 20, 101).astype(dtype)
+    xf = x.astype(np.float64)
+    np.testing.assert_allclose(_unary(Op.LOGISTIC, x, operand_type), 1 / (1 + np.exp(-xf)),
+                               rtol=rtol, atol=rtol * 1e-3)
+    np.testing.assert_allclose(_unary(Op.TANH, x, operand_type), np.tanh(xf), rtol=rtol,
+                               atol=rtol * 1e-3)
+
+
+@pytest.mark.parametrize("scale,zero_point", [(0.5, 0), (0.1, 128), (0.05, 100), (1.0, 17),
+                                              (0.01, 200), (2.0 ** -10, 128)])
+def test_quant8_logistic_and_tanh_follow_the_real_functions(scale, zero_point):
+    q = np.arange(256, dtype=np.uint8)
+    real = (q.astype(np.float64) - zero_point) * np.float32(scale)
+    logistic = _unary(Op.LOGISTIC, q, Q8, (1 / 256, 0), (scale, zero_point)).astype(int)
+    expected = np.clip(np.round(256 / (1 + np.exp(-real))), 0, 255)
+    assert np.max(np.abs(logistic - expected)) <= 1
+    tanh = _unary(Op.TANH, q, Q8, (1 / 128, 128), (scale, zero_point)).astype(int)
+    expected = np.clip(np.round(128 * np.tanh(real)) + 128, 0, 255)
+    assert np.max(np.abs(tanh - expected)) <= 1
+    # Monotonic, and saturated far from the zero point.
+    assert np.all(np.diff(logistic) >= 0) and np.all(np.diff(tanh) >= 0)
+
+
+def test_quant8_logistic_exact_values():
+    # Input scale 1/16: q - 128 = 16 * x. Values computed with Android's algorithm.
+    q = np.array([0, 64, 112, 127, 128, 129, 144, 192, 255], np.uint8)
+    got = _unary(Op.LOGISTIC, q, Q8, (1 / 256, 0), (1 / 16, 128))
+    expected = np.round(256 / (1 + np.exp(-(q.astype(float) - 128) / 16)))
+    np.testing.assert_array_equal(got, np.minimum(expected, 255))
+    assert got[4] == 128  # logistic(0) is exactly one half
+
+
+def test_quant8_sigmoids_saturate_only_beyond_the_input_radius():
+    # Input scale 2: the radius is 3 steps (real 6); logistic(-6) * 256 = 0.63 rounds to 1.
+    q = np.array([124, 125, 126, 130, 131, 132], np.uint8)
+    logistic = _unary(Op.LOGISTIC, q, Q8, (1 / 256, 0), (2.0, 128))
+    np.testing.assert_array_equal(logistic, [0, 1, 5, 251, 255, 255])
+    tanh = _unary(Op.TANH, q, Q8, (1 / 128, 128), (2.0, 128))
+    np.testing.assert_array_equal(tanh, [0, 0, 0, 255, 255, 255])
+
+
+@pytest.mark.parametrize("op,quant", [(Op.LOGISTIC, (1 / 128, 128)), (Op.TANH, (1 / 256, 0))])
+def test_quant8_sigmoids_require_the_fixed_output_quantization(op, quant):
+    with pytest.raises(BadDataError, match="must have scale"):
+        build(op, [Arg(Q8, (2,), 0.5, 0)], [Arg(Q8, (2,), *quant)])
+
+
+def test_quant8_logistic_rejects_a_tiny_input_scale():
+    model = build(Op.LOGISTIC, [Arg(Q8, (2,), 1e-9, 0)],
+                  [Arg(Q8, (2,), 1 / 256, 0)])
+    with pytest.raises(BadDataError, match=r"operation 0 \(LOGISTIC\).*greater than 1"):
+        Compilation(model)
+
+
+def test_activations_reject_rank_5():
+    model = build(Op.TANH, [Arg(F32, (1, 1, 1, 1, 2))], [Arg(F32, (0,) * 5)])
+    with pytest.raises(BadDataError, match=r"input 0 \(input\) must have rank 0..4"):
+        Compilation(model)
+
+
+def test_dynamic_and_zero_sized_shapes():
+    compilation = Compilation(build(Op.RELU6, [Arg(F32, (0, 3))],
+                                    [Arg(F32, (0, 0))]))
+    for rows in (0, 1, 5):
+        x = np.full((rows, 3), 7.0, np.float32)
+        out = compilation.run([x]).outputs[0]
+        assert out.shape == (rows, 3)
+        np.testing.assert_array_equal(out, np.full((rows, 3), 6.0))
+
+
+# --------------------------------------------------------------------------------------------
+# PRELU
+
+
+@pytest.mark.parametrize("dtype,operand_type", [(np.float32, F32), (np.float16, F16)])
+def test_prelu_float_broadcasts_alpha(dtype, operand_type):
+    x = RNG.standard_normal((2, 3, 4)).astype(dtype)
+    alpha = RNG.standard_normal((3, 1)).astype(dtype)
+    got = run(Op.PRELU, [Arg(operand_type, x.shape), const(operand_type, alpha)],
+              [Arg(operand_type, (0, 0, 0))], [x])[0]
+    expected = np.where(x >= 0, x, x * alpha)
+    assert got.shape == (2, 3, 4)
+    np.testing.assert_array_equal(got, expected.astype(dtype))
+
+
+@pytest.mark.parametrize("alpha_scale,out_scale", [(0.25, 0.5), (0.5, 0.1), (0.02, 0.03)])
+def test_prelu_quant8_follows_float(alpha_scale, out_scale):
+    in_scale, in_zp, alpha_zp, out_zp = 0.25, 128, 50, 120
+    x = np.arange(256, dtype=np.uint8).reshape(1, 256)
+    alpha = RNG.integers(0, 256, (1, 1), dtype=np.uint8)
+    got = run(
+        Op.PRELU, [Arg(Q8, x.shape, in_scale, in_zp), const(Q8, alpha, alpha_scale, alpha_zp)],
+        [Arg(Q8, x.shape, out_scale, out_zp)], [x])[0]
+    real_x = (x.astype(float) - in_zp) * in_scale
+    real_alpha = (alpha.astype(float) - alpha_zp) * alpha_scale
+    real = np.where(real_x >= 0, real_x, real_x * real_alpha)
+    expected = np.clip(np.round(real / out_scale) + out_zp, 0, 255)
+    assert np.max(np.abs(got.astype(int) - expected)) <= 1
+
+
+def test_prelu_errors():
+    model = build(Op.PRELU, [Arg(F32, (2, 3)), Arg(F32, (4,))],
+                  [Arg(F32, (0, 0))])
+    with pytest.raises(BadDataError, match=r"cannot be broadcast"):
+        Compilation(model)
+    # A tensor of unknown rank turns out to be a scalar at execution.
+    model = build(Op.PRELU, [Arg(F32, (2,)), Arg(F32, ())], [Arg(F32, (2,))])
+    with pytest.raises(BadDataError, match=r"input 1 \(alpha\) must have rank 1 or more"):
+        Compilation(model).run([np.ones(2, np.float32), np.array(0.5, np.float32)])
+    with pytest.raises(BadDataError, match=r"input 1 \(alpha\) is TENSOR_FLOAT16"):
+        build(Op.PRELU, [Arg(F32, (2,)), Arg(F16, (2,))], [Arg(F32, (2,))])

@@ -1,0 +1,81 @@
+"""MAXIMUM, MINIMUM and POW: broadcasting, NaN order, quantized requantization."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from torch_nnapi.nnapi import BadDataError, OperandType, OperationType as Op
+
+from ._single_op import Arg, build, run
+
+F32, F16 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16
+I32, Q8 = OperandType.TENSOR_INT32, OperandType.TENSOR_QUANT8_ASYMM
+
+
+@pytest.mark.parametrize("op, reference", [(Op.MAXIMUM, np.maximum), (Op.MINIMUM, np.minimum)],
+                         ids=["max", "min"])
+@pytest.mark.parametrize("operand_type, dtype", [(F32, np.float32), (F16, np.float16),
+                                                 (I32, np.int32)], ids=["f32", "f16", "i32"])
+def test_min_max_broadcast(op, reference, operand_type, dtype):
+    rng = np.random.default_rng(3)
+    a = rng.integers(-50, 50, (3, 1, 2)).astype(dtype)
+    b = rng.integers(-50, 50, (4, 1)).astype(dtype)
+    got = run(op, [Arg(operand_type, a.shape), Arg(operand_type, b.shape)],
+              Arg(operand_type, (3, 4, 2)), [a, b])
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, reference(a, b))
+
+
+def test_nan_follows_std_max_and_min():
+    nan = np.float32(np.nan)
+    a = np.array([nan, 1.0], np.float32)
+    b = np.array([1.0, nan], np.float32)
+    for op in (Op.MAXIMUM, Op.MINIMUM):
+        got = run(op, [Arg(F32, (2,)), Arg(F32, (2,))], Arg(F32, (2,)), [a, b])
+        assert np.isnan(got[0]) and got[1] == 1.0
+
+
+def _requantize_reference(q, scale, zero, out_scale, out_zero):
+    real = float(np.float32((int(q) - zero) * np.float32(scale)))
+    value = real / float(np.float32(out_scale)) + out_zero
+    return min(255, max(0, int(math.copysign(math.floor(abs(value) + 0.5), value))))
+
+
+@pytest.mark.parametrize("op, pick", [(Op.MAXIMUM, max), (Op.MINIMUM, min)], ids=["max", "min"])
+def test_quantized_inputs_are_requantized_to_the_output(op, pick):
+    a = np.arange(0, 256, 5, dtype=np.uint8)
+    b = np.arange(255, -1, -5, dtype=np.uint8)
+    qa, qb, qo = (0.3, 17), (0.7, 200), (0.45, 100)
+    got = run(op, [Arg(Q8, a.shape, *qa), Arg(Q8, b.shape, *qb)], Arg(Q8, a.shape, *qo), [a, b])
+    want = [pick(_requantize_reference(x, *qa, *qo), _requantize_reference(y, *qb, *qo))
+            for x, y in zip(a, b)]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("operand_type, dtype", [(F32, np.float32), (F16, np.float16)],
+                         ids=["f32", "f16"])
+def test_pow_broadcasts(operand_type, dtype):
+    base = np.array([[0.5, 2.0, 3.0, 4.0]], dtype)
+    exponent = np.array([[0.0], [2.0], [-1.0]], dtype)
+    got = run(Op.POW, [Arg(operand_type, (1, 4)), Arg(operand_type, (3, 1))],
+              Arg(operand_type, (3, 4)), [base, exponent])
+    np.testing.assert_allclose(got, np.power(base.astype(np.float64), exponent), rtol=1e-3)
+
+
+def test_pow_of_negative_base_with_fraction_is_nan():
+    got = run(Op.POW, [Arg(F32, (1,)), Arg(F32, (1,))], Arg(F32, (1,)),
+              [np.array([-8.0], np.float32), np.array([1 / 3], np.float32)])
+    assert np.isnan(got[0])
+
+
+def test_pow_rejects_int32():
+    with pytest.raises(BadDataError, match=r"POW\): input 0 \(base\) is TENSOR_INT32"):
+        build(Op.POW, [Arg(I32, (1,)), Arg(I32, (1,))], [Arg(I32, (1,))])
+
+
+def test_max_inputs_must_share_a_type():
+    with pytest.raises(BadDataError, match=r"MAXIMUM\): input 1 \(input1\) is TENSOR_INT32"):
+        build(Op.MAXIMUM, [Arg(F32, (1,)), Arg(I32, (1,))], [Arg(F32, (1,))])

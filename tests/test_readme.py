@@ -1,0 +1,38 @@
+"""The README stays true: generated tables are current and CI runs the README's commands."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from torch_nnapi.tables import MARKER, readme_sections
+
+from .conformance.known_failures import KNOWN_FAILURES
+from .conftest import CTS_MISSING_REASON, PROJECT_ROOT, cts_root
+
+README = PROJECT_ROOT / "README.md"
+
+
+def test_generated_tables_are_current():
+    root = cts_root()
+    if root is None:
+        pytest.skip(CTS_MISSING_REASON)
+    text = README.read_text()
+    present = {m.group("name"): m.group(3) for m in MARKER.finditer(text)}
+    expected = readme_sections(root, KNOWN_FAILURES)
+    assert set(expected) <= set(present), "README lacks generated sections"
+    for name, body in expected.items():
+        assert present[name].rstrip() == body.rstrip(), (
+            f"README section {name!r} is stale: run `python tools/update_readme.py`")
+
+
+def test_ci_runs_the_readme_commands():
+    text = README.read_text()
+    blocks = re.findall(r"^    (\S.*)$", text.split("## Quick start", 1)[1].split("\n## ", 1)[0],
+                        re.M)
+    ci = (PROJECT_ROOT / ".ci" / "run").read_text()
+    assert blocks, "README quick start has no commands"
+    ci_lines = {line.strip() for line in ci.splitlines()}
+    for command in blocks:
+        assert command.strip() in ci_lines, f".ci/run does not run the README command {command!r}"
