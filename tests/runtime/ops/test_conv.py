@@ -407,3 +407,14 @@ def test_large_depthwise_split_across_threads_matches_one_thread(monkeypatch, st
     single = run(Op.DEPTHWISE_CONV_2D, args)
     monkeypatch.setenv("TORCH_NNAPI_NUM_THREADS", "3")
     np.testing.assert_array_equal(run(Op.DEPTHWISE_CONV_2D, args), single)
+
+
+def test_small_quantized_output_scale_needs_android_10():
+    def model(output_scale):
+        x = Tensor(np.zeros((1, 3, 3, 1), np.uint8), Q8, 0.5, 0)
+        w = const(np.ones((1, 1, 1, 1), np.uint8), Q8, 0.5, 0)
+        b = const(np.zeros(1, np.int32), I32T, 0.25)
+        return build(Op.CONV_2D, conv_args(x, w, b, scheme=VALID), Q8, output_scale, 0)[0]
+
+    assert model(0.3).feature_level == FeatureLevel.ANDROID_8_1
+    assert model(0.25).feature_level == FeatureLevel.ANDROID_10

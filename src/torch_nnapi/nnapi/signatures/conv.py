@@ -6,8 +6,11 @@ PaddingCode); the two are told apart by operand count and by the type of the inp
 forms differ. Type variables: T input and output, F filter, B bias.
 """
 
+import numpy as np
+
+from ..codes import OperandType
 from ..codes import OperationType as Op
-from ._dsl import combo, form
+from ._dsl import LevelRule, RuleContext, combo, form, level_rule
 from ._registry import define
 from ._rules import bias_scale, per_channel_dim
 
@@ -25,6 +28,20 @@ _CONV_TYPES = [
 ]
 _OUT = "output:T"
 
+
+def _output_scale_above_product(filter: str = "filter") -> LevelRule:
+    """Before API 29 a quant8 output's scale had to exceed input.scale * filter.scale."""
+
+    @level_rule(f"quant8 output.scale <= input.scale * {filter}.scale needs feature level 3")
+    def needs(ctx: RuleContext) -> int | None:
+        x, w, out = ctx.input("input"), ctx.input(filter), ctx.output("output")
+        if x.type != OperandType.TENSOR_QUANT8_ASYMM or w.type != x.type:
+            return None
+        product = np.float32(x.scale) * np.float32(w.scale)  # a float product, as Android's
+        return None if np.float32(out.scale) > product else 3
+
+    return needs
+
 define(
     Op.CONV_2D,
     summary="2-D convolution of an NHWC (or NCHW) batch with [out, h, w, in] filters",
@@ -35,7 +52,7 @@ define(
                          f" {_LAYOUT_DILATION}", _OUT),
     ],
     types=_CONV_TYPES,
-    rules=[bias_scale(), per_channel_dim("filter", 0)],
+    rules=[bias_scale(), per_channel_dim("filter", 0), _output_scale_above_product()],
 )
 
 define(
@@ -48,7 +65,7 @@ define(
                          f" fuse_code:i32 {_LAYOUT_DILATION}", _OUT),
     ],
     types=_CONV_TYPES,
-    rules=[bias_scale(), per_channel_dim("filter", 3)],
+    rules=[bias_scale(), per_channel_dim("filter", 3), _output_scale_above_product()],
 )
 
 define(
@@ -86,5 +103,5 @@ define(
         combo(1, T="tensor_q8", B="tensor_i32"),
         combo(3, T="tensor_f16", B="tensor_f16"),
     ],
-    rules=[bias_scale(filter="weights")],
+    rules=[bias_scale(filter="weights"), _output_scale_above_product("weights")],
 )
