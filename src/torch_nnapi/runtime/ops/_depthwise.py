@@ -10,6 +10,8 @@ outputs are computed in row blocks on several threads.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -18,17 +20,21 @@ from ._spatial import Window, pad_image
 
 
 def depthwise_accumulate(x: np.ndarray, taps: np.ndarray, window: Window, out_h: int,
-                         out_w: int) -> np.ndarray:
+                         out_w: int, out: np.ndarray | None = None,
+                         finish: Callable[[int, int], None] | None = None) -> np.ndarray:
     """sum_{i,j} xpad[n, oh*sh + i*dh, ow*sw + j*dw, c] * taps[i, j, c] for NHWC ``x``.
 
-    ``x`` has as many channels as ``taps`` and is padded here as ``window`` says.
+    ``x`` has as many channels as ``taps`` and is padded here as ``window`` says. The sums go
+    to ``out`` (a new array if None); ``finish(start, stop)`` is called on each block of
+    output rows right after its sums, on the same thread.
     """
     kh, kw, c = taps.shape
     padded = np.ascontiguousarray(pad_image(x, window))
     n = padded.shape[0]
     s_n, s_row, s_col, s_chan = padded.strides
     outer = (s_row * window.dilation_h, s_col * window.dilation_w, s_n, s_row * window.stride_h)
-    out = np.empty((n, out_h, out_w, c), dtype=np.result_type(padded, taps))
+    if out is None:
+        out = np.empty((n, out_h, out_w, c), dtype=np.result_type(padded, taps))
     if window.stride_w == 1:
         inner, inner_strides = (out_w * c,), (s_chan,)
         weights = np.tile(taps[:, :, None, :], (1, 1, out_w, 1)).reshape(kh, kw, out_w * c)
@@ -42,6 +48,8 @@ def depthwise_accumulate(x: np.ndarray, taps: np.ndarray, window: Window, out_h:
                           (kh, kw, n, stop - start, *inner), outer + inner_strides,
                           writeable=False)
         np.einsum(subscripts, view, weights, out=result[:, start:stop])
+        if finish is not None:
+            finish(start, stop)
 
     for_row_blocks(out_h, n * out_w * c, rows)
     return out

@@ -1,7 +1,8 @@
-"""Splitting one large NumPy computation across a few threads.
+"""Splitting one large NumPy computation into row blocks spread over a few threads.
 
 BLAS already uses several threads for matmuls, but NumPy's element-wise loops and einsum run
-on one; they release the GIL, though, so independent row blocks can run side by side. The
+on one; they release the GIL, though, so independent row blocks can run side by side. Blocks
+are also kept small enough to stay in cache between the passes a kernel makes over them. The
 thread count comes from TORCH_NNAPI_NUM_THREADS, else OMP_NUM_THREADS, else the usable CPUs.
 """
 
@@ -11,8 +12,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-# Below this many output elements per thread, starting threads costs more than it saves.
+# Below this many elements per thread, handing work to a thread costs more than it saves.
 MIN_ELEMENTS_PER_THREAD = 1 << 16
+# Elements per block: a few hundred kilobytes, so consecutive passes over a block hit cache.
+BLOCK_ELEMENTS = 1 << 16
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -30,17 +33,29 @@ def thread_count() -> int:
 
 
 def for_row_blocks(rows: int, elements_per_row: int, work: Callable[[int, int], None]) -> None:
-    """Calls work(start, stop) over [0, rows) split into blocks, one per thread."""
+    """Calls work(start, stop) on consecutive blocks covering [0, rows).
+
+    Each thread takes one contiguous run of blocks; the calling thread takes the first.
+    """
     global _pool, _pool_size
-    threads = min(thread_count(), rows, max(1, rows * elements_per_row
-                                            // MIN_ELEMENTS_PER_THREAD))
-    if threads <= 1:
-        work(0, rows)
+    if rows <= 0:
+        return
+    total = rows * elements_per_row
+    threads = max(1, min(thread_count(), rows, total // MIN_ELEMENTS_PER_THREAD))
+    blocks = max(threads, min(rows, total // BLOCK_ELEMENTS))
+    bounds = [rows * b // blocks for b in range(blocks + 1)]
+
+    def run(first: int, last: int) -> None:
+        for b in range(first, last):
+            work(bounds[b], bounds[b + 1])
+
+    if threads == 1:
+        run(0, blocks)
         return
     if _pool is None or _pool_size < threads - 1:
         _pool, _pool_size = ThreadPoolExecutor(threads - 1, "torch-nnapi"), threads - 1
-    bounds = [rows * t // threads for t in range(threads + 1)]
-    futures = [_pool.submit(work, bounds[t], bounds[t + 1]) for t in range(1, threads)]
-    work(bounds[0], bounds[1])
+    split = [blocks * t // threads for t in range(threads + 1)]
+    futures = [_pool.submit(run, split[t], split[t + 1]) for t in range(1, threads)]
+    run(split[0], split[1])
     for future in futures:
         future.result()

@@ -22,8 +22,8 @@ from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import (
+    activation_range_float,
     activation_range_quantized,
-    apply_fused_activation,
     check_fuse_code,
     requantize,
     requantize_per_channel,
@@ -42,14 +42,13 @@ from ._spatial import (
     window_view,
 )
 from ._depthwise import depthwise_accumulate
+from ._parallel import for_row_blocks
 
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 _PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
 # Largest im2col buffer (in elements) built at once; bigger convolutions go by row blocks.
 _MAX_COLUMN_ELEMENTS = 1 << 24
-# Outputs from this many elements on get their bias added in long rows (see _add_bias).
-_LONG_ROWS_FROM = 1 << 16
 
 
 # ------------------------------------------------------------------------------ geometry
@@ -151,11 +150,15 @@ def _operands(ctx: KernelContext, dtype) -> tuple[np.ndarray, np.ndarray, np.nda
     return ctx.float_input(0), ctx.float_input(1), ctx.float_input(2)
 
 
-def _finish(ctx: KernelContext, acc: np.ndarray, fuse_code: int) -> np.ndarray:
-    """Applies the activation to biased sums and converts them to the output type."""
+def _finish(ctx: KernelContext, acc: np.ndarray, bias: np.ndarray | None,
+            fuse_code: int) -> np.ndarray:
+    """Adds the bias (unless None: already in the sums), applies the activation and converts
+    to the output type. ``acc`` is NHWC or [batch, units] and may be overwritten."""
     if ctx.output_type() != _Q8:
-        return apply_fused_activation(acc, fuse_code).astype(ctx.output_dtype(), copy=False)
-    total = np.rint(acc).astype(np.int64) if acc.dtype.kind == "f" else acc
+        return _float_epilogue(acc, bias, fuse_code).astype(ctx.output_dtype(), copy=False)
+    total = np.rint(acc).astype(np.int64) if acc.dtype.kind == "f" else acc.astype(np.int64)
+    if bias is not None:
+        total += bias
     scale, zero = ctx.output_quant()
     lo, hi = activation_range_quantized(fuse_code, scale, zero)
     multipliers = _real_multipliers(ctx, scale)
@@ -166,25 +169,47 @@ def _finish(ctx: KernelContext, acc: np.ndarray, fuse_code: int) -> np.ndarray:
     return out.astype(np.uint8)
 
 
-def _add_bias(acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """acc[..., c] += bias[c] (int32 sums are widened first, as the bias may be large).
+def _float_epilogue(acc: np.ndarray, bias: np.ndarray | None, fuse_code: int) -> np.ndarray:
+    """acc + bias, then the activation's clamp, computed in place (in a contiguous ``acc``).
 
-    The sums are added as rows of a few thousand elements against a repeated bias, since a
-    short inner axis (a few channels) makes NumPy's loop slow.
+    Runs in row blocks spread over threads (see _epilogue_rows).
     """
-    if acc.dtype == np.int32:
-        acc = acc.astype(np.int64)
-    c = bias.shape[0]
-    rows = acc.size // c
-    repeat = min(rows, max(1, 4096 // c))
-    while rows % repeat:
-        repeat -= 1
-    if acc.flags.c_contiguous and repeat > 1 and acc.size >= _LONG_ROWS_FROM:
-        flat = acc.reshape(rows // repeat, repeat * c)
-        flat += np.tile(bias.astype(acc.dtype, copy=False), repeat)
-    else:
-        acc += bias
+    acc = np.ascontiguousarray(acc)
+    rows = _as_rows(acc)
+    work = _epilogue_rows(rows, bias, fuse_code)
+    if work is not None:
+        for_row_blocks(rows.shape[0], rows.shape[1], work)
     return acc
+
+
+def _as_rows(acc: np.ndarray) -> np.ndarray:
+    """A contiguous NHWC (or [batch, units]) array as [n * h, w * c] (or itself)."""
+    return acc.reshape(-1, acc.shape[-2] * acc.shape[-1]) if acc.ndim == 4 else acc
+
+
+def _epilogue_rows(rows: np.ndarray, bias: np.ndarray | None, fuse_code: int):
+    """work(start, stop) adding the bias and clamping rows[start:stop] in place, or None.
+
+    A row holds one image row's (width, channel) elements and the bias is repeated across
+    the width, so the inner loop is long even with few channels; the two passes over a block
+    run while it is in cache.
+    """
+    lo, hi = activation_range_float(fuse_code)
+    if bias is None and lo == -np.inf and hi == np.inf:
+        return None
+    tiled = None if bias is None else np.tile(bias, rows.shape[1] // bias.shape[0])
+
+    def work(start: int, stop: int) -> None:
+        block = rows[start:stop]
+        if tiled is not None:
+            block += tiled
+        if hi == np.inf:
+            if lo != -np.inf:
+                np.maximum(block, lo, out=block)
+        else:
+            np.clip(block, lo, hi, out=block)
+
+    return work
 
 
 def _real_multipliers(ctx: KernelContext, output_scale: float):
@@ -208,11 +233,12 @@ def _accumulation_dtype(ctx: KernelContext):
 
 
 def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, out_h: int,
-              out_w: int, groups: int) -> np.ndarray:
-    """NHWC convolution of ``x`` by [out, kh, kw, in/groups] filters ``w``, plus ``bias``.
+              out_w: int, groups: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """NHWC convolution of ``x`` by [out, kh, kw, in/groups] filters ``w``.
 
-    Without groups the bias rides along in the GEMM as an extra column of ones whenever the
-    columns are copied anyway (im2col) or are fewer than the outputs (expanding 1x1).
+    Returns the sums and the bias still to add: without groups the bias rides along in the
+    GEMM as an extra column of ones (None is returned) whenever the columns are copied
+    anyway (im2col) or are fewer than the outputs (an expanding 1x1 convolution).
     """
     n, height, width, c = x.shape
     cout, kh, kw, cg = w.shape
@@ -222,7 +248,7 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
                  and not (w_.pad_top or w_.pad_bottom or w_.pad_left or w_.pad_right))
     if pointwise and (k >= cout or x.size + n * height * width > _MAX_COLUMN_ELEMENTS):
         acc = x.reshape(-1, c) @ w.reshape(cout, c).T
-        return _add_bias(acc, bias).reshape(n, out_h, out_w, cout)
+        return acc.reshape(n, out_h, out_w, cout), bias
     padded = pad_image(x, window)
     out = None
     rows = max(1, min(out_h, _MAX_COLUMN_ELEMENTS // max(1, n * out_w * (k * groups + 1))))
@@ -241,14 +267,14 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
             cols = cols.reshape(groups, m, k)
             filters = w.reshape(groups, cout // groups, k)
             result = np.matmul(cols, filters.transpose(0, 2, 1)).transpose(1, 0, 2)
-            result = _add_bias(result.reshape(m, cout), bias)
         result = result.reshape(n, r1 - r0, out_w, cout)
         if r0 == 0 and r1 == out_h:
-            return result
+            out = result
+            break
         if out is None:
             out = np.empty((n, out_h, out_w, cout), dtype=result.dtype)
         out[:, r0:r1] = result
-    return out
+    return out, (bias if groups > 1 else None)
 
 
 @register(Op.CONV_2D, Op.GROUPED_CONV_2D, prepare=_prepare_conv)
@@ -258,8 +284,8 @@ def conv_2d(ctx: KernelContext) -> np.ndarray:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
     x = x.transpose(0, 2, 3, 1) if geo.params.nchw else x
-    acc = _convolve(x, w, bias, geo.window, geo.out_h, geo.out_w, geo.groups)
-    return from_nhwc(_finish(ctx, acc, geo.params.fuse_code), geo.params.nchw)
+    acc, bias = _convolve(x, w, bias, geo.window, geo.out_h, geo.out_w, geo.groups)
+    return from_nhwc(_finish(ctx, acc, bias, geo.params.fuse_code), geo.params.nchw)
 
 
 @register(Op.DEPTHWISE_CONV_2D, prepare=_prepare_conv)
@@ -273,9 +299,21 @@ def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
     x = x.transpose(0, 2, 3, 1) if geo.params.nchw else x
     if geo.multiplier > 1:
         x = np.repeat(x, geo.multiplier, axis=3)
-    acc = depthwise_accumulate(x, w[0], geo.window, geo.out_h, geo.out_w)
-    acc = _add_bias(acc, bias)
-    return from_nhwc(_finish(ctx, acc, geo.params.fuse_code), geo.params.nchw)
+    if quantized:
+        acc = depthwise_accumulate(x, w[0], geo.window, geo.out_h, geo.out_w)
+        return from_nhwc(_finish(ctx, acc, bias, geo.params.fuse_code), geo.params.nchw)
+    # Float: each row block gets its bias and activation right after its sums, in cache.
+    out = np.empty((geo.batches, geo.out_h, geo.out_w, geo.out_depth), np.float32)
+    rows = _as_rows(out)
+    finish_rows = _epilogue_rows(rows, bias, geo.params.fuse_code)
+
+    def finish(start: int, stop: int) -> None:
+        if finish_rows is not None:
+            for b in range(geo.batches):
+                finish_rows(b * geo.out_h + start, b * geo.out_h + stop)
+
+    depthwise_accumulate(x, w[0], geo.window, geo.out_h, geo.out_w, out=out, finish=finish)
+    return from_nhwc(out.astype(ctx.output_dtype(), copy=False), geo.params.nchw)
 
 
 # ------------------------------------------------------------------------------ transpose
@@ -341,8 +379,8 @@ def transpose_conv_2d(ctx: KernelContext) -> np.ndarray:
                 contributions[:, :, :, i, j]
     acc = full[:, window.pad_top:window.pad_top + geo.out_h,
                window.pad_left:window.pad_left + geo.out_w]
-    acc = _add_bias(np.ascontiguousarray(acc), bias)
-    return from_nhwc(_finish(ctx, acc, params.fuse_code), params.nchw)
+    acc = np.ascontiguousarray(acc)
+    return from_nhwc(_finish(ctx, acc, bias, params.fuse_code), params.nchw)
 
 
 # ------------------------------------------------------------------------------ fully connected
@@ -384,5 +422,4 @@ def fully_connected(ctx: KernelContext) -> np.ndarray:
     if batch == 0:
         return np.zeros((0, units), ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
-    acc = _add_bias(x.reshape(batch, input_size) @ w.T, bias)
-    return _finish(ctx, acc, fuse_code)
+    return _finish(ctx, x.reshape(batch, input_size) @ w.T, bias, fuse_code)
