@@ -9,6 +9,7 @@ thread count comes from TORCH_NNAPI_NUM_THREADS, else OMP_NUM_THREADS, else the 
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
@@ -19,6 +20,17 @@ BLOCK_ELEMENTS = 1 << 16
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def _forget_pool() -> None:
+    """A forked child has none of the parent's threads: it starts a pool of its own."""
+    global _pool, _pool_size
+    _pool, _pool_size = None, 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def thread_count() -> int:
@@ -37,7 +49,6 @@ def for_row_blocks(rows: int, elements_per_row: int, work: Callable[[int, int], 
 
     Each thread takes one contiguous run of blocks; the calling thread takes the first.
     """
-    global _pool, _pool_size
     if rows <= 0:
         return
     total = rows * elements_per_row
@@ -52,10 +63,19 @@ def for_row_blocks(rows: int, elements_per_row: int, work: Callable[[int, int], 
     if threads == 1:
         run(0, blocks)
         return
-    if _pool is None or _pool_size < threads - 1:
-        _pool, _pool_size = ThreadPoolExecutor(threads - 1, "torch-nnapi"), threads - 1
+    pool = _workers(threads - 1)
     split = [blocks * t // threads for t in range(threads + 1)]
-    futures = [_pool.submit(run, split[t], split[t + 1]) for t in range(1, threads)]
+    futures = [pool.submit(run, split[t], split[t + 1]) for t in range(1, threads)]
     run(split[0], split[1])
     for future in futures:
         future.result()
+
+
+def _workers(count: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < count:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool, _pool_size = ThreadPoolExecutor(count, "torch-nnapi"), count
+        return _pool
