@@ -418,3 +418,13 @@ def test_small_quantized_output_scale_needs_android_10():
 
     assert model(0.3).feature_level == FeatureLevel.ANDROID_8_1
     assert model(0.25).feature_level == FeatureLevel.ANDROID_10
+
+
+@pytest.mark.parametrize("cin,cout,fuse", [(8, 40, 3), (40, 8, 1), (24, 24, 0)])
+def test_large_pointwise_conv_epilogue_across_threads(monkeypatch, cin, cout, fuse):
+    x, w, b = rand(1, 96, 80, cin) * 3, rand(cout, 1, 1, cin), rand(cout)
+    monkeypatch.setenv("TORCH_NNAPI_NUM_THREADS", "3")
+    got = run(Op.CONV_2D, conv_args(x, const(w), const(b), scheme=VALID, fuse=fuse))
+    want = x.reshape(-1, cin).astype(np.float64) @ w.reshape(cout, cin).T.astype(np.float64) + b
+    want = {0: want, 1: np.maximum(want, 0), 3: np.clip(want, 0, 6)}[fuse]
+    np.testing.assert_allclose(got.reshape(-1, cout), want, rtol=1e-4, atol=1e-4)
