@@ -112,10 +112,9 @@ def read_window_params(ctx: KernelContext, first: int, num_extras: int = 0, *,
                        negative_tail: bool = False) -> WindowParams:
     """Reads the scalars that start at input ``first`` (the first padding scalar).
 
-    ``negative_tail`` allows negative right and bottom padding (TRANSPOSE_CONV_2D).
-
     The implicit form is recognized as Android does: its layout flag (a BOOL) sits where the
     explicit form has an INT32, or the operation ends right after its fused activation.
+    ``negative_tail`` allows negative right and bottom padding (TRANSPOSE_CONV_2D).
     """
     implicit_end = first + 4 + num_extras  # position of the implicit form's layout flag
     implicit = ctx.num_inputs == implicit_end or (
