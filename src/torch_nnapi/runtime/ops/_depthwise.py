@@ -37,7 +37,7 @@ def depthwise_accumulate(x: np.ndarray, taps: np.ndarray, window: Window, out_h:
         out = np.empty((n, out_h, out_w, c), dtype=np.result_type(padded, taps))
     if window.stride_w == 1:
         inner, inner_strides = (out_w * c,), (s_chan,)
-        weights = np.tile(taps[:, :, None, :], (1, 1, out_w, 1)).reshape(kh, kw, out_w * c)
+        weights = np.broadcast_to(taps[:, :, None, :], (kh, kw, out_w, c)).reshape(kh, kw, -1)
         subscripts, result = "ijnrk,ijk->nrk", out.reshape(n, out_h, out_w * c)
     else:
         inner, inner_strides = (out_w, c), (s_col * window.stride_w, s_chan)

@@ -52,6 +52,9 @@ def for_row_blocks(rows: int, elements_per_row: int, work: Callable[[int, int], 
     if rows <= 0:
         return
     total = rows * elements_per_row
+    if total <= BLOCK_ELEMENTS:  # the common small case: one block on this thread
+        work(0, rows)
+        return
     threads = max(1, min(thread_count(), rows, total // MIN_ELEMENTS_PER_THREAD))
     blocks = max(threads, min(rows, total // BLOCK_ELEMENTS))
     bounds = [rows * b // blocks for b in range(blocks + 1)]

@@ -197,7 +197,8 @@ def _epilogue_rows(rows: np.ndarray, bias: np.ndarray | None, fuse_code: int):
     lo, hi = activation_range_float(fuse_code)
     if bias is None and lo == -np.inf and hi == np.inf:
         return None
-    tiled = None if bias is None else np.tile(bias, rows.shape[1] // bias.shape[0])
+    tiled = None if bias is None else \
+        np.broadcast_to(bias, (rows.shape[1] // bias.shape[0], bias.shape[0])).reshape(-1)
 
     def work(start: int, stop: int) -> None:
         block = rows[start:stop]
@@ -243,30 +244,35 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
     n, height, width, c = x.shape
     cout, kh, kw, cg = w.shape
     k = kh * kw * cg
-    w_ = window
-    pointwise = (kh == kw == 1 and groups == 1 and w_.stride_h == w_.stride_w == 1
-                 and not (w_.pad_top or w_.pad_bottom or w_.pad_left or w_.pad_right))
-    if pointwise and (k >= cout or x.size + n * height * width > _MAX_COLUMN_ELEMENTS):
+    pointwise = kh == kw == 1 and window == Window(0, 0, 0, 0, 1, 1, window.dilation_h,
+                                                   window.dilation_w)
+    if pointwise and groups == 1 and (k >= cout or x.size + n * height * width >
+                                      _MAX_COLUMN_ELEMENTS):
         acc = x.reshape(-1, c) @ w.reshape(cout, c).T
         return acc.reshape(n, out_h, out_w, cout), bias
     padded = pad_image(x, window)
+    if groups == 1:
+        filters = np.concatenate([w.reshape(cout, k), bias.astype(w.dtype)[:, None]], axis=1)
+    else:
+        filters = w.reshape(groups, cout // groups, k).transpose(0, 2, 1)
     out = None
     rows = max(1, min(out_h, _MAX_COLUMN_ELEMENTS // max(1, n * out_w * (k * groups + 1))))
     for r0 in range(0, out_h, rows):
         r1 = min(out_h, r0 + rows)
-        view = window_view(padded[:, r0 * window.stride_h:], window, kh, kw, r1 - r0, out_w)
         m = n * (r1 - r0) * out_w
+        if pointwise:
+            windows = padded[:, r0:r1]
+        else:
+            windows = window_view(padded[:, r0 * window.stride_h:], window, kh, kw, r1 - r0,
+                                  out_w)
         if groups == 1:
             cols = np.empty((m, k + 1), dtype=x.dtype)
-            np.copyto(cols[:, :k].reshape(view.shape), view)
+            np.copyto(cols[:, :k].reshape(windows.shape), windows)
             cols[:, k] = 1
-            filters = np.concatenate([w.reshape(cout, k), bias.astype(w.dtype)[:, None]], axis=1)
             result = cols @ filters.T
         else:
-            cols = view.reshape(m, kh * kw, groups, cg).transpose(2, 0, 1, 3)
-            cols = cols.reshape(groups, m, k)
-            filters = w.reshape(groups, cout // groups, k)
-            result = np.matmul(cols, filters.transpose(0, 2, 1)).transpose(1, 0, 2)
+            cols = windows.reshape(m, kh * kw, groups, cg).transpose(2, 0, 1, 3)
+            result = np.matmul(cols.reshape(groups, m, k), filters).transpose(1, 0, 2)
         result = result.reshape(n, r1 - r0, out_w, cout)
         if r0 == 0 and r1 == out_h:
             out = result
