@@ -6,3 +6,26 @@ reference runtime, NumPy only), ``capi`` (libneuralnetworks.so for Linux), ``con
 """
 
 __version__ = "0.1.0"
+
+
+def library_path() -> str:
+    """Where torch-nnapi's libneuralnetworks.so (the NNAPI C API for Linux) is."""
+    from .capi import library_path as path
+
+    return path()
+
+
+def __getattr__(name: str):
+    """``torch_nnapi.convert(...)`` without importing torch until it is used."""
+    if name == "convert":
+        import importlib
+
+        return importlib.import_module(".convert", __name__)  # a callable package
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# torch's NNAPI runtime dlopens "libneuralnetworks.so": make it find ours when there is no
+# other (cheap: loading the library starts nothing until its first call).
+from .capi import preload_for_torch as _preload_for_torch  # noqa: E402
+
+_preload_for_torch()

@@ -1,0 +1,74 @@
+"""Builds torch_nnapi/capi/libneuralnetworks.so, the NNAPI C API for Linux.
+
+Everything else about the package is in pyproject.toml. The library is a plain shared library
+(SONAME libneuralnetworks.so), not a Python extension module: it does not link libpython but
+records which libpython and which Python executable to start when a program that is not
+Python loads it (see capi/neuralnetworks.c).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+LIBRARY = "torch_nnapi.capi.libneuralnetworks"
+SONAME = "libneuralnetworks.so"
+CAPI = os.path.join("src", "torch_nnapi", "capi")
+
+
+def c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def shared_libpython() -> str:
+    """This Python's shared library, or its bare name for the dynamic loader to search."""
+    name = sysconfig.get_config_var("INSTSONAME") or ""
+    if ".so" not in name:  # a static build names its archive; a shared one may exist anyway
+        name = f"libpython{sysconfig.get_config_var('LDVERSION')}.so.1.0"
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    for directory in (libdir, os.path.join(libdir, multiarch)):
+        candidate = os.path.join(directory, name)
+        if os.path.exists(candidate):
+            return candidate
+    return name
+
+
+class BuildSharedLibrary(build_ext):
+    """build_ext that names the NNAPI library libneuralnetworks.so, without a Python suffix,
+    and always rebuilds it: the Python it records is not among the files make-style checks
+    compare (pip builds in the source tree, where an earlier build may have left it)."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        self.force = True
+
+    def get_ext_filename(self, fullname: str) -> str:
+        # Called with the full dotted name, and with its last part alone when building.
+        if LIBRARY.endswith("." + fullname):
+            return SONAME
+        if fullname == LIBRARY:
+            return os.path.join(*fullname.split(".")[:-1], SONAME)
+        return super().get_ext_filename(fullname)
+
+
+libneuralnetworks = Extension(
+    LIBRARY,
+    sources=[os.path.join(CAPI, "neuralnetworks.c")],
+    depends=[os.path.join(CAPI, "include", "NeuralNetworks.h")],
+    include_dirs=[os.path.join(CAPI, "include")],
+    define_macros=[
+        ("TNN_LIBPYTHON", c_string(shared_libpython())),
+        ("TNN_PYTHON_EXECUTABLE", c_string(sys.executable)),
+    ],
+    libraries=["dl", "pthread"],
+    extra_compile_args=["-Wall", "-Wextra"],
+    # --no-undefined proves that nothing from libpython is linked.
+    extra_link_args=[f"-Wl,-soname,{SONAME}", "-Wl,--no-undefined"],
+)
+
+setup(ext_modules=[libneuralnetworks], cmdclass={"build_ext": BuildSharedLibrary})

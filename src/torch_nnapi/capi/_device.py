@@ -1,0 +1,85 @@
+"""The one device: the host CPU running torch-nnapi's runtime, at feature level 29."""
+
+from __future__ import annotations
+
+import ctypes
+
+from .. import __version__
+from ..nnapi.codes import DeviceType, FeatureLevel
+from ..nnapi.errors import BadDataError
+from ._abi import read_array, require, store
+from ._calls import HANDLES, Handled, entry
+
+
+class Device(Handled):
+    KIND = "ANeuralNetworksDevice"
+
+    def __init__(self, name: str, device_type: DeviceType, feature_level: FeatureLevel,
+                 version: str):
+        self.type = device_type
+        self.feature_level = feature_level
+        # C strings handed out by pointer must stay valid for the life of the process.
+        self.name = ctypes.create_string_buffer(name.encode())
+        self.version = ctypes.create_string_buffer(version.encode())
+
+
+HOST_CPU = Device("torch-nnapi-cpu", DeviceType.CPU, FeatureLevel.ANDROID_10, __version__)
+DEVICES = (HOST_CPU,)
+_DEVICE_HANDLES = tuple(HANDLES.add(d) for d in DEVICES)
+
+
+def read_device_list(address: int, count: int) -> tuple[Device, ...]:
+    """The devices of a ``const ANeuralNetworksDevice* const*`` list, checked as NNAPI does."""
+    require(devices=address)
+    if count == 0:
+        raise BadDataError("the device list is empty")
+    handles = read_array(ctypes.c_void_p, address, count)
+    devices = []
+    for i, handle in enumerate(handles):
+        device = HANDLES.get(handle or 0, Device, f"devices[{i}]")
+        if device in devices:
+            raise BadDataError(f"devices[{i}] is listed twice")
+        devices.append(device)
+    return tuple(devices)
+
+
+@entry
+def get_device_count(count_address: int) -> None:
+    require(numDevices=count_address)
+    store(ctypes.c_uint32, count_address, len(DEVICES))
+
+
+@entry
+def get_device(index: int, device_address: int) -> None:
+    require(device=device_address)
+    if index >= len(DEVICES):
+        raise BadDataError(f"device index {index} is out of range (there are {len(DEVICES)})")
+    store(ctypes.c_void_p, device_address, _DEVICE_HANDLES[index])
+
+
+@entry
+def device_get_name(handle: int, name_address: int) -> None:
+    require(device=handle, name=name_address)
+    device = HANDLES.get(handle, Device, "device")
+    store(ctypes.c_void_p, name_address, ctypes.addressof(device.name))
+
+
+@entry
+def device_get_type(handle: int, type_address: int) -> None:
+    require(device=handle, type=type_address)
+    device = HANDLES.get(handle, Device, "device")
+    store(ctypes.c_int32, type_address, int(device.type))
+
+
+@entry
+def device_get_version(handle: int, version_address: int) -> None:
+    require(device=handle, version=version_address)
+    device = HANDLES.get(handle, Device, "device")
+    store(ctypes.c_void_p, version_address, ctypes.addressof(device.version))
+
+
+@entry
+def device_get_feature_level(handle: int, level_address: int) -> None:
+    require(device=handle, featureLevel=level_address)
+    device = HANDLES.get(handle, Device, "device")
+    store(ctypes.c_int64, level_address, device.feature_level.api_level)

@@ -1,0 +1,347 @@
+"""ANeuralNetworksExecution and ANeuralNetworksEvent over ``runtime.Execution``.
+
+Inputs are bound without copying: the runtime reads the caller's buffers when the execution
+computes, as NNAPI specifies. Outputs are written into the caller's buffers once all are known
+to be large enough; otherwise nothing is written, the execution fails with
+OUTPUT_INSUFFICIENT_SIZE and the actual dimensions can be queried.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..nnapi.codes import DurationCode
+from ..nnapi.errors import (
+    BadDataError,
+    BadStateError,
+    NnapiError,
+    OpFailedError,
+    OutputInsufficientSizeError,
+)
+from ..nnapi.model import Model, Operand, element_count
+from ..nnapi.operand_types import type_info
+from ._abi import UnexpectedNullError, read_operand_type, require, store, store_array, view
+from ._calls import HANDLES, Handled, entry, give
+from ._compilation import Burst, CompilationState, compilation_of
+from ._memory import memory_of
+
+NO_DURATION = 2**64 - 1  # UINT64_MAX: not measured
+
+
+@dataclass(frozen=True)
+class OutputBinding:
+    destination: memoryview | None  # None: an omitted output
+    dimensions: tuple[int, ...]  # as declared: the model's, completed by setOutput's type
+    length: int
+
+
+class ExecutionState(Handled):
+    KIND = "ANeuralNetworksExecution"
+
+    def __init__(self, compilation: CompilationState):
+        compiled = compilation.ready()
+        self.compilation = compilation
+        self.model = compiled.model
+        self.execution = compiled.create_execution()
+        self.inputs_set = [False] * len(self.model.inputs)
+        self.outputs: list[OutputBinding | None] = [None] * len(self.model.outputs)
+        self.measure = False
+        self.started = False
+        self.done = False
+        self.error: NnapiError | None = None
+        self.shapes: list[tuple[int, ...]] | None = None  # actual output dimensions
+        self.sufficient: list[bool] = []
+        self.durations: dict[int, int] = {}
+
+    # ------------------------------------------------------------ binding
+
+    def building(self) -> None:
+        if self.started:
+            raise BadStateError("the execution has started and can no longer change")
+
+    def bind_input(self, index: int, type_address: int, value: memoryview | None) -> None:
+        operand = self._operand("input", index)
+        dims = self._dimensions(operand, type_address, allow_unspecified=value is None)
+        self.execution.set_input(index, value, None if value is None else dims)
+        self.inputs_set[index] = True
+
+    def bind_output(self, index: int, type_address: int, destination: memoryview | None,
+                    length: int) -> None:
+        operand = self._operand("output", index)
+        dims = self._dimensions(operand, type_address, allow_unspecified=True)
+        shape = () if operand.is_scalar else dims
+        if destination is not None and (operand.is_scalar or (shape and all(shape))):
+            needed = element_count(shape) * operand.info.element_size
+            if length != needed:
+                raise BadDataError(f"output {index} needs {needed} bytes, got {length}")
+        self.outputs[index] = OutputBinding(destination, dims, length)
+
+    def _operand(self, kind: str, index: int) -> Operand:
+        indices = self.model.inputs if kind == "input" else self.model.outputs
+        if not 0 <= index < len(indices):
+            raise BadDataError(f"{kind} index {index} is out of range (the model has"
+                               f" {len(indices)} {kind}s)")
+        return self.model.operands[indices[index]]
+
+    @staticmethod
+    def _dimensions(operand: Operand, type_address: int, allow_unspecified: bool) \
+            -> tuple[int, ...]:
+        """The dimensions a setInput/setOutput call gives: the model's, or those of ``type``
+        which must be valid and may only fill in the model's unspecified dimensions."""
+        if not type_address:
+            if not allow_unspecified and not operand.fully_specified:
+                raise BadDataError(f"{operand.describe()} is not fully specified: pass a type"
+                                   " with its dimensions")
+            return operand.dimensions
+        t = read_operand_type(type_address)
+        try:
+            Model().add_operand(t.type, t.dimensions, t.scale, t.zero_point)
+        except BadDataError as e:
+            raise BadDataError(f"type is invalid: {str(e).split(': ', 1)[-1]}") from None
+        if not allow_unspecified and not type_info(t.type).is_scalar \
+                and not (t.dimensions and all(t.dimensions)):
+            raise BadDataError(f"type dimensions {list(t.dimensions)} are not fully specified")
+        declared = operand.dimensions
+        if declared and (len(declared) != len(t.dimensions)
+                         or any(d and d != n for d, n in zip(declared, t.dimensions))):
+            raise BadDataError(f"type dimensions {list(t.dimensions)} contradict the model's"
+                               f" {list(declared)}")
+        return t.dimensions
+
+    # ------------------------------------------------------------ computing
+
+    def start(self) -> None:
+        """What compute, startCompute and burstCompute check before the execution starts."""
+        if self.started:
+            raise BadStateError("the execution has already started; an execution computes"
+                                " once")
+        for kind, bound in (("inputs", self.inputs_set),
+                            ("outputs", [o is not None for o in self.outputs])):
+            unset = [i for i, b in enumerate(bound) if not b]
+            if unset:
+                raise BadDataError(f"model {kind} {unset} are not set")
+        self.started = True
+
+    def run(self) -> None:
+        """Computes and writes the outputs; raises the failure, which stays recorded."""
+        try:
+            start = time.perf_counter_ns()
+            outputs = self.execution.compute().outputs
+            computed = time.perf_counter_ns()
+            self._deliver(outputs)
+            if self.measure:
+                self.durations = {DurationCode.ON_HARDWARE: computed - start,
+                                  DurationCode.IN_DRIVER: time.perf_counter_ns() - start}
+        except NnapiError as e:
+            self.error = e
+            raise
+        except Exception as e:  # noqa: BLE001 - reported as the execution's failure
+            self.error = OpFailedError(f"{type(e).__name__}: {e}")
+            raise self.error from e
+        finally:
+            self.done = True
+
+    def _deliver(self, outputs: list[np.ndarray]) -> None:
+        shapes, sufficient = [], []
+        for pos, (array, binding) in enumerate(zip(outputs, self.outputs)):
+            declared, shape = binding.dimensions, tuple(array.shape)
+            if declared and (len(declared) != len(shape)
+                             or any(d and d != s for d, s in zip(declared, shape))):
+                raise OpFailedError(f"output {pos} has dimensions {list(shape)}, but setOutput"
+                                    f" declared {list(declared)}")
+            shapes.append(shape)
+            sufficient.append(binding.destination is None or array.nbytes <= binding.length)
+        self.shapes, self.sufficient = shapes, sufficient
+        short = {pos: shapes[pos] for pos, ok in enumerate(sufficient) if not ok}
+        if short:
+            details = ", ".join(f"output {p} needs {outputs[p].nbytes} bytes for {list(s)}, has"
+                                f" {self.outputs[p].length}" for p, s in short.items())
+            raise OutputInsufficientSizeError(details, short)
+        for array, binding in zip(outputs, self.outputs):
+            if binding.destination is not None and array.nbytes:
+                flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+                binding.destination[:array.nbytes] = flat
+
+    # ------------------------------------------------------------ results
+
+    def finished_output(self, index: int) -> tuple[tuple[int, ...], bool]:
+        """An output's dimensions after computing, and whether its buffer was large enough."""
+        if not self.done:
+            raise BadStateError("the execution has not finished")
+        self._operand("output", index)
+        if self.shapes is None:  # failed before the outputs were known: as declared
+            return self.outputs[index].dimensions, True
+        return self.shapes[index], self.sufficient[index]
+
+
+class Event(Handled):
+    """A background execution; waiting returns its result."""
+
+    KIND = "ANeuralNetworksEvent"
+
+    def __init__(self, execution: ExecutionState):
+        self.execution = execution
+        self.thread = threading.Thread(target=self._run, name="nnapi-execution", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.execution.run()
+        except Exception:  # noqa: BLE001 - recorded in the execution, reported by wait()
+            pass
+
+    def wait(self) -> None:
+        self.thread.join()
+        error = self.execution.error
+        if error is not None:
+            raise NnapiError(str(error), error.code)
+
+
+def execution_of(handle: int, argument: str = "execution") -> ExecutionState:
+    return HANDLES.get(handle, ExecutionState, argument)
+
+
+def _bound_data(buffer: int, length: int, *, write: bool) -> memoryview | None:
+    """The caller's buffer, or None for an omitted operand (NULL and length 0)."""
+    if not buffer and length:
+        raise UnexpectedNullError(f"buffer is NULL but length is {length}")
+    if buffer and not length:
+        raise BadDataError("buffer is not NULL but length is 0")
+    return view(buffer, length, writable=write) if buffer else None
+
+
+@entry
+def execution_create(compilation: int, out: int) -> None:
+    require(compilation=compilation, execution=out)
+    give(out, "execution", ExecutionState(compilation_of(compilation)))
+
+
+@entry
+def execution_free(handle: int) -> None:
+    HANDLES.remove(handle, ExecutionState)
+
+
+@entry
+def execution_set_input(handle: int, index: int, type_address: int, buffer: int,
+                        length: int) -> None:
+    require(execution=handle)
+    state = execution_of(handle)
+    state.building()
+    state.bind_input(index, type_address, _bound_data(buffer, length, write=False))
+
+
+@entry
+def execution_set_input_from_memory(handle: int, index: int, type_address: int, memory: int,
+                                    offset: int, length: int) -> None:
+    require(execution=handle, memory=memory)
+    state = execution_of(handle)
+    state.building()
+    state.bind_input(index, type_address, memory_of(memory).region(offset, length, write=False))
+
+
+@entry
+def execution_set_output(handle: int, index: int, type_address: int, buffer: int,
+                         length: int) -> None:
+    require(execution=handle)
+    state = execution_of(handle)
+    state.building()
+    state.bind_output(index, type_address, _bound_data(buffer, length, write=True), length)
+
+
+@entry
+def execution_set_output_from_memory(handle: int, index: int, type_address: int, memory: int,
+                                     offset: int, length: int) -> None:
+    require(execution=handle, memory=memory)
+    state = execution_of(handle)
+    state.building()
+    state.bind_output(index, type_address, memory_of(memory).region(offset, length, write=True),
+                      length)
+
+
+@entry
+def execution_compute(handle: int) -> None:
+    state = execution_of(handle)
+    state.start()
+    state.run()
+
+
+@entry
+def execution_start_compute(handle: int, event_out: int) -> None:
+    require(execution=handle, event=event_out)
+    state = execution_of(handle)
+    state.start()
+    give(event_out, "event", Event(state))
+
+
+@entry
+def execution_burst_compute(handle: int, burst_handle: int) -> None:
+    require(execution=handle, burst=burst_handle)
+    state = execution_of(handle)
+    burst = HANDLES.get(burst_handle, Burst, "burst")
+    if burst.compilation is not state.compilation:
+        raise BadDataError("the burst and the execution come from different compilations")
+    if not burst.busy.acquire(blocking=False):
+        raise BadStateError("the burst is running another execution")
+    try:
+        state.start()
+        state.run()
+    finally:
+        burst.busy.release()
+
+
+@entry
+def execution_get_output_operand_rank(handle: int, index: int, rank: int) -> int | None:
+    require(execution=handle, rank=rank)
+    shape, sufficient = execution_of(handle).finished_output(index)
+    store(ctypes.c_uint32, rank, len(shape))
+    return None if sufficient else OutputInsufficientSizeError.code
+
+
+@entry
+def execution_get_output_operand_dimensions(handle: int, index: int,
+                                            dimensions: int) -> int | None:
+    require(execution=handle, dimensions=dimensions)
+    shape, sufficient = execution_of(handle).finished_output(index)
+    if not shape:
+        raise BadDataError(f"output {index} is a scalar (or of unknown rank): it has no"
+                           " dimensions")
+    store_array(ctypes.c_uint32, dimensions, shape)
+    return None if sufficient else OutputInsufficientSizeError.code
+
+
+@entry
+def execution_set_measure_timing(handle: int, measure: int) -> None:
+    state = execution_of(handle)
+    if not state.compilation.for_one_device:
+        raise BadDataError("timing is measured only for compilations created by"
+                           " ANeuralNetworksCompilation_createForDevices with one device")
+    state.building()
+    state.measure = bool(measure)
+
+
+@entry
+def execution_get_duration(handle: int, code: int, duration: int) -> None:
+    require(execution=handle, duration=duration)
+    if code not in {int(c) for c in DurationCode}:
+        raise BadDataError(f"{code} is not a DurationCode")
+    state = execution_of(handle)
+    if not state.done:
+        raise BadStateError("the execution has not finished")
+    store(ctypes.c_uint64, duration, state.durations.get(code, NO_DURATION))
+
+
+@entry
+def event_wait(handle: int) -> None:
+    HANDLES.get(handle, Event, "event").wait()
+
+
+@entry
+def event_free(handle: int) -> None:
+    event = HANDLES.remove(handle, Event)
+    if event is not None:
+        event.thread.join()

@@ -1,0 +1,532 @@
+/* libneuralnetworks.so for Linux: the NNAPI C API of Android 10 over torch-nnapi's runtime.
+ *
+ * Every function forwards its arguments unchanged (pointers as integers) to the function of
+ * the same name, in snake case, of the Python module torch_nnapi.capi.bridge, and returns the
+ * result code that function returns. The bridge validates, keeps the objects and reads and
+ * writes the caller's memory; this file only finds Python and calls it.
+ *
+ * The CPython C API is resolved at run time, never linked, so that the library neither drags
+ * a second interpreter into a Python process nor leaves undefined symbols that would stop
+ * `cc prog.c -lneuralnetworks`:
+ *   - inside a Python process it uses the running interpreter (its symbols are global);
+ *   - in any other process it loads the libpython recorded when the package was built and
+ *     starts an interpreter whose program is the Python that built it, so that the same
+ *     environment (e.g. a venv) and thus torch_nnapi and numpy are found.
+ * Each call holds the GIL (PyGILState_Ensure) only while it runs, so any thread may call.
+ *
+ * TNN_LIBPYTHON and TNN_PYTHON_EXECUTABLE are defined by the build (setup.py); the
+ * environment variables TORCH_NNAPI_LIBPYTHON and TORCH_NNAPI_PYTHON override them. */
+
+#include <Python.h> /* for types and struct layouts only: no libpython symbol is referenced */
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "NeuralNetworks.h"
+
+#define BRIDGE_MODULE "torch_nnapi.capi.bridge"
+#define PACKAGE_SUFFIX "/torch_nnapi/capi/libneuralnetworks.so"
+
+/* ------------------------------------------------------------------ finding Python */
+
+static struct {
+    int (*IsInitialized)(void);
+    int (*IsFinalizing)(void);
+    PyGILState_STATE (*GILStateEnsure)(void);
+    void (*GILStateRelease)(PyGILState_STATE);
+    PyObject *(*ImportModule)(const char *);
+    PyObject *(*GetAttrString)(PyObject *, const char *);
+    PyObject *(*CallObject)(PyObject *, PyObject *);
+    PyObject *(*VaBuildValue)(const char *, va_list);
+    long (*LongAsLong)(PyObject *);
+    PyObject *(*ErrOccurred)(void);
+    void (*ErrPrint)(void);
+    void (*ErrClear)(void);
+    void (*DecRef)(PyObject *);
+    PyObject *(*SysGetObject)(const char *);
+    PyObject *(*DecodeFSDefault)(const char *);
+    int (*ListAppend)(PyObject *, PyObject *);
+    /* Only to start an interpreter in a process that is not Python. */
+    void (*ConfigInitPythonConfig)(PyConfig *);
+    PyStatus (*ConfigSetBytesString)(PyConfig *, wchar_t **, const char *);
+    PyStatus (*InitializeFromConfig)(const PyConfig *);
+    void (*ConfigClear)(PyConfig *);
+    int (*StatusException)(PyStatus);
+    PyThreadState *(*EvalSaveThread)(void);
+} py;
+
+static const struct {
+    const char *name;
+    void **slot;
+} symbols[] = {
+    {"Py_IsInitialized", (void **)&py.IsInitialized},
+    {"PyGILState_Ensure", (void **)&py.GILStateEnsure},
+    {"PyGILState_Release", (void **)&py.GILStateRelease},
+    {"PyImport_ImportModule", (void **)&py.ImportModule},
+    {"PyObject_GetAttrString", (void **)&py.GetAttrString},
+    {"PyObject_CallObject", (void **)&py.CallObject},
+    {"Py_VaBuildValue", (void **)&py.VaBuildValue},
+    {"PyLong_AsLong", (void **)&py.LongAsLong},
+    {"PyErr_Occurred", (void **)&py.ErrOccurred},
+    {"PyErr_Print", (void **)&py.ErrPrint},
+    {"PyErr_Clear", (void **)&py.ErrClear},
+    {"Py_DecRef", (void **)&py.DecRef},
+    {"PySys_GetObject", (void **)&py.SysGetObject},
+    {"PyUnicode_DecodeFSDefault", (void **)&py.DecodeFSDefault},
+    {"PyList_Append", (void **)&py.ListAppend},
+    {"PyConfig_InitPythonConfig", (void **)&py.ConfigInitPythonConfig},
+    {"PyConfig_SetBytesString", (void **)&py.ConfigSetBytesString},
+    {"Py_InitializeFromConfig", (void **)&py.InitializeFromConfig},
+    {"PyConfig_Clear", (void **)&py.ConfigClear},
+    {"PyStatus_Exception", (void **)&py.StatusException},
+    {"PyEval_SaveThread", (void **)&py.EvalSaveThread},
+};
+
+static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
+static int resolved;              /* all symbols found and an interpreter running */
+static PyObject *bridge;          /* the bridge module, imported under the GIL */
+static int bridge_failed;         /* its import failed once (reported then) */
+
+static void report(const char *problem, const char *detail)
+{
+    fprintf(stderr, "libneuralnetworks (torch-nnapi): %s%s%s\n", problem, detail ? ": " : "",
+            detail ? detail : "");
+}
+
+static const char *setting(const char *variable, const char *built_in)
+{
+    const char *value = getenv(variable);
+    return value && *value ? value : built_in;
+}
+
+static int resolve_symbols(void *library)
+{
+    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
+        *symbols[i].slot = dlsym(library, symbols[i].name);
+        if (!*symbols[i].slot) {
+            report("the Python library lacks", symbols[i].name);
+            return 0;
+        }
+    }
+    /* Absent before 3.13 under this name; without it, calls at exit are not guarded. */
+    *(void **)&py.IsFinalizing = dlsym(library, "Py_IsFinalizing");
+    if (!py.IsFinalizing)
+        *(void **)&py.IsFinalizing = dlsym(library, "_Py_IsFinalizing");
+    return 1;
+}
+
+/* Starts Python in a process that is not Python, as the Python that built the library. */
+static int start_interpreter(void)
+{
+    PyConfig config;
+    py.ConfigInitPythonConfig(&config);
+    config.install_signal_handlers = 0; /* the signals belong to the host program */
+    config.parse_argv = 0;
+    const char *program = setting("TORCH_NNAPI_PYTHON", TNN_PYTHON_EXECUTABLE);
+    PyStatus status = {0};
+    if (access(program, X_OK) == 0) /* gone: let Python find its defaults */
+        status = py.ConfigSetBytesString(&config, &config.program_name, program);
+    if (!py.StatusException(status))
+        status = py.InitializeFromConfig(&config);
+    py.ConfigClear(&config);
+    if (py.StatusException(status)) {
+        report("cannot start Python", status.err_msg);
+        return 0;
+    }
+    py.EvalSaveThread(); /* release the GIL; every call takes it back for its duration */
+    return 1;
+}
+
+static void resolve(void)
+{
+    void *library = RTLD_DEFAULT;
+    int (*running)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    if (!running || !running()) {
+        const char *path = setting("TORCH_NNAPI_LIBPYTHON", TNN_LIBPYTHON);
+        library = dlopen(path, RTLD_NOW | RTLD_GLOBAL); /* GLOBAL: extension modules need it */
+        if (!library) {
+            report("cannot load the Python library", dlerror());
+            return;
+        }
+    }
+    if (!resolve_symbols(library))
+        return;
+    resolved = py.IsInitialized() || start_interpreter();
+}
+
+static int python_available(void)
+{
+    pthread_once(&resolve_once, resolve);
+    return resolved && py.IsInitialized() && !(py.IsFinalizing && py.IsFinalizing());
+}
+
+/* Adds the directory holding the torch_nnapi package this library belongs to to sys.path,
+ * for when the interpreter's own environment does not provide it. */
+static void add_package_root(void)
+{
+    Dl_info info;
+    if (!dladdr((void *)&ANeuralNetworksModel_create, &info) || !info.dli_fname)
+        return;
+    size_t length = strlen(info.dli_fname), suffix = strlen(PACKAGE_SUFFIX);
+    if (length <= suffix || strcmp(info.dli_fname + length - suffix, PACKAGE_SUFFIX) != 0)
+        return;
+    char *root = strndup(info.dli_fname, length - suffix);
+    PyObject *path = py.SysGetObject("path"); /* borrowed */
+    PyObject *entry = root ? py.DecodeFSDefault(root) : NULL;
+    if (path && entry)
+        py.ListAppend(path, entry);
+    py.DecRef(entry);
+    free(root);
+    py.ErrClear();
+}
+
+/* The bridge module; call with the GIL held. */
+static PyObject *bridge_module(void)
+{
+    if (bridge || bridge_failed)
+        return bridge;
+    PyObject *module = py.ImportModule(BRIDGE_MODULE);
+    if (!module) {
+        py.ErrClear();
+        add_package_root();
+        module = py.ImportModule(BRIDGE_MODULE);
+    }
+    if (!module) {
+        report("cannot import " BRIDGE_MODULE, NULL);
+        py.ErrPrint();
+        bridge_failed = 1;
+    } else if (bridge) {
+        py.DecRef(module); /* another thread imported it meanwhile */
+    } else {
+        bridge = module;
+    }
+    return bridge;
+}
+
+/* Calls bridge.<function>(*Py_BuildValue(format, ...)) and returns its integer result. */
+static int call(const char *function, const char *format, ...)
+{
+    if (!python_available())
+        return ANEURALNETWORKS_OP_FAILED;
+    int result = ANEURALNETWORKS_OP_FAILED;
+    PyGILState_STATE gil = py.GILStateEnsure();
+    PyObject *module = bridge_module();
+    if (module) {
+        va_list arguments;
+        va_start(arguments, format);
+        PyObject *args = py.VaBuildValue(format, arguments);
+        va_end(arguments);
+        PyObject *callee = args ? py.GetAttrString(module, function) : NULL;
+        PyObject *value = callee ? py.CallObject(callee, args) : NULL;
+        if (value)
+            result = (int)py.LongAsLong(value);
+        if (py.ErrOccurred()) { /* a bug in the bridge: show it, never crash */
+            py.ErrPrint();
+            result = ANEURALNETWORKS_OP_FAILED;
+        }
+        py.DecRef(value);
+        py.DecRef(callee);
+        py.DecRef(args);
+    }
+    py.GILStateRelease(gil);
+    return result;
+}
+
+/* ------------------------------------------------------------------ the API */
+
+#define PTR(p) ((unsigned long long)(uintptr_t)(p))
+#define SIZE(n) ((unsigned long long)(n))
+
+/* Out-arguments of the creating functions are NULL on failure, even when Python is absent. */
+#define CLEAR(out) do { if (out) *(out) = NULL; } while (0)
+
+int ANeuralNetworksMemory_createFromFd(size_t size, int protect, int fd, size_t offset,
+                                       ANeuralNetworksMemory **memory)
+{
+    CLEAR(memory);
+    return call("memory_create_from_fd", "(KiiKK)", SIZE(size), protect, fd, SIZE(offset),
+                PTR(memory));
+}
+
+int ANeuralNetworksMemory_createFromAHardwareBuffer(const AHardwareBuffer *ahwb,
+                                                    ANeuralNetworksMemory **memory)
+{
+    CLEAR(memory);
+    return call("memory_create_from_ahardware_buffer", "(KK)", PTR(ahwb), PTR(memory));
+}
+
+void ANeuralNetworksMemory_free(ANeuralNetworksMemory *memory)
+{
+    if (memory)
+        call("memory_free", "(K)", PTR(memory));
+}
+
+int ANeuralNetworksModel_create(ANeuralNetworksModel **model)
+{
+    CLEAR(model);
+    return call("model_create", "(K)", PTR(model));
+}
+
+void ANeuralNetworksModel_free(ANeuralNetworksModel *model)
+{
+    if (model)
+        call("model_free", "(K)", PTR(model));
+}
+
+int ANeuralNetworksModel_finish(ANeuralNetworksModel *model)
+{
+    return call("model_finish", "(K)", PTR(model));
+}
+
+int ANeuralNetworksModel_addOperand(ANeuralNetworksModel *model,
+                                    const ANeuralNetworksOperandType *type)
+{
+    return call("model_add_operand", "(KK)", PTR(model), PTR(type));
+}
+
+int ANeuralNetworksModel_setOperandValue(ANeuralNetworksModel *model, int32_t index,
+                                         const void *buffer, size_t length)
+{
+    return call("model_set_operand_value", "(KiKK)", PTR(model), index, PTR(buffer),
+                SIZE(length));
+}
+
+int ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(
+    ANeuralNetworksModel *model, int32_t index,
+    const ANeuralNetworksSymmPerChannelQuantParams *channelQuant)
+{
+    return call("model_set_operand_symm_per_channel_quant_params", "(KiK)", PTR(model), index,
+                PTR(channelQuant));
+}
+
+int ANeuralNetworksModel_setOperandValueFromMemory(ANeuralNetworksModel *model, int32_t index,
+                                                   const ANeuralNetworksMemory *memory,
+                                                   size_t offset, size_t length)
+{
+    return call("model_set_operand_value_from_memory", "(KiKKK)", PTR(model), index,
+                PTR(memory), SIZE(offset), SIZE(length));
+}
+
+int ANeuralNetworksModel_addOperation(ANeuralNetworksModel *model,
+                                      ANeuralNetworksOperationType type, uint32_t inputCount,
+                                      const uint32_t *inputs, uint32_t outputCount,
+                                      const uint32_t *outputs)
+{
+    return call("model_add_operation", "(KiIKIK)", PTR(model), type, inputCount, PTR(inputs),
+                outputCount, PTR(outputs));
+}
+
+int ANeuralNetworksModel_identifyInputsAndOutputs(ANeuralNetworksModel *model,
+                                                  uint32_t inputCount, const uint32_t *inputs,
+                                                  uint32_t outputCount, const uint32_t *outputs)
+{
+    return call("model_identify_inputs_and_outputs", "(KIKIK)", PTR(model), inputCount,
+                PTR(inputs), outputCount, PTR(outputs));
+}
+
+int ANeuralNetworksModel_relaxComputationFloat32toFloat16(ANeuralNetworksModel *model,
+                                                          bool allow)
+{
+    return call("model_relax_computation_float32to_float16", "(Ki)", PTR(model), (int)allow);
+}
+
+int ANeuralNetworksModel_getSupportedOperationsForDevices(
+    const ANeuralNetworksModel *model, const ANeuralNetworksDevice *const *devices,
+    uint32_t numDevices, bool *supportedOps)
+{
+    return call("model_get_supported_operations_for_devices", "(KKIK)", PTR(model),
+                PTR(devices), numDevices, PTR(supportedOps));
+}
+
+int ANeuralNetworksCompilation_create(ANeuralNetworksModel *model,
+                                      ANeuralNetworksCompilation **compilation)
+{
+    CLEAR(compilation);
+    return call("compilation_create", "(KK)", PTR(model), PTR(compilation));
+}
+
+int ANeuralNetworksCompilation_createForDevices(ANeuralNetworksModel *model,
+                                                const ANeuralNetworksDevice *const *devices,
+                                                uint32_t numDevices,
+                                                ANeuralNetworksCompilation **compilation)
+{
+    CLEAR(compilation);
+    return call("compilation_create_for_devices", "(KKIK)", PTR(model), PTR(devices),
+                numDevices, PTR(compilation));
+}
+
+void ANeuralNetworksCompilation_free(ANeuralNetworksCompilation *compilation)
+{
+    if (compilation)
+        call("compilation_free", "(K)", PTR(compilation));
+}
+
+int ANeuralNetworksCompilation_setPreference(ANeuralNetworksCompilation *compilation,
+                                             int32_t preference)
+{
+    return call("compilation_set_preference", "(Ki)", PTR(compilation), preference);
+}
+
+int ANeuralNetworksCompilation_setCaching(ANeuralNetworksCompilation *compilation,
+                                          const char *cacheDir, const uint8_t *token)
+{
+    return call("compilation_set_caching", "(KKK)", PTR(compilation), PTR(cacheDir),
+                PTR(token));
+}
+
+int ANeuralNetworksCompilation_finish(ANeuralNetworksCompilation *compilation)
+{
+    return call("compilation_finish", "(K)", PTR(compilation));
+}
+
+int ANeuralNetworksExecution_create(ANeuralNetworksCompilation *compilation,
+                                    ANeuralNetworksExecution **execution)
+{
+    CLEAR(execution);
+    return call("execution_create", "(KK)", PTR(compilation), PTR(execution));
+}
+
+void ANeuralNetworksExecution_free(ANeuralNetworksExecution *execution)
+{
+    if (execution)
+        call("execution_free", "(K)", PTR(execution));
+}
+
+int ANeuralNetworksExecution_setInput(ANeuralNetworksExecution *execution, int32_t index,
+                                      const ANeuralNetworksOperandType *type, const void *buffer,
+                                      size_t length)
+{
+    return call("execution_set_input", "(KiKKK)", PTR(execution), index, PTR(type), PTR(buffer),
+                SIZE(length));
+}
+
+int ANeuralNetworksExecution_setInputFromMemory(ANeuralNetworksExecution *execution,
+                                                int32_t index,
+                                                const ANeuralNetworksOperandType *type,
+                                                const ANeuralNetworksMemory *memory,
+                                                size_t offset, size_t length)
+{
+    return call("execution_set_input_from_memory", "(KiKKKK)", PTR(execution), index, PTR(type),
+                PTR(memory), SIZE(offset), SIZE(length));
+}
+
+int ANeuralNetworksExecution_setOutput(ANeuralNetworksExecution *execution, int32_t index,
+                                       const ANeuralNetworksOperandType *type, void *buffer,
+                                       size_t length)
+{
+    return call("execution_set_output", "(KiKKK)", PTR(execution), index, PTR(type),
+                PTR(buffer), SIZE(length));
+}
+
+int ANeuralNetworksExecution_setOutputFromMemory(ANeuralNetworksExecution *execution,
+                                                 int32_t index,
+                                                 const ANeuralNetworksOperandType *type,
+                                                 const ANeuralNetworksMemory *memory,
+                                                 size_t offset, size_t length)
+{
+    return call("execution_set_output_from_memory", "(KiKKKK)", PTR(execution), index,
+                PTR(type), PTR(memory), SIZE(offset), SIZE(length));
+}
+
+int ANeuralNetworksExecution_startCompute(ANeuralNetworksExecution *execution,
+                                          ANeuralNetworksEvent **event)
+{
+    CLEAR(event);
+    return call("execution_start_compute", "(KK)", PTR(execution), PTR(event));
+}
+
+int ANeuralNetworksExecution_compute(ANeuralNetworksExecution *execution)
+{
+    return call("execution_compute", "(K)", PTR(execution));
+}
+
+int ANeuralNetworksExecution_burstCompute(ANeuralNetworksExecution *execution,
+                                          ANeuralNetworksBurst *burst)
+{
+    return call("execution_burst_compute", "(KK)", PTR(execution), PTR(burst));
+}
+
+int ANeuralNetworksExecution_getOutputOperandRank(ANeuralNetworksExecution *execution,
+                                                  int32_t index, uint32_t *rank)
+{
+    return call("execution_get_output_operand_rank", "(KiK)", PTR(execution), index, PTR(rank));
+}
+
+int ANeuralNetworksExecution_getOutputOperandDimensions(ANeuralNetworksExecution *execution,
+                                                        int32_t index, uint32_t *dimensions)
+{
+    return call("execution_get_output_operand_dimensions", "(KiK)", PTR(execution), index,
+                PTR(dimensions));
+}
+
+int ANeuralNetworksExecution_setMeasureTiming(ANeuralNetworksExecution *execution, bool measure)
+{
+    return call("execution_set_measure_timing", "(Ki)", PTR(execution), (int)measure);
+}
+
+int ANeuralNetworksExecution_getDuration(const ANeuralNetworksExecution *execution,
+                                         int32_t durationCode, uint64_t *duration)
+{
+    return call("execution_get_duration", "(KiK)", PTR(execution), durationCode, PTR(duration));
+}
+
+int ANeuralNetworksBurst_create(ANeuralNetworksCompilation *compilation,
+                                ANeuralNetworksBurst **burst)
+{
+    CLEAR(burst);
+    return call("burst_create", "(KK)", PTR(compilation), PTR(burst));
+}
+
+void ANeuralNetworksBurst_free(ANeuralNetworksBurst *burst)
+{
+    if (burst)
+        call("burst_free", "(K)", PTR(burst));
+}
+
+int ANeuralNetworksEvent_wait(ANeuralNetworksEvent *event)
+{
+    return call("event_wait", "(K)", PTR(event));
+}
+
+void ANeuralNetworksEvent_free(ANeuralNetworksEvent *event)
+{
+    if (event)
+        call("event_free", "(K)", PTR(event));
+}
+
+int ANeuralNetworks_getDeviceCount(uint32_t *numDevices)
+{
+    return call("get_device_count", "(K)", PTR(numDevices));
+}
+
+int ANeuralNetworks_getDevice(uint32_t devIndex, ANeuralNetworksDevice **device)
+{
+    return call("get_device", "(IK)", devIndex, PTR(device));
+}
+
+int ANeuralNetworksDevice_getName(const ANeuralNetworksDevice *device, const char **name)
+{
+    return call("device_get_name", "(KK)", PTR(device), PTR(name));
+}
+
+int ANeuralNetworksDevice_getType(const ANeuralNetworksDevice *device, int32_t *type)
+{
+    return call("device_get_type", "(KK)", PTR(device), PTR(type));
+}
+
+int ANeuralNetworksDevice_getVersion(const ANeuralNetworksDevice *device, const char **version)
+{
+    return call("device_get_version", "(KK)", PTR(device), PTR(version));
+}
+
+int ANeuralNetworksDevice_getFeatureLevel(const ANeuralNetworksDevice *device,
+                                          int64_t *featureLevel)
+{
+    return call("device_get_feature_level", "(KK)", PTR(device), PTR(featureLevel));
+}

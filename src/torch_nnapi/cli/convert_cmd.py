@@ -1,0 +1,190 @@
+"""``torch-nnapi convert``: a PyTorch model file -> a TorchScript module running on NNAPI.
+
+``--input`` describes one model input: ``1x3x224x224`` (a dimension written ``?224`` is
+flexible: resolved at load time, 224 is the size the conversion is checked with), then
+``:``-separated options: ``nhwc``, a dtype (``float32``, ``int64``, ``int32``), or
+``quint8=SCALE,ZERO_POINT`` for a quantized input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+
+from ._commands import command
+
+DTYPES = ("float32", "int64", "int32", "quint8")
+
+
+@dataclass
+class InputSpec:
+    shape: tuple[int, ...]
+    flexible: tuple[int, ...] = ()
+    nhwc: bool = False
+    dtype: str = "float32"
+    scale: float = 1.0
+    zero_point: int = 0
+
+    def example(self, seed: int = 0):
+        """A random tensor of this shape and dtype (token ids: small non-negative ints)."""
+        import torch
+
+        g = torch.Generator().manual_seed(seed)
+        if self.dtype in ("int64", "int32"):
+            return torch.randint(0, 10, self.shape, generator=g,
+                                 dtype=getattr(torch, self.dtype))
+        x = torch.randn(self.shape, generator=g)
+        if self.dtype == "quint8":
+            return torch.quantize_per_tensor(x, self.scale, self.zero_point, torch.quint8)
+        return x
+
+
+def parse_input(text: str) -> InputSpec:
+    """``1x3x?224x?224:nhwc`` -> InputSpec; raises ValueError with the reason."""
+    shape_text, *options = text.split(":")
+    dims, flexible = [], []
+    for i, part in enumerate(shape_text.lower().split("x")):
+        if part.startswith("?"):
+            flexible.append(i)
+            part = part[1:]
+        if not part.isdigit() or int(part) <= 0:
+            raise ValueError(f"--input {text!r}: dimension {i} ({part!r}) is not a positive"
+                             " integer")
+        dims.append(int(part))
+    spec = InputSpec(tuple(dims), tuple(flexible))
+    for option in options:
+        name, _, value = option.partition("=")
+        if name == "nhwc":
+            if len(dims) != 4:
+                raise ValueError(f"--input {text!r}: nhwc needs a 4-D shape")
+            spec.nhwc = True
+        elif name in DTYPES:
+            spec.dtype = name
+            if name == "quint8":
+                try:
+                    scale, zero_point = value.split(",")
+                    spec.scale, spec.zero_point = float(scale), int(zero_point)
+                except ValueError:
+                    raise ValueError(f"--input {text!r}: write quint8=SCALE,ZERO_POINT")\
+                        from None
+        else:
+            raise ValueError(f"--input {text!r}: unknown option {option!r} (nhwc,"
+                             f" {', '.join(DTYPES)})")
+    return spec
+
+
+def load_model(path: str):
+    """A TorchScript file, or a whole nn.Module saved with torch.save."""
+    import torch
+
+    try:
+        return torch.jit.load(path, map_location="cpu")
+    except RuntimeError:
+        pass
+    model = torch.load(path, map_location="cpu", weights_only=False)
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"{path} holds a {type(model).__name__}, not a model (save a"
+                         " TorchScript module or a whole nn.Module)")
+    return model
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="TorchScript file (torch.jit.save) or a pickled nn.Module")
+    p.add_argument("-o", "--output", required=True, help="where to save the converted module")
+    p.add_argument("--input", action="append", required=True, metavar="SPEC",
+                   help="an input: 1x3x224x224, ?-prefixed dims flexible, options :nhwc,"
+                        " :int64, :quint8=SCALE,ZP (repeat per input)")
+    p.add_argument("--preference", default="sustained_speed",
+                   choices=["sustained_speed", "fast_single_answer", "low_power"],
+                   help="NNAPI compilation preference (default: %(default)s)")
+    p.add_argument("--fp16", action="store_true",
+                   help="let NNAPI compute float32 in float16 (relaxed precision)")
+    p.add_argument("--lite", action="store_true",
+                   help="save for PyTorch Mobile's lite interpreter (_save_for_lite_interpreter)")
+    p.add_argument("--bundle", action="store_true",
+                   help="bundle random inputs of the given shapes (torch.utils.bundled_inputs)")
+    p.add_argument("--check", action="store_true",
+                   help="run the result once on random inputs and compare with the model")
+    p.add_argument("--compare", action="store_true",
+                   help="print a layer-by-layer comparison with PyTorch (host runtime)")
+
+
+@command("convert", "convert a PyTorch model to a TorchScript module that runs on NNAPI",
+         _configure)
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..convert.api import convert_with_details
+    from ..convert.errors import ConversionError
+
+    specs = [parse_input(text) for text in args.input]
+    model = load_model(args.model)
+    examples = tuple(s.example(i) for i, s in enumerate(specs))
+    options = dict(nhwc=[s.nhwc for s in specs],
+                   flexible={i: list(s.flexible) for i, s in enumerate(specs) if s.flexible},
+                   compilation_preference=args.preference, relax_fp32_to_fp16=args.fp16)
+    try:
+        conversion = convert_with_details(model, examples, **options)
+    except ConversionError as e:
+        print(f"torch-nnapi convert: {e}", file=sys.stderr)
+        return 1
+    module = conversion.module
+    print(f"converted in {conversion.seconds:.2f} s: {len(conversion.model.operations)} NNAPI"
+          f" operations, feature level {conversion.feature_level}"
+          f" (Android {_android(conversion.feature_level)})")
+    if args.compare:
+        from ..convert.compare import compare_layers
+
+        for diff in compare_layers(model, examples, **options):
+            print(diff)
+    if args.bundle:
+        import torch.utils.bundled_inputs as bundled
+
+        bundled.augment_model_with_bundled_inputs(
+            module, [tuple(bundled.bundle_randn(*s.shape) if s.dtype == "float32"
+                           else bundled.bundle_large_tensor(s.example(i))
+                           for i, s in enumerate(specs))])
+    if args.lite:
+        module._save_for_lite_interpreter(args.output)
+    else:
+        torch.jit.save(module, args.output)
+    print(f"saved {args.output}")
+    if args.check:  # on the saved file: it must load and run as saved
+        if args.lite:
+            from torch.jit.mobile import _load_for_lite_interpreter
+
+            _load_for_lite_interpreter(args.output)
+            saved = torch.jit.load(args.output)
+        else:
+            saved = torch.jit.load(args.output)
+        _check(model, saved, examples)
+    return 0
+
+
+def _android(level: int) -> str:
+    from ..nnapi.codes import FeatureLevel
+
+    level = FeatureLevel(level)
+    return f"{level.android}, API {level.api_level}"
+
+
+def _check(model, module, examples) -> None:
+    import torch
+
+    from .run_cmd import run_module
+
+    with torch.no_grad():
+        expected = model(*examples)
+    actual, _, backend = run_module(module, examples)
+    expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+    actual = list(actual) if isinstance(actual, (tuple, list)) else [actual]
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        if e.is_quantized:
+            diff = (a.int_repr().int() - e.int_repr().int()).abs().max().item()
+            print(f"check ({backend}): output {i} within {diff} quanta of PyTorch's")
+        else:
+            a, e = (a.dequantize() if a.is_quantized else a).float(), e.float()
+            scale = max(e.abs().max().item(), 1e-30)
+            rel = (a - e).abs().max().item() / scale
+            print(f"check ({backend}): output {i} max error {rel:.2e} of its magnitude")

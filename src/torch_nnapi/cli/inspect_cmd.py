@@ -1,0 +1,106 @@
+"""``torch-nnapi inspect``: what a converted module asks of NNAPI.
+
+Reads the serialized model inside the module (without running it) and prints its inputs
+and outputs, every operation with its operands' types and shapes (0: flexible), and the
+NNAPI feature level, i.e. the oldest Android that can run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+
+from ._commands import command
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("module", help="a module saved by torch-nnapi convert")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--summary", action="store_true", help="operation counts only")
+
+
+def describe(module) -> dict:
+    """The NNAPI model inside a converted module, as plain data."""
+    from ..convert.deserialize import deserialize
+    from ..convert.host import program_of
+    from ..nnapi.codes import FeatureLevel, PreferenceCode
+
+    prog = program_of(module)
+    weights = [w.contiguous().numpy() for w in prog.weights]
+    loaded = deserialize(prog.ser_model.numpy(), weights)
+    model = loaded.model
+    level = FeatureLevel(model.feature_level)
+
+    def operand(i: int) -> dict:
+        o = model.operands[i]
+        entry = {"index": i, "type": o.type.name, "dimensions": list(o.dimensions)}
+        if o.info.is_quantized:
+            entry.update(scale=o.scale, zero_point=o.zero_point)
+        if o.value is not None and o.info.is_scalar:
+            entry["value"] = o.value.item()
+        return entry
+
+    return {
+        "feature_level": int(level),
+        "android": level.android,
+        "api_level": level.api_level,
+        "operand_count": len(model.operands),
+        "weights_bytes": int(sum(w.nbytes for w in weights)),
+        "serialized_bytes": int(prog.ser_model.numel() * 4),
+        "relax_fp32_to_fp16": bool(prog.relax_f32_to_f16),
+        "compilation_preference": PreferenceCode(int(prog.compilation_preference)).name,
+        "inputs": [dict(operand(i), pytorch_shape=list(s), nhwc=bool(p))
+                   for i, s, p in zip(model.inputs, prog.input_shapes, prog.input_perms)],
+        "outputs": [operand(i) for i in model.outputs],
+        "flexible_patches": len(prog.patch_offsets),
+        "guards": list(prog.guard_messages),
+        "operations": [{"index": k, "type": op.type.name,
+                        "level": int(model.matches[k].level),
+                        "inputs": [operand(i) for i in op.inputs],
+                        "outputs": [operand(i) for i in op.outputs]}
+                       for k, op in enumerate(model.operations)],
+    }
+
+
+def _short(entry: dict) -> str:
+    dims = "x".join(str(d) if d else "?" for d in entry["dimensions"])
+    text = f"{entry['type'].replace('TENSOR_', '')}[{dims}]" if dims else entry["type"]
+    if "value" in entry:
+        text = f"{entry['value']!r}"
+    if "scale" in entry:
+        text += f"(s={entry['scale']:.4g},z={entry['zero_point']})"
+    return text
+
+
+@command("inspect", "show the NNAPI operations, operand types and shapes, and feature level"
+         " of a converted module", _configure)
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    info = describe(torch.jit.load(args.module))
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    counts = Counter(op["type"] for op in info["operations"])
+    print(f"NNAPI feature level {info['feature_level']} (Android {info['android']},"
+          f" API {info['api_level']}): {len(info['operations'])} operations,"
+          f" {info['operand_count']} operands, {info['weights_bytes'] / 1e6:.2f} MB of weights")
+    print(f"preference {info['compilation_preference']}, relaxed float16:"
+          f" {info['relax_fp32_to_fp16']}, flexible sizes patched at load:"
+          f" {info['flexible_patches']}")
+    for i, entry in enumerate(info["inputs"]):
+        layout = " NHWC" if entry["nhwc"] else ""
+        print(f"input {i}: {_short(entry)}{layout} (PyTorch shape {entry['pytorch_shape']},"
+              " -1 flexible)")
+    for i, entry in enumerate(info["outputs"]):
+        print(f"output {i}: {_short(entry)}")
+    for message in info["guards"]:
+        print(f"load-time check: {message}")
+    print("operations: " + ", ".join(f"{n} {name}" for name, n in counts.most_common()))
+    if not args.summary:
+        for op in info["operations"]:
+            ins = ", ".join(_short(e) for e in op["inputs"])
+            outs = ", ".join(_short(e) for e in op["outputs"])
+            print(f"  {op['index']:4} {op['type']:24} L{op['level']} ({ins}) -> {outs}")
+    return 0

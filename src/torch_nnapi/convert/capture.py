@@ -1,0 +1,309 @@
+"""Capture: turn a PyTorch model into a small, frozen graph the lowerings walk.
+
+An ``nn.Module`` is traced (a ScriptModule is taken as is), then frozen: parameters become
+constants, submodules are inlined, and TorchScript's frozen optimizations fold batch norms
+into the preceding convolution or linear layer. The TorchScript graph is then copied into
+plain Python objects (:class:`Graph`, :class:`Node`, :class:`Value`), with every
+``prim::Constant`` folded into the value that uses it.
+
+The graph is also *probed*: run once on the example inputs with every intermediate tensor
+and integer returned, so each value carries its example shape, dtype and quantization
+parameters. The converter checks each lowering's result against them, which turns a wrong
+shape computation into an error naming the node instead of a wrong answer on a phone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+NO_CONSTANT = object()
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+@dataclass(frozen=True)
+class ExampleTensor:
+    """A tensor's properties when the model runs on the example inputs."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    scale: float = 0.0
+    zero_point: int = 0
+
+
+@dataclass(eq=False)
+class Value:
+    name: str
+    type: str  # TorchScript type as printed: "Tensor", "int", "int[]", "(Tensor, int)"
+    kind: str  # TorchScript type kind: "TensorType", "IntType", "ListType", ...
+    constant: Any = NO_CONSTANT
+    example: Any = None  # ExampleTensor for tensors, the value for numbers
+    tensor: Any = None  # the example tensor itself, kept only for layer-wise comparison
+
+    @property
+    def is_constant(self) -> bool:
+        return self.constant is not NO_CONSTANT
+
+    def __repr__(self) -> str:
+        return f"%{self.name}"
+
+
+@dataclass(eq=False)
+class Block:
+    nodes: list["Node"]
+    outputs: list[Value]
+
+
+@dataclass(eq=False)
+class Node:
+    kind: str
+    inputs: list[Value]
+    outputs: list[Value]
+    location: str = "<unknown>"
+    schema: str = ""
+    blocks: list[Block] = field(default_factory=list)
+    steps: list["Node"] = field(default_factory=list)  # the nodes a fused node stands for
+
+    def __repr__(self) -> str:
+        outs = ", ".join(map(repr, self.outputs))
+        ins = ", ".join(map(repr, self.inputs))
+        return f"{outs} = {self.kind}({ins})"
+
+
+@dataclass(eq=False)
+class Graph:
+    inputs: list[Value]
+    nodes: list[Node]
+    output: Value  # what forward returns: a tensor, or a tuple/list built by a node
+
+    def walk(self):
+        """Every node, including those nested in blocks, in program order."""
+        def visit(nodes):
+            for n in nodes:
+                yield n
+                for b in n.blocks:
+                    yield from visit(b.nodes)
+        yield from visit(self.nodes)
+
+
+# ------------------------------------------------------------------------------ entry point
+
+
+def as_example_tuple(example_inputs) -> tuple:
+    if isinstance(example_inputs, torch.Tensor):
+        return (example_inputs,)
+    if isinstance(example_inputs, (list, tuple)):
+        return tuple(example_inputs)
+    raise TypeError("example_inputs must be a tensor or a tuple/list of tensors, got"
+                    f" {type(example_inputs).__name__}")
+
+
+def freeze(model, example_inputs: tuple) -> torch.jit.ScriptModule:
+    """Traces (unless already TorchScript) and freezes ``model`` in eval mode."""
+    if isinstance(model, torch.jit.ScriptModule):
+        script = model
+    elif isinstance(model, torch.nn.Module):
+        model = model.eval()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            script = torch.jit.trace(model, example_inputs, check_trace=False)
+    else:
+        raise TypeError(f"expected an nn.Module or a ScriptModule, got {type(model).__name__}")
+    if script.training:
+        script = script.eval()
+    if _is_frozen(script):
+        return script
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return torch.jit.freeze(script)
+
+
+def _is_frozen(script) -> bool:
+    try:
+        return script._c._has_method("forward") and not any(True for _ in script.parameters()) \
+            and not any(True for _ in script.buffers()) and not list(script.named_children()) \
+            and getattr(script, "_frozen", False)
+    except Exception:  # noqa: BLE001 - treat anything odd as not frozen
+        return False
+
+
+def capture(model, example_inputs, keep_values: bool = False) -> Graph:
+    """The frozen graph of ``model``, probed on ``example_inputs``; with ``keep_values``
+    each value also keeps its example tensor (``Value.tensor``), for layer-wise checks."""
+    examples = as_example_tuple(example_inputs)
+    for i, x in enumerate(examples):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"example input {i} must be a tensor, got {type(x).__name__}")
+    frozen = freeze(model, examples)
+    ts_graph = frozen.graph
+    torch._C._jit_pass_inline(ts_graph)
+    torch._C._jit_pass_constant_propagation(ts_graph)
+    torch._C._jit_pass_dce(ts_graph)
+    ts_inputs = list(ts_graph.inputs())[1:]
+    if len(ts_inputs) != len(examples):
+        raise TypeError(f"the model's forward takes {len(ts_inputs)} inputs, but"
+                        f" {len(examples)} example inputs were given")
+    copier = _Copier()
+    graph = copier.copy(ts_graph)
+    _probe(ts_graph, examples, graph, copier, keep_values)
+    return graph
+
+
+# ------------------------------------------------------------------------------ copying
+
+
+class _Copier:
+    def __init__(self):
+        self.values: dict[int, Value] = {}
+
+    def value(self, v: torch._C.Value) -> Value:
+        key = v.unique()
+        found = self.values.get(key)
+        if found is None:
+            t = v.type()
+            found = Value(v.debugName(), str(t), t.kind())
+            node = v.node()
+            if node.kind() == "prim::Constant":
+                found.constant = _constant_value(v)
+            self.values[key] = found
+        return found
+
+    def copy(self, g: torch._C.Graph) -> Graph:
+        inputs = [self.value(v) for v in list(g.inputs())[1:]]
+        nodes = self.nodes(g.nodes())
+        (out,) = list(g.outputs())
+        return Graph(inputs, nodes, self.value(out))
+
+    def nodes(self, ts_nodes) -> list[Node]:
+        nodes = []
+        for n in ts_nodes:
+            if n.kind() == "prim::Constant":
+                for o in n.outputs():
+                    self.value(o)
+                continue
+            try:
+                schema = str(n.schema())
+            except RuntimeError:
+                schema = ""
+            if schema == "(no schema)":
+                schema = ""
+            node = Node(n.kind(), [self.value(v) for v in n.inputs()],
+                        [self.value(v) for v in n.outputs()], source_location(n), schema)
+            for b in n.blocks():
+                node.blocks.append(Block(self.nodes(b.nodes()),
+                                         [self.value(v) for v in b.outputs()]))
+            nodes.append(node)
+        return nodes
+
+
+def _constant_value(v: torch._C.Value) -> Any:
+    value = v.toIValue()
+    if isinstance(value, torch.device):
+        return str(value)
+    return value
+
+
+_TRACED_FRAME = re.compile(r"^(.+?)\((\d+)\): (\S+)$")
+_SCRIPTED_FRAME = re.compile(r'File "(.+?)", line (\d+)')
+
+
+def source_location(node: torch._C.Node) -> str:
+    """Where a node comes from, in the user's code where possible: ``file:line (function)``."""
+    text = repr(node.sourceRange())
+    text = text[1:-1] if text[:1] in "'\"" else text
+    text = text.encode().decode("unicode_escape") if "\\n" in text else text
+    scope = ""
+    try:
+        scope_name = node.scopeName()
+    except RuntimeError:
+        scope_name = ""
+    if scope_name:
+        parts = [p for p in scope_name.replace("__module.", "").split("/") if p]
+        if parts:
+            scope = f", module {parts[-1]}"
+    frames = [_TRACED_FRAME.match(line.strip()) for line in text.splitlines()]
+    frames = [m for m in frames if m]
+    if frames:
+        user = next((m for m in frames if not m.group(1).startswith((_TORCH_DIR, _OWN_DIR))),
+                    frames[0])
+        return f"{user.group(1)}:{user.group(2)} ({user.group(3)}){scope}"
+    m = _SCRIPTED_FRAME.search(text)
+    if m:
+        lines = text.splitlines()
+        code = ""
+        for i, line in enumerate(lines):
+            if "<--- HERE" in line and i > 0:
+                code = lines[i - 1].strip()
+                break
+        return f"{m.group(1)}:{m.group(2)}" + (f": {code}" if code else "") + scope
+    return "<unknown location>" + scope
+
+
+# ------------------------------------------------------------------------------ probing
+
+
+def example_of(x) -> Any:
+    if isinstance(x, torch.Tensor):
+        dtype = str(x.dtype).replace("torch.", "")
+        scale, zp = 0.0, 0
+        if x.is_quantized and x.qscheme() in (torch.per_tensor_affine,
+                                               torch.per_tensor_symmetric):
+            scale, zp = float(x.q_scale()), int(x.q_zero_point())
+        return ExampleTensor(tuple(x.shape), dtype, scale, zp)
+    if isinstance(x, (bool, int, float)):
+        return x
+    return None
+
+
+def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Copier",
+           keep_values: bool = False) -> None:
+    """Runs the graph once, returning every top-level tensor and number, to record examples."""
+    g = ts_graph.copy()
+    originals, wanted = [], []
+    for n, n_copy in zip(list(ts_graph.nodes()), list(g.nodes())):
+        if n.kind() == "prim::Constant":
+            continue
+        for o, o_copy in zip(n.outputs(), n_copy.outputs()):
+            if o.type().kind() in ("TensorType", "IntType", "FloatType", "BoolType"):
+                originals.append(o)
+                if keep_values and o.type().kind() == "TensorType":
+                    # a snapshot, in case a later in-place op changes the tensor
+                    none = g.create("prim::Constant", [], 1)
+                    none.output().setType(torch._C.NoneType.get())
+                    clone = g.create("aten::clone", [o_copy, none.output()], 1)
+                    clone.output().setType(o_copy.type())
+                    none.insertAfter(n_copy)
+                    clone.insertAfter(none)
+                    o_copy = clone.output()
+                wanted.append(o_copy)
+    while g.return_node().inputsSize():
+        g.eraseOutput(0)
+    tup = g.create("prim::TupleConstruct", wanted, 1)
+    tup.output().setType(torch._C.TupleType([v.type() for v in wanted]))
+    tup.insertBefore(g.return_node())
+    g.registerOutput(tup.output())
+    g.eraseInput(0)
+    try:
+        fn = torch._C._create_function_from_graph("torch_nnapi_probe", g)
+        with torch.no_grad():
+            results = fn(*[x.clone() for x in examples])
+    except Exception:  # noqa: BLE001 - probing is a check; conversion works without it
+        return
+    for v, x in zip(graph.inputs, examples):
+        v.example = example_of(x)
+    if not isinstance(results, tuple):
+        results = (results,)
+    for o, x in zip(originals, results):
+        value = copier.values.get(o.unique())
+        if value is not None:
+            value.example = example_of(x)
+            if keep_values and isinstance(x, torch.Tensor):
+                value.tensor = x.detach().clone()

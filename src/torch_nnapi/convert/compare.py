@@ -1,0 +1,78 @@
+"""Layer-by-layer comparison of a conversion with eager PyTorch, on the host runtime.
+
+Every tensor the graph computes is compared with the NNAPI operand that holds it (read back
+in PyTorch's layout): float tensors by their error relative to the tensor's magnitude,
+quantized ones in quanta. The first layer that drifts is where to look when a converted
+model disagrees with PyTorch (``torch-nnapi convert --compare``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..runtime import Compilation
+from . import layout as lay
+from .api import _input_specs
+from .capture import as_example_tuple, capture
+from .lower import lower
+from .values import TensorValue
+
+
+@dataclass
+class LayerDiff:
+    kind: str
+    location: str
+    name: str
+    shape: tuple
+    error: float
+    unit: str  # "relative" (float tensors) or "quanta" (quantized tensors)
+
+    def __str__(self) -> str:
+        value = f"{self.error:.3g}" if self.unit == "relative" else f"{self.error:g} quanta"
+        return (f"{self.kind:32} %{self.name:16} {list(self.shape)!s:20} {value:>14}"
+                f"  {self.location}")
+
+
+def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
+    """Converts ``model`` and compares every intermediate tensor with eager PyTorch."""
+    examples = as_example_tuple(example_inputs)
+    specs = _input_specs(examples, options.get("nhwc", False), options.get("flexible"))
+    graph = capture(model, examples, keep_values=True)
+    lowered = lower(graph, specs)
+    inputs = []
+    for x, t in zip(examples, lowered.inputs):
+        a = x.int_repr().numpy() if x.is_quantized else x.numpy()
+        if t.dtype == "int64":
+            a = a.astype(np.int32)
+        inputs.append(np.ascontiguousarray(np.transpose(a, t.layout)) if a.ndim else a)
+    result = Compilation(lowered.cx.model).run(inputs, keep_intermediates=True)
+    diffs = []
+    for node in graph.walk():
+        for v in node.outputs:
+            t = lowered.values.get(v)
+            if not isinstance(t, TensorValue) or v.tensor is None or t.operand < 0:
+                continue
+            try:
+                got = result.value(t.operand)
+            except KeyError:
+                continue
+            diffs.append(_diff(node, v, t, got))
+    return diffs
+
+
+def _diff(node, value, t: TensorValue, got: np.ndarray) -> LayerDiff:
+    expected = value.tensor
+    array = np.transpose(got, lay.inverse(t.layout)) if t.rank else got.reshape(())
+    if expected.is_quantized:
+        error = float(np.abs(array.astype(np.int64) - expected.int_repr().numpy().astype(
+            np.int64)).max()) if array.size else 0.0
+        unit = "quanta"
+    else:
+        e = expected.float().numpy()
+        scale = max(float(np.abs(e).max()) if e.size else 0.0, 1e-30)
+        error = float(np.abs(array.astype(np.float64) - e).max()) / scale if e.size else 0.0
+        unit = "relative"
+    return LayerDiff(node.kind, node.location, value.name, tuple(expected.shape), error, unit)
+

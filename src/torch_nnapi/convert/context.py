@@ -1,0 +1,388 @@
+"""The converter state that lowerings build the NNAPI model through.
+
+Every operand and operation goes through the layer-1 :class:`~torch_nnapi.nnapi.Model`, so
+each emitted operation is checked against its declared signature as it is added. This class
+adds what a PyTorch converter needs on top: operands from PyTorch shapes and layouts,
+deduplicated scalar and constant operands, sizes that depend on flexible input dimensions
+(recorded for load-time patching), and the layout conversions of ``layout.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
+import torch
+
+from ..nnapi.codes import OperandType, OperationType
+from ..nnapi.model import Model, Operation
+from . import layout as lay
+from .errors import Unsupported
+from .symbolic import Sym, SymInt, hint
+from .values import NNAPI_TYPE_OF, TensorValue, dtype_name
+
+Op = OperationType
+OperandRef = Union[int, TensorValue]
+
+_SMALL_CONSTANT_BYTES = 4096  # constants up to this size are deduplicated by content
+
+
+def is_number(v) -> bool:
+    return isinstance(v, (bool, int, float, Sym)) and not isinstance(v, np.ndarray)
+
+
+class Converter:
+    """Builds one NNAPI model; lowerings receive it as ``cx``."""
+
+    def __init__(self):
+        self.model = Model()
+        # operand -> NNAPI-order dimensions with Sym entries (only operands that have some)
+        self.sym_dims: dict[int, tuple[SymInt, ...]] = {}
+        # operand -> flat INT32 values with Sym entries (constants patched at load time)
+        self.sym_values: dict[int, tuple[SymInt, ...]] = {}
+        # (expression, expected value, message): checked by the wrapper at load time
+        self.guards: list[tuple[SymInt, int, str]] = []
+        self.node = None  # the capture.Node being lowered, for lowerings that need it
+        # Set by the lowering driver: each graph value's readers in program order, and how
+        # many graph values are bound to each operand (aliases made by permute & co.).
+        self.users: dict = {}
+        self.operand_refs: dict[int, int] = {}
+        self._producers: dict[int, int] = {}  # operand -> index of the operation writing it
+        self._scalars: dict[tuple, int] = {}
+        self._constants: dict[tuple, TensorValue] = {}
+
+    # ------------------------------------------------------------------ tensor operands
+
+    def new_tensor(self, shape: Sequence[SymInt], dtype: str,
+                   layout: Optional[lay.Layout] = None, scale: float = 0.0,
+                   zero_point: int = 0) -> TensorValue:
+        """A fresh tensor operand with PyTorch shape ``shape`` stored in ``layout``."""
+        shape = tuple(shape)
+        layout = tuple(layout) if layout is not None else lay.identity(len(shape))
+        if len(layout) != len(shape):
+            raise ValueError(f"layout {layout} does not fit rank {len(shape)}")
+        for d in shape:
+            if not isinstance(d, Sym) and int(d) <= 0:
+                raise Unsupported(f"tensors with a dimension of size {d} cannot be expressed"
+                                  " in NNAPI")
+        if len(shape) > 4:
+            raise Unsupported(f"NNAPI tensors have at most 4 dimensions, this one would have"
+                              f" shape {[hint(d) for d in shape]}")
+        nshape = lay.apply(layout, shape)
+        if dtype not in NNAPI_TYPE_OF:
+            raise Unsupported(f"dtype {dtype} has no NNAPI equivalent")
+        dims = tuple(0 if isinstance(d, Sym) else int(d) for d in nshape)
+        index = self.model.add_operand(NNAPI_TYPE_OF[dtype], dims, scale, zero_point)
+        if any(isinstance(d, Sym) for d in nshape):
+            self.sym_dims[index] = tuple(nshape)
+        return TensorValue(index, shape, dtype, layout, float(scale), int(zero_point))
+
+    def constant(self, array, dtype: str, *, scale: float = 0.0, zero_point: int = 0,
+                 layout: Optional[lay.Layout] = None, nnapi_type: OperandType | None = None,
+                 ) -> TensorValue:
+        """A constant tensor operand from ``array`` (PyTorch order), stored in ``layout``."""
+        array = np.asarray(array)
+        shape = tuple(array.shape)
+        layout = tuple(layout) if layout is not None else lay.identity(len(shape))
+        stored = np.ascontiguousarray(np.transpose(array, layout) if shape else array.reshape(1))
+        op_type = nnapi_type if nnapi_type is not None else NNAPI_TYPE_OF[dtype]
+        stored = stored.astype(_np_dtype(op_type), copy=False)
+        key = None
+        if stored.nbytes <= _SMALL_CONSTANT_BYTES:
+            key = (op_type, dtype, stored.shape, float(scale), int(zero_point), layout,
+                   hashlib.sha1(stored.tobytes()).hexdigest())
+            found = self._constants.get(key)
+            if found is not None:
+                return found
+        index = self.model.add_operand(op_type, stored.shape, scale, zero_point)
+        self.model.set_operand_value(index, stored, copy=False)
+        value = TensorValue(index, shape, dtype, layout, float(scale), int(zero_point))
+        if key is not None:
+            self._constants[key] = value
+        return value
+
+    def torch_constant(self, t: torch.Tensor, dtype: Optional[str] = None,
+                       layout: Optional[lay.Layout] = None) -> TensorValue:
+        """A constant operand holding a PyTorch tensor (converted to ``dtype`` if given)."""
+        if t.is_quantized:
+            if t.qscheme() not in (torch.per_tensor_affine, torch.per_tensor_symmetric) \
+                    or t.dtype != torch.quint8:
+                raise Unsupported(f"constant quantized tensors of type {t.dtype} with"
+                                  f" {t.qscheme()} are not supported here")
+            return self.constant(t.int_repr().numpy(), "quint8", scale=t.q_scale(),
+                                 zero_point=t.q_zero_point(), layout=layout)
+        target = dtype or _constant_dtype(t)
+        array = t.detach().to(_torch_dtype(target)).contiguous().numpy()
+        if target == "int64":
+            if array.size and (array.min() < -2**31 or array.max() >= 2**31):
+                raise Unsupported("an int64 constant does not fit NNAPI's int32")
+            array = array.astype(np.int32)
+        return self.constant(array, target, layout=layout)
+
+    # ------------------------------------------------------------------ scalar operands
+
+    def scalar(self, op_type: OperandType, value) -> int:
+        """A scalar operand (INT32, FLOAT32, BOOL...); an INT32 may be a Sym."""
+        if isinstance(value, Sym):
+            if op_type != OperandType.INT32:
+                raise Unsupported(f"a flexible dimension cannot be used as a {op_type.name}")
+            index = self.model.add_scalar(op_type, value.hint)
+            self.sym_values[index] = (value,)
+            return index
+        key = (op_type, value if op_type != OperandType.FLOAT32 else float(np.float32(value)))
+        found = self._scalars.get(key)
+        if found is None:
+            found = self.model.add_scalar(op_type, value)
+            self._scalars[key] = found
+        return found
+
+    def i32(self, value: SymInt) -> int:
+        return self.scalar(OperandType.INT32, value if isinstance(value, Sym) else int(value))
+
+    def f32(self, value: float) -> int:
+        return self.scalar(OperandType.FLOAT32, float(value))
+
+    def f16(self, value: float) -> int:
+        return self.scalar(OperandType.FLOAT16, float(value))
+
+    def float_scalar(self, value: float, like: TensorValue) -> int:
+        """A FLOAT32 or FLOAT16 scalar, matching a float16 tensor where needed."""
+        return self.f16(value) if like.dtype == "float16" else self.f32(value)
+
+    def boolean(self, value: bool) -> int:
+        return self.scalar(OperandType.BOOL, bool(value))
+
+    def int_vector(self, values: Iterable[SymInt]) -> int:
+        """A constant TENSOR_INT32 vector; Sym entries are patched at load time."""
+        values = tuple(values)
+        if any(isinstance(v, Sym) for v in values):
+            index = self.model.add_constant(OperandType.TENSOR_INT32,
+                                            np.array([hint(v) for v in values], np.int32))
+            self.sym_values[index] = values
+            return index
+        key = (OperandType.TENSOR_INT32, values)
+        found = self._scalars.get(key)
+        if found is None:
+            found = self.model.add_constant(OperandType.TENSOR_INT32,
+                                            np.array(values, np.int32).reshape(len(values)))
+            self._scalars[key] = found
+        return found
+
+    def guard(self, expression: SymInt, expected: int, message: str) -> None:
+        """Requires ``expression == expected`` for the real input shapes (checked at load)."""
+        if isinstance(expression, Sym):
+            self.guards.append((expression, int(expected), message))
+        elif int(expression) != int(expected):
+            raise Unsupported(message)
+
+    # ------------------------------------------------------------------ operations
+
+    def operation(self, op: OperationType, inputs: Sequence[OperandRef],
+                  outputs: Sequence[TensorValue]) -> None:
+        index = self.model.add_operation(op, [_index(x) for x in inputs],
+                                         [o.operand for o in outputs])
+        for o in outputs:
+            self._producers[o.operand] = index
+
+    def fuse_activation(self, t: TensorValue, code: int) -> Optional[TensorValue]:
+        """Folds RELU/RELU1/RELU6 into the operation that computed ``t`` (through its
+        fuse-code input) when nothing else reads ``t``; None when that is not possible."""
+        node = self.node
+        if node is None or not node.inputs:
+            return None
+        readers = self.users.get(node.inputs[0], [])
+        in_place = node.kind.endswith("_") and not node.kind.endswith("__")
+        alone = readers[:1] == [node] if in_place else readers == [node]
+        if not alone or self.operand_refs.get(t.operand, 0) != 1:
+            return None
+        index = self._producers.get(t.operand)
+        if index is None:
+            return None
+        operation = self.model.operations[index]
+        position = _fuse_code_position(self.model, operation)
+        if position is None or int(self.model.operands[operation.inputs[position]].value) != 0:
+            return None
+        inputs = list(operation.inputs)
+        inputs[position] = self.i32(code)
+        self.model.operations[index] = Operation(operation.type, tuple(inputs),
+                                                 operation.outputs)
+        return t
+
+    def emit(self, op: OperationType, inputs: Sequence[OperandRef], shape: Sequence[SymInt],
+             dtype: str, layout: Optional[lay.Layout] = None, scale: float = 0.0,
+             zero_point: int = 0) -> TensorValue:
+        """Adds a one-output operation and returns its output."""
+        out = self.new_tensor(shape, dtype, layout, scale, zero_point)
+        self.operation(op, inputs, [out])
+        return out
+
+    def emit_like(self, op: OperationType, inputs: Sequence[OperandRef],
+                  like: TensorValue, shape: Optional[Sequence[SymInt]] = None) -> TensorValue:
+        """One-output operation whose output has ``like``'s dtype, layout and quantization."""
+        return self.emit(op, inputs, like.shape if shape is None else shape, like.dtype,
+                         like.layout, like.scale, like.zero_point)
+
+    def example(self, output: int = 0):
+        """PyTorch's example of the current node's output (shape, dtype, quantization)."""
+        if self.node is None or output >= len(self.node.outputs):
+            return None
+        return self.node.outputs[output].example
+
+    def example_quant(self, output: int = 0) -> tuple[float, int]:
+        """The (scale, zero point) PyTorch gave the current node's quantized output."""
+        ex = self.example(output)
+        if ex is None or not getattr(ex, "scale", 0.0):
+            raise Unsupported("the output quantization parameters are unknown (the model"
+                              " could not be run on the example inputs)")
+        return float(ex.scale), int(ex.zero_point)
+
+    # ------------------------------------------------------------------ values
+
+    def tensor(self, v, like: Optional[TensorValue] = None, dtype: Optional[str] = None,
+               what: str = "operand") -> TensorValue:
+        """An operand for ``v``: a TensorValue as is; a constant tensor or number made a
+        constant operand (of ``like``'s dtype and layout, broadcast-ready)."""
+        if isinstance(v, TensorValue):
+            return v
+        if isinstance(v, torch.Tensor):
+            target = dtype or (like.dtype if like is not None and not like.is_quantized
+                               else None)
+            if like is not None and v.dim() < like.rank:
+                v = v.reshape((1,) * (like.rank - v.dim()) + tuple(v.shape))
+            layout = like.layout if like is not None and v.dim() == like.rank else None
+            return self.torch_constant(v, target, layout)
+        if is_number(v):
+            if isinstance(v, Sym):
+                raise Unsupported(f"{what}: a flexible dimension used as a tensor value")
+            target = dtype or (like.dtype if like is not None else
+                               ("float32" if isinstance(v, float) else "int64"))
+            rank = like.rank if like is not None else 1
+            return self.constant(np.full((1,) * max(rank, 1), v), target,
+                                 layout=like.layout if like is not None and like.rank else None)
+        raise Unsupported(f"{what} must be a tensor, got {type(v).__name__}")
+
+    def to_layout(self, t: TensorValue, layout: lay.Layout) -> TensorValue:
+        """``t`` with its data in ``layout``: a RESHAPE if only size-1 dims move, else a
+        TRANSPOSE; nothing if it is already there."""
+        layout = tuple(layout)
+        if t.layout == layout or t.rank <= 1:
+            return t
+        moved = [d for d in t.layout if not _is_one(t.shape[d])]
+        wanted = [d for d in layout if not _is_one(t.shape[d])]
+        if moved == wanted:
+            out = self.new_tensor(t.shape, t.dtype, layout, t.scale, t.zero_point)
+            self.operation(Op.RESHAPE, [t, self.shape_vector(out.nnapi_shape)], [out])
+            return out
+        perm = lay.transpose_perm(t.layout, layout)
+        return self.emit(Op.TRANSPOSE, [t, self.int_vector(perm)], t.shape, t.dtype, layout,
+                         t.scale, t.zero_point)
+
+    def contiguous(self, t: TensorValue) -> TensorValue:
+        return self.to_layout(t, lay.identity(t.rank))
+
+    def shape_vector(self, shape: Sequence[SymInt]) -> int:
+        """A RESHAPE target: one flexible size becomes -1, several are patched at load."""
+        syms = [d for d in shape if isinstance(d, Sym)]
+        if len(syms) == 1:
+            shape = [-1 if isinstance(d, Sym) else d for d in shape]
+        return self.int_vector(shape)
+
+    def reshape(self, t: TensorValue, shape: Sequence[SymInt]) -> TensorValue:
+        """``t.reshape(shape)`` (PyTorch semantics); the result is contiguous."""
+        shape = tuple(shape)
+        if t.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
+            return self._reshape_integers(t, shape)
+        if not lay.data_order_matches(t.layout, t.shape):
+            t = self.contiguous(t)
+        if tuple(shape) == t.shape and lay.is_identity(t.layout):
+            return t
+        nshape = shape if shape else (1,)
+        if shape and tuple(t.nnapi_shape) == tuple(nshape) and len(shape) == t.rank:
+            return t.with_(shape=shape, layout=lay.identity(len(shape)))
+        out = self.new_tensor(shape, t.dtype, None, t.scale, t.zero_point)
+        self.operation(Op.RESHAPE, [t, self.shape_vector(nshape)], [out])
+        return out
+
+    def _reshape_integers(self, t: TensorValue, shape: tuple) -> TensorValue:
+        """RESHAPE takes no integer tensors at level 3: EXPAND_DIMS where only size-1
+        dimensions are added, else a round trip through float32 (exact below 2**24, which
+        covers indices)."""
+        if lay.is_identity(t.layout):
+            inserted, k = [], 0
+            for i, d in enumerate(shape):
+                if k < t.rank and _same_dim(t.shape[k], d):
+                    k += 1
+                elif _is_one(d):
+                    inserted.append(i)
+                else:
+                    break
+            else:
+                if k == t.rank:
+                    out = t
+                    for i in inserted:
+                        new_shape = out.shape[:i] + (1,) + out.shape[i:]
+                        out = self.emit(Op.EXPAND_DIMS, [out, self.i32(i)], new_shape, t.dtype)
+                    return out
+        if t.dtype == "bool":
+            raise Unsupported("reshaping a bool tensor")
+        as_float = self.cast(t, "float32")
+        return self.cast(self.reshape(as_float, shape), t.dtype)
+
+    def cast(self, t: TensorValue, dtype: str) -> TensorValue:
+        if t.dtype == dtype or NNAPI_TYPE_OF[t.dtype] == NNAPI_TYPE_OF[dtype]:
+            return t.with_(dtype=dtype) if t.dtype != dtype else t
+        return self.emit(Op.CAST, [t], t.shape, dtype, t.layout)
+
+
+def _fuse_code_position(model: Model, operation: Operation) -> Optional[int]:
+    """Where the operation takes a fused activation code, per its declared signature."""
+    from ..nnapi.signatures import match_signature, signature_of
+
+    types = [model.operands[i].type for i in operation.inputs]
+    out_types = [model.operands[o].type for o in operation.outputs]
+    match = match_signature(signature_of(operation.type), types, out_types,
+                            [False] * len(types))
+    positions = getattr(match, "input_positions", {}).get("fuse_code")
+    return positions[0] if positions else None
+
+
+def _index(x: OperandRef) -> int:
+    return x.operand if isinstance(x, TensorValue) else int(x)
+
+
+def _is_one(d) -> bool:
+    return not isinstance(d, Sym) and int(d) == 1
+
+
+def _same_dim(a, b) -> bool:
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        return isinstance(a, Sym) and a == b
+    return int(a) == int(b)
+
+
+def _np_dtype(op_type: OperandType) -> np.dtype:
+    from ..nnapi.operand_types import type_info
+
+    return type_info(op_type).dtype
+
+
+_TORCH_DTYPES = {
+    "float32": torch.float32, "float16": torch.float16, "int32": torch.int32,
+    "int64": torch.int64, "bool": torch.bool, "float64": torch.float64,
+}
+
+
+def _torch_dtype(name: str) -> torch.dtype:
+    return _TORCH_DTYPES[name]
+
+
+def _constant_dtype(t: torch.Tensor) -> str:
+    name = dtype_name(t.dtype)
+    if name == "float64":
+        return "float32"
+    if name in ("int8", "int16", "uint8"):
+        return "int32"
+    if name not in NNAPI_TYPE_OF:
+        raise Unsupported(f"constant tensors of dtype {name} have no NNAPI equivalent")
+    return name

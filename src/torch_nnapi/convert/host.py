@@ -1,0 +1,79 @@
+"""Run a converted module's NNAPI model on torch-nnapi's host runtime (NumPy), without
+libneuralnetworks.so: the same serialized model, patched for the input shapes by the
+module's own TorchScript code, deserialized into our Model and executed by
+``torch_nnapi.runtime.Compilation``. Used by ``torch-nnapi run --host`` and the tests."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ..nnapi.codes import OperandType
+from ..nnapi.model import Model
+from ..runtime import Compilation
+from .deserialize import deserialize
+
+
+def program_of(module) -> Any:
+    """The NnapiProgram inside a converted module (fresh or loaded from a file)."""
+    prog = getattr(module, "nnapi", None)
+    if prog is None or not hasattr(prog, "ser_model"):
+        raise ValueError("this module was not produced by torch_nnapi.convert (it has no"
+                         " 'nnapi' program)")
+    return prog
+
+
+def model_for(module, inputs: Sequence[torch.Tensor]) -> Model:
+    """The finished NNAPI model the module would compile for these inputs."""
+    prog = program_of(module)
+    shapes = prog.check_inputs(list(inputs))
+    words = prog.patched_model(shapes).numpy()
+    weights = [w.contiguous().numpy() for w in prog.weights]
+    return deserialize(words, weights).model
+
+
+def run_on_host(module, *inputs: torch.Tensor, relaxed_precision: str = "float32",
+                profile: bool = False):
+    """Runs the converted module on the host runtime; returns what ``module(*inputs)``
+    returns (a tensor or a tuple), plus per-operation timings when ``profile``."""
+    prog = program_of(module)
+    inputs = list(inputs)
+    model = model_for(module, inputs)
+    compilation = Compilation(model, preference=int(prog.compilation_preference),
+                              relaxed_precision=relaxed_precision)
+    ready = [_to_numpy(x) for x in prog.prepare_inputs(inputs)]
+    result = compilation.run(ready, profile=profile)
+    raw = [_to_torch(a, model.operands[o].type, model.operands[o].scale,
+                     model.operands[o].zero_point)
+           for a, o in zip(result.outputs, model.outputs)]
+    outs = list(prog.finish_outputs(raw))
+    returned = _shape_like_forward(module, outs)
+    return (returned, result.timings) if profile else returned
+
+
+def _to_numpy(x: torch.Tensor) -> np.ndarray:
+    if x.is_quantized:
+        return x.int_repr().numpy()
+    return x.numpy()
+
+
+def _to_torch(a: np.ndarray, op_type: OperandType, scale: float, zero_point: int):
+    if op_type == OperandType.TENSOR_QUANT8_ASYMM:
+        return torch._make_per_tensor_quantized_tensor(torch.from_numpy(a.copy()), scale,
+                                                       zero_point)
+    if op_type == OperandType.TENSOR_BOOL8:
+        return torch.from_numpy(a.astype(np.bool_))
+    return torch.from_numpy(np.array(a, copy=True))
+
+
+def _shape_like_forward(module, outs: list):
+    """A single tensor or a tuple/list, as the module's forward returns."""
+    schema = str(module.forward.schema) if hasattr(module.forward, "schema") else ""
+    ret = schema.rsplit("->", 1)[-1].strip()
+    if ret.startswith("Tensor[]") or ret.startswith("List"):
+        return outs
+    if ret.startswith("("):
+        return tuple(outs)
+    return outs[0]

@@ -1,0 +1,364 @@
+"""The lowering driver: walks a captured graph and builds the NNAPI model.
+
+Each node goes to its registered lowering. Nodes whose inputs are all constants are
+evaluated with PyTorch instead (constant folding: what is known at conversion time never
+reaches the model). Failures do not stop the walk: every op kind without a lowering and
+every node a lowering rejects is recorded, the values it would have produced are marked
+poisoned (their readers are skipped), and one :class:`ConversionError` lists them all.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+from ..nnapi.codes import OperationType as Op
+from ..nnapi.errors import BadDataError
+from ..nnapi.model import Lifetime
+from . import layout as lay
+from . import patterns
+from .capture import ExampleTensor, Graph, Node, Value
+from .context import Converter
+from .errors import ConversionError, ConverterBug, Unsupported, UnsupportedUse
+from .lowerings import lowering_for
+from .symbolic import Sym, hint, input_dim
+from .values import TensorValue, dtype_name
+
+
+class _Poison:
+    """The value of anything computed from an unsupported node."""
+
+    def __repr__(self) -> str:
+        return "<poisoned>"
+
+
+POISON = _Poison()
+_NOT_FOLDED = object()
+
+# Never evaluated at conversion time even with constant inputs (results would be stale).
+_NO_FOLD_PREFIXES = ("aten::rand", "aten::normal", "aten::bernoulli", "aten::empty",
+                     "aten::uniform", "aten::multinomial", "aten::dropout",
+                     "aten::feature_dropout")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How one model input is presented to NNAPI."""
+
+    example: ExampleTensor
+    nhwc: bool = False
+    flexible: tuple[int, ...] = ()  # PyTorch dimensions resolved at load time
+
+
+@dataclass
+class Lowered:
+    cx: Converter
+    inputs: list[TensorValue]
+    outputs: list[TensorValue]  # distinct NNAPI model outputs
+    output_map: list[int]  # returned tensor i is NNAPI output output_map[i]
+    returns: str  # "tensor", "tuple" or "list"
+    output_ranks: list[int] = field(default_factory=list)  # PyTorch ranks of ``outputs``
+    values: dict = field(default_factory=dict)  # graph Value -> what it was lowered to
+
+
+class Lowerer:
+    def __init__(self, graph: Graph, specs: Sequence[InputSpec]):
+        self.graph = graph
+        self.specs = list(specs)
+        self.cx = Converter()
+        self.env: dict[Value, Any] = {}
+        self.produced: dict[Value, Any] = {}  # what each node produced (no in-place rebinding)
+        self.unsupported: list[UnsupportedUse] = []
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self, relax_float32_to_float16: bool = False) -> Lowered:
+        patterns.fuse(self.graph)
+        self.cx.users = _readers(self.graph)
+        inputs = [self._add_input(i, v, s) for i, (v, s) in
+                  enumerate(zip(self.graph.inputs, self.specs))]
+        self._find_missing_lowerings()
+        self._lower_nodes(self.graph.nodes)
+        self.unsupported.extend(self._missing.values())
+        returned = self.resolve(self.graph.output)
+        outputs, output_map, returns = self._outputs(returned)
+        # PyTorch's NNAPI runtime cannot read back the dimensions of a 0-D output (it passes
+        # no array): 0-D results leave NNAPI as [1] and the wrapper makes them 0-D again.
+        ranks = [t.rank for t in outputs]
+        outputs = [self.cx.reshape(t, (1,)) if t.rank == 0 else t for t in outputs]
+        if self.unsupported:
+            raise ConversionError(self.unsupported)
+        model = self.cx.model
+        model.identify_inputs_and_outputs([t.operand for t in inputs],
+                                          [t.operand for t in outputs])
+        model.relax_computation_float32_to_float16(relax_float32_to_float16)
+        try:
+            model.finish()
+        except BadDataError as e:
+            raise ConverterBug(f"the converted NNAPI model is invalid: {e}") from e
+        return Lowered(self.cx, inputs, outputs, output_map, returns, ranks, self.produced)
+
+    def _add_input(self, index: int, value: Value, spec: InputSpec) -> TensorValue:
+        ex = spec.example
+        shape = tuple(input_dim(index, d, n) if d in spec.flexible else n
+                      for d, n in enumerate(ex.shape))
+        layout = None
+        if spec.nhwc:
+            if len(shape) != 4:
+                raise ValueError(f"input {index}: NHWC needs a 4-D input, got shape"
+                                 f" {list(ex.shape)}")
+            layout = lay.NHWC
+        if ex.dtype not in ("float32", "quint8", "int32", "int64"):
+            raise ValueError(f"input {index}: dtype {ex.dtype} cannot be an input of PyTorch's"
+                             " NNAPI runtime (float32, quint8, int32 and int64 can)")
+        t = self.cx.new_tensor(shape, ex.dtype, layout, ex.scale, ex.zero_point)
+        self.cx.model.operands[t.operand].name = f"input{index}"
+        self.env[value] = t
+        return t
+
+    def _find_missing_lowerings(self) -> None:
+        """Every node of a kind without a lowering, found up front: those the walk never
+        reaches (downstream of another failure) are reported too, unless they fold."""
+        self._missing: dict[int, UnsupportedUse] = {}
+        for node in self.graph.walk():
+            if node.kind not in _STRUCTURAL and lowering_for(node.kind) is None:
+                self._missing[id(node)] = UnsupportedUse(node.kind, "no lowering for this op",
+                                                         node.location)
+
+    # ------------------------------------------------------------------ nodes
+
+    def _lower_nodes(self, nodes: Sequence[Node]) -> None:
+        for node in nodes:
+            self._lower_node(node)
+
+    def _lower_node(self, node: Node) -> None:
+        args = [self.resolve(v) for v in node.inputs]
+        if any(_poisoned(a) for a in args):
+            self._poison(node)
+            return
+        if node.kind == "prim::If":
+            self._lower_if(node, args)
+            return
+        folded = self._fold(node, args)
+        if folded is not _NOT_FOLDED:
+            self._missing.pop(id(node), None)
+            self._bind(node, folded)
+            return
+        low = lowering_for(node.kind)
+        if low is None:
+            self.unsupported.append(self._missing.pop(id(node)))
+            self._poison(node)
+            return
+        self.cx.node = node
+        try:
+            result = low.fn(self.cx, *args)
+        except Unsupported as e:
+            self.unsupported.append(UnsupportedUse(node.kind, str(e), node.location))
+            self._poison(node)
+            return
+        except BadDataError as e:
+            raise ConverterBug(f"{node.kind} at {node.location}: {e}") from e
+        finally:
+            self.cx.node = None
+        self._bind(node, result)
+        if low.in_place and node.inputs and isinstance(args[0], TensorValue):
+            self.env[node.inputs[0]] = self.env[node.outputs[0]]
+
+    def _lower_if(self, node: Node, args: list) -> None:
+        cond = args[0]
+        if isinstance(cond, Sym) or not isinstance(cond, (bool, int)):
+            self.unsupported.append(UnsupportedUse(
+                node.kind, "control flow whose condition is only known at run time",
+                node.location))
+            self._poison(node)
+            return
+        block = node.blocks[0] if cond else node.blocks[1]
+        self._lower_nodes(block.nodes)
+        self._bind(node, tuple(self.resolve(v) for v in block.outputs))
+
+    def _fold(self, node: Node, args: list) -> Any:
+        """Evaluates an aten op whose inputs are all known constants, with PyTorch."""
+        if not node.schema or not node.kind.startswith("aten::") \
+                or node.kind.startswith(_NO_FOLD_PREFIXES) or not all(map(_constant, args)):
+            return _NOT_FOLDED
+        try:
+            schema = torch._C.parse_schema(node.schema)
+            packet = getattr(torch.ops.aten, schema.name.split("::", 1)[1])
+            fn = getattr(packet, schema.overload_name or "default")
+            positional, keywords = [], {}
+            for arg, value in zip(schema.arguments, args):
+                if arg.kwarg_only:
+                    keywords[arg.name] = value
+                else:
+                    positional.append(value)
+            with torch.no_grad():
+                result = fn(*positional, **keywords)
+        except Exception:  # noqa: BLE001 - not foldable: let the lowering handle it
+            return _NOT_FOLDED
+        return result
+
+    def _bind(self, node: Node, result: Any) -> None:
+        outputs = node.outputs
+        if len(outputs) == 1:
+            values = (result,)
+        else:
+            if not isinstance(result, (tuple, list)) or len(result) != len(outputs):
+                raise ConverterBug(f"{node.kind} at {node.location}: the lowering returned"
+                                   f" {result!r} for {len(outputs)} outputs")
+            values = tuple(result)
+        for v, r in zip(outputs, values):
+            self._check_example(node, v, r)
+            self.env[v] = r
+            self.produced[v] = r
+            if isinstance(r, TensorValue):
+                refs = self.cx.operand_refs
+                refs[r.operand] = refs.get(r.operand, 0) + 1
+
+    def _poison(self, node: Node) -> None:
+        for v in node.outputs:
+            self.env[v] = POISON
+
+    def resolve(self, v: Value) -> Any:
+        if v in self.env:
+            return self.env[v]
+        if v.is_constant:
+            return v.constant
+        raise ConverterBug(f"value %{v.name} is used before it is computed")
+
+    # ------------------------------------------------------------------ checks
+
+    def _check_example(self, node: Node, v: Value, r: Any) -> None:
+        """A lowering's result must agree with what PyTorch computed for the examples."""
+        ex = v.example
+        if ex is None or r is POISON:
+            return
+        where = f"{node.kind} at {node.location}"
+        if isinstance(ex, ExampleTensor):
+            if isinstance(r, TensorValue):
+                if tuple(hint(d) for d in r.shape) != ex.shape:
+                    raise ConverterBug(f"{where}: the lowering's output shape"
+                                       f" {[hint(d) for d in r.shape]} differs from PyTorch's"
+                                       f" {list(ex.shape)}")
+                if r.dtype != ex.dtype:
+                    raise ConverterBug(f"{where}: the lowering's output dtype {r.dtype}"
+                                       f" differs from PyTorch's {ex.dtype}")
+                if ex.scale and not math.isclose(r.scale, ex.scale, rel_tol=1e-5):
+                    raise ConverterBug(f"{where}: output scale {r.scale} differs from"
+                                       f" PyTorch's {ex.scale}")
+            elif isinstance(r, torch.Tensor) and tuple(r.shape) != ex.shape:
+                raise ConverterBug(f"{where}: folded shape {list(r.shape)} differs from"
+                                   f" PyTorch's {list(ex.shape)}")
+        elif isinstance(ex, bool) or isinstance(r, bool):
+            return
+        elif isinstance(ex, int) and isinstance(r, (int, Sym)):
+            if hint(r) != ex:
+                raise ConverterBug(f"{where}: computed {hint(r)}, PyTorch computed {ex}")
+
+    # ------------------------------------------------------------------ outputs
+
+    def _outputs(self, returned: Any) -> tuple[list[TensorValue], list[int], str]:
+        if _poisoned(returned):
+            return [], [], "tensor"
+        if isinstance(returned, (tuple, list)):
+            items, returns = list(returned), "tuple" if isinstance(returned, tuple) else "list"
+        else:
+            items, returns = [returned], "tensor"
+        outputs: list[TensorValue] = []
+        output_map: list[int] = []
+        for i, item in enumerate(items):
+            if not isinstance(item, TensorValue):
+                self.unsupported.append(UnsupportedUse(
+                    "return", f"output {i} is a {type(item).__name__}, not a tensor computed"
+                    " by the model", "the model's return statement"))
+                continue
+            model_inputs = {t.operand for t in self._inputs_of_model()}
+            if self.cx.model.operands[item.operand].lifetime is Lifetime.CONSTANT:
+                self.unsupported.append(UnsupportedUse(
+                    "return", f"output {i} is a constant", "the model's return statement"))
+                continue
+            same = [k for k, o in enumerate(outputs) if o.operand == item.operand]
+            if item.operand in model_inputs or any(
+                    outputs[k].layout != item.layout or outputs[k].shape != item.shape
+                    for k in same):
+                # an NNAPI output must be written by an operation, once, in one layout
+                try:
+                    item = self._fresh_copy(item)
+                except Unsupported as e:
+                    self.unsupported.append(UnsupportedUse("return", f"output {i}: {e}",
+                                                           "the model's return statement"))
+                    continue
+                same = []
+            if same:
+                output_map.append(same[0])
+            else:
+                outputs.append(item)
+                output_map.append(len(outputs) - 1)
+        return outputs, output_map, returns
+
+    def _fresh_copy(self, t: TensorValue) -> TensorValue:
+        """``t`` in a new operand: a TRANSPOSE to PyTorch's order, or a same-shape RESHAPE."""
+        cx = self.cx
+        if not lay.is_identity(t.layout):
+            copy = cx.contiguous(t)
+            if copy.operand != t.operand:
+                return copy
+        if t.is_float or t.is_quantized:
+            out = cx.new_tensor(t.shape, t.dtype, t.layout, t.scale, t.zero_point)
+            cx.operation(Op.RESHAPE, [t, cx.shape_vector(out.nnapi_shape or (1,))], [out])
+            return out
+        raise Unsupported(f"returning a {t.dtype} input unchanged")
+
+    def _inputs_of_model(self) -> list[TensorValue]:
+        return [self.env[v] for v in self.graph.inputs if isinstance(self.env.get(v),
+                                                                       TensorValue)]
+
+
+# Node kinds handled by the driver itself.
+_STRUCTURAL = {"prim::If"}
+
+
+def _readers(graph: Graph) -> dict:
+    """Each value's reading nodes in program order (the graph's return counts as one)."""
+    readers: dict = {}
+    for node in graph.walk():
+        for v in node.inputs:
+            readers.setdefault(v, []).append(node)
+        for b in node.blocks:
+            for v in b.outputs:
+                readers.setdefault(v, []).append(node)
+    readers.setdefault(graph.output, []).append(None)
+    return readers
+
+
+def _poisoned(a: Any) -> bool:
+    if a is POISON:
+        return True
+    if isinstance(a, (list, tuple)):
+        return any(_poisoned(x) for x in a)
+    return False
+
+
+def _constant(a: Any) -> bool:
+    if isinstance(a, (TensorValue, Sym)):
+        return False
+    if isinstance(a, (list, tuple)):
+        return all(_constant(x) for x in a)
+    return True
+
+
+def lower(graph: Graph, specs: Sequence[InputSpec], *,
+          relax_float32_to_float16: bool = False) -> Lowered:
+    return Lowerer(graph, specs).run(relax_float32_to_float16)
+
+
+def example_spec(x: torch.Tensor, nhwc: bool = False, flexible: Sequence[int] = ()) -> InputSpec:
+    dtype = dtype_name(x.dtype)
+    scale, zp = 0.0, 0
+    if x.is_quantized:
+        scale, zp = float(x.q_scale()), int(x.q_zero_point())
+    return InputSpec(ExampleTensor(tuple(x.shape), dtype, scale, zp), nhwc,
+                     tuple(sorted(d % x.dim() for d in flexible)))
+

@@ -1,0 +1,89 @@
+"""The lowering registry: one small function per PyTorch op, grouped in one module per family.
+
+A lowering is registered with ``@lowering("aten::relu", "aten::relu_", nnapi=("RELU",))``.
+It receives the converter (``cx``) and the node's inputs, already resolved: tensors held by
+the NNAPI model are :class:`~torch_nnapi.convert.values.TensorValue`, constant tensors are
+``torch.Tensor``, numbers are ``int``/``float``/``bool`` or :class:`Sym` for sizes that
+depend on flexible input dimensions, and lists are Python lists of those. It returns the
+node's output value (or a tuple of them), emitting NNAPI operations through ``cx``.
+
+In-place variants (``aten::relu_``) share the function: the converter rebinds the mutated
+input to the result, so later readers of the input see the new value.
+
+The registry is introspectable (``supported_ops()``): source op -> NNAPI ops, family, notes,
+which is what the README's tables are generated from.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable
+
+from ...nnapi.codes import OperationType
+
+
+@dataclass(frozen=True)
+class Lowering:
+    kind: str  # the TorchScript node kind, e.g. "aten::relu_"
+    fn: Callable
+    family: str
+    nnapi: tuple[str, ...]  # NNAPI operations this lowering may emit
+    notes: str
+
+    @property
+    def in_place(self) -> bool:
+        return is_in_place(self.kind)
+
+
+LOWERINGS: dict[str, Lowering] = {}
+
+
+def is_in_place(kind: str) -> bool:
+    name = kind.split("::", 1)[-1]
+    return name.endswith("_") and not name.endswith("__")
+
+
+def lowering(*kinds: str, nnapi: tuple[str, ...] | list[str] = (), notes: str = "",
+             family: str | None = None) -> Callable[[Callable], Callable]:
+    """Registers the decorated function as the lowering of each TorchScript op in ``kinds``."""
+    for name in nnapi:
+        OperationType[name]  # a typo in an NNAPI operation name fails at import
+
+    def wrap(fn: Callable) -> Callable:
+        fam = family or fn.__module__.rsplit(".", 1)[-1]
+        for kind in kinds:
+            if kind in LOWERINGS:
+                raise ValueError(f"{kind} already has a lowering in {LOWERINGS[kind].family}")
+            LOWERINGS[kind] = Lowering(kind, fn, fam, tuple(nnapi), notes)
+        return fn
+
+    return wrap
+
+
+_loaded = False
+
+
+def load_all() -> dict[str, Lowering]:
+    """Imports every family module (which registers its lowerings) and returns the table."""
+    global _loaded
+    if not _loaded:
+        for info in pkgutil.iter_modules(__path__):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{__name__}.{info.name}")
+        _loaded = True
+    return LOWERINGS
+
+
+def lowering_for(kind: str) -> Lowering | None:
+    return load_all().get(kind)
+
+
+def supported_ops() -> list[dict]:
+    """One row per supported TorchScript op: kind, family, NNAPI ops, notes, in-place."""
+    rows = []
+    for kind, low in sorted(load_all().items(), key=lambda kv: (kv[1].family, kv[0])):
+        rows.append({"op": kind, "family": low.family, "nnapi": list(low.nnapi),
+                     "notes": low.notes, "in_place": low.in_place})
+    return rows

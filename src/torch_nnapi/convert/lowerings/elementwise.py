@@ -1,0 +1,257 @@
+"""Element-wise binary arithmetic, comparisons and selection, with PyTorch broadcasting.
+
+Operands are brought to a common rank and layout (``_common.broadcast_operands``): model
+tensors keep channels-last when they have it, constants are reshaped and permuted at
+conversion time. Number-only forms (shape arithmetic) are folded, not emitted.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...nnapi.codes import FuseCode
+from ...nnapi.codes import OperationType as Op
+from ..context import Converter
+from ..errors import Unsupported
+from ..values import TensorValue
+from . import lowering
+from ._common import broadcast_operands, constant_float, result_dtype
+from .scalars import both_numbers, compare_numbers, number_binary
+
+_FLOATS = ("float32", "float16")
+
+
+def arithmetic(cx: Converter, op: Op, a, b, fuse: FuseCode = FuseCode.NONE) -> TensorValue:
+    """``a op b`` as one NNAPI ADD/SUB/MUL/DIV with an optional fused activation."""
+    if any(isinstance(v, TensorValue) and v.is_quantized for v in (a, b)):
+        raise Unsupported(f"{op.name} of quantized tensors through aten ops (use the"
+                          " quantized:: ops of a quantized model)")
+    dtype = result_dtype(a, b)
+    if dtype not in _FLOATS:
+        raise Unsupported(f"{op.name} of {dtype} tensors needs NNAPI feature level 4")
+    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
+    return cx.emit(op, [ta, tb, cx.i32(int(fuse))], shape, dtype, layout)
+
+
+def _scaled(cx: Converter, b, alpha):
+    """``alpha * b`` for add/sub's alpha argument."""
+    if alpha is None or (not isinstance(alpha, TensorValue) and constant_float(alpha, "alpha")
+                         == 1.0):
+        return b
+    alpha = constant_float(alpha, "alpha")
+    if isinstance(b, TensorValue):
+        return arithmetic(cx, Op.MUL, b, alpha)
+    return b * alpha
+
+
+@lowering("aten::add", "aten::add_", nnapi=("ADD", "MUL"),
+          notes="alpha != 1 adds a MUL; number operands are folded")
+def add(cx: Converter, a, b, alpha=None):
+    if both_numbers(a, b):
+        return number_binary("add", a, b)
+    if isinstance(a, str) or isinstance(a, list):
+        raise Unsupported("list or string concatenation")
+    return arithmetic(cx, Op.ADD, a, _scaled(cx, b, alpha))
+
+
+@lowering("aten::sub", "aten::sub_", nnapi=("SUB", "MUL"))
+def sub(cx: Converter, a, b, alpha=None):
+    if both_numbers(a, b):
+        return number_binary("sub", a, b)
+    return arithmetic(cx, Op.SUB, a, _scaled(cx, b, alpha))
+
+
+@lowering("aten::rsub", nnapi=("SUB", "MUL"), notes="b - alpha * a")
+def rsub(cx: Converter, a, b, alpha=None):
+    if both_numbers(a, b):
+        return number_binary("sub", b, a)
+    return arithmetic(cx, Op.SUB, b, _scaled(cx, a, alpha))
+
+
+@lowering("aten::mul", "aten::mul_", nnapi=("MUL",))
+def mul(cx: Converter, a, b):
+    if both_numbers(a, b):
+        return number_binary("mul", a, b)
+    return arithmetic(cx, Op.MUL, a, b)
+
+
+@lowering("aten::div", "aten::div_", "aten::true_divide", "aten::true_divide_",
+          nnapi=("DIV", "FLOOR"), notes="rounding_mode='floor' adds FLOOR; 'trunc' is not"
+          " supported")
+def div(cx: Converter, a, b, rounding_mode=None):
+    if both_numbers(a, b):
+        if rounding_mode == "floor":
+            return number_binary("floordiv", a, b)
+        return number_binary("div", a, b)
+    if rounding_mode not in (None, "floor"):
+        raise Unsupported(f"division with rounding_mode={rounding_mode!r}")
+    if isinstance(a, TensorValue) and not isinstance(b, TensorValue) and rounding_mode is None:
+        divisor = constant_float(b, "divisor") if not isinstance(b, torch.Tensor) \
+            or b.numel() == 1 else None
+        if divisor is not None and divisor != 0:
+            return arithmetic(cx, Op.MUL, a, 1.0 / divisor) if _exact_reciprocal(divisor) \
+                else arithmetic(cx, Op.DIV, a, b)
+    out = arithmetic(cx, Op.DIV, a, b)
+    if rounding_mode == "floor":
+        out = cx.emit_like(Op.FLOOR, [out], out)
+    return out
+
+
+def _exact_reciprocal(d: float) -> bool:
+    """Dividing by a power of two equals multiplying by its reciprocal, bit for bit."""
+    import math
+
+    m, _ = math.frexp(abs(d))
+    return m == 0.5
+
+
+@lowering("aten::floor_divide", "aten::floor_divide_", nnapi=("DIV", "FLOOR"))
+def floor_divide(cx: Converter, a, b):
+    if both_numbers(a, b):
+        return number_binary("floordiv", a, b)
+    out = arithmetic(cx, Op.DIV, a, b)
+    return cx.emit_like(Op.FLOOR, [out], out)
+
+
+@lowering("aten::remainder", nnapi=("DIV", "FLOOR", "MUL", "SUB"),
+          notes="a - floor(a / b) * b")
+def remainder(cx: Converter, a, b):
+    if both_numbers(a, b):
+        return number_binary("remainder", a, b)
+    q = arithmetic(cx, Op.DIV, a, b)
+    q = cx.emit_like(Op.FLOOR, [q], q)
+    return arithmetic(cx, Op.SUB, a, arithmetic(cx, Op.MUL, q, b))
+
+
+@lowering("aten::minimum", "aten::fmin", nnapi=("MINIMUM",))
+def minimum(cx: Converter, a, b):
+    return extremum(cx, Op.MINIMUM, a, b)
+
+
+@lowering("aten::maximum", "aten::fmax", nnapi=("MAXIMUM",))
+def maximum(cx: Converter, a, b):
+    return extremum(cx, Op.MAXIMUM, a, b)
+
+
+def extremum(cx: Converter, op: Op, a, b) -> TensorValue:
+    dtype = result_dtype(a, b) if not _quantized(a) else a.dtype
+    if _quantized(a) or _quantized(b):
+        if not (_quantized(a) and _quantized(b)):
+            raise Unsupported(f"{op.name} of a quantized and a float tensor")
+        (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
+        scale, zp = cx.example_quant()
+        return cx.emit(op, [ta, tb], shape, dtype, layout, scale, zp)
+    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
+    return cx.emit(op, [ta, tb], shape, dtype, layout)
+
+
+def _quantized(v) -> bool:
+    return isinstance(v, TensorValue) and v.is_quantized
+
+
+_COMPARISONS = {"aten::eq": Op.EQUAL, "aten::ne": Op.NOT_EQUAL, "aten::lt": Op.LESS,
+                "aten::le": Op.LESS_EQUAL, "aten::gt": Op.GREATER,
+                "aten::ge": Op.GREATER_EQUAL}
+
+
+@lowering(*_COMPARISONS, nnapi=tuple(op.name for op in _COMPARISONS.values()),
+          notes="number comparisons are folded")
+def compare(cx: Converter, a, b):
+    kind = cx.node.kind
+    if both_numbers(a, b):
+        return compare_numbers(kind, a, b)
+    if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
+        raise Unsupported("comparison of values that are not numbers or model tensors")
+    dtype = result_dtype(a, b)
+    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
+    return cx.emit(_COMPARISONS[kind], [ta, tb], shape, "bool", layout)
+
+
+@lowering("aten::where", nnapi=("SELECT",), notes="where(cond, a, b)")
+def where(cx: Converter, condition, a=None, b=None):
+    if a is None:
+        raise Unsupported("where(condition) (nonzero indices have a data-dependent shape)")
+    dtype = result_dtype(a, b)
+    (tc, ta, tb), shape, layout = broadcast_operands(cx, [condition, a, b],
+                                                     ["bool", dtype, dtype])
+    if tc.dtype != "bool":
+        raise Unsupported("where() needs a bool condition")
+    if tuple(ta.shape) != tuple(shape) or tuple(tb.shape) != tuple(shape) \
+            or tuple(tc.shape) != tuple(shape):
+        raise Unsupported("where() with broadcasting (NNAPI SELECT needs equal shapes)")
+    return cx.emit(Op.SELECT, [tc, ta, tb], shape, dtype, layout)
+
+
+@lowering("aten::logical_and", "aten::logical_or", nnapi=("LOGICAL_AND", "LOGICAL_OR"))
+def logical_binary(cx: Converter, a, b):
+    op = Op.LOGICAL_AND if cx.node.kind == "aten::logical_and" else Op.LOGICAL_OR
+    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], "bool")
+    return cx.emit(op, [ta, tb], shape, "bool", layout)
+
+
+@lowering("aten::logical_not", nnapi=("LOGICAL_NOT",))
+def logical_not(cx: Converter, a):
+    if not isinstance(a, TensorValue) or a.dtype != "bool":
+        raise Unsupported("logical_not of a non-bool tensor")
+    return cx.emit(Op.LOGICAL_NOT, [a], a.shape, "bool", a.layout)
+
+
+@lowering("aten::pow", "aten::pow_", nnapi=("MUL", "SQRT", "RSQRT", "DIV", "POW"),
+          notes="exponents 2, 0.5, -0.5, -1 use cheaper ops; others POW")
+def power(cx: Converter, a, b):
+    if both_numbers(a, b):
+        return a ** b
+    if isinstance(a, TensorValue) and not isinstance(b, TensorValue) and (
+            not isinstance(b, torch.Tensor) or b.numel() == 1):
+        e = constant_float(b, "exponent")
+        if e == 1.0:
+            return a
+        if e == 2.0:
+            return arithmetic(cx, Op.MUL, a, a)
+        if e == 0.5:
+            return cx.emit_like(Op.SQRT, [a], a)
+        if e == -0.5:
+            return cx.emit_like(Op.RSQRT, [a], a)
+        if e == -1.0:
+            return arithmetic(cx, Op.DIV, 1.0, a)
+    dtype = result_dtype(a, b)
+    if dtype not in _FLOATS:
+        raise Unsupported("pow of integer tensors")
+    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
+    return cx.emit(Op.POW, [ta, tb], shape, dtype, layout)
+
+
+_CASTABLE = ("float32", "float16", "int32", "int64")
+
+
+@lowering("aten::to", "aten::type_as", "aten::_to_copy", nnapi=("CAST",),
+          notes="dtype conversions among float32, float16, int32, int64; device moves are"
+          " dropped")
+def to(cx: Converter, x, *args):
+    from .scalars import DTYPE_OF_CODE
+
+    x = _tensor_arg(x)
+    if cx.node.kind == "aten::type_as":
+        other = args[0]
+        target = other.dtype if isinstance(other, TensorValue) else str(other.dtype)[6:]
+    else:
+        codes = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+        others = [a for a in args if isinstance(a, (TensorValue, torch.Tensor))]
+        if others:
+            o = others[0]
+            target = o.dtype if isinstance(o, TensorValue) else str(o.dtype)[6:]
+        elif codes and codes[0] in DTYPE_OF_CODE:
+            target = DTYPE_OF_CODE[codes[0]]
+        else:
+            return x  # a device or memory-format change only
+    if target == x.dtype:
+        return x
+    if target not in _CASTABLE or x.dtype not in _CASTABLE:
+        raise Unsupported(f"conversion from {x.dtype} to {target}")
+    return cx.cast(x, target)
+
+
+def _tensor_arg(x) -> TensorValue:
+    if not isinstance(x, TensorValue):
+        raise Unsupported("a dtype conversion of a value that is not a model tensor")
+    return x

@@ -1,0 +1,128 @@
+"""Padding: constant (PAD, or PAD_V2 for a non-zero value), reflection, replication and
+circular. NNAPI level 3 has no MIRROR_PAD: the other modes are a GATHER per padded
+dimension with a constant index list (reflect: ..2 1 | 0 1 2 .. n-1 | n-2 n-3..).
+Negative padding crops with STRIDED_SLICE.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...nnapi.codes import OperationType as Op
+from ..context import Converter
+from ..errors import Unsupported
+from ..values import TensorValue
+from . import lowering
+from ._common import constant_float, require_tensor, static_int, static_ints
+from .index import gather_indices, strided_slice
+
+
+def _per_dim(x: TensorValue, pad) -> dict[int, tuple[int, int]]:
+    """PyTorch's pad list (last dimension first) -> {dim: (before, after)}."""
+    pads = static_ints(pad, "pad")
+    if len(pads) % 2 or len(pads) // 2 > x.rank:
+        raise Unsupported(f"pad list {pads} for a {x.rank}-D tensor")
+    out = {}
+    for k in range(len(pads) // 2):
+        before, after = pads[2 * k], pads[2 * k + 1]
+        if before or after:
+            out[x.rank - 1 - k] = (before, after)
+    return out
+
+
+def _crop_negative(cx: Converter, x: TensorValue, pads: dict) -> tuple[TensorValue, dict]:
+    crops = {}
+    for d, (before, after) in pads.items():
+        if before < 0 or after < 0:
+            size = static_int(x.shape[d], "cropped dimension")
+            crops[d] = (max(-before, 0), size - max(-after, 0), 1)
+    if crops:
+        x = strided_slice(cx, x, crops)
+    return x, {d: (max(b, 0), max(a, 0)) for d, (b, a) in pads.items()}
+
+
+def constant_pad(cx: Converter, x: TensorValue, pad, value) -> TensorValue:
+    pads = _per_dim(x, pad)
+    x, pads = _crop_negative(cx, x, pads)
+    pads = {d: p for d, p in pads.items() if p != (0, 0)}
+    if not pads:
+        return x
+    v = 0.0 if value is None else constant_float(value, "pad value")
+    rows = np.array([pads.get(d, (0, 0)) for d in x.layout], np.int32)
+    shape = tuple(n + sum(pads.get(d, (0, 0))) for d, n in enumerate(x.shape))
+    paddings = cx.constant(rows, "int32")
+    if v == 0.0:
+        return cx.emit(Op.PAD, [x, paddings], shape, x.dtype, x.layout, x.scale, x.zero_point)
+    if x.is_quantized:
+        q = int(round(v / x.scale)) + x.zero_point
+        if not 0 <= q <= 255:
+            raise Unsupported(f"pad value {v} is outside the quantized range")
+        fill = cx.i32(q)
+    elif x.is_float:
+        fill = cx.float_scalar(v, x)
+    else:
+        fill = cx.i32(int(v))
+    return cx.emit(Op.PAD_V2, [x, paddings, fill], shape, x.dtype, x.layout, x.scale,
+                   x.zero_point)
+
+
+def _index_map(mode: str, n: int, before: int, after: int) -> list[int]:
+    positions = range(-before, n + after)
+    if mode == "reflect":
+        if before >= n or after >= n:
+            raise Unsupported(f"reflection padding of {max(before, after)} for size {n}")
+        period = 2 * (n - 1)
+        out = []
+        for i in positions:
+            k = abs(i) % period if period else 0
+            out.append(period - k if k >= n else k)
+        return out
+    if mode == "replicate":
+        return [min(max(i, 0), n - 1) for i in positions]
+    if mode == "circular":
+        if before > n or after > n:
+            raise Unsupported(f"circular padding of {max(before, after)} for size {n}")
+        return [i % n for i in positions]
+    raise Unsupported(f"padding mode {mode!r}")
+
+
+def index_pad(cx: Converter, x: TensorValue, pad, mode: str) -> TensorValue:
+    pads = _per_dim(x, pad)
+    x, pads = _crop_negative(cx, x, pads)
+    for d, (before, after) in sorted(pads.items()):
+        if before == after == 0:
+            continue
+        n = static_int(x.shape[d], f"{mode}-padded dimension")
+        x = gather_indices(cx, x, d, _index_map(mode, n, before, after))
+    return x
+
+
+@lowering("aten::constant_pad_nd", nnapi=("PAD", "PAD_V2", "STRIDED_SLICE"))
+def constant_pad_nd(cx: Converter, x, pad, value=0.0):
+    return constant_pad(cx, require_tensor(x), pad, value)
+
+
+@lowering("aten::pad", nnapi=("PAD", "PAD_V2", "GATHER", "STRIDED_SLICE"),
+          notes="constant, reflect, replicate, circular")
+def pad_(cx: Converter, x, pad, mode="constant", value=None):
+    x = require_tensor(x)
+    if mode == "constant":
+        return constant_pad(cx, x, pad, value)
+    return index_pad(cx, x, pad, mode)
+
+
+@lowering("aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d",
+          nnapi=("GATHER",))
+def reflection_pad(cx: Converter, x, pad):
+    return index_pad(cx, require_tensor(x), pad, "reflect")
+
+
+@lowering("aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d",
+          nnapi=("GATHER",))
+def replication_pad(cx: Converter, x, pad):
+    return index_pad(cx, require_tensor(x), pad, "replicate")
+
+
+@lowering("aten::_pad_circular", nnapi=("GATHER",))
+def circular_pad(cx: Converter, x, pad):
+    return index_pad(cx, require_tensor(x), pad, "circular")

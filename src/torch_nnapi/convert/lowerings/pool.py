@@ -1,0 +1,223 @@
+"""Pooling: max and average pools (1-D and 2-D, padding, ceil_mode), adaptive pools.
+
+NNAPI pools take explicit padding; PyTorch's ceil_mode becomes extra padding at the bottom
+and right. NNAPI averages exclude padding (PyTorch's count_include_pad=False); PyTorch's
+default count_include_pad=True with padding becomes an explicit zero PAD followed by an
+unpadded pool. Adaptive pools to 1x1 are a MEAN/REDUCE_MAX over H and W (any input size,
+flexible ones included); other output sizes dividing the input use a fixed window.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...nnapi.codes import FuseCode
+from ...nnapi.codes import OperationType as Op
+from .. import layout as lay
+from ..context import Converter
+from ..errors import Unsupported
+from ..symbolic import Sym, SymInt, ceil_div, sym_max, sym_min
+from ..values import TensorValue
+from . import lowering
+from ._common import require_tensor, static_int, static_ints
+from .conv import spatial_input
+
+
+def pooled_size(size: SymInt, kernel: int, stride: int, pad: int, ceil_mode: bool) \
+        -> tuple[SymInt, SymInt]:
+    """PyTorch's pooled size and the padding NNAPI needs after the input to produce it."""
+    if not ceil_mode:
+        return (size + 2 * pad - kernel) // stride + 1, pad
+    out = ceil_div(size + 2 * pad - kernel, stride) + 1
+    # the last window must start inside the input or its left padding
+    limit = ceil_div(size + pad, stride)
+    out = sym_min(out, limit) if isinstance(out, Sym) or isinstance(limit, Sym) \
+        else min(out, limit)
+    after = (out - 1) * stride + kernel - size - pad  # ceil_mode's extra rows or columns
+    if isinstance(after, Sym):
+        return out, sym_max(after, 0)
+    after = max(after, 0)
+    if (size + pad + after - kernel) // stride + 1 != out:
+        raise Unsupported(f"ceil_mode pooling of size {size} with kernel {kernel} and stride"
+                          f" {stride}")
+    return out, after
+
+
+def pool2d(cx: Converter, op: Op, x: TensorValue, kernel, stride, padding, ceil_mode: bool,
+           fuse: FuseCode = FuseCode.NONE) -> TensorValue:
+    kh, kw = static_ints(kernel, "kernel_size", 2)
+    stride = static_ints(stride, "stride", 2) if stride else [kh, kw]
+    sh, sw = stride
+    ph, pw = static_ints(padding, "padding", 2)
+    x, nchw = spatial_input(cx, x)
+    n, c, h, w = x.shape
+    oh, bottom = pooled_size(h, kh, sh, ph, ceil_mode)
+    ow, right = pooled_size(w, kw, sw, pw, ceil_mode)
+    inputs = [x, cx.i32(pw), cx.i32(right), cx.i32(ph), cx.i32(bottom), cx.i32(sw), cx.i32(sh),
+              cx.i32(kw), cx.i32(kh), cx.i32(int(fuse)), cx.boolean(nchw)]
+    return cx.emit(op, inputs, (n, c, oh, ow), x.dtype, x.layout, x.scale, x.zero_point)
+
+
+def _as_4d(cx: Converter, x: TensorValue) -> tuple[TensorValue, bool]:
+    """1-D pools run as 2-D pools over a height of 1; unbatched inputs get a batch."""
+    if x.rank == 3:
+        return cx.reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2])), True
+    return x, False
+
+
+@lowering("aten::max_pool2d", "aten::max_pool1d", nnapi=("MAX_POOL_2D",),
+          notes="dilation 1; padding and ceil_mode")
+def max_pool(cx: Converter, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+    x = require_tensor(x)
+    one_d = cx.node.kind == "aten::max_pool1d"
+    dims = 1 if one_d else 2
+    if any(d != 1 for d in static_ints(dilation, "dilation", dims)):
+        raise Unsupported("dilated max pooling")
+    if one_d:
+        x4, _ = _as_4d(cx, x)
+        k = [1] + static_ints(kernel, "kernel_size", 1)
+        s = [1] + (static_ints(stride, "stride", 1) if stride else k[1:])
+        p = [0] + static_ints(padding, "padding", 1)
+        y = pool2d(cx, Op.MAX_POOL_2D, x4, k, s, p, bool(ceil_mode))
+        return cx.reshape(y, (y.shape[0], y.shape[1], y.shape[3]))
+    if x.rank == 3:
+        raise Unsupported("unbatched 2-D pooling")
+    return pool2d(cx, Op.MAX_POOL_2D, x, kernel, stride, padding, bool(ceil_mode))
+
+
+@lowering("aten::avg_pool2d", "aten::avg_pool1d", nnapi=("AVERAGE_POOL_2D", "PAD", "MUL"),
+          notes="count_include_pad with padding adds a PAD; divisor_override without"
+          " padding adds a MUL")
+def avg_pool(cx: Converter, x, kernel, stride=(), padding=0, ceil_mode=False,
+             count_include_pad=True, divisor_override=None):
+    x = require_tensor(x)
+    one_d = cx.node.kind == "aten::avg_pool1d"
+    if one_d:
+        x4, _ = _as_4d(cx, x)
+        k = [1] + static_ints(kernel, "kernel_size", 1)
+        s = [1] + (static_ints(stride, "stride", 1) if stride else k[1:])
+        p = [0] + static_ints(padding, "padding", 1)
+        y = _avg_pool2d(cx, x4, k, s, p, bool(ceil_mode), bool(count_include_pad), None)
+        return cx.reshape(y, (y.shape[0], y.shape[1], y.shape[3]))
+    if x.rank == 3:
+        raise Unsupported("unbatched 2-D pooling")
+    return _avg_pool2d(cx, x, kernel, stride, padding, bool(ceil_mode),
+                       bool(count_include_pad), divisor_override)
+
+
+def _avg_pool2d(cx: Converter, x: TensorValue, kernel, stride, padding, ceil_mode,
+                count_include_pad, divisor_override) -> TensorValue:
+    kh, kw = static_ints(kernel, "kernel_size", 2)
+    ph, pw = static_ints(padding, "padding", 2)
+    if divisor_override is not None:
+        if ph or pw or ceil_mode:
+            raise Unsupported("avg_pool2d divisor_override with padding or ceil_mode")
+        y = pool2d(cx, Op.AVERAGE_POOL_2D, x, kernel, stride, padding, False)
+        factor = kh * kw / static_int(divisor_override, "divisor_override")
+        from .elementwise import arithmetic
+
+        return arithmetic(cx, Op.MUL, y, factor) if not y.is_quantized else _unsupported_q()
+    if count_include_pad and (ph or pw):
+        x = _zero_pad_hw(cx, x, ph, pw)
+        stride = static_ints(stride, "stride", 2) if stride else [kh, kw]
+        return pool2d(cx, Op.AVERAGE_POOL_2D, x, [kh, kw], stride, [0, 0], ceil_mode)
+    return pool2d(cx, Op.AVERAGE_POOL_2D, x, kernel, stride, padding, ceil_mode)
+
+
+def _unsupported_q():
+    raise Unsupported("quantized avg_pool2d with divisor_override")
+
+
+def _zero_pad_hw(cx: Converter, x: TensorValue, ph: int, pw: int) -> TensorValue:
+    """PAD H and W with zeros (the quantized zero for quantized tensors)."""
+    x, _ = spatial_input(cx, x)
+    pads = {2: (ph, ph), 3: (pw, pw)}
+    rows = [pads.get(d, (0, 0)) for d in x.layout]
+    shape = tuple(n + sum(pads.get(d, (0, 0))) for d, n in enumerate(x.shape))
+    return cx.emit(Op.PAD, [x, cx.constant(np.array(rows, np.int32), "int32")], shape,
+                   x.dtype, x.layout, x.scale, x.zero_point)
+
+
+def _adaptive_sizes(x: TensorValue, output_size) -> tuple[int, int]:
+    sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * 2
+    if len(sizes) == 1:
+        sizes = sizes * 2
+    return tuple(x.shape[2 + i] if s is None else static_int(s, "output_size")
+                 for i, s in enumerate(sizes))
+
+
+def adaptive_matrix(n: int, out: int) -> np.ndarray:
+    """A[o, i] = 1 / |window o| for the inputs of PyTorch's adaptive window o."""
+    matrix = np.zeros((out, n), np.float64)
+    for o in range(out):
+        start = (o * n) // out
+        end = -((-(o + 1) * n) // out)
+        matrix[o, start:end] = 1.0 / (end - start)
+    return matrix.astype(np.float32)
+
+
+def contract_axis(cx: Converter, x: TensorValue, torch_dim: int, matrix: np.ndarray,
+                   layout: lay.Layout) -> TensorValue:
+    """Applies ``matrix`` along ``torch_dim``, which must be last in ``layout``."""
+    x = cx.to_layout(x, layout)
+    out_size = matrix.shape[0]
+    batch = 1
+    for d in x.nnapi_shape[:-1]:
+        batch = batch * d
+    w = cx.constant(matrix, x.dtype)
+    b = cx.constant(np.zeros(out_size, np.float32), x.dtype)
+    flat = cx.emit(Op.FULLY_CONNECTED, [x, w, b, cx.i32(0)], (batch, out_size), x.dtype)
+    shape = tuple(out_size if d == torch_dim else n for d, n in enumerate(x.shape))
+    out = cx.new_tensor(shape, x.dtype, layout)
+    cx.operation(Op.RESHAPE, [flat, cx.shape_vector(out.nnapi_shape)], [out])
+    return out
+
+
+def _adaptive_avg_matrices(cx: Converter, x: TensorValue, oh: int, ow: int) -> TensorValue:
+    """Uneven adaptive average pooling: two products with averaging matrices."""
+    from .activation import in_float
+
+    def compute(f):
+        out = f
+        if ow != f.shape[3]:
+            out = contract_axis(cx, out, 3, adaptive_matrix(f.shape[3], ow), (0, 1, 2, 3))
+        if oh != f.shape[2]:
+            out = contract_axis(cx, out, 2, adaptive_matrix(f.shape[2], oh), (0, 1, 3, 2))
+        return out
+
+    return in_float(cx, x, compute)
+
+
+@lowering("aten::adaptive_avg_pool2d", "aten::adaptive_max_pool2d",
+          nnapi=("MEAN", "REDUCE_MAX", "AVERAGE_POOL_2D", "MAX_POOL_2D", "FULLY_CONNECTED"),
+          notes="1x1 (any input, flexible too); sizes dividing the input as fixed windows;"
+          " other average sizes as averaging-matrix products")
+def adaptive_pool(cx: Converter, x, output_size):
+    x = require_tensor(x)
+    is_max = cx.node.kind == "aten::adaptive_max_pool2d"
+    if x.rank != 4:
+        raise Unsupported("adaptive pooling of a non-4-D input")
+    oh, ow = _adaptive_sizes(x, output_size)
+    n, c, h, w = x.shape
+    if (oh, ow) == (1, 1):
+        axes = [lay.axis(x.layout, 2), lay.axis(x.layout, 3)]
+        if is_max:
+            out = cx.emit(Op.REDUCE_MAX, [x, cx.int_vector(axes), cx.boolean(True)],
+                          (n, c, 1, 1), x.dtype, x.layout, x.scale, x.zero_point)
+        else:
+            out = cx.emit(Op.MEAN, [x, cx.int_vector(axes), cx.i32(1)], (n, c, 1, 1), x.dtype,
+                          x.layout, x.scale, x.zero_point)
+    else:
+        if isinstance(h, Sym) or isinstance(w, Sym):
+            raise Unsupported("adaptive pooling of a flexible dimension to a size other than 1")
+        if h % oh or w % ow:
+            if is_max:
+                raise Unsupported(f"adaptive max pooling from {h}x{w} to {oh}x{ow} (the input"
+                                  " size must be a multiple of the output size)")
+            return _adaptive_avg_matrices(cx, x, oh, ow)
+        kh, kw = h // oh, w // ow
+        op = Op.MAX_POOL_2D if is_max else Op.AVERAGE_POOL_2D
+        out = pool2d(cx, op, x, [kh, kw], [kh, kw], [0, 0], False)
+    if is_max and len(cx.node.outputs) > 1:
+        return out, None  # the indices: unsupported if anything reads them
+    return out

@@ -1,0 +1,190 @@
+"""Reductions and normalizing activations: mean, sum, amax, amin, prod, max/min (values
+and indices), argmax, argmin, var/std, softmax, log_softmax.
+
+Reduced PyTorch dimensions are mapped to the operand's NNAPI axes through its layout, so
+channels-last tensors reduce in place; the result keeps the layout minus the reduced dims.
+"""
+
+from __future__ import annotations
+
+from ...nnapi.codes import OperationType as Op
+from .. import layout as lay
+from ..context import Converter
+from ..errors import Unsupported
+from ..symbolic import SymInt
+from ..values import TensorValue
+from . import lowering
+from ._common import dim_index, require_tensor
+from .elementwise import arithmetic, extremum
+from .scalars import DTYPE_OF_CODE
+
+
+def reduce_dims(x: TensorValue, dims) -> list[int]:
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return list(range(x.rank))
+    if not isinstance(dims, (list, tuple)):
+        dims = [dims]
+    return sorted({dim_index(d, x.rank) for d in dims})
+
+
+def reduce(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool,
+           dtype: str | None = None) -> TensorValue:
+    """One NNAPI reduction of PyTorch dims ``dims``; MEAN takes keep_dims as INT32, the
+    REDUCE_* ops as BOOL."""
+    axes = cx.int_vector([lay.axis(x.layout, d) for d in dims])
+    keep = cx.i32(int(keepdim)) if op == Op.MEAN else cx.boolean(keepdim)
+    if keepdim:
+        shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
+        layout = x.layout
+    else:
+        shape = tuple(n for i, n in enumerate(x.shape) if i not in dims)
+        layout = lay.without_dims(x.layout, dims)
+    if x.is_quantized and op == Op.MEAN:
+        scale, zero_point = cx.example_quant()
+    else:
+        scale, zero_point = x.scale, x.zero_point
+    return cx.emit(op, [x, axes, keep], shape, dtype or x.dtype, layout, scale, zero_point)
+
+
+def _dtype_arg(x: TensorValue, dtype) -> TensorValue:
+    if dtype is None:
+        return x
+    name = DTYPE_OF_CODE.get(int(dtype))
+    if name != x.dtype:
+        raise Unsupported(f"reduction with dtype={name} from {x.dtype}")
+    return x
+
+
+@lowering("aten::mean", nnapi=("MEAN",))
+def mean(cx: Converter, x, dims=None, keepdim=False, dtype=None):
+    x = _dtype_arg(require_tensor(x), dtype)
+    if not (x.is_float or x.is_quantized):
+        raise Unsupported(f"mean of a {x.dtype} tensor")
+    return reduce(cx, Op.MEAN, x, reduce_dims(x, dims), bool(keepdim))
+
+
+@lowering("aten::sum", nnapi=("REDUCE_SUM",))
+def sum_(cx: Converter, x, dims=None, keepdim=False, dtype=None):
+    x = require_tensor(x)
+    if isinstance(dims, int) and not isinstance(dims, bool) and dtype is None \
+            and len(cx.node.inputs) == 2:
+        dtype, dims = dims, None  # sum(x, dtype)
+    x = _dtype_arg(x, dtype)
+    if not x.is_float:
+        raise Unsupported(f"sum of a {x.dtype} tensor")
+    return reduce(cx, Op.REDUCE_SUM, x, reduce_dims(x, dims), bool(keepdim))
+
+
+@lowering("aten::prod", nnapi=("REDUCE_PROD",))
+def prod(cx: Converter, x, dim=None, keepdim=False, dtype=None):
+    x = _dtype_arg(require_tensor(x), dtype)
+    if not x.is_float:
+        raise Unsupported(f"prod of a {x.dtype} tensor")
+    return reduce(cx, Op.REDUCE_PROD, x, reduce_dims(x, dim), bool(keepdim))
+
+
+@lowering("aten::amax", "aten::amin", nnapi=("REDUCE_MAX", "REDUCE_MIN"))
+def amax(cx: Converter, x, dims=None, keepdim=False):
+    x = require_tensor(x)
+    op = Op.REDUCE_MAX if cx.node.kind == "aten::amax" else Op.REDUCE_MIN
+    return reduce(cx, op, x, reduce_dims(x, dims), bool(keepdim))
+
+
+@lowering("aten::max", "aten::min",
+          nnapi=("REDUCE_MAX", "REDUCE_MIN", "ARGMAX", "ARGMIN", "MAXIMUM", "MINIMUM"),
+          notes="max(x), max(x, dim) -> (values, indices), max(x, other)")
+def max_min(cx: Converter, x, *args):
+    is_max = cx.node.kind == "aten::max"
+    if len(args) == 1 and (isinstance(args[0], TensorValue) or hasattr(args[0], "shape")):
+        return extremum(cx, Op.MAXIMUM if is_max else Op.MINIMUM, x, args[0])
+    x = require_tensor(x)
+    reduce_op = Op.REDUCE_MAX if is_max else Op.REDUCE_MIN
+    if not args:
+        return reduce(cx, reduce_op, x, list(range(x.rank)), False)
+    d = dim_index(args[0], x.rank)
+    keepdim = bool(args[1]) if len(args) > 1 else False
+    values = reduce(cx, reduce_op, x, [d], keepdim)
+    indices = arg_extremum(cx, x, d, keepdim, is_max)
+    return values, indices
+
+
+def arg_extremum(cx: Converter, x: TensorValue, d: int, keepdim: bool, is_max: bool) \
+        -> TensorValue:
+    op = Op.ARGMAX if is_max else Op.ARGMIN
+    shape = tuple(n for i, n in enumerate(x.shape) if i != d)
+    out = cx.emit(op, [x, cx.i32(lay.axis(x.layout, d))], shape, "int64",
+                  lay.without_dims(x.layout, [d]))
+    if keepdim:
+        from .shape import unsqueeze
+
+        out = unsqueeze(cx, out, d)
+    return out
+
+
+@lowering("aten::argmax", "aten::argmin", nnapi=("ARGMAX", "ARGMIN", "RESHAPE"),
+          notes="int64 results are int32 in NNAPI and cast back by the wrapper")
+def argmax(cx: Converter, x, dim=None, keepdim=False):
+    x = require_tensor(x)
+    is_max = cx.node.kind == "aten::argmax"
+    if dim is None:
+        flat = cx.reshape(x, (_numel(x.shape),))
+        out = arg_extremum(cx, flat, 0, False, is_max)
+        if keepdim:
+            out = cx.reshape(out, (1,) * x.rank)
+        return out
+    return arg_extremum(cx, x, dim_index(dim, x.rank), bool(keepdim), is_max)
+
+
+def _numel(shape) -> SymInt:
+    n: SymInt = 1
+    for d in shape:
+        n = n * d
+    return n
+
+
+@lowering("aten::var", "aten::std", nnapi=("MEAN", "SUB", "MUL", "SQRT"),
+          notes="two-pass; correction must be static")
+def var_std(cx: Converter, x, dims=None, correction=None, keepdim=False, *rest):
+    x = require_tensor(x)
+    if isinstance(dims, bool):  # var(x, unbiased)
+        correction, dims = (1 if dims else 0), None
+    dd = reduce_dims(x, dims)
+    n: SymInt = 1
+    for d in dd:
+        n = n * x.shape[d]
+    corr = 1.0 if correction is None else (float(correction) if not isinstance(
+        correction, bool) else float(correction))
+    if isinstance(n, int) is False:
+        raise Unsupported("variance over a flexible dimension")
+    mu = reduce(cx, Op.MEAN, x, dd, True)
+    dev = arithmetic(cx, Op.SUB, x, mu)
+    var = reduce(cx, Op.MEAN, arithmetic(cx, Op.MUL, dev, dev), dd, bool(keepdim))
+    if corr:
+        var = arithmetic(cx, Op.MUL, var, n / (n - corr))
+    if cx.node.kind == "aten::std":
+        var = cx.emit_like(Op.SQRT, [var], var)
+    return var
+
+
+@lowering("aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
+          nnapi=("SOFTMAX", "LOG_SOFTMAX"), notes="beta 1, any axis")
+def softmax(cx: Converter, x, dim, dtype=None, *rest):
+    x = require_tensor(x)
+    if isinstance(dtype, bool):
+        dtype = None  # _softmax(x, dim, half_to_float)
+    x = _dtype_arg(x, dtype)
+    d = dim_index(dim, x.rank)
+    log = "log_softmax" in cx.node.kind
+    if x.rank > 4:
+        raise Unsupported("softmax of a tensor of rank above 4")
+    axis = cx.i32(lay.axis(x.layout, d))
+    if log:
+        if not x.is_float:
+            raise Unsupported("log_softmax of a quantized tensor")
+        return cx.emit_like(Op.LOG_SOFTMAX, [x, cx.float_scalar(1.0, x), axis], x)
+    if x.is_quantized:
+        scale, zero_point = cx.example_quant()
+        return cx.emit(Op.SOFTMAX, [x, cx.f32(1.0), axis], x.shape, x.dtype, x.layout, scale,
+                       zero_point)
+    return cx.emit_like(Op.SOFTMAX, [x, cx.float_scalar(1.0, x), axis], x)
+

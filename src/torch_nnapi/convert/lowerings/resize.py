@@ -1,0 +1,175 @@
+"""Upsampling: nearest and bilinear (align_corners both ways, size or scale factor).
+
+Nearest: RESIZE_NEAREST_NEIGHBOR when its source-index rule (floor(dst * in / out)) picks
+the same pixels as PyTorch's, which holds for integer scale factors and for sizes; otherwise
+a GATHER per axis with PyTorch's exact index map. Flexible dimensions need an integer scale
+factor.
+
+Bilinear: level 3's RESIZE_BILINEAR has neither PyTorch's half-pixel centers
+(align_corners=False) nor align_corners=True (both arrived at level 4). Bilinear
+interpolation is separable: along each axis, every output is a weighted sum of two input
+neighbours, so it is computed exactly as two GATHERs (the neighbours, constant indices)
+and a weighted ADD, in whatever layout the tensor has.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ...nnapi.codes import OperationType as Op
+from ..context import Converter
+from ..errors import Unsupported
+from ..symbolic import Sym
+from ..values import TensorValue
+from . import lowering
+from .elementwise import arithmetic
+from ._common import require_tensor, static_int
+from .activation import in_float
+from .conv import spatial_input
+from .index import gather_indices
+
+
+def _sizes_and_scales(x: TensorValue, output_size, scales, dims: int):
+    """Output sizes and PyTorch's per-axis scale factors (None where not given)."""
+    spatial = x.shape[2:]
+    if scales is not None and not isinstance(scales, (list, tuple)):
+        scales = [scales] * dims
+    if output_size is not None:
+        sizes = [s if isinstance(s, Sym) else int(s) for s in output_size]
+    elif scales is not None:
+        sizes = []
+        for n, s in zip(spatial, scales):
+            if isinstance(n, Sym):
+                if float(s) != int(s):
+                    raise Unsupported("a non-integer scale factor on a flexible dimension")
+                sizes.append(n * int(s))
+            else:
+                sizes.append(int(np.floor(n * float(s))))
+    else:
+        raise Unsupported("upsampling without size or scale factor")
+    factors = [None if s is None else float(s) for s in scales] if scales is not None \
+        else [None] * dims
+    return sizes, factors
+
+
+def _pytorch_scale(n: int, out: int, factor: float | None, align_corners: bool) -> np.float32:
+    if align_corners:
+        return np.float32((n - 1) / (out - 1)) if out > 1 else np.float32(0.0)
+    if factor is not None and factor > 0:
+        return np.float32(1.0 / factor)
+    return np.float32(n / out)
+
+
+def nearest_map(n: int, out: int, factor: float | None) -> np.ndarray:
+    """PyTorch's nearest source index for each output index (float32 arithmetic)."""
+    scale = _pytorch_scale(n, out, factor, False)
+    src = np.floor(np.arange(out, dtype=np.float32) * scale).astype(np.int64)
+    return np.minimum(src, n - 1)
+
+
+def _nnapi_nearest_map(n: int, out: int) -> np.ndarray:
+    scale = np.float32(n) / np.float32(out)
+    return np.minimum(np.floor(np.arange(out, dtype=np.float32) * scale).astype(np.int64),
+                      n - 1)
+
+
+def _nearest2d(cx: Converter, x: TensorValue, sizes, factors) -> TensorValue:
+    oh, ow = sizes
+    n, c, h, w = x.shape
+    if any(isinstance(d, Sym) for d in (h, w, oh, ow)):
+        if any(f is None or f != int(f) for f in factors):
+            raise Unsupported("nearest upsampling of a flexible dimension needs integer"
+                              " scale factors")
+        g, nchw = spatial_input(cx, x)
+        return cx.emit(Op.RESIZE_NEAREST_NEIGHBOR,
+                       [g, cx.f32(factors[1]), cx.f32(factors[0]), cx.boolean(nchw)],
+                       (n, c, oh, ow), g.dtype, g.layout, g.scale, g.zero_point)
+    maps = [nearest_map(h, oh, factors[0]), nearest_map(w, ow, factors[1])]
+    if np.array_equal(maps[0], _nnapi_nearest_map(h, oh)) and \
+            np.array_equal(maps[1], _nnapi_nearest_map(w, ow)):
+        g, nchw = spatial_input(cx, x)
+        return cx.emit(Op.RESIZE_NEAREST_NEIGHBOR,
+                       [g, cx.i32(ow), cx.i32(oh), cx.boolean(nchw)], (n, c, oh, ow), g.dtype,
+                       g.layout, g.scale, g.zero_point)
+    out = x
+    for d, m, size, new in ((2, maps[0], h, oh), (3, maps[1], w, ow)):
+        if size != new or not np.array_equal(m, np.arange(size)):
+            out = gather_indices(cx, out, d, m.tolist())
+    return out
+
+
+@lowering("aten::upsample_nearest2d", "aten::upsample_nearest1d",
+          nnapi=("RESIZE_NEAREST_NEIGHBOR", "GATHER"),
+          notes="GATHER where NNAPI's pixel choice would differ")
+def upsample_nearest(cx: Converter, x, output_size=None, *scales):
+    x = require_tensor(x)
+    one_d = cx.node.kind == "aten::upsample_nearest1d"
+    dims = 1 if one_d else 2
+    factors = _scale_args(scales, dims)
+    sizes, factors = _sizes_and_scales(x, output_size, factors, dims)
+    if one_d:
+        x4 = cx.reshape(x, (x.shape[0], x.shape[1], 1, x.shape[2]))
+        y = _nearest2d(cx, x4, [1] + sizes, [1.0] + factors)
+        return cx.reshape(y, (y.shape[0], y.shape[1], y.shape[3]))
+    if x.rank != 4:
+        raise Unsupported("nearest upsampling of a non-4-D tensor")
+    return _nearest2d(cx, x, sizes, factors)
+
+
+def _scale_args(scales, dims: int):
+    """Scale factors from either overload: (scale_factors list) or (scales_h, scales_w)."""
+    if len(scales) == 1:
+        return scales[0]
+    if len(scales) == dims and all(s is None for s in scales):
+        return None
+    if len(scales) == dims:
+        return [None if s is None else float(s) for s in scales]
+    return None
+
+
+def _interpolate_axis(cx: Converter, x: TensorValue, dim: int, n: int, out: int,
+                      factor: float | None, corners: bool) -> TensorValue:
+    """Linear interpolation along one axis: two GATHERs of the neighbours, weighted."""
+    scale = _pytorch_scale(n, out, factor, corners)
+    dst = np.arange(out, dtype=np.float32)
+    if corners:
+        src = dst * scale
+    else:
+        src = np.maximum((dst + np.float32(0.5)) * scale - np.float32(0.5), np.float32(0.0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), n - 1)
+    i1 = np.minimum(i0 + 1, n - 1)
+    w1 = (src - i0).astype(np.float32)
+    if np.all(w1 == 0) and np.array_equal(i0, np.arange(n)) and out == n:
+        return x
+    shape = [1] * x.rank
+    shape[dim] = out
+    low = gather_indices(cx, x, dim, i0.tolist())
+    if np.all(w1 == 0):
+        return low
+    high = gather_indices(cx, x, dim, i1.tolist())
+    w0 = torch.from_numpy((np.float32(1.0) - w1).reshape(shape))
+    return arithmetic(cx, Op.ADD, arithmetic(cx, Op.MUL, low, w0),
+                      arithmetic(cx, Op.MUL, high, torch.from_numpy(w1.reshape(shape))))
+
+
+@lowering("aten::upsample_bilinear2d", nnapi=("GATHER", "MUL", "ADD"),
+          notes="exact, any layout: per axis, the two neighbours gathered and weighted (static"
+          " sizes)")
+def upsample_bilinear(cx: Converter, x, output_size, align_corners, *scales):
+    x = require_tensor(x)
+    if x.rank != 4:
+        raise Unsupported("bilinear upsampling of a non-4-D tensor")
+    factors = _scale_args(scales, 2)
+    sizes, factors = _sizes_and_scales(x, output_size, factors, 2)
+    n, c, h, w = x.shape
+    h = static_int(h, "bilinear upsampling height")
+    w = static_int(w, "bilinear upsampling width")
+    oh, ow = (static_int(s, "output size") for s in sizes)
+    corners = bool(align_corners)
+
+    def compute(f):
+        out = _interpolate_axis(cx, f, 3, w, ow, factors[1], corners)
+        return _interpolate_axis(cx, out, 2, h, oh, factors[0], corners)
+
+    return in_float(cx, x, compute)

@@ -1,0 +1,259 @@
+"""Shape arithmetic and TorchScript plumbing, folded at conversion time (no NNAPI ops).
+
+``b, c, h, w = x.size()`` and ``x.view(b, -1)`` reach the graph as aten::size,
+prim::NumToTensor, aten::Int, list construction and integer arithmetic. Sizes are known
+here (plain ints) or depend on flexible input dimensions (:class:`Sym`, resolved at load
+time), so all of this becomes values, never operations. Tensor-valued ops sharing a name
+with number arithmetic (aten::add, aten::mul...) call :func:`number_binary` from their own
+lowerings when both operands are numbers.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+
+from ..context import Converter, is_number
+from ..errors import Unsupported
+from ..symbolic import Sym, binary, sym_max, sym_min
+from ..values import TensorValue
+from . import lowering
+
+# ScalarType codes of TorchScript's dtype values.
+SCALAR_TYPES = {"uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5,
+                "float32": 6, "float64": 7, "bool": 11, "qint8": 12, "quint8": 13,
+                "qint32": 14}
+DTYPE_OF_CODE = {code: name for name, code in SCALAR_TYPES.items()}
+
+
+def as_number(v):
+    """A number from a number or a one-element constant tensor (NumToTensor results)."""
+    if isinstance(v, torch.Tensor) and v.numel() == 1 and not v.is_quantized:
+        return v.item()
+    return v
+
+
+def both_numbers(a, b) -> bool:
+    """True when a binary op is number arithmetic (no tensor operand in the model)."""
+    if isinstance(a, TensorValue) or isinstance(b, TensorValue):
+        return False
+    a, b = as_number(a), as_number(b)
+    return is_number(a) and is_number(b)
+
+
+_SYM_OPS = {"add": "add", "sub": "sub", "mul": "mul", "floordiv": "floordiv",
+            "remainder": "mod"}
+_PY_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+           "floordiv": operator.floordiv, "remainder": operator.mod,
+           "div": operator.truediv}
+
+
+def number_binary(op: str, a, b):
+    """``a op b`` for numbers, either of which may be a flexible size."""
+    a, b = as_number(a), as_number(b)
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        if op == "div":
+            raise Unsupported("true division of a flexible dimension (use // instead)")
+        if isinstance(a, float) or isinstance(b, float):
+            raise Unsupported("float arithmetic on a flexible dimension")
+        return binary(_SYM_OPS[op], a, b)
+    return _PY_OPS[op](a, b)
+
+
+# ------------------------------------------------------------------------ containers
+
+
+@lowering("prim::ListConstruct", notes="lists are folded at conversion time")
+def list_construct(cx: Converter, *items):
+    return list(items)
+
+
+@lowering("prim::TupleConstruct")
+def tuple_construct(cx: Converter, *items):
+    return tuple(items)
+
+
+@lowering("prim::ListUnpack", "prim::TupleUnpack")
+def unpack(cx: Converter, items):
+    n = len(cx.node.outputs)
+    if len(items) != n:
+        raise Unsupported(f"unpacking {len(items)} values into {n}")
+    return tuple(items)
+
+
+@lowering("prim::TupleIndex", "aten::__getitem__")
+def getitem(cx: Converter, items, index):
+    if isinstance(index, Sym) or isinstance(items, TensorValue):
+        raise Unsupported("indexing needs a list and an index known at conversion time")
+    if isinstance(items, dict):
+        return items[index]
+    return items[int(index)]
+
+
+@lowering("aten::len")
+def length(cx: Converter, items):
+    if isinstance(items, TensorValue):
+        return items.shape[0]
+    return len(items)
+
+
+@lowering("aten::list")
+def list_copy(cx: Converter, items):
+    return list(items)
+
+
+# ------------------------------------------------------------------------ tensor metadata
+
+
+@lowering("aten::size", notes="sizes are known at conversion time or resolved at load time")
+def size(cx: Converter, t, dim=None):
+    if not isinstance(t, TensorValue):
+        t = _as_shape_source(t)
+    if dim is None:
+        return list(t.shape)
+    if isinstance(dim, Sym):
+        raise Unsupported("size() of a dimension that is not known at conversion time")
+    return t.shape[int(dim)]
+
+
+@lowering("aten::dim")
+def dim(cx: Converter, t):
+    return _as_shape_source(t).rank if not isinstance(t, TensorValue) else t.rank
+
+
+@lowering("aten::numel")
+def numel(cx: Converter, t):
+    t = t if isinstance(t, TensorValue) else _as_shape_source(t)
+    n = 1
+    for d in t.shape:
+        n = n * d
+    return n
+
+
+@lowering("prim::dtype")
+def dtype(cx: Converter, t):
+    name = t.dtype if isinstance(t, TensorValue) else str(t.dtype).replace("torch.", "")
+    return SCALAR_TYPES[name]
+
+
+@lowering("prim::device")
+def device(cx: Converter, t):
+    return "cpu"
+
+
+def _as_shape_source(t):
+    if isinstance(t, torch.Tensor):
+        return TensorValue(-1, tuple(t.shape), "float32", tuple(range(t.dim())))
+    raise Unsupported(f"expected a tensor, got {type(t).__name__}")
+
+
+# ------------------------------------------------------------------------ numbers
+
+
+@lowering("prim::NumToTensor", "aten::Int", "aten::IntImplicit", "aten::ScalarImplicit",
+          "aten::Float", "aten::FloatImplicit", "aten::Bool",
+          notes="0-dim tensors holding sizes are kept as numbers")
+def number_cast(cx: Converter, v):
+    v = as_number(v)
+    if isinstance(v, TensorValue):
+        raise Unsupported("a tensor computed by the model cannot become a Python number")
+    kind = cx.node.kind
+    if isinstance(v, Sym):
+        if kind in ("aten::Float", "aten::FloatImplicit"):
+            raise Unsupported("float() of a flexible dimension")
+        return v
+    if kind in ("aten::Int", "aten::IntImplicit"):
+        return int(v)
+    if kind in ("aten::Float", "aten::FloatImplicit"):
+        return float(v)
+    if kind == "aten::Bool":
+        return bool(v)
+    return v
+
+
+@lowering("aten::floordiv", "aten::__floordiv__")
+def floordiv(cx: Converter, a, b):
+    return number_binary("floordiv", a, b)
+
+
+@lowering("aten::__and__", "aten::__or__", "aten::__xor__")
+def logic(cx: Converter, a, b):
+    if isinstance(a, TensorValue) or isinstance(b, TensorValue):
+        raise Unsupported("bitwise operations on tensors")
+    op = {"aten::__and__": operator.and_, "aten::__or__": operator.or_,
+          "aten::__xor__": operator.xor}[cx.node.kind]
+    return op(a, b)
+
+
+@lowering("aten::__not__")
+def logical_not(cx: Converter, a):
+    return not a
+
+
+@lowering("aten::__is__", "aten::__isnot__")
+def identity_test(cx: Converter, a, b):
+    same = (a is None and b is None) or a is b
+    return same if cx.node.kind == "aten::__is__" else not same
+
+
+@lowering("prim::max", "prim::min")
+def extremum(cx: Converter, *args):
+    items = list(args[0]) if len(args) == 1 else list(args)
+    if any(isinstance(x, TensorValue) for x in items):
+        raise Unsupported("prim::max/min of tensors")
+    fn = sym_max if cx.node.kind == "prim::max" else sym_min
+    result = items[0]
+    for x in items[1:]:
+        result = fn(result, x) if isinstance(result, Sym) or isinstance(x, Sym) else (
+            max(result, x) if cx.node.kind == "prim::max" else min(result, x))
+    return result
+
+
+def compare_numbers(kind: str, a, b) -> bool:
+    a, b = as_number(a), as_number(b)
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        if kind in ("aten::eq", "aten::ne") and isinstance(a, Sym) and a == b:
+            return kind == "aten::eq"
+        raise Unsupported("control flow that depends on a flexible dimension")
+    return {"aten::eq": operator.eq, "aten::ne": operator.ne, "aten::lt": operator.lt,
+            "aten::gt": operator.gt, "aten::le": operator.le, "aten::ge": operator.ge}[kind](a, b)
+
+
+# ------------------------------------------------------------------------ plumbing
+
+
+@lowering("prim::unchecked_cast", "aten::detach", "aten::contiguous", "aten::clone",
+          "aten::lift_fresh", "aten::alias", "prim::data", "aten::detach_",
+          notes="identity: no NNAPI operation")
+def identity(cx: Converter, x, *rest):
+    return x
+
+
+@lowering("aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::alpha_dropout",
+          "aten::feature_alpha_dropout", notes="identity in eval mode")
+def dropout(cx: Converter, x, p=0.0, train=False):
+    if train is True:
+        raise Unsupported("dropout in training mode")
+    return x
+
+
+@lowering("aten::warn", notes="dropped")
+def warn(cx: Converter, *args):
+    return None
+
+
+@lowering("prim::RaiseException")
+def raise_exception(cx: Converter, *args):
+    raise Unsupported("the model raises an exception for the example inputs"
+                      f" ({args[0] if args else ''})")
+
+
+@lowering("prim::Uninitialized")
+def uninitialized(cx: Converter):
+    return None
+
+
+@lowering("aten::format")
+def format_string(cx: Converter, fmt, *args):
+    return str(fmt)

@@ -1,0 +1,312 @@
+"""Shape manipulation: reshape/view/flatten/squeeze/unsqueeze, transpose/permute,
+expand/repeat, cat/stack.
+
+transpose and permute emit nothing: they change the operand's layout (layout.py) and a
+TRANSPOSE appears only if a later operation needs another order. Reshapes need PyTorch's
+contiguous order unless only size-1 dimensions move; squeeze and unsqueeze keep the layout.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...nnapi.codes import OperandType
+from ...nnapi.codes import OperationType as Op
+from .. import layout as lay
+from ..context import Converter
+from ..errors import Unsupported
+from ..symbolic import Sym, SymInt
+from ..values import TensorValue
+from . import lowering
+from ._common import choose_layout, dim_index, require_tensor, static_int
+
+
+def _numel(shape) -> SymInt:
+    n: SymInt = 1
+    for d in shape:
+        n = n * d
+    return n
+
+
+def resolve_shape(x: TensorValue, sizes) -> tuple[SymInt, ...]:
+    """A reshape target with its -1 filled in."""
+    sizes = list(sizes)
+    unknown = [i for i, s in enumerate(sizes) if not isinstance(s, Sym) and int(s) == -1]
+    if len(unknown) > 1:
+        raise Unsupported(f"reshape to {sizes} has more than one -1")
+    if unknown:
+        known = _numel([s for i, s in enumerate(sizes) if i != unknown[0]])
+        sizes[unknown[0]] = _numel(x.shape) // known
+    return tuple(s if isinstance(s, Sym) else int(s) for s in sizes)
+
+
+@lowering("aten::reshape", "aten::view", "aten::_reshape_alias", "aten::_unsafe_view",
+          nnapi=("RESHAPE", "TRANSPOSE"),
+          notes="a TRANSPOSE first only if the data is not in PyTorch order")
+def reshape(cx: Converter, x, sizes, *rest):
+    x = require_tensor(x)
+    if not isinstance(sizes, (list, tuple)):
+        sizes = [sizes]
+    return cx.reshape(x, resolve_shape(x, sizes))
+
+
+@lowering("aten::view_as", "aten::reshape_as", nnapi=("RESHAPE",))
+def reshape_as(cx: Converter, x, other):
+    shape = other.shape if isinstance(other, TensorValue) else tuple(other.shape)
+    return cx.reshape(require_tensor(x), shape)
+
+
+@lowering("aten::flatten", nnapi=("RESHAPE", "TRANSPOSE"))
+def flatten(cx: Converter, x, start=0, end=-1):
+    x = require_tensor(x)
+    if x.rank == 0:
+        return cx.reshape(x, (1,))
+    s = dim_index(start, x.rank, "start_dim")
+    e = dim_index(end, x.rank, "end_dim")
+    if s > e:
+        raise Unsupported("flatten with start_dim > end_dim")
+    shape = x.shape[:s] + (_numel(x.shape[s:e + 1]),) + x.shape[e + 1:]
+    return cx.reshape(x, shape)
+
+
+@lowering("aten::unflatten", nnapi=("RESHAPE",))
+def unflatten(cx: Converter, x, dim, sizes):
+    x = require_tensor(x)
+    d = dim_index(dim, x.rank)
+    inner = resolve_shape(x.with_(shape=(x.shape[d],)), sizes)
+    return cx.reshape(x, x.shape[:d] + inner + x.shape[d + 1:])
+
+
+def relayout_reshape(cx: Converter, x: TensorValue, shape, layout) -> TensorValue:
+    """A RESHAPE that keeps the data order: only size-1 dimensions appear or vanish."""
+    if x.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
+        return cx.reshape(x, shape)
+    out = cx.new_tensor(shape, x.dtype, layout, x.scale, x.zero_point)
+    cx.operation(Op.RESHAPE, [x, cx.shape_vector(out.nnapi_shape)], [out])
+    return out
+
+
+@lowering("aten::squeeze", "aten::squeeze_", nnapi=("RESHAPE",),
+          notes="keeps the layout (squeezed dims have size 1)")
+def squeeze(cx: Converter, x, dims=None):
+    x = require_tensor(x)
+    if dims is None:
+        drop = [d for d, n in enumerate(x.shape) if not isinstance(n, Sym) and n == 1]
+    else:
+        dims = dims if isinstance(dims, (list, tuple)) else [dims]
+        drop = [dim_index(d, x.rank) for d in dims]
+        drop = [d for d in drop if not isinstance(x.shape[d], Sym) and x.shape[d] == 1]
+    if not drop:
+        return x
+    shape = tuple(n for d, n in enumerate(x.shape) if d not in drop)
+    if not shape:
+        return cx.reshape(x, ())
+    return relayout_reshape(cx, x, shape, lay.without_dims(x.layout, drop))
+
+
+@lowering("aten::unsqueeze", "aten::unsqueeze_", nnapi=("RESHAPE",))
+def unsqueeze(cx: Converter, x, dim):
+    x = require_tensor(x)
+    d = dim_index(dim, x.rank + 1)
+    shape = x.shape[:d] + (1,) + x.shape[d:]
+    renumbered = [i + 1 if i >= d else i for i in x.layout]
+    # put the new dimension where PyTorch's next dimension is stored (or last)
+    position = renumbered.index(d + 1) if d < x.rank else len(renumbered)
+    layout = tuple(renumbered[:position] + [d] + renumbered[position:])
+    return relayout_reshape(cx, x, shape, layout)
+
+
+@lowering("aten::permute", nnapi=(), notes="no operation: changes the layout")
+def permute(cx: Converter, x, dims):
+    x = require_tensor(x)
+    perm = [dim_index(d, x.rank) for d in dims]
+    if sorted(perm) != list(range(x.rank)):
+        raise Unsupported(f"permute({perm}) is not a permutation")
+    return x.with_(shape=tuple(x.shape[p] for p in perm), layout=lay.compose(x.layout, perm))
+
+
+@lowering("aten::transpose", "aten::transpose_", "aten::swapaxes", "aten::swapdims",
+          nnapi=(), notes="no operation: changes the layout")
+def transpose(cx: Converter, x, d0, d1):
+    x = require_tensor(x)
+    a, b = dim_index(d0, x.rank), dim_index(d1, x.rank)
+    perm = list(range(x.rank))
+    perm[a], perm[b] = perm[b], perm[a]
+    return permute(cx, x, perm)
+
+
+@lowering("aten::t", "aten::numpy_T", nnapi=(), notes="no operation: changes the layout")
+def t(cx: Converter, x):
+    x = require_tensor(x)
+    if x.rank < 2:
+        return x
+    return permute(cx, x, list(reversed(range(x.rank))))
+
+
+@lowering("aten::expand", "aten::expand_as", "aten::broadcast_to", nnapi=("TILE", "RESHAPE"))
+def expand(cx: Converter, x, sizes, *rest):
+    x = require_tensor(x)
+    if isinstance(sizes, TensorValue):
+        sizes = sizes.shape
+    elif isinstance(sizes, torch.Tensor):
+        sizes = tuple(sizes.shape)
+    sizes = list(sizes)
+    if len(sizes) < x.rank:
+        raise Unsupported("expand to fewer dimensions")
+    if len(sizes) > x.rank:
+        x = cx.reshape(x, (1,) * (len(sizes) - x.rank) + tuple(x.shape))
+    target = tuple(x.shape[i] if not isinstance(s, Sym) and int(s) == -1 else s
+                   for i, s in enumerate(sizes))
+    multiples = []
+    for have, want in zip(x.shape, target):
+        if isinstance(have, int) and have == 1:
+            multiples.append(want)
+        elif have == want or isinstance(want, Sym) or isinstance(have, Sym):
+            multiples.append(1)
+        else:
+            raise Unsupported(f"cannot expand {list(x.shape)} to {sizes}")
+    return tile(cx, x, multiples, target)
+
+
+def tile(cx: Converter, x: TensorValue, multiples, shape) -> TensorValue:
+    if all(not isinstance(m, Sym) and int(m) == 1 for m in multiples):
+        return x
+    nnapi_multiples = lay.apply(x.layout, multiples)
+    return cx.emit(Op.TILE, [x, cx.int_vector(nnapi_multiples)], shape, x.dtype, x.layout,
+                   x.scale, x.zero_point)
+
+
+@lowering("aten::repeat", nnapi=("TILE", "RESHAPE"))
+def repeat(cx: Converter, x, repeats):
+    x = require_tensor(x)
+    repeats = list(repeats)
+    if len(repeats) < x.rank:
+        raise Unsupported("repeat with fewer repeats than dimensions")
+    if len(repeats) > x.rank:
+        x = cx.reshape(x, (1,) * (len(repeats) - x.rank) + tuple(x.shape))
+    shape = tuple(d * r for d, r in zip(x.shape, repeats))
+    return tile(cx, x, repeats, shape)
+
+
+def concatenate(cx: Converter, items, dim, scale: float | None = None,
+                zero_point: int | None = None) -> TensorValue:
+    """CONCATENATION of tensors (constants materialized), in the first tensor's layout."""
+    tensors = [v for v in items if isinstance(v, TensorValue)]
+    if not tensors:
+        raise Unsupported("cat of constants only")
+    rank = tensors[0].rank
+    d = dim_index(dim, rank)
+    layout = choose_layout(tensors, rank)
+    dtype = tensors[0].dtype
+    operands = []
+    for v in items:
+        if isinstance(v, torch.Tensor) and v.numel() == 0:
+            continue
+        t = cx.tensor(v, like=TensorValue(-1, (1,) * rank, dtype, layout), dtype=dtype) \
+            if not isinstance(v, TensorValue) else v
+        if t.rank != rank:
+            raise Unsupported("cat of tensors of different ranks")
+        operands.append(cx.to_layout(t, layout))
+    if any(t.dtype != dtype for t in operands):
+        raise Unsupported("cat of tensors of different dtypes")
+    if len(operands) == 1 and scale is None:
+        return operands[0]
+    size: SymInt = 0
+    for t in operands:
+        size = size + t.shape[d]
+    shape = tuple(size if i == d else n for i, n in enumerate(operands[0].shape))
+    if dtype == "quint8":
+        if scale is None:
+            ex = cx.example()
+            if ex is not None and getattr(ex, "scale", 0.0):
+                scale, zero_point = ex.scale, ex.zero_point
+            else:
+                scale, zero_point = operands[0].scale, operands[0].zero_point
+    else:
+        scale, zero_point = 0.0, 0
+    return cx.emit(Op.CONCATENATION, [*operands, cx.i32(lay.axis(layout, d))], shape, dtype,
+                   layout, scale, zero_point)
+
+
+@lowering("aten::cat", "aten::concat", "aten::concatenate", nnapi=("CONCATENATION",))
+def cat(cx: Converter, items, dim=0):
+    return concatenate(cx, list(items), dim)
+
+
+@lowering("aten::stack", nnapi=("RESHAPE", "CONCATENATION"))
+def stack(cx: Converter, items, dim=0):
+    tensors = [cx.tensor(v) if not isinstance(v, TensorValue) else v for v in items]
+    rank = tensors[0].rank
+    d = dim_index(dim, rank + 1)
+    expanded = [unsqueeze(cx, t, d) for t in tensors]
+    return concatenate(cx, expanded, d)
+
+
+@lowering("aten::flip", nnapi=("GATHER",), notes="a GATHER per flipped dimension")
+def flip(cx: Converter, x, dims):
+    from .index import gather_indices
+
+    x = require_tensor(x)
+    out = x
+    for dim in dims:
+        d = dim_index(dim, x.rank)
+        n = static_int(x.shape[d], "flipped dimension")
+        out = gather_indices(cx, out, d, list(range(n - 1, -1, -1)))
+    return out
+
+
+@lowering("torch_nnapi::reshape_permute_reshape", nnapi=("CHANNEL_SHUFFLE",),
+          notes="ShuffleNet's channel shuffle (a 5-D view, transpose, view back) as one"
+          " CHANNEL_SHUFFLE; other such chains step by step (patterns.py)")
+def reshape_permute_reshape(cx: Converter, x, *args):
+    from . import lowering_for
+
+    fused = cx.node
+    parts, k = [], 0
+    for step in fused.steps:
+        n = len(step.inputs) - 1
+        parts.append(args[k:k + n])
+        k += n
+    x = require_tensor(x)
+    groups = _channel_shuffle_groups(x, fused.steps, parts)
+    if groups is not None:
+        return cx.emit(Op.CHANNEL_SHUFFLE, [x, cx.i32(groups), cx.i32(lay.axis(x.layout, 1))],
+                       x.shape, x.dtype, x.layout, x.scale, x.zero_point)
+    value = x
+    try:
+        for step, part in zip(fused.steps, parts):
+            cx.node = step
+            value = lowering_for(step.kind).fn(cx, value, *part)
+    finally:
+        cx.node = fused
+    return value
+
+
+def _channel_shuffle_groups(x: TensorValue, steps, parts) -> int | None:
+    """g when the chain is view(n, g, c/g, h, w) -> swap dims 1, 2 -> view(n, c, h, w)."""
+    if x.rank != 4 or not isinstance(x.shape[1], int):
+        return None
+    split = resolve_shape(x, parts[0][0])
+    if len(split) != 5 or not all(isinstance(d, int) for d in split[1:3]):
+        return None
+    groups = split[1]
+    if not (_same(split[0], x.shape[0]) and split[1] * split[2] == x.shape[1]
+            and _same(split[3], x.shape[2]) and _same(split[4], x.shape[3])):
+        return None
+    permute_step, permute_args = steps[1], parts[1]
+    if permute_step.kind == "aten::transpose":
+        swapped = sorted(int(d) % 5 for d in permute_args) == [1, 2]
+    else:
+        swapped = [int(d) % 5 for d in permute_args[0]] == [0, 2, 1, 3, 4]
+    if not swapped:
+        return None
+    merged = resolve_shape(x, parts[-1][0])
+    if len(merged) != 4 or not all(_same(a, b) for a, b in zip(merged, x.shape)):
+        return None
+    return groups
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        return isinstance(a, Sym) and a == b
+    return int(a) == int(b)

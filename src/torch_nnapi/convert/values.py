@@ -1,0 +1,78 @@
+"""What the converter knows about a PyTorch tensor that lives in the NNAPI model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..nnapi.codes import OperandType
+from . import layout as lay
+from .symbolic import SymInt, hints
+
+# PyTorch dtype name -> the NNAPI tensor type that holds it. NNAPI has no 64-bit integers:
+# int64 tensors (indices, argmax results) are carried as int32; the wrapper casts model
+# inputs and outputs at the boundary.
+NNAPI_TYPE_OF = {
+    "float32": OperandType.TENSOR_FLOAT32,
+    "float16": OperandType.TENSOR_FLOAT16,
+    "int32": OperandType.TENSOR_INT32,
+    "int64": OperandType.TENSOR_INT32,
+    "bool": OperandType.TENSOR_BOOL8,
+    "quint8": OperandType.TENSOR_QUANT8_ASYMM,
+    "qint32": OperandType.TENSOR_INT32,
+}
+
+FLOAT_DTYPES = ("float32", "float16")
+QUANT_DTYPES = ("quint8",)
+
+
+def dtype_name(dtype) -> str:
+    """``torch.float32`` -> ``"float32"`` (without importing torch here)."""
+    return str(dtype).replace("torch.", "")
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """A tensor of the PyTorch graph, held by NNAPI operand ``operand``.
+
+    ``shape`` is PyTorch's (logical) shape, with :class:`Sym` entries for flexible
+    dimensions; ``layout`` says how the NNAPI operand's dimensions are ordered.
+    """
+
+    operand: int
+    shape: tuple[SymInt, ...]
+    dtype: str
+    layout: lay.Layout
+    scale: float = 0.0
+    zero_point: int = 0
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nnapi_type(self) -> OperandType:
+        return NNAPI_TYPE_OF[self.dtype]
+
+    @property
+    def nnapi_shape(self) -> tuple[SymInt, ...]:
+        """The NNAPI operand's dimensions (() for a 0-D tensor, as NNAPI reductions give)."""
+        return lay.apply(self.layout, self.shape)
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype in FLOAT_DTYPES
+
+    @property
+    def is_quantized(self) -> bool:
+        return self.dtype in QUANT_DTYPES
+
+    @property
+    def contiguous(self) -> bool:
+        return lay.is_identity(self.layout)
+
+    @property
+    def example_shape(self) -> tuple[int, ...]:
+        return hints(self.shape)
+
+    def with_(self, **changes) -> "TensorValue":
+        return replace(self, **changes)

@@ -1,0 +1,152 @@
+"""Shared checks for converter tests: convert, run, compare with eager PyTorch.
+
+Converted modules run through PyTorch's own NNAPI runtime (torch.classes._nnapi) on
+torch-nnapi's libneuralnetworks.so when the C library is built; otherwise on the host
+runtime (the same serialized model, deserialized into our Model).
+
+Operations whose NNAPI signature or host kernel has not landed yet make the test skip with a
+reason naming them (set TORCH_NNAPI_STRICT=1 to turn those skips into failures).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import NamedTuple
+
+import pytest
+import torch
+
+from torch_nnapi.convert.api import convert_with_details
+from torch_nnapi.convert.errors import ConverterBug
+from torch_nnapi.convert.host import run_on_host
+from torch_nnapi.nnapi.errors import BadDataError
+
+FLOAT_TOLERANCE = 1e-5  # relative to the output's magnitude
+STRICT = os.environ.get("TORCH_NNAPI_STRICT") == "1"
+
+_MISSING = (re.compile(r"operation (\w+) has no declared signature"),
+            re.compile(r"\((\w+)\): the host runtime has no kernel"))
+
+
+def torch_runtime_available() -> bool:
+    """True when torch's NNAPI runtime can load torch-nnapi's C library."""
+    try:
+        import torch_nnapi
+
+        path = torch_nnapi.library_path()  # provided by the C library layer
+    except (AttributeError, ImportError, OSError, RuntimeError):
+        return False
+    return bool(path) and os.path.exists(path)
+
+
+def _skip_if_missing(error: Exception) -> None:
+    text = str(error)
+    for pattern in _MISSING:
+        m = pattern.search(text)
+        if m and not STRICT:
+            pytest.skip(f"NNAPI operation {m.group(1)} has no signature/kernel on this branch"
+                        " yet")
+
+
+def convert(model, inputs, **options):
+    try:
+        return convert_with_details(model, inputs, **options)
+    except (ConverterBug, BadDataError) as e:
+        _skip_if_missing(e)
+        raise
+
+
+def run(module, inputs, host: bool | None = None):
+    """Runs a converted module: torch's NNAPI runtime if available, else the host runtime."""
+    inputs = tuple(inputs)
+    if host is None:
+        host = not torch_runtime_available()
+    try:
+        if host:
+            return run_on_host(module, *inputs)
+        return module(*inputs)
+    except (BadDataError, RuntimeError) as e:
+        _skip_if_missing(e)
+        raise
+
+
+def as_list(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def assert_close(actual, expected, what: str = "output") -> float:
+    """Float within 1e-5 of the output's magnitude; quantized within one quantum."""
+    worst = 0.0
+    actual, expected = as_list(actual), as_list(expected)
+    assert len(actual) == len(expected), f"{len(actual)} outputs, expected {len(expected)}"
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        assert tuple(a.shape) == tuple(e.shape), \
+            f"{what} {i}: shape {list(a.shape)}, expected {list(e.shape)}"
+        if e.is_quantized:
+            assert a.is_quantized, f"{what} {i}: expected a quantized tensor"
+            assert abs(a.q_scale() - e.q_scale()) <= 1e-6 * e.q_scale(), \
+                f"{what} {i}: scale {a.q_scale()}, expected {e.q_scale()}"
+            assert a.q_zero_point() == e.q_zero_point(), \
+                f"{what} {i}: zero point {a.q_zero_point()}, expected {e.q_zero_point()}"
+            diff = (a.int_repr().int() - e.int_repr().int()).abs().max().item()
+            assert diff <= 1, f"{what} {i}: off by {diff} quanta"
+            worst = max(worst, float(diff))
+            continue
+        assert a.dtype == e.dtype, f"{what} {i}: dtype {a.dtype}, expected {e.dtype}"
+        if e.dtype in (torch.bool, torch.int64, torch.int32):
+            assert torch.equal(a, e), f"{what} {i}: {a} != {e}"
+            continue
+        scale = max(e.abs().max().item(), 1e-30)
+        err = (a.float() - e.float()).abs().max().item() / scale
+        assert err <= FLOAT_TOLERANCE, f"{what} {i}: relative error {err:.3g}"
+        worst = max(worst, err)
+    return worst
+
+
+def check(model, inputs, *, host: bool | None = None, run_inputs=None, **options):
+    """Converts ``model`` for ``inputs``, runs it (on ``run_inputs`` if given) and compares
+    with eager; returns the conversion and the worst error."""
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    model = model.eval() if isinstance(model, torch.nn.Module) else model
+    conversion = convert(model, inputs, **options)
+    worst = 0.0
+    for xs in (run_inputs or [inputs]):
+        xs = (xs,) if isinstance(xs, torch.Tensor) else tuple(xs)
+        with torch.no_grad():
+            expected = model(*xs)
+        actual = run(conversion.module, xs, host)
+        worst = max(worst, assert_close(actual, expected))
+    return conversion, worst
+
+
+def nnapi_ops(conversion) -> list[str]:
+    return [op.type.name for op in conversion.model.operations]
+
+
+class QuantaStats(NamedTuple):
+    max_quanta: float
+    within_one: float  # fraction of elements within one quantum
+    top1_agree: bool
+
+
+def dequantized_scale(conversion) -> float:
+    """The scale of the quantized tensor the model's (first) float output is dequantized from."""
+    model = conversion.model
+    producer = {o: op for op in model.operations for o in op.outputs}
+    op = producer[model.outputs[0]]
+    while op.type.name != "DEQUANTIZE":
+        op = producer[op.inputs[0]]
+    return model.operands[op.inputs[0]].scale
+
+
+def compare_in_quanta(actual, expected, scale: float) -> QuantaStats:
+    """How far a quantized model's float output is from PyTorch's, in quanta."""
+    a, e = as_list(actual)[0].float(), as_list(expected)[0].float()
+    assert a.shape == e.shape, f"shape {list(a.shape)}, expected {list(e.shape)}"
+    quanta = (a - e).abs() / scale
+    top1 = bool(torch.equal(a.reshape(a.shape[0], -1).argmax(1),
+                            e.reshape(e.shape[0], -1).argmax(1)))
+    return QuantaStats(round(quanta.max().item(), 3),
+                       (quanta <= 1.001).float().mean().item(), top1)

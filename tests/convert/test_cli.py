@@ -1,0 +1,76 @@
+"""``torch-nnapi convert``, ``run`` and ``inspect`` end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn as nn
+
+from torch_nnapi.cli import main
+from torch_nnapi.cli.convert_cmd import parse_input
+
+
+class Small(nn.Module):
+    def forward(self, x):
+        y = torch.relu(x * 2 - 1)
+        return torch.softmax(y.flatten(1), 1)
+
+
+@pytest.fixture()
+def model_file(tmp_path):
+    path = tmp_path / "small.pt"
+    torch.jit.save(torch.jit.trace(Small().eval(), torch.randn(1, 3, 4, 4)), str(path))
+    return path
+
+
+def test_input_specs():
+    spec = parse_input("1x3x?224x?200:nhwc")
+    assert spec.shape == (1, 3, 224, 200) and spec.flexible == (2, 3) and spec.nhwc
+    assert parse_input("2x16:int64").dtype == "int64"
+    q = parse_input("1x8:quint8=0.1,128")
+    assert (q.dtype, q.scale, q.zero_point) == ("quint8", 0.1, 128)
+    for bad in ("1x0x3", "1x3:nhwc", "2x2:bogus", "1x8:quint8=0.1"):
+        with pytest.raises(ValueError):
+            parse_input(bad)
+
+
+def test_convert_run_inspect(model_file, tmp_path, capsys):
+    out = tmp_path / "small_nnapi.pt"
+    assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x?4x?4:nhwc",
+                 "--bundle", "--check"]) == 0
+    text = capsys.readouterr().out
+    assert "feature level 3" in text and "max error" in text
+    assert main(["run", str(out), "--repeat", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "inputs (bundled): [1, 3, 4, 4]" in text and "output 0: [1, 48]" in text
+    assert main(["run", str(out), "--host", "--input", "1x3x6x5", "--repeat", "1",
+                 "--profile"]) == 0
+    assert "output 0: [1, 90]" in capsys.readouterr().out
+    assert main(["inspect", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "input 0: FLOAT32[1x?x?x3] NHWC" in text and "SOFTMAX" in text
+    assert main(["inspect", str(out), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["feature_level"] == 3 and info["inputs"][0]["dimensions"] == [1, 0, 0, 3]
+
+
+def test_unsupported_model_is_reported(tmp_path, capsys):
+    class Bad(nn.Module):
+        def forward(self, x):
+            return torch.cumsum(x, 0) + torch.erfinv(x)
+
+    bad = tmp_path / "bad.pt"
+    torch.jit.save(torch.jit.trace(Bad(), torch.rand(2, 3)), str(bad))
+    assert main(["convert", str(bad), "-o", str(tmp_path / "x.pt"), "--input", "2x3"]) == 1
+    err = capsys.readouterr().err
+    assert "aten::cumsum" in err and "aten::erfinv" in err
+
+
+def test_lite_interpreter_output_and_layer_comparison(model_file, tmp_path, capsys):
+    out = tmp_path / "small.ptl"
+    assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4", "--lite",
+                 "--check", "--compare"]) == 0
+    text = capsys.readouterr().out
+    assert "max error" in text and "aten::softmax" in text

@@ -1,0 +1,91 @@
+"""Flexible input dimensions: resolved at load time, one artifact for several shapes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from torch_nnapi.convert.api import convert_with_details
+from torch_nnapi.convert.errors import ConversionError
+
+from . import zoo
+from .harness import check, convert, run
+
+LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
+SHAPES = [(1, 3, 32, 32), (2, 3, 48, 40), (1, 3, 17, 23)]
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=8)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        b = x.size(0)
+        y = F.relu(self.conv1(x))
+        y = F.max_pool2d(y, 3, 2, 1, ceil_mode=True)
+        y = F.hardswish(self.conv2(y))
+        z = F.interpolate(y, scale_factor=2, mode="nearest")
+        z = z[:, :, 1:, : z.shape[3] - 1]
+        y = F.adaptive_avg_pool2d(z, 1).view(b, -1)
+        return self.fc(y), z
+
+
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+def test_one_artifact_serves_several_resolutions(nhwc):
+    torch.manual_seed(0)
+    inputs = [torch.randn(*s) for s in SHAPES]
+    conversion, _ = check(Net(), inputs[0], nhwc=nhwc, flexible={0: [0, 2, 3]},
+                          run_inputs=inputs + inputs[:1])
+    model = conversion.model
+    assert model.operands[model.inputs[0]].dimensions == ((0, 0, 0, 3) if nhwc else (0, 3, 0, 0))
+
+
+def test_flexible_model_survives_save_and_load(tmp_path):
+    torch.manual_seed(0)
+    model = Net().eval()
+    module = convert(model, torch.randn(1, 3, 32, 32), flexible={0: [2, 3]}).module
+    module.save(str(tmp_path / "flex.pt"))
+    loaded = torch.jit.load(str(tmp_path / "flex.pt"))
+    for shape in SHAPES[:1] + [(1, 3, 40, 24)]:
+        x = torch.randn(*shape)
+        out = run(loaded, (x,))
+        torch.testing.assert_close(out[0], model(x)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_flexible_zoo_model():
+    torch.manual_seed(0)
+    model = zoo.randomize_batchnorm(zoo.MobileNetV3Small(num_classes=10))
+    check(model, torch.randn(1, 3, 64, 64), flexible={0: [2, 3]},
+          run_inputs=[torch.randn(1, 3, 64, 64), torch.randn(1, 3, 96, 80)], nhwc=True)
+
+
+def test_guards_reject_shapes_a_lowering_cannot_serve():
+    class Halves(nn.Module):
+        def forward(self, x):
+            a, b = x.chunk(2, dim=2)
+            return a * b
+
+    conversion, _ = check(Halves(), torch.randn(1, 2, 8, 3), flexible={0: [2]},
+                          run_inputs=[torch.randn(1, 2, 8, 3), torch.randn(1, 2, 6, 3)])
+    with pytest.raises(Exception, match="divisible by 2"):
+        run(conversion.module, (torch.randn(1, 2, 7, 3),))
+
+
+def test_static_dimensions_stay_checked():
+    conversion = convert(Net(), torch.randn(1, 3, 32, 32), flexible={0: [2, 3]})
+    with pytest.raises(Exception, match="input 0 has shape"):
+        run(conversion.module, (torch.randn(1, 4, 32, 32),))
+
+
+def test_what_flexible_dimensions_cannot_do_is_reported():
+    class Bilinear(nn.Module):
+        def forward(self, x):
+            return F.interpolate(x, scale_factor=2, mode="bilinear")
+
+    with pytest.raises(ConversionError, match="flexible input dimension"):
+        convert_with_details(Bilinear(), torch.randn(1, 2, 8, 8), flexible={0: [2, 3]})

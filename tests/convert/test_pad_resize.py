@@ -1,0 +1,71 @@
+"""Padding modes and upsampling (nearest, bilinear both ways); NCHW and NHWC inputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .harness import check, nnapi_ops
+
+LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
+
+
+class Fn(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+PADS = {
+    "constant": lambda x: F.pad(x, (1, 2, 0, 3)),
+    "constant_value": lambda x: F.pad(x, (1, 1, 2, 0), value=0.5),
+    "negative": lambda x: F.pad(x, (-1, 2, 1, -1)),
+    "reflect": lambda x: F.pad(x, (2, 1, 1, 2), mode="reflect"),
+    "replicate": lambda x: F.pad(x, (2, 1, 1, 2), mode="replicate"),
+    "circular": lambda x: F.pad(x, (2, 1, 1, 2), mode="circular"),
+    "zero_pad_module": nn.ZeroPad2d((1, 0, 2, 1)),
+    "reflection_module": nn.ReflectionPad2d(1),
+}
+
+
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+@pytest.mark.parametrize("name", sorted(PADS))
+def test_pad(name, nhwc):
+    torch.manual_seed(0)
+    check(Fn(PADS[name]), torch.randn(1, 3, 5, 6), nhwc=nhwc)
+
+
+def test_pad_1d():
+    check(Fn(lambda x: F.pad(x, (2, 3), mode="reflect")), torch.randn(2, 3, 7))
+
+
+RESIZES = {
+    "nearest_x2": lambda x: F.interpolate(x, scale_factor=2, mode="nearest"),
+    "nearest_size": lambda x: F.interpolate(x, size=(7, 9), mode="nearest"),
+    "nearest_down": lambda x: F.interpolate(x, size=(3, 4), mode="nearest"),
+    "nearest_fraction": lambda x: F.interpolate(x, scale_factor=1.7, mode="nearest"),
+    "bilinear_x2": lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+    "bilinear_x2_corners": lambda x: F.interpolate(x, scale_factor=2, mode="bilinear",
+                                                   align_corners=True),
+    "bilinear_size": lambda x: F.interpolate(x, size=(7, 3), mode="bilinear"),
+    "bilinear_size_corners": lambda x: F.interpolate(x, size=(9, 11), mode="bilinear",
+                                                     align_corners=True),
+    "upsample_module": nn.Upsample(scale_factor=3),
+}
+
+
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+@pytest.mark.parametrize("name", sorted(RESIZES))
+def test_resize(name, nhwc):
+    torch.manual_seed(0)
+    check(Fn(RESIZES[name]), torch.randn(1, 3, 5, 6), nhwc=nhwc)
+
+
+def test_nearest_x2_is_one_resize():
+    conversion, _ = check(Fn(RESIZES["nearest_x2"]), torch.randn(1, 2, 3, 4))
+    assert nnapi_ops(conversion) == ["RESIZE_NEAREST_NEIGHBOR"]

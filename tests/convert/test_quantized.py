@@ -1,0 +1,194 @@
+"""Quantized models (eager and FX graph mode, qnnpack): per-tensor and per-channel weights;
+results within one quantum of PyTorch's."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+from torch.ao.quantization import QConfig, QConfigMapping, get_default_qconfig_mapping
+from torch.ao.quantization.observer import (
+    HistogramObserver,
+    PerChannelMinMaxObserver,
+)
+from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+from torch_nnapi.convert.compare import compare_layers
+
+from .harness import check, compare_in_quanta, convert, dequantized_scale, nnapi_ops, run
+
+LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
+
+
+@pytest.fixture(autouse=True)
+def qnnpack():
+    previous = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "qnnpack"
+    yield
+    torch.backends.quantized.engine = previous
+
+
+def per_channel_mapping() -> QConfigMapping:
+    qconfig = QConfig(activation=HistogramObserver.with_args(reduce_range=False),
+                      weight=PerChannelMinMaxObserver.with_args(
+                          dtype=torch.qint8, qscheme=torch.per_channel_symmetric))
+    per_tensor = get_default_qconfig_mapping("qnnpack").global_qconfig
+    # PyTorch has no per-channel observer for transposed convolutions
+    return QConfigMapping().set_global(qconfig).set_object_type(nn.ConvTranspose2d, per_tensor)
+
+
+def fx_quantize(model: nn.Module, x: torch.Tensor, per_channel: bool = False) -> nn.Module:
+    torch.manual_seed(0)
+    model = copy.deepcopy(model).eval()
+    mapping = per_channel_mapping() if per_channel else get_default_qconfig_mapping("qnnpack")
+    prepared = prepare_fx(model, mapping, (x,))
+    for _ in range(4):
+        prepared(torch.randn_like(x))
+    return convert_fx(prepared)
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU()
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.grouped = nn.Conv2d(8, 8, 1, groups=2)
+        self.hs = nn.Hardswish()
+        self.up = nn.ConvTranspose2d(16, 4, 2, stride=2)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x):
+        y = self.relu(self.bn(self.conv(x)))
+        z = self.grouped(self.dw(y)) + y
+        z = self.hs(z)
+        z = torch.cat([z, y], 1)
+        z = self.pool(self.up(z))
+        z = nn.functional.adaptive_avg_pool2d(z, 1).flatten(1)
+        return self.fc(z)
+
+
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
+def test_fx_quantized_block(nhwc, per_channel):
+    x = torch.randn(1, 3, 12, 12)
+    q = fx_quantize(Block(), x, per_channel)
+    conversion = convert(q, x, nhwc=nhwc)
+    # Layer by layer, every quantized tensor of the convolutional trunk is within one
+    # quantum of PyTorch's. Requantizing the pooled features at a finer scale magnifies a
+    # one-quantum difference, so the float output is compared in quanta, loosely.
+    trunk = True
+    for d in compare_layers(q, x, nhwc=nhwc):
+        trunk = trunk and d.kind != "aten::dequantize"
+        if trunk:
+            assert d.error <= 1, str(d)
+    stats = compare_in_quanta(run(conversion.module, (x,)), q(x), dequantized_scale(conversion))
+    assert stats.top1_agree and stats.max_quanta <= 8, stats
+    ops = nnapi_ops(conversion)
+    assert ops[0] == "QUANTIZE" and ops[-1] == "DEQUANTIZE"
+    if not per_channel:
+        assert "FULLY_CONNECTED" in ops and "CONV_2D" in ops
+
+
+class QuantizedOutput(nn.Module):
+    """Returns quantized tensors directly: compared quantum by quantum."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(torch.quantize_per_tensor(x, 0.05, 128, torch.quint8))
+
+
+def _functional(scale: float, zero_point: int):
+    f = torch.ao.nn.quantized.QFunctional()
+    f.scale, f.zero_point = scale, zero_point
+    return f
+
+
+class Pairwise(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.add = _functional(0.07, 120)
+        self.add_relu = _functional(0.04, 0)
+        self.mul = _functional(0.1, 128)
+        self.cat = _functional(0.06, 100)
+
+    def forward(self, q):
+        a = self.add.add(q, q)
+        b = self.add_relu.add_relu(q, a)
+        c = self.mul.mul(a, b)
+        return self.cat.cat([a, b, c], 1), torch.relu(c), torch.sigmoid(a)
+
+
+def test_quantized_binary_ops_within_one_quantum():
+    torch.manual_seed(0)
+    check(QuantizedOutput(Pairwise()), torch.randn(1, 3, 4, 5) * 3)
+
+
+def fx_quantized_io(layer: nn.Module, x: torch.Tensor, per_channel: bool = False):
+    """A quantized model whose input and output are quint8 tensors (no (de)quantize)."""
+    from torch.ao.quantization.fx.custom_config import PrepareCustomConfig
+
+    torch.manual_seed(0)
+    layer = copy.deepcopy(layer).eval()
+    mapping = per_channel_mapping() if per_channel else get_default_qconfig_mapping("qnnpack")
+    config = PrepareCustomConfig().set_input_quantized_indexes([0]) \
+        .set_output_quantized_indexes([0])
+    prepared = prepare_fx(layer, mapping, (x,), prepare_custom_config=config)
+    for _ in range(4):
+        prepared(torch.randn_like(x) * 2)
+    model = convert_fx(prepared)
+    scale, zero_point = _input_qparams(prepared)
+    return model, torch.quantize_per_tensor(x, scale, zero_point, torch.quint8)
+
+
+def _input_qparams(prepared) -> tuple[float, int]:
+    for name, module in prepared.named_modules():
+        if "activation_post_process" in name:
+            scale, zero_point = module.calculate_qparams()
+            if scale.numel() == 1:
+                return float(scale), int(zero_point)
+    raise AssertionError("no input observer")
+
+
+class Seq(nn.Sequential):
+    pass
+
+
+LAYERS = {
+    "conv": lambda: nn.Conv2d(4, 8, 3, padding=1),
+    "conv_stride_relu": lambda: Seq(nn.Conv2d(4, 8, 3, stride=2), nn.ReLU()),
+    "depthwise": lambda: nn.Conv2d(4, 8, 3, padding=1, groups=4),
+    "grouped": lambda: nn.Conv2d(4, 8, 1, groups=2),
+    "conv_bn_relu": lambda: Seq(nn.Conv2d(4, 6, 3), nn.BatchNorm2d(6), nn.ReLU()),
+    "linear": lambda: Seq(nn.Flatten(), nn.Linear(4 * 6 * 6, 7)),
+    "linear_relu": lambda: Seq(nn.Flatten(), nn.Linear(4 * 6 * 6, 7), nn.ReLU()),
+    "hardswish": lambda: nn.Hardswish(),
+    "relu6": lambda: nn.ReLU6(),
+    "max_pool": lambda: nn.MaxPool2d(2),
+    "avg_pool": lambda: nn.AvgPool2d(2),
+    "adaptive_avg_pool": lambda: nn.AdaptiveAvgPool2d(1),
+    "upsample_nearest": lambda: nn.Upsample(scale_factor=2),
+    "sigmoid": lambda: nn.Sigmoid(),
+}
+
+
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_quantized_layer_within_one_quantum(name, nhwc):
+    x = torch.randn(1, 4, 6, 6) * 2
+    model, qx = fx_quantized_io(LAYERS[name](), x)
+    check(model, qx, nhwc=nhwc)
+
+
+@pytest.mark.parametrize("name", ["conv", "depthwise", "grouped", "linear_relu"])
+def test_per_channel_layer_within_one_quantum(name):
+    x = torch.randn(1, 4, 6, 6) * 2
+    model, qx = fx_quantized_io(LAYERS[name](), x, per_channel=True)
+    check(model, qx)
