@@ -206,10 +206,13 @@ def main() -> int:
             net(image_nchw)
         runtime_times, torch_times = [], []
         per_op: dict[str, list[float]] = defaultdict(list)
-        # Alternating blocks of runs: load changes on the machine hit both alike, while each
-        # side's thread pools (which spin for a while after a call) do not slow the other.
+        # Alternating blocks of runs, each after an untimed warm-up run: load changes on the
+        # machine hit both alike, while each side's thread pools (which keep spinning for a
+        # while after a call) and cache contents do not slow the other's timed runs.
         for block in range(0, args.runs, BLOCK):
-            for _ in range(min(BLOCK, args.runs - block)):
+            count = min(BLOCK, args.runs - block)
+            compilation.run([image])
+            for _ in range(count):
                 start = time.perf_counter()
                 result = compilation.run([image], profile=args.profile)
                 runtime_times.append(time.perf_counter() - start)
@@ -219,7 +222,8 @@ def main() -> int:
                 for name, seconds in totals.items():
                     per_op[name].append(seconds)
             time.sleep(0.05)
-            for _ in range(min(BLOCK, args.runs - block)):
+            net(image_nchw)
+            for _ in range(count):
                 start = time.perf_counter()
                 net(image_nchw)
                 torch_times.append(time.perf_counter() - start)

@@ -1,9 +1,10 @@
-"""Splitting one large NumPy computation into row blocks spread over a few threads.
+"""Splitting one large NumPy computation into row blocks, optionally over several threads.
 
-BLAS already uses several threads for matmuls, but NumPy's element-wise loops and einsum run
-on one; they release the GIL, though, so independent row blocks can run side by side. Blocks
-are also kept small enough to stay in cache between the passes a kernel makes over them. The
-thread count comes from TORCH_NNAPI_NUM_THREADS, else OMP_NUM_THREADS, else the usable CPUs.
+Blocks are kept small enough to stay in cache between the passes a kernel makes over them.
+NumPy's element-wise loops and einsum run on one thread but release the GIL, so blocks can
+also run side by side: TORCH_NNAPI_NUM_THREADS > 1 enables that. It is off by default
+because BLAS keeps its worker threads busy-waiting for a while after every matmul, and
+competing with them for the cores measured slower overall than one thread.
 """
 
 from __future__ import annotations
@@ -34,14 +35,8 @@ if hasattr(os, "register_at_fork"):
 
 
 def thread_count() -> int:
-    for var in ("TORCH_NNAPI_NUM_THREADS", "OMP_NUM_THREADS"):
-        value = os.environ.get(var, "").strip()
-        if value.isdigit() and int(value) > 0:
-            return int(value)
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    value = os.environ.get("TORCH_NNAPI_NUM_THREADS", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else 1
 
 
 def for_row_blocks(rows: int, elements_per_row: int, work: Callable[[int, int], None]) -> None:

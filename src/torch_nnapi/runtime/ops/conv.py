@@ -237,21 +237,25 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
               out_w: int, groups: int) -> tuple[np.ndarray, np.ndarray | None]:
     """NHWC convolution of ``x`` by [out, kh, kw, in/groups] filters ``w``.
 
-    Returns the sums and the bias still to add: without groups the bias rides along in the
-    GEMM as an extra column of ones (None is returned) whenever the columns are copied
-    anyway (im2col) or are fewer than the outputs (an expanding 1x1 convolution).
+    Returns the sums and the bias still to add. Without groups the bias can ride along in
+    the GEMM as an extra column of ones (None is returned): that costs a copy of the filters
+    and, for 1x1 convolutions, of the input, and saves a pass over the output; it is done
+    when the saving is larger (more output positions than filter values per output, and for
+    1x1 convolutions fewer input channels than output channels).
     """
     n, height, width, c = x.shape
     cout, kh, kw, cg = w.shape
     k = kh * kw * cg
     pointwise = kh == kw == 1 and window == Window(0, 0, 0, 0, 1, 1, window.dilation_h,
                                                    window.dilation_w)
-    if pointwise and groups == 1 and (k >= cout or x.size + n * height * width >
+    fold_bias = n * out_h * out_w > k and not (pointwise and k >= cout)
+    if pointwise and groups == 1 and (not fold_bias or x.size + n * height * width >
                                       _MAX_COLUMN_ELEMENTS):
         acc = x.reshape(-1, c) @ w.reshape(cout, c).T
         return acc.reshape(n, out_h, out_w, cout), bias
     padded = pad_image(x, window)
-    if groups == 1:
+    fold_bias = fold_bias and groups == 1
+    if fold_bias:
         filters = np.concatenate([w.reshape(cout, k), bias.astype(w.dtype)[:, None]], axis=1)
     else:
         filters = w.reshape(groups, cout // groups, k).transpose(0, 2, 1)
@@ -265,7 +269,7 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
         else:
             windows = window_view(padded[:, r0 * window.stride_h:], window, kh, kw, r1 - r0,
                                   out_w)
-        if groups == 1:
+        if fold_bias:
             cols = np.empty((m, k + 1), dtype=x.dtype)
             np.copyto(cols[:, :k].reshape(windows.shape), windows)
             cols[:, k] = 1
@@ -280,7 +284,7 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
         if out is None:
             out = np.empty((n, out_h, out_w, cout), dtype=result.dtype)
         out[:, r0:r1] = result
-    return out, (bias if groups > 1 else None)
+    return out, (None if fold_bias else bias)
 
 
 @register(Op.CONV_2D, Op.GROUPED_CONV_2D, prepare=_prepare_conv)
