@@ -428,3 +428,23 @@ def test_large_pointwise_conv_epilogue_across_threads(monkeypatch, cin, cout, fu
     want = x.reshape(-1, cin).astype(np.float64) @ w.reshape(cout, cin).T.astype(np.float64) + b
     want = {0: want, 1: np.maximum(want, 0), 3: np.clip(want, 0, 6)}[fuse]
     np.testing.assert_allclose(got.reshape(-1, cout), want, rtol=1e-4, atol=1e-4)
+
+
+def test_scalar_parameters_given_at_execution_are_read_every_time():
+    from torch_nnapi.nnapi import Model, OperandType
+
+    x, w, b = rand(1, 4, 4, 2) * 8, rand(3, 1, 1, 2), rand(3)
+    m = Model()
+    xi = m.add_operand(OperandType.TENSOR_FLOAT32, x.shape)
+    wi, bi = m.add_constant(OperandType.TENSOR_FLOAT32, w), m.add_constant(
+        OperandType.TENSOR_FLOAT32, b)
+    scalars = [m.add_scalar(OperandType.INT32, v) for v in (VALID, 1, 1)]
+    fuse = m.add_operand(OperandType.INT32)
+    out = m.add_operand(OperandType.TENSOR_FLOAT32, (1, 4, 4, 3))
+    m.add_operation(Op.CONV_2D, [xi, wi, bi, *scalars, fuse], [out])
+    m.identify_inputs_and_outputs([xi, fuse], [out])
+    compilation = Compilation(m.finish())
+    want = conv_ref(x, w, b)
+    for code, low, high in ((0, -np.inf, np.inf), (3, 0, 6), (0, -np.inf, np.inf), (1, 0, np.inf)):
+        got = compilation.run([x, np.int32(code)]).outputs[0]
+        np.testing.assert_allclose(got, np.clip(want, low, high), rtol=1e-5, atol=1e-5)

@@ -9,6 +9,7 @@ competing with them for the cores measured slower overall than one thread.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -42,7 +43,8 @@ def thread_count() -> int:
 def for_row_blocks(rows: int, elements_per_row: int, work: Callable[[int, int], None]) -> None:
     """Calls work(start, stop) on consecutive blocks covering [0, rows).
 
-    Each thread takes one contiguous run of blocks; the calling thread takes the first.
+    Threads take the next unclaimed block until none is left, so a thread the OS leaves
+    waiting does not hold the others up by more than one block.
     """
     if rows <= 0:
         return
@@ -50,21 +52,22 @@ def for_row_blocks(rows: int, elements_per_row: int, work: Callable[[int, int], 
     if total <= BLOCK_ELEMENTS:  # the common small case: one block on this thread
         work(0, rows)
         return
-    threads = max(1, min(thread_count(), rows, total // MIN_ELEMENTS_PER_THREAD))
-    blocks = max(threads, min(rows, total // BLOCK_ELEMENTS))
+    blocks = min(rows, total // BLOCK_ELEMENTS)
     bounds = [rows * b // blocks for b in range(blocks + 1)]
+    threads = max(1, min(thread_count(), blocks, total // MIN_ELEMENTS_PER_THREAD))
+    if threads == 1:
+        for b in range(blocks):
+            work(bounds[b], bounds[b + 1])
+        return
+    claims = itertools.count()  # next() on it is atomic under the GIL
 
-    def run(first: int, last: int) -> None:
-        for b in range(first, last):
+    def run() -> None:
+        while (b := next(claims)) < blocks:
             work(bounds[b], bounds[b + 1])
 
-    if threads == 1:
-        run(0, blocks)
-        return
     pool = _workers(threads - 1)
-    split = [blocks * t // threads for t in range(threads + 1)]
-    futures = [pool.submit(run, split[t], split[t + 1]) for t in range(1, threads)]
-    run(split[0], split[1])
+    futures = [pool.submit(run) for _ in range(threads - 1)]
+    run()
     for future in futures:
         future.result()
 

@@ -42,6 +42,7 @@ from ._spatial import (
     window_view,
 )
 from ._depthwise import depthwise_accumulate
+from ._memo import per_operation
 from ._parallel import for_row_blocks
 
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
@@ -130,8 +131,12 @@ def _conv_geometry(ctx: KernelContext) -> _Conv:
     return _Conv(params, window, n, h, w, c, out_depth, fh, fw, out_h, out_w, groups, multiplier)
 
 
+def _geometry(ctx: KernelContext) -> _Conv:
+    return per_operation(ctx, "geometry", _conv_geometry, shape_only=(0, 1, 2))
+
+
 def _prepare_conv(ctx: KernelContext) -> list[Shape]:
-    return [_conv_geometry(ctx).output_shape]
+    return [_geometry(ctx).output_shape]
 
 
 # ------------------------------------------------------------------------------ operands
@@ -289,7 +294,7 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
 
 @register(Op.CONV_2D, Op.GROUPED_CONV_2D, prepare=_prepare_conv)
 def conv_2d(ctx: KernelContext) -> np.ndarray:
-    geo = _conv_geometry(ctx)
+    geo = _geometry(ctx)
     if geo.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
@@ -300,7 +305,7 @@ def conv_2d(ctx: KernelContext) -> np.ndarray:
 
 @register(Op.DEPTHWISE_CONV_2D, prepare=_prepare_conv)
 def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
-    geo = _conv_geometry(ctx)
+    geo = _geometry(ctx)
     if geo.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     quantized = ctx.input_type(0) == _Q8
