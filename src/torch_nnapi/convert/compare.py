@@ -2,7 +2,8 @@
 
 Every tensor the graph computes is compared with the NNAPI operand that holds it (read back
 in PyTorch's layout): float tensors by their error relative to the tensor's magnitude,
-quantized ones in quanta. The first layer that drifts is where to look when a converted
+quantized ones, and float ones dequantized from them, in quanta. A value NNAPI never holds
+(the input of an activation fused into the operation before it) is skipped. The first layer that drifts is where to look when a converted
 model disagrees with PyTorch (``torch-nnapi convert --compare``).
 """
 
@@ -49,16 +50,23 @@ def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
         inputs.append(np.ascontiguousarray(np.transpose(a, t.layout)) if a.ndim else a)
     result = Compilation(lowered.cx.model).run(inputs, keep_intermediates=True)
     diffs = []
+    # operands whose fused activation comes later: until then PyTorch holds the value
+    # before the activation, which the NNAPI model never materializes
+    before_activation = dict(lowered.cx.fused_activations)
     for node in graph.walk():
         for v in node.outputs:
             t = lowered.values.get(v)
             if not isinstance(t, TensorValue) or v.tensor is None or t.operand < 0:
+                continue
+            if before_activation.get(t.operand, node) is not node:
                 continue
             try:
                 got = result.value(t.operand)
             except KeyError:
                 continue
             diffs.append(_diff(node, v, t, got))
+        for operand in [o for o, activation in before_activation.items() if activation is node]:
+            del before_activation[operand]
     return diffs
 
 
@@ -68,6 +76,13 @@ def _diff(node, value, t: TensorValue, got: np.ndarray) -> LayerDiff:
     if expected.is_quantized:
         error = float(np.abs(array.astype(np.int64) - expected.int_repr().numpy().astype(
             np.int64)).max()) if array.size else 0.0
+        unit = "quanta"
+    elif node.kind == "aten::dequantize" and getattr(node.inputs[0].example, "scale", 0.0):
+        # exactly (q - zero point) * scale on both sides: the difference is in quanta
+        e = expected.float().numpy()
+        quantum = node.inputs[0].example.scale
+        error = round(float(np.abs(array.astype(np.float64) - e).max()) / quantum, 3) \
+            if e.size else 0.0
         unit = "quanta"
     else:
         e = expected.float().numpy()

@@ -49,6 +49,14 @@ class Converter:
         self.users: dict = {}
         self.operand_refs: dict[int, int] = {}
         self._producers: dict[int, int] = {}  # operand -> index of the operation writing it
+        # operand -> the capture.Node whose lowering emitted the operation writing it (None:
+        # emitted for the model's outputs). Keyed by operand, not operation index, because
+        # Model.finish reorders operations; tools use it to name the PyTorch code behind an
+        # NNAPI operation.
+        self.origins: dict[int, object] = {}
+        # operand -> the activation node fused into the operation writing it: the value
+        # before the activation exists in PyTorch but not in the NNAPI model.
+        self.fused_activations: dict[int, object] = {}
         self._scalars: dict[tuple, int] = {}
         self._constants: dict[tuple, TensorValue] = {}
 
@@ -184,6 +192,7 @@ class Converter:
                                          [o.operand for o in outputs])
         for o in outputs:
             self._producers[o.operand] = index
+            self.origins[o.operand] = self.node
 
     def fuse_activation(self, t: TensorValue, code: int) -> Optional[TensorValue]:
         """Folds RELU/RELU1/RELU6 into the operation that computed ``t`` (through its
@@ -207,6 +216,7 @@ class Converter:
         inputs[position] = self.i32(code)
         self.model.operations[index] = Operation(operation.type, tuple(inputs),
                                                  operation.outputs)
+        self.fused_activations[t.operand] = node
         return t
 
     def emit(self, op: OperationType, inputs: Sequence[OperandRef], shape: Sequence[SymInt],

@@ -1,0 +1,104 @@
+"""``torch-nnapi bench``: where a converted module's time goes.
+
+Latency through PyTorch's NNAPI runtime on torch-nnapi's libneuralnetworks.so (compile time,
+first run, median and 90th percentile), with ``--original`` also eager PyTorch's latency on
+the original model and the ratio; then a host-runtime profile: time per NNAPI operation
+type and the slowest operations with their operand shapes. Inputs as for ``run``: bundled,
+``--input`` shapes, or the converted shapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ._commands import command
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("module", help="a module saved by torch-nnapi convert")
+    p.add_argument("--original", metavar="MODEL",
+                   help="the original model (TorchScript or pickled nn.Module), timed in eager"
+                        " PyTorch on the same inputs")
+    p.add_argument("--input", action="append", default=[], metavar="SPEC",
+                   help="input shape (see convert); default: bundled inputs or the converted"
+                        " shapes")
+    p.add_argument("--runs", type=int, default=20, help="timed runs (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=None, metavar="T",
+                   help="threads for PyTorch, the runtime's kernels and NumPy's OpenBLAS"
+                        " (default: unchanged)")
+    p.add_argument("--profile-runs", type=int, default=3, metavar="N",
+                   help="host-runtime profile runs, 0 for none (default: %(default)s)")
+    p.add_argument("--top", type=int, default=10, metavar="N",
+                   help="how many of the slowest operations to list (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+@command("bench", "time a converted module on PyTorch's NNAPI runtime (and the original in"
+         " eager PyTorch) and profile where the time goes per NNAPI operation", _configure)
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..convert.bench import bench_module
+    from .convert_cmd import load_model
+    from .run_cmd import _inputs
+
+    if args.runs < 1:
+        raise ValueError("--runs must be at least 1")
+    module = torch.jit.load(args.module)
+    original = load_model(args.original) if args.original else None
+    if isinstance(original, torch.nn.Module):
+        original.eval()
+    inputs, source = _inputs(module, args.input)
+    report = bench_module(module, inputs, runs=args.runs, threads=args.threads,
+                          original=original, profile_runs=max(0, args.profile_runs))
+    if args.json:
+        print(json.dumps(dict(report.to_json(args.top), input_source=source), indent=1))
+    else:
+        print("\n".join(render(report, source, args.top)))
+    return 0
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def render(report, source: str = "", top: int = 10) -> list[str]:
+    lines = [f"inputs{f' ({source})' if source else ''}: "
+             + ", ".join(f"{i['shape']} {i['dtype']}" for i in report.inputs)
+             + (f"; threads {report.threads}" if report.threads else "")]
+    n = report.nnapi
+    lines.append(f"{report.backend}:")
+    lines.append(f"  compile {_ms(report.compile_seconds)}"
+                 + (" (first use in this process: includes importing the runtime)"
+                    if report.first_use else "")
+                 + f", first run {_ms(report.first_run_seconds)}")
+    lines.append(f"  {len(n.seconds)} runs: median {_ms(n.median)}, p90 {_ms(n.p90)},"
+                 f" min {_ms(n.minimum)}")
+    if report.eager is not None:
+        e = report.eager
+        lines.append(f"eager PyTorch (original): median {_ms(e.median)}, p90 {_ms(e.p90)},"
+                     f" min {_ms(e.minimum)}")
+        lines.append(f"NNAPI / eager: {report.ratio:.2f}x")
+        for o in report.output_errors:
+            value = f"{o['error']:g} quanta" if o["unit"] == "quanta" else \
+                f"{o['error']:.2g} relative"
+            lines.append(f"output {o['output']} against eager: max error {value}")
+    p = report.profile
+    if p is not None:
+        lines.append(f"host runtime profile (median of {p.runs} runs): {_ms(p.wall_seconds)}"
+                     f" per run, {_ms(p.total)} in {len(p.operations)} operations")
+        lines.append(f"  outside the host runtime (wrapper module, C API, copies):"
+                     f" {_ms(max(0.0, report.outside_runtime))} of the NNAPI median")
+        lines.append(f"  {'operation type':28} {'total':>10} {'share':>7} {'count':>6}")
+        for t in p.by_type:
+            lines.append(f"  {t.type:28} {_ms(t.seconds):>10} {t.share:>7.1%} {t.count:>6}")
+        if top > 0:
+            lines.append("  slowest operations:")
+            lines.append(f"  {'#':>5} {'operation':24} {'time':>10} {'share':>7}  operands")
+            for op in p.slowest(top):
+                operands = ", ".join(op.inputs) + " -> " + ", ".join(op.outputs)
+                kind = op.data_type.replace("TENSOR_", "").lower()
+                lines.append(f"  {op.index:>5} {op.type:24} {_ms(op.seconds):>10}"
+                             f" {op.share:>7.1%}  {kind} {operands}")
+    return lines

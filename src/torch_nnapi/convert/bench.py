@@ -1,0 +1,309 @@
+"""Where a converted module's time goes (``torch-nnapi bench``).
+
+* Latency through PyTorch's NNAPI runtime (``torch.classes._nnapi.Compilation``, on
+  torch-nnapi's libneuralnetworks.so): compilation, the first run, then the median and 90th
+  percentile of timed runs; optionally eager PyTorch on the original model, for the ratio.
+* A profile on the host runtime (the same NNAPI model, executed operation by operation):
+  time per NNAPI operation type, and the slowest operations with their operand shapes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Optional, Sequence
+
+import torch
+
+from ..nnapi.model import Lifetime, Model
+from .check import loaded_nnapi_library, tensor_error
+from .host import model_for, program_of
+
+
+@dataclass
+class Latency:
+    seconds: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def p90(self) -> float:
+        """The 90th percentile (nearest rank)."""
+        ordered = sorted(self.seconds)
+        return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
+
+    @property
+    def minimum(self) -> float:
+        return min(self.seconds)
+
+    def to_json(self) -> dict:
+        return {"runs": len(self.seconds), "median_ms": self.median * 1e3,
+                "p90_ms": self.p90 * 1e3, "min_ms": self.minimum * 1e3,
+                "mean_ms": statistics.fmean(self.seconds) * 1e3}
+
+
+@dataclass
+class OperationTime:
+    index: int
+    type: str
+    seconds: float  # median over the profiled runs
+    share: float  # of the sum over all operations
+    inputs: list[str]  # tensor operands: "1x56x56x24", "const 24x1x1x144"
+    outputs: list[str]
+    data_type: str  # the first input's operand type
+
+
+@dataclass
+class TypeTime:
+    type: str
+    seconds: float
+    share: float
+    count: int
+
+
+@dataclass
+class HostProfile:
+    runs: int
+    wall_seconds: float  # median wall time of a whole run (executor overhead included)
+    operations: list[OperationTime]
+    by_type: list[TypeTime]
+
+    @property
+    def total(self) -> float:
+        return sum(op.seconds for op in self.operations)
+
+    def slowest(self, count: int = 10) -> list[OperationTime]:
+        return sorted(self.operations, key=lambda op: -op.seconds)[:count]
+
+
+@dataclass
+class BenchReport:
+    inputs: list[dict]
+    threads: Optional[int]
+    backend: str = ""
+    compile_seconds: float = 0.0
+    first_run_seconds: float = 0.0
+    # the library's first use in this process, whose compile time includes importing its
+    # Python side (the runtime and its kernels)
+    first_use: bool = False
+    nnapi: Optional[Latency] = None
+    eager: Optional[Latency] = None
+    output_errors: list[dict] = field(default_factory=list)
+    profile: Optional[HostProfile] = None
+
+    @property
+    def ratio(self) -> Optional[float]:
+        """NNAPI median latency / eager median latency (above 1: NNAPI is slower)."""
+        if self.nnapi is None or self.eager is None or not self.eager.median:
+            return None
+        return self.nnapi.median / self.eager.median
+
+    @property
+    def outside_runtime(self) -> Optional[float]:
+        """Median NNAPI latency minus the host runtime's own run time: what the wrapper
+        module, PyTorch's NNAPI runtime, the C API and its copies add (noisy)."""
+        if self.nnapi is None or self.profile is None:
+            return None
+        return self.nnapi.median - self.profile.wall_seconds
+
+    def to_json(self, slowest: int = 10) -> dict:
+        data = {"inputs": self.inputs, "threads": self.threads, "backend": self.backend,
+                "compile_ms": self.compile_seconds * 1e3,
+                "first_run_ms": self.first_run_seconds * 1e3, "first_use": self.first_use,
+                "nnapi": self.nnapi.to_json() if self.nnapi else None,
+                "eager": self.eager.to_json() if self.eager else None,
+                "ratio": self.ratio, "output_errors": self.output_errors,
+                "outside_runtime_ms": None if self.outside_runtime is None
+                else self.outside_runtime * 1e3}
+        if self.profile is not None:
+            p = self.profile
+            data["host_profile"] = {
+                "runs": p.runs, "wall_ms": p.wall_seconds * 1e3, "operations_ms": p.total * 1e3,
+                "by_type": [dict(asdict(t), ms=t.seconds * 1e3) for t in p.by_type],
+                "slowest": [dict(asdict(op), ms=op.seconds * 1e3) for op in p.slowest(slowest)],
+            }
+        return data
+
+
+# ------------------------------------------------------------------------------ pieces
+
+
+# Untimed calls before timing: TorchScript's profiling executor optimizes a function only
+# after its first couple of calls, which are several times slower.
+WARMUP = 2
+
+
+def time_calls(call: Callable[[], object], runs: int, warmup: int = WARMUP) -> Latency:
+    """Wall time of ``runs`` calls of ``call``, after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        call()
+    seconds = []
+    for _ in range(max(1, runs)):
+        start = time.perf_counter()
+        call()
+        seconds.append(time.perf_counter() - start)
+    return Latency(seconds)
+
+
+def first_run(module, inputs: Sequence[torch.Tensor]) -> tuple[float, float]:
+    """(compile seconds, first-run seconds) of a converted module on PyTorch's NNAPI
+    runtime: its compilation is dropped, redone, then the module runs once."""
+    program = program_of(module)
+    program.reset()
+    start = time.perf_counter()
+    program.init(list(inputs))
+    compiled = time.perf_counter()
+    module(*inputs)
+    return compiled - start, time.perf_counter() - compiled
+
+
+def profile_on_host(module, inputs: Sequence[torch.Tensor], runs: int = 3) -> HostProfile:
+    """Per-operation times of the module's NNAPI model on the host runtime (medians)."""
+    from ..runtime import Compilation
+
+    program = program_of(module)
+    model = model_for(module, list(inputs))
+    compilation = Compilation(model, preference=int(program.compilation_preference))
+    ready = [x.int_repr().numpy() if x.is_quantized else x.numpy()
+             for x in program.prepare_inputs(list(inputs))]
+    per_operation: dict[int, list[float]] = defaultdict(list)
+    walls = []
+    for _ in range(max(1, runs)):
+        start = time.perf_counter()
+        result = compilation.run(ready, profile=True)
+        walls.append(time.perf_counter() - start)
+        for timing in result.timings:
+            per_operation[timing.position].append(timing.seconds)
+    medians = {k: statistics.median(v) for k, v in per_operation.items()}
+    total = sum(medians.values()) or 1e-30
+    operations = []
+    for k, operation in enumerate(model.operations):
+        seconds = medians.get(k, 0.0)
+        operations.append(OperationTime(
+            k, operation.type.name, seconds, seconds / total,
+            [_operand(model, compilation.shapes, i) for i in operation.inputs
+             if _is_tensor(model, i)],
+            [_operand(model, compilation.shapes, o) for o in operation.outputs],
+            model.operands[operation.inputs[0]].type.name if operation.inputs else ""))
+    grouped: dict[str, list[OperationTime]] = defaultdict(list)
+    for op in operations:
+        grouped[op.type].append(op)
+    by_type = sorted((TypeTime(name, sum(o.seconds for o in ops),
+                               sum(o.seconds for o in ops) / total, len(ops))
+                      for name, ops in grouped.items()), key=lambda t: -t.seconds)
+    return HostProfile(len(walls), statistics.median(walls), operations, by_type)
+
+
+def _is_tensor(model: Model, index: int) -> bool:
+    operand = model.operands[index]
+    return not operand.info.is_scalar and operand.lifetime is not Lifetime.NO_VALUE
+
+
+def _operand(model: Model, shapes, index: int) -> str:
+    operand = model.operands[index]
+    shape = shapes[index] if shapes is not None else operand.dimensions
+    dims = "x".join(str(int(d)) for d in shape) or "scalar"
+    return f"const {dims}" if operand.lifetime is Lifetime.CONSTANT else dims
+
+
+# (set, get) thread-count functions of OpenBLAS builds: NumPy's wheels, then plain ones
+_OPENBLAS_FUNCTIONS = (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+                       ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
+                       ("openblas_set_num_threads", "openblas_get_num_threads"))
+
+
+def _openblas_controls() -> list[tuple]:
+    """(set, get) of every OpenBLAS this process has loaded (NumPy's BLAS)."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split(None, 5)[-1].strip() for line in maps
+                     if "openblas" in line.rsplit("/", 1)[-1].lower()}
+    except OSError:
+        return []
+    controls = []
+    for path in sorted(paths):
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for set_name, get_name in _OPENBLAS_FUNCTIONS:
+            if hasattr(library, set_name) and hasattr(library, get_name):
+                setter, getter = getattr(library, set_name), getattr(library, get_name)
+                setter.argtypes, setter.restype = [ctypes.c_int], None
+                getter.argtypes, getter.restype = [], ctypes.c_int
+                controls.append((setter, getter))
+                break
+    return controls
+
+
+@contextmanager
+def thread_count(threads: Optional[int]):
+    """Runs the body with ``threads`` threads for PyTorch's intra-op pool, the host
+    runtime's kernels (TORCH_NNAPI_NUM_THREADS) and NumPy's OpenBLAS; restores them all
+    afterwards. (Two pools of spinning threads on the same cores slow each other down by
+    orders of magnitude, so a fair measurement sets them together.)"""
+    if not threads:
+        yield
+        return
+    previous_torch = torch.get_num_threads()
+    previous_env = os.environ.get("TORCH_NNAPI_NUM_THREADS")
+    blas = [(setter, getter()) for setter, getter in _openblas_controls()]
+    torch.set_num_threads(threads)
+    os.environ["TORCH_NNAPI_NUM_THREADS"] = str(threads)
+    for setter, _ in blas:
+        setter(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous_torch)
+        if previous_env is None:
+            os.environ.pop("TORCH_NNAPI_NUM_THREADS", None)
+        else:
+            os.environ["TORCH_NNAPI_NUM_THREADS"] = previous_env
+        for setter, previous in blas:
+            setter(previous)
+
+
+# ------------------------------------------------------------------------------ the bench
+
+
+def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
+                 threads: Optional[int] = None, original=None, profile_runs: int = 3
+                 ) -> BenchReport:
+    """Latency of a converted module on PyTorch's NNAPI runtime (and of ``original`` in
+    eager PyTorch when given), and its host-runtime profile (``profile_runs=0``: none)."""
+    inputs = tuple(inputs)
+    report = BenchReport([{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
+                          for x in inputs], threads)
+    report.first_use = "torch_nnapi.capi.bridge" not in sys.modules
+    with thread_count(threads), torch.no_grad():
+        report.compile_seconds, report.first_run_seconds = first_run(module, inputs)
+        library = loaded_nnapi_library()
+        report.backend = "PyTorch's NNAPI runtime" + (f" ({library})" if library else "")
+        report.nnapi = time_calls(lambda: module(*inputs), runs)
+        if original is not None:
+            expected = original(*inputs)
+            report.eager = time_calls(lambda: original(*inputs), runs)
+            actual = module(*inputs)
+            expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+            actual = list(actual) if isinstance(actual, (tuple, list)) else [actual]
+            for i, (a, e) in enumerate(zip(actual, expected)):
+                error, unit = tensor_error(a, e)
+                report.output_errors.append({"output": i, "error": error, "unit": unit})
+        if profile_runs > 0:
+            report.profile = profile_on_host(module, inputs, profile_runs)
+    return report
+
+
+__all__ = ["BenchReport", "HostProfile", "Latency", "OperationTime", "TypeTime",
+           "bench_module", "first_run", "profile_on_host", "thread_count", "time_calls"]

@@ -1,0 +1,463 @@
+"""Will a PyTorch model run on NNAPI, and correctly? (``torch-nnapi check``)
+
+:func:`check_model` converts the model and gathers, without stopping at the first problem:
+
+* every unsupported operation (from :class:`ConversionError`: kind, count, locations);
+* the feature level the converted model needs and *why*: for each NNAPI operation, which
+  part of its signature needs that level (the operation itself, its operand types, optional
+  inputs such as the layout flag, or a quantization rule), with the PyTorch code it came
+  from; and, for ``target_level``, every operation a device of that level would reject;
+* operation counts and the TRANSPOSE operations the converter inserted to change layouts;
+* the converted module run through PyTorch's NNAPI runtime against eager PyTorch, and a
+  layer-by-layer comparison on the host runtime naming the first layer whose error exceeds
+  the tolerance (float: relative to the layer's magnitude; quantized: in quanta).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+import torch
+
+from ..nnapi.codes import FeatureLevel, OperandType
+from ..nnapi.model import Model
+from ..nnapi.signatures._dsl import Form, LevelRule, RuleContext
+from .api import Conversion, convert_with_details
+from .capture import as_example_tuple
+from .compare import LayerDiff, compare_layers
+from .errors import ConversionError, ConverterBug, UnsupportedUse
+
+FLOAT_TOLERANCE = 1e-4  # relative to the magnitude of the layer or output
+# Quantized tensors (and float tensors dequantized from them), in quanta. PyTorch's quantized
+# kernels and NNAPI's round differently, by up to one quantum per layer, and those
+# differences add up along a network (3 quanta after MobileNetV2's 50 layers, 5 after
+# ResNet-18's residual additions); a wrong conversion is off by tens or hundreds.
+QUANTA_TOLERANCE = 8.0
+
+
+@dataclass
+class Requirement:
+    """One reason an operation needs a feature level."""
+
+    level: int
+    reason: str
+
+
+@dataclass
+class OperationLevel:
+    """The feature level one NNAPI operation needs, with every reason above level 1."""
+
+    index: int
+    type: str
+    level: int
+    requirements: list[Requirement]
+    origin: str = ""  # the PyTorch node it was lowered from, "" when unknown
+
+    def reasons_above(self, level: int) -> list[str]:
+        return [r.reason for r in self.requirements if r.level > level]
+
+
+@dataclass
+class Transpose:
+    """A TRANSPOSE the converter inserted because an operation needed another layout."""
+
+    index: int
+    permutation: list[int]
+    input_shape: list[int]
+    origin: str
+
+
+@dataclass
+class TensorCheck:
+    """One compared tensor: a model output or an intermediate layer."""
+
+    name: str
+    shape: list[int]
+    error: float
+    unit: str  # "relative" or "quanta"
+    tolerance: float
+    kind: str = ""
+    location: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.error <= self.tolerance)
+
+    @property
+    def severity(self) -> float:
+        """The error as a multiple of its tolerance (comparable across units)."""
+        return self.error / self.tolerance if self.tolerance else float("inf")
+
+
+@dataclass
+class CheckReport:
+    inputs: list[dict]
+    unsupported: list[UnsupportedUse] = field(default_factory=list)
+    unsupported_text: str = ""
+    errors: list[str] = field(default_factory=list)  # converter bugs, runtime failures
+    converted: bool = False
+    feature_level: int = 0
+    model_requirements: list[Requirement] = field(default_factory=list)
+    operations: list[OperationLevel] = field(default_factory=list)
+    operation_counts: dict[str, int] = field(default_factory=dict)
+    transposes: list[Transpose] = field(default_factory=list)
+    backend: str = ""
+    outputs: list[TensorCheck] = field(default_factory=list)
+    layers: list[TensorCheck] = field(default_factory=list)
+    float_tolerance: float = FLOAT_TOLERANCE
+    quanta_tolerance: float = QUANTA_TOLERANCE
+    target_level: Optional[int] = None
+    conversion_seconds: float = 0.0
+    quantized: bool = False  # the converted model has quantized operands
+    quantized_engine: str = ""  # PyTorch's quantized engine for the eager reference
+
+    @property
+    def level_forced_by(self) -> list[OperationLevel]:
+        """The operations that need the model's feature level (none above 1 needs nothing)."""
+        if self.feature_level <= 1:
+            return []
+        return [op for op in self.operations if op.level == self.feature_level]
+
+    @property
+    def rejected(self) -> list[OperationLevel]:
+        """Operations a device of ``target_level`` would reject."""
+        if self.target_level is None:
+            return []
+        return [op for op in self.operations if op.level > self.target_level]
+
+    @property
+    def rejected_by_model(self) -> list[Requirement]:
+        if self.target_level is None:
+            return []
+        return [r for r in self.model_requirements if r.level > self.target_level]
+
+    @property
+    def first_bad_layer(self) -> Optional[TensorCheck]:
+        return next((layer for layer in self.layers if not layer.ok), None)
+
+    def worst_layers(self, count: int = 5) -> list[TensorCheck]:
+        return sorted(self.layers, key=lambda t: -t.severity)[:count]
+
+    @property
+    def matches(self) -> bool:
+        return bool(self.converted and not self.errors and self.outputs
+                    and all(o.ok for o in self.outputs) and all(t.ok for t in self.layers))
+
+    @property
+    def fits_target(self) -> bool:
+        return not self.rejected and not self.rejected_by_model
+
+    @property
+    def exit_code(self) -> int:
+        """0: converts, matches and fits the target level; 1: cannot convert; 2: converts
+        but disagrees with PyTorch or fails to run; 3: a target-level device rejects it."""
+        if not self.converted:
+            return 1
+        if not self.matches:
+            return 2
+        return 0 if self.fits_target else 3
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data.update(
+            ok=self.exit_code == 0, exit_code=self.exit_code,
+            level_forced_by=[asdict(op) for op in self.level_forced_by],
+            rejected=[asdict(op) for op in self.rejected],
+            rejected_by_model=[asdict(r) for r in self.rejected_by_model],
+            first_bad_layer=asdict(self.first_bad_layer) if self.first_bad_layer else None,
+            worst_layers=[asdict(t) for t in self.worst_layers()])
+        if self.feature_level:
+            level = FeatureLevel(self.feature_level)
+            data.update(android=level.android, api_level=level.api_level)
+        return data
+
+
+# ------------------------------------------------------------------------------ levels
+
+
+def describe_origin(node: Any) -> str:
+    if node is None:
+        return "the model's outputs"
+    return f"{node.kind} at {node.location}"
+
+
+def origin_of(model: Model, origins: Mapping[int, Any], index: int) -> str:
+    """The PyTorch node behind operation ``index`` ("" when no origin was recorded)."""
+    outputs = model.operations[index].outputs
+    if not outputs or outputs[0] not in origins:
+        return ""
+    return describe_origin(origins[outputs[0]])
+
+
+def operation_levels(model: Model, origins: Mapping[int, Any] | None = None
+                     ) -> list[OperationLevel]:
+    """For each operation of a finished model: the level it needs and every reason above
+    level 1, read from the signature match the model recorded when it was finished."""
+    result = []
+    for k, (operation, match) in enumerate(zip(model.operations, model.matches)):
+        requirements = []
+        name = operation.type.name
+        if int(match.signature.level) > 1:
+            requirements.append(Requirement(int(match.signature.level),
+                                            f"{name} was introduced at level"
+                                            f" {int(match.signature.level)}"))
+        if match.combo.level > max(1, int(match.signature.level)):
+            requirements.append(Requirement(match.combo.level,
+                                            f"{name} on {_combo_types(match.combo.bindings)}"
+                                            f" needs level {match.combo.level}"))
+        for level, names in _optional_argument_levels(match.form, match.input_positions):
+            plural = len(names) > 1
+            requirements.append(Requirement(level, f"{name}'s optional input"
+                                            f"{'s' if plural else ''} {', '.join(names)}"
+                                            f" need{'' if plural else 's'} level {level}"))
+        context = RuleContext(model.operands, operation.inputs, operation.outputs, match)
+        for rule in match.signature.rules:
+            if isinstance(rule, LevelRule):
+                needed = rule.needs(context)
+                if needed and needed > 1:
+                    requirements.append(Requirement(int(needed), f"{name}: {rule.description}"))
+        result.append(OperationLevel(k, name, int(match.level), requirements,
+                                     origin_of(model, origins or {}, k)))
+    return result
+
+
+def model_requirements(model: Model) -> list[Requirement]:
+    """Requirements of the model as a whole rather than of one operation."""
+    found = []
+    half = sorted({o.type.name for o in model.operands
+                   if o.type in (OperandType.TENSOR_FLOAT16, OperandType.FLOAT16)})
+    if half:
+        found.append(Requirement(3, f"float16 operands ({', '.join(half)}) need level 3"))
+    if model.relax_float32_to_float16:
+        found.append(Requirement(2, "relaxed float32 -> float16 computation needs level 2"))
+    return found
+
+
+def _combo_types(bindings: Mapping[str, OperandType]) -> str:
+    names = sorted({t.name for t in bindings.values()})
+    return ", ".join(names)
+
+
+def _optional_argument_levels(form: Form, positions: Mapping[str, list[int]]
+                              ) -> list[tuple[int, list[str]]]:
+    """The optional inputs an operation gives that need a level above 1, by level.
+
+    A form's cut points record the level needed by every argument before them, so an
+    argument needs the level of the first cut after it."""
+    needed: dict[int, list[str]] = {}
+    cuts = sorted(form.input_cuts, key=lambda c: c.length)
+    for i, arg in enumerate(form.inputs):
+        level = next((c.level for c in cuts if c.length > i), 1)
+        if level > 1 and arg.name in positions:
+            needed.setdefault(level, []).append(arg.name)
+    return sorted(needed.items())
+
+
+def layout_transposes(model: Model, origins: Mapping[int, Any] | None = None
+                      ) -> list[Transpose]:
+    """Every TRANSPOSE: the converter emits one only where an operation needs its input in
+    another order than the one it holds (permutes themselves only relabel dimensions)."""
+    found = []
+    for k, operation in enumerate(model.operations):
+        if operation.type.name != "TRANSPOSE":
+            continue
+        data, perm = operation.inputs[0], operation.inputs[1]
+        value = model.operands[perm].value
+        permutation = [int(v) for v in np.asarray(value).reshape(-1)] if value is not None \
+            else []
+        found.append(Transpose(k, permutation, list(model.operands[data].dimensions),
+                               origin_of(model, origins or {}, k)))
+    return found
+
+
+# ------------------------------------------------------------------------------ numbers
+
+
+def tensor_error(actual: torch.Tensor, expected: torch.Tensor, quantum: float = 0.0
+                 ) -> tuple[float, str]:
+    """(error, unit): quantized tensors in quanta, float tensors in ``quantum`` units when
+    given (a dequantized output), else relative to the expected tensor's largest magnitude."""
+    if expected.is_quantized:
+        got = actual.int_repr() if actual.is_quantized else torch.quantize_per_tensor(
+            actual.float(), expected.q_scale(), expected.q_zero_point(), expected.dtype
+        ).int_repr()
+        diff = (got.long() - expected.int_repr().long()).abs()
+        return (float(diff.max()) if diff.numel() else 0.0), "quanta"
+    a = (actual.dequantize() if actual.is_quantized else actual).double()
+    e = expected.double()
+    if not e.numel():
+        return 0.0, "quanta" if quantum else "relative"
+    if quantum:
+        return round(float((a - e).abs().max()) / quantum, 3), "quanta"
+    scale = max(float(e.abs().max()), 1e-30)
+    return float((a - e).abs().max()) / scale, "relative"
+
+
+def _as_list(out) -> list:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _tolerance(unit: str, report: CheckReport) -> float:
+    return report.quanta_tolerance if unit == "quanta" else report.float_tolerance
+
+
+def _layer(diff: LayerDiff, report: CheckReport) -> TensorCheck:
+    return TensorCheck(f"%{diff.name}", list(diff.shape), diff.error, diff.unit,
+                       _tolerance(diff.unit, report), diff.kind, diff.location)
+
+
+# ------------------------------------------------------------------------------ the check
+
+
+@contextmanager
+def quantized_engine(name: Optional[str]):
+    """PyTorch's quantized kernels set to ``name`` for the body (None: unchanged)."""
+    previous = torch.backends.quantized.engine
+    if name is None or name == previous:
+        yield
+        return
+    if name not in torch.backends.quantized.supported_engines:
+        raise ValueError(f"quantized engine {name!r} is not available in this PyTorch (it has"
+                         f" {', '.join(torch.backends.quantized.supported_engines)})")
+    torch.backends.quantized.engine = name
+    try:
+        yield
+    finally:
+        torch.backends.quantized.engine = previous
+
+
+def check_model(model, example_inputs, *, nhwc: bool | Sequence[bool] = False,
+                flexible=None, float_tolerance: float = FLOAT_TOLERANCE,
+                quanta_tolerance: float = QUANTA_TOLERANCE,
+                target_level: Optional[int] = None, host: bool = False,
+                layers: bool = True, engine: Optional[str] = "qnnpack") -> CheckReport:
+    """Converts ``model`` for ``example_inputs`` and checks the result; see the module
+    docstring. ``host`` runs the converted module on the host runtime instead of PyTorch's
+    NNAPI runtime; ``layers=False`` skips the layer-by-layer comparison. ``engine`` is the
+    PyTorch quantized engine computing the eager reference of quantized models: qnnpack by
+    default, the one PyTorch Mobile uses (models quantized for it can saturate fbgemm's
+    16-bit accumulations on x86, giving wrong reference values)."""
+    examples = as_example_tuple(example_inputs)
+    report = CheckReport([{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
+                          for x in examples], float_tolerance=float_tolerance,
+                         quanta_tolerance=quanta_tolerance, target_level=target_level)
+    if engine == "qnnpack" and engine not in torch.backends.quantized.supported_engines:
+        engine = None  # a PyTorch built without qnnpack: keep its default
+    with quantized_engine(engine):
+        report.quantized_engine = torch.backends.quantized.engine
+        _check(report, model, examples, nhwc, flexible, host, layers)
+    return report
+
+
+def _check(report: CheckReport, model, examples: tuple, nhwc, flexible, host: bool,
+           layers: bool) -> None:
+    options = dict(nhwc=nhwc, flexible=flexible)
+    try:
+        with torch.no_grad():
+            expected = _as_list(model(*[x.clone() for x in examples]))
+    except Exception as e:  # noqa: BLE001 - the inputs do not fit the model
+        report.errors.append(f"the model fails on the given inputs: {_one_line(e)}")
+        return
+    try:
+        conversion = convert_with_details(model, examples, **options)
+    except ConversionError as e:
+        report.unsupported = list(e.uses)
+        report.unsupported_text = e.render()
+        return
+    except (ConverterBug, ValueError, TypeError) as e:
+        report.errors.append(f"conversion failed: {e}")
+        return
+    report.converted = True
+    _describe(report, conversion)
+    report.quantized = any(o.info.is_quantized for o in conversion.model.operands)
+    _check_outputs(report, expected, conversion, examples, host)
+    if layers:
+        try:
+            diffs = compare_layers(model, examples, **options)
+        except Exception as e:  # noqa: BLE001 - reported, the rest of the check stands
+            report.errors.append(f"layer-by-layer comparison failed: {_one_line(e)}")
+        else:
+            report.layers = [_layer(d, report) for d in diffs]
+
+
+def _describe(report: CheckReport, conversion: Conversion) -> None:
+    model = conversion.model
+    origins = conversion.lowered.cx.origins
+    report.conversion_seconds = conversion.seconds
+    report.feature_level = conversion.feature_level
+    report.model_requirements = model_requirements(model)
+    report.operations = operation_levels(model, origins)
+    report.operation_counts = dict(Counter(op.type.name for op in model.operations)
+                                   .most_common())
+    report.transposes = layout_transposes(model, origins)
+
+
+def _check_outputs(report: CheckReport, expected: list, conversion: Conversion,
+                   examples: tuple, host: bool) -> None:
+    from .host import run_on_host
+
+    module = conversion.module
+    report.backend = "host runtime" if host else "PyTorch's NNAPI runtime"
+    try:
+        with torch.no_grad():
+            actual = _as_list(run_on_host(module, *examples) if host else module(*examples))
+    except Exception as e:  # noqa: BLE001 - reported, the rest of the check stands
+        report.errors.append(f"running the converted module ({report.backend}) failed:"
+                             f" {_one_line(e)}")
+        return
+    library = loaded_nnapi_library()
+    if not host and library:
+        report.backend += f" ({library})"
+    if len(actual) != len(expected):
+        report.errors.append(f"the converted module returned {len(actual)} outputs, PyTorch"
+                             f" {len(expected)}")
+        return
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        if tuple(a.shape) != tuple(e.shape):
+            report.errors.append(f"output {i} has shape {list(a.shape)}, PyTorch's"
+                                 f" {list(e.shape)}")
+            continue
+        error, unit = tensor_error(a, e, _dequantized_from(conversion, i))
+        report.outputs.append(TensorCheck(f"output {i}", list(e.shape), error, unit,
+                                          _tolerance(unit, report)))
+
+
+def _dequantized_from(conversion: Conversion, output: int) -> float:
+    """The scale of the quantized tensor that returned output ``output`` is dequantized
+    from (0.0 when it is not the result of a DEQUANTIZE)."""
+    lowered, model = conversion.lowered, conversion.model
+    operand = lowered.outputs[lowered.output_map[output]].operand
+    for operation in model.operations:
+        if operand in operation.outputs:
+            if operation.type.name == "DEQUANTIZE":
+                return float(model.operands[operation.inputs[0]].scale)
+            break
+    return 0.0
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    lines = [line for line in text.splitlines() if line.strip()]
+    # TorchScript errors carry the script traceback first; the cause is the last line
+    return lines[-1] if len(lines) > 1 and "Traceback" in text else " ".join(lines)
+
+
+def loaded_nnapi_library() -> str:
+    """The path of the libneuralnetworks.so this process has loaded ("" if none)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if line.rstrip().endswith("libneuralnetworks.so"):
+                    return line.split(None, 5)[-1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+__all__ = ["CheckReport", "OperationLevel", "Requirement", "TensorCheck", "Transpose",
+           "check_model", "layout_transposes", "loaded_nnapi_library", "model_requirements",
+           "operation_levels", "tensor_error"]

@@ -1,0 +1,90 @@
+"""``torch-nnapi bench`` end to end through ``torch_nnapi.cli.main``."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+from torch_nnapi.cli import main
+
+from ._models import Scaled, save
+
+
+@pytest.fixture()
+def converted(tmp_path, capsys):
+    original = save(Scaled(), torch.randn(1, 3, 4, 4), tmp_path / "scaled.pt")
+    out = str(tmp_path / "scaled_nnapi.pt")
+    assert main(["convert", original, "-o", out, "--input", "1x3x4x4:nhwc"]) == 0
+    capsys.readouterr()
+    return original, out
+
+
+def test_bench_table(converted, capsys):
+    original, out = converted
+    assert main(["bench", out, "--original", original, "--runs", "3", "--top", "3"]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0] == "inputs (random): [1, 3, 4, 4] float32"
+    assert lines[1].startswith("PyTorch's NNAPI runtime (") and "libneuralnetworks.so" in lines[1]
+    assert "  compile " in text and ", first run " in text
+    assert "  3 runs: median " in text and ", p90 " in text
+    assert "eager PyTorch (original): median " in text and "NNAPI / eager: " in text
+    assert "output 0 against eager: max error " in text
+    assert "  outside the host runtime (wrapper module, C API, copies): " in text
+    header = lines.index("  operation type                    total   share  count")
+    table = lines[header + 1:lines.index("  slowest operations:")]
+    counts = {row.split()[0]: int(row.split()[-1]) for row in table}
+    assert counts == {"MUL": 2, "SUB": 1, "TRANSPOSE": 1, "RESHAPE": 1, "EXP": 1, "SOFTMAX": 1}
+    slowest = lines[lines.index("  slowest operations:") + 2:]
+    assert len(slowest) == 3
+    transpose = [row for row in lines if " TRANSPOSE " in row and "->" in row]
+    if transpose:  # among the slowest three: its operands are listed with their shapes
+        assert "float32 1x4x4x3, const 4 -> 1x3x4x4" in transpose[0]
+
+
+def test_bench_json(converted, capsys):
+    _, out = converted
+    from torch_nnapi.convert.bench import _openblas_controls
+
+    threads, env = torch.get_num_threads(), os.environ.get("TORCH_NNAPI_NUM_THREADS")
+    blas = [get() for _, get in _openblas_controls()]
+    assert main(["bench", out, "--runs", "2", "--threads", "1", "--json", "--top", "50"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # the thread settings are restored afterwards
+    assert torch.get_num_threads() == threads
+    assert os.environ.get("TORCH_NNAPI_NUM_THREADS") == env
+    assert [get() for _, get in _openblas_controls()] == blas
+    assert report["threads"] == 1 and report["input_source"] == "random"
+    assert report["nnapi"]["runs"] == 2 and report["nnapi"]["median_ms"] > 0
+    assert report["nnapi"]["p90_ms"] >= report["nnapi"]["median_ms"]
+    assert report["compile_ms"] > 0 and report["eager"] is None and report["ratio"] is None
+    assert report["outside_runtime_ms"] == pytest.approx(
+        report["nnapi"]["median_ms"] - report["host_profile"]["wall_ms"])
+    profile = report["host_profile"]
+    assert sum(t["count"] for t in profile["by_type"]) == 7
+    assert sum(t["share"] for t in profile["by_type"]) == pytest.approx(1.0)
+    assert len(profile["slowest"]) == 7
+    times = [op["ms"] for op in profile["slowest"]]
+    assert times == sorted(times, reverse=True)
+    softmax = next(op for op in profile["slowest"] if op["type"] == "SOFTMAX")
+    assert softmax["inputs"] == ["1x48"] and softmax["outputs"] == ["1x48"]
+
+
+def test_bench_flexible_module_needs_shapes(tmp_path, capsys):
+    original = save(Scaled(), torch.randn(1, 3, 4, 4), tmp_path / "scaled.pt")
+    out = str(tmp_path / "flexible.pt")
+    assert main(["convert", original, "-o", out, "--input", "1x3x?4x?4"]) == 0
+    assert main(["bench", out, "--runs", "1"]) == 1
+    assert "flexible dimensions" in capsys.readouterr().err
+    assert main(["bench", out, "--runs", "1", "--input", "1x3x6x5", "--profile-runs", "0"]) == 0
+    text = capsys.readouterr().out
+    assert "[1, 3, 6, 5]" in text and "host runtime profile" not in text
+
+
+def test_bench_rejects_a_module_not_converted(tmp_path, capsys):
+    original = save(Scaled(), torch.randn(1, 3, 4, 4), tmp_path / "scaled.pt")
+    assert main(["bench", original, "--runs", "1"]) == 1
+    assert "not produced by torch_nnapi.convert" in capsys.readouterr().err

@@ -1,0 +1,187 @@
+"""``torch-nnapi check`` end to end through ``torch_nnapi.cli.main``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from torch_nnapi.cli import main
+from torch_nnapi.convert.lowerings import LOWERINGS, lowering_for
+
+from ._models import Plain, QuantizedRelu, Scaled, Unsupported, save
+
+
+def _check(capsys, *argv) -> tuple[int, str]:
+    code = main(["check", *map(str, argv)])
+    return code, capsys.readouterr().out
+
+
+@pytest.fixture()
+def scaled_file(tmp_path):
+    return save(Scaled(), torch.randn(1, 3, 4, 4), tmp_path / "scaled.pt")
+
+
+def test_model_that_converts_and_matches(scaled_file, capsys):
+    code, text = _check(capsys, scaled_file, "--input", "1x3x4x4:nhwc")
+    assert code == 0, text
+    lines = text.splitlines()
+    assert lines[0] == "inputs: [1, 3, 4, 4] float32 (NHWC)"
+    assert "feature level 3 (Android 10, API 29), forced by:" in text
+    assert "  EXP x1 (level 3): EXP was introduced at level 3" in text
+    assert "from aten::exp at " in text and "_models.py" in text
+    assert "layout transposes inserted: 1" in text
+    assert "TRANSPOSE [1x4x4x3] by [0, 3, 1, 2], for aten::flatten at" in text
+    assert "output 0 [1, 48]:" in text and " ok" in text
+    assert "all within tolerance" in text and "worst layers:" in text
+    assert lines[-1] == "result: OK, converts and matches PyTorch; needs NNAPI feature level 3"
+    # the report's sections come in the documented order
+    order = ["converts:", "feature level", "operations:", "layout transposes", "outputs",
+             "layer by layer", "result:"]
+    positions = [text.index(marker) for marker in order]
+    assert positions == sorted(positions)
+
+
+def test_target_level_names_rejected_operations(scaled_file, capsys):
+    code, text = _check(capsys, scaled_file, "--input", "1x3x4x4:nhwc", "--target-level", "1")
+    assert code == 3, text
+    section = text[text.index("target level 1 (Android 8.1): a device would reject"):
+                   text.index("outputs against eager")]
+    assert "  EXP x1 (level 3): EXP was introduced at level 3" in section
+    assert "from aten::exp at" in section
+    assert "  TRANSPOSE x1 (level 2): TRANSPOSE was introduced at level 2" in section
+    assert "from aten::flatten at" in section
+    rejected = [line for line in section.splitlines() if line.startswith("  ") and " x" in line
+                and "(level " in line]
+    count = sum(int(line.split(" x")[1].split()[0]) for line in rejected)
+    assert f"would reject {count} operations" in section
+    assert "result: FAIL, converts and matches PyTorch, but needs feature level 3 (target 1)" \
+        in text
+    code, text = _check(capsys, scaled_file, "--input", "1x3x4x4:nhwc", "--target-level", "3")
+    assert code == 0 and "every operation is supported" in text
+
+
+def test_target_level_json(scaled_file, capsys):
+    code, text = _check(capsys, scaled_file, "--input", "1x3x4x4", "--target-level", "2",
+                        "--json")
+    report = json.loads(text)
+    assert code == 3 and report["exit_code"] == 3 and not report["ok"]
+    rejected = {op["type"]: op for op in report["rejected"]}
+    assert "EXP" in rejected and all(op["level"] == 3 for op in report["rejected"])
+    assert rejected["EXP"]["requirements"][0] == {"level": 3,
+                                                  "reason": "EXP was introduced at level 3"}
+    assert "aten::exp at" in rejected["EXP"]["origin"]
+    assert report["feature_level"] == 3 and report["api_level"] == 29
+    assert report["operation_counts"]["EXP"] == 1
+    assert report["transposes"] == []  # NCHW input: flatten needs no transpose
+
+
+def test_level_one_model_fits_every_device(tmp_path, capsys):
+    path = save(Plain(), torch.randn(2, 5), tmp_path / "plain.pt")
+    code, text = _check(capsys, path, "--input", "2x5", "--target-level", "1")
+    assert code == 0, text
+    assert "feature level 1 (Android 8.1, API 27)\n" in text
+    assert "every operation is supported" in text
+
+
+def test_unsupported_operations_are_all_listed(tmp_path, capsys):
+    path = save(Unsupported(), torch.rand(2, 3), tmp_path / "unsupported.pt")
+    code, text = _check(capsys, path, "--input", "2x3")
+    assert code == 1, text
+    assert "2 unsupported operations (3 uses)" in text
+    assert "  aten::erfinv x2" in text and "  aten::cumsum x1" in text
+    locations = [line for line in text.splitlines() if line.strip().startswith("at ")]
+    assert len(locations) == 3 and all("_models.py:" in line for line in locations)
+    assert text.splitlines()[-1] == "result: FAIL, cannot convert (2 unsupported operations)"
+    code, text = _check(capsys, path, "--input", "2x3", "--json")
+    report = json.loads(text)
+    assert code == 1 and not report["converted"]
+    assert sorted(u["kind"] for u in report["unsupported"]) == \
+        ["aten::cumsum", "aten::erfinv", "aten::erfinv"]
+
+
+def test_wrong_lowering_is_caught_layer_by_layer(scaled_file, capsys, monkeypatch):
+    """A MUL lowering that scales its constant by 1.01: the check must name that layer."""
+    honest = lowering_for("aten::mul")
+
+    def wrong(cx, a, b):
+        # traced scalars arrive as constant tensors
+        return honest.fn(cx, a, b * 1.01 if isinstance(b, torch.Tensor) else b)
+
+    monkeypatch.setitem(LOWERINGS, "aten::mul", dataclasses.replace(honest, fn=wrong))
+    code, text = _check(capsys, scaled_file, "--input", "1x3x4x4")
+    assert code == 2, text
+    assert "MISMATCH" in text
+    lines = text.splitlines()
+    k = next(i for i, line in enumerate(lines) if "first layer over tolerance" in line)
+    assert lines[k].startswith("  first layer over tolerance: aten::mul %")
+    assert lines[k].endswith("[1, 3, 4, 4]: 0.01 relative (tolerance 0.0001)")
+    assert lines[k + 1].strip().startswith("at ") and "_models.py:" in lines[k + 1]
+    assert text.splitlines()[-1] == "result: FAIL, the converted model does not match PyTorch"
+    code, text = _check(capsys, scaled_file, "--input", "1x3x4x4", "--json")
+    report = json.loads(text)
+    assert report["first_bad_layer"]["kind"] == "aten::mul"
+    assert report["first_bad_layer"]["error"] == pytest.approx(0.01, rel=0.05)
+    assert report["worst_layers"][0]["error"] > report["float_tolerance"]
+
+
+def test_tolerance_option(scaled_file, capsys, monkeypatch):
+    honest = lowering_for("aten::mul")
+
+    def slightly_wrong(cx, a, b):
+        return honest.fn(cx, a, b * (1 + 1e-5) if isinstance(b, torch.Tensor) else b)
+
+    monkeypatch.setitem(LOWERINGS, "aten::mul", dataclasses.replace(honest, fn=slightly_wrong))
+    code, _ = _check(capsys, scaled_file, "--input", "1x3x4x4", "--no-layers")
+    assert code == 0
+    code, text = _check(capsys, scaled_file, "--input", "1x3x4x4", "--rtol", "1e-6")
+    assert code == 2 and "aten::mul" in text
+
+
+def test_quantized_tensors_compared_in_quanta(tmp_path, capsys):
+    path = save(QuantizedRelu(), torch.randn(1, 8), tmp_path / "q.pt")
+    code, text = _check(capsys, path, "--input", "1x8", "--json")
+    report = json.loads(text)
+    assert code == 0, text
+    assert report["outputs"][0]["unit"] == "quanta" and report["outputs"][0]["error"] <= 1
+    units = {layer["kind"]: layer["unit"] for layer in report["layers"]}
+    assert units["aten::quantize_per_tensor"] == "quanta"
+    assert units["aten::dequantize"] == "quanta"
+    assert report["quanta_tolerance"] == 8
+    # the eager reference of quantized models uses qnnpack, as on mobile; restored after
+    assert report["quantized"] and report["quantized_engine"] == "qnnpack"
+    engine = torch.backends.quantized.engine
+    code, text = _check(capsys, path, "--input", "1x8", "--quantized-engine", "default")
+    assert code == 0 and f"(quantized engine {engine})" in text
+    assert torch.backends.quantized.engine == engine
+    assert main(["check", path, "--input", "1x8", "--quantized-engine", "bogus"]) == 1
+    assert "quantized engine 'bogus' is not available" in capsys.readouterr().err
+
+
+def test_flexible_input(scaled_file, capsys):
+    code, text = _check(capsys, scaled_file, "--input", "1x3x?4x?4:nhwc")
+    assert code == 0, text
+    assert text.splitlines()[0] == "inputs: [1, 3, 4, 4] float32 (NHWC, flexible dims 2,3)"
+
+
+def test_host_runtime_option(scaled_file, capsys):
+    code, text = _check(capsys, scaled_file, "--input", "1x3x4x4", "--host")
+    assert code == 0, text
+    assert "outputs against eager PyTorch, on host runtime:" in text
+
+
+def test_inputs_that_do_not_fit_the_model(tmp_path, capsys):
+    path = save(torch.nn.Linear(5, 3), torch.randn(2, 5), tmp_path / "linear.pt")
+    code, text = _check(capsys, path, "--input", "2x4")
+    assert code == 1
+    assert "error: the model fails on the given inputs:" in text and "(2x4 and 5x3)" in text
+
+
+def test_bad_arguments(scaled_file, tmp_path, capsys):
+    assert main(["check", str(tmp_path / "missing.pt"), "--input", "1x3x4x4"]) == 1
+    assert main(["check", scaled_file, "--input", "1x0x4"]) == 1
+    assert "dimension 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["check", scaled_file, "--input", "1x3x4x4", "--target-level", "9"])

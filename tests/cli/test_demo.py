@@ -1,0 +1,36 @@
+"""``torch-nnapi demo`` end to end through ``torch_nnapi.cli.main``."""
+
+from __future__ import annotations
+
+from torch_nnapi.cli import main
+
+from ._models import require_operations
+
+
+def test_demo_from_another_directory(tmp_path, monkeypatch, capsys):
+    require_operations("CONV_2D", "DEPTHWISE_CONV_2D", "MAX_POOL_2D", "FULLY_CONNECTED")
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo", "--runs", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "1. torch_nnapi.convert(model, x, nhwc=True):" in text
+    assert "feature level 3 (Android 10, API 29)" in text
+    assert "CONV_2D" in text and "DEPTHWISE_CONV_2D" in text and "FULLY_CONNECTED" in text
+    assert "2. ran through torch.classes._nnapi.Compilation on " in text
+    assert "libneuralnetworks.so" in text and " ok" in text
+    assert "outputs identical" in text and "4. latency (2 runs): NNAPI median" in text
+    assert text.splitlines()[-1].startswith("OK: the NNAPI model agrees with PyTorch.")
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
+
+
+def test_demo_model_is_what_it_says():
+    import torch
+
+    from torch_nnapi.cli.demo_cmd import demo_model
+
+    model = demo_model()
+    kinds = {type(m).__name__ for m in model.modules()}
+    assert {"Conv2d", "BatchNorm2d", "ReLU6", "MaxPool2d", "Linear"} <= kinds
+    assert any(m.groups > 1 for m in model.modules() if isinstance(m, torch.nn.Conv2d))
+    assert not model.training
+    out = model(torch.randn(1, 3, 64, 64))
+    assert out.shape == (1, 10) and torch.allclose(out.sum(), torch.tensor(1.0))
