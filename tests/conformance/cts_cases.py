@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from torch_nnapi.conformance import VERSIONS, CtsTest, discover
+from torch_nnapi.conformance import VERSIONS, discover
 
 from ..conftest import CTS_MISSING_REASON, cts_root
 from .known_failures import KNOWN_FAILURES
@@ -22,8 +22,3 @@ def cts_params() -> list:
             marks.append(pytest.mark.xfail(reason=KNOWN_FAILURES[test.id], strict=True))
         params.append(pytest.param(test, marks=marks, id=test.id))
     return params
-
-
-def operations_of(test: CtsTest) -> set[str]:
-    spec_model, _ = test.load()
-    return {op["type"] for op in spec_model["operations"]}

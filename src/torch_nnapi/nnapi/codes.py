@@ -15,6 +15,9 @@ class FeatureLevel(IntEnum):
     ANDROID_8_1 = 1  # API 27, NNAPI 1.0
     ANDROID_9 = 2  # API 28, NNAPI 1.1
     ANDROID_10 = 3  # API 29, NNAPI 1.2
+    # API 30, NNAPI 1.3: only for the few optional operation inputs of that level that
+    # torch-nnapi accepts (e.g. the resize ops' align_corners and half_pixel_centers).
+    ANDROID_11 = 4
 
     @property
     def api_level(self) -> int:
@@ -22,7 +25,7 @@ class FeatureLevel(IntEnum):
 
     @property
     def android(self) -> str:
-        return {1: "8.1", 2: "9", 3: "10"}[int(self)]
+        return {1: "8.1", 2: "9", 3: "10", 4: "11"}[int(self)]
 
 
 class OperandType(IntEnum):
