@@ -11,7 +11,7 @@ import torch
 from torch_nnapi.cli import main
 from torch_nnapi.convert.lowerings import LOWERINGS, lowering_for
 
-from ._models import Plain, QuantizedRelu, Scaled, Unsupported, require_operations, save
+from ._models import Plain, QuantizedRelu, Scaled, Unsupported, save
 
 
 def _check(capsys, *argv) -> tuple[int, str]:
@@ -189,7 +189,6 @@ def test_bad_arguments(scaled_file, tmp_path, capsys):
 
 def test_mobilenet_v2_fits_level_1(tmp_path, capsys):
     """A CNN taken NCHW, as usual: nothing a level-1 (Android 8.1) device would reject."""
-    require_operations("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "FULLY_CONNECTED")
     from ..convert import zoo
 
     torch.manual_seed(0)
