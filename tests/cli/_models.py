@@ -1,32 +1,9 @@
-"""Small models for the CLI tests, and skips for NNAPI operations not on this branch yet."""
+"""Small models for the CLI tests."""
 
 from __future__ import annotations
 
-import os
-
-import pytest
 import torch
 from torch import nn
-
-STRICT = os.environ.get("TORCH_NNAPI_STRICT") == "1"
-
-
-def require_operations(*names: str) -> None:
-    """Skips the test when an NNAPI operation has no signature or host kernel yet (set
-    TORCH_NNAPI_STRICT=1 to fail instead)."""
-    from torch_nnapi.nnapi.codes import OperationType
-    from torch_nnapi.nnapi.signatures import signature_of
-    from torch_nnapi.runtime import kernel_for
-
-    for name in names:
-        op = OperationType[name]
-        try:
-            signature_of(op)
-            missing = kernel_for(op) is None
-        except NotImplementedError:
-            missing = True
-        if missing and not STRICT:
-            pytest.skip(f"NNAPI operation {name} has no signature/kernel on this branch yet")
 
 
 class Scaled(nn.Module):

@@ -185,3 +185,26 @@ def test_bad_arguments(scaled_file, tmp_path, capsys):
     assert "dimension 1" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["check", scaled_file, "--input", "1x3x4x4", "--target-level", "9"])
+
+
+def test_mobilenet_v2_fits_level_1(tmp_path, capsys):
+    """A CNN taken NCHW, as usual: nothing a level-1 (Android 8.1) device would reject."""
+    from ..convert import zoo
+
+    torch.manual_seed(0)
+    model = zoo.randomize_batchnorm(zoo.MobileNetV2(num_classes=10))
+    path = save(model, torch.randn(1, 3, 64, 64), tmp_path / "mobilenet_v2.pt")
+    code, text = _check(capsys, path, "--input", "1x3x64x64", "--target-level", "1",
+                        "--no-layers")
+    assert code == 0, text
+    assert text.splitlines()[0] == "inputs: [1, 3, 64, 64] float32 (NHWC)"
+    assert "feature level 1 (Android 8.1, API 27)\n" in text
+    assert "target level 1 (Android 8.1): every operation is supported" in text
+    assert "would reject" not in text
+    assert "layout transposes inserted: 0" in text
+    # asked to keep NCHW, every convolution needs NNAPI's layout flag (level 3)
+    code, text = _check(capsys, path, "--input", "1x3x64x64:nchw", "--target-level", "1",
+                        "--no-layers")
+    assert code == 3, text
+    assert "CONV_2D x35 (level 3): CONV_2D's optional input nchw needs level 3" in text
+    assert "DEPTHWISE_CONV_2D x17 (level 3)" in text

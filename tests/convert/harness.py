@@ -2,31 +2,21 @@
 
 Converted modules run through PyTorch's own NNAPI runtime (torch.classes._nnapi) on
 torch-nnapi's libneuralnetworks.so when the C library is built; otherwise on the host
-runtime (the same serialized model, deserialized into our Model).
-
-Operations whose NNAPI signature or host kernel has not landed yet make the test skip with a
-reason naming them (set TORCH_NNAPI_STRICT=1 to turn those skips into failures).
+runtime (the same serialized model, deserialized into our Model). Every operation the
+converter emits has a signature and a host kernel, so nothing is skipped.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from typing import NamedTuple
 
-import pytest
 import torch
 
 from torch_nnapi.convert.api import convert_with_details
-from torch_nnapi.convert.errors import ConverterBug
 from torch_nnapi.convert.host import run_on_host
-from torch_nnapi.nnapi.errors import BadDataError
 
 FLOAT_TOLERANCE = 1e-5  # relative to the output's magnitude
-STRICT = os.environ.get("TORCH_NNAPI_STRICT") == "1"
-
-_MISSING = (re.compile(r"operation (\w+) has no declared signature"),
-            re.compile(r"\((\w+)\): the host runtime has no kernel"))
 
 
 def torch_runtime_available() -> bool:
@@ -40,21 +30,8 @@ def torch_runtime_available() -> bool:
     return bool(path) and os.path.exists(path)
 
 
-def _skip_if_missing(error: Exception) -> None:
-    text = str(error)
-    for pattern in _MISSING:
-        m = pattern.search(text)
-        if m and not STRICT:
-            pytest.skip(f"NNAPI operation {m.group(1)} has no signature/kernel on this branch"
-                        " yet")
-
-
 def convert(model, inputs, **options):
-    try:
-        return convert_with_details(model, inputs, **options)
-    except (ConverterBug, BadDataError) as e:
-        _skip_if_missing(e)
-        raise
+    return convert_with_details(model, inputs, **options)
 
 
 def run(module, inputs, host: bool | None = None):
@@ -62,13 +39,9 @@ def run(module, inputs, host: bool | None = None):
     inputs = tuple(inputs)
     if host is None:
         host = not torch_runtime_available()
-    try:
-        if host:
-            return run_on_host(module, *inputs)
-        return module(*inputs)
-    except (BadDataError, RuntimeError) as e:
-        _skip_if_missing(e)
-        raise
+    if host:
+        return run_on_host(module, *inputs)
+    return module(*inputs)
 
 
 def as_list(out):

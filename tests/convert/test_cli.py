@@ -28,10 +28,12 @@ def model_file(tmp_path):
 def test_input_specs():
     spec = parse_input("1x3x?224x?200:nhwc")
     assert spec.shape == (1, 3, 224, 200) and spec.flexible == (2, 3) and spec.nhwc
+    assert parse_input("1x3x8x8").nhwc is None  # the converter chooses
+    assert parse_input("1x3x8x8:nchw").nhwc is False
     assert parse_input("2x16:int64").dtype == "int64"
     q = parse_input("1x8:quint8=0.1,128")
     assert (q.dtype, q.scale, q.zero_point) == ("quint8", 0.1, 128)
-    for bad in ("1x0x3", "1x3:nhwc", "2x2:bogus", "1x8:quint8=0.1"):
+    for bad in ("1x0x3", "1x3:nhwc", "1x3:nchw", "2x2:bogus", "1x8:quint8=0.1"):
         with pytest.raises(ValueError):
             parse_input(bad)
 
@@ -41,7 +43,8 @@ def test_convert_run_inspect(model_file, tmp_path, capsys):
     assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x?4x?4:nhwc",
                  "--bundle", "--check"]) == 0
     text = capsys.readouterr().out
-    assert "feature level 3" in text and "max error" in text
+    # the flatten of the NHWC input needs a TRANSPOSE (level 2); SOFTMAX gives no axis
+    assert "feature level 2" in text and "max error" in text
     assert main(["run", str(out), "--repeat", "2"]) == 0
     text = capsys.readouterr().out
     assert "inputs (bundled): [1, 3, 4, 4]" in text and "output 0: [1, 48]" in text
@@ -53,7 +56,7 @@ def test_convert_run_inspect(model_file, tmp_path, capsys):
     assert "input 0: FLOAT32[1x?x?x3] NHWC" in text and "SOFTMAX" in text
     assert main(["inspect", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["feature_level"] == 3 and info["inputs"][0]["dimensions"] == [1, 0, 0, 3]
+    assert info["feature_level"] == 2 and info["inputs"][0]["dimensions"] == [1, 0, 0, 3]
 
 
 def test_unsupported_model_is_reported(tmp_path, capsys):
@@ -74,3 +77,22 @@ def test_lite_interpreter_output_and_layer_comparison(model_file, tmp_path, caps
                  "--check", "--compare"]) == 0
     text = capsys.readouterr().out
     assert "max error" in text and "aten::softmax" in text
+
+
+def test_target_level(model_file, tmp_path, capsys):
+    """Small: x * 2 - 1 (MUL, ADD), relu, flatten, softmax: level 1 taken NCHW."""
+    out = tmp_path / "small_nnapi.pt"
+    assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4",
+                 "--target-level", "1"]) == 0
+    assert "feature level 1 (Android 8.1, API 27)" in capsys.readouterr().out
+    # channels-last, the flatten needs a TRANSPOSE (level 2): refused, nothing saved
+    refused = tmp_path / "refused.pt"
+    assert main(["convert", str(model_file), "-o", str(refused), "--input", "1x3x4x4:nhwc",
+                 "--target-level", "1"]) == 1
+    assert not refused.exists()
+    err = capsys.readouterr().err
+    assert "needs NNAPI feature level 2 (Android 9, API 28), above the target level 1" in err
+    assert "  TRANSPOSE x1 (level 2): TRANSPOSE was introduced at level 2" in err
+    assert "      from aten::flatten at " in err
+    assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4:nhwc",
+                 "--target-level", "2"]) == 0

@@ -52,8 +52,8 @@ def test_pools_1d():
 @pytest.mark.parametrize("size", [1, (2, 3), (None, 2)])
 def test_adaptive_avg_pool2d(nhwc, size):
     conversion, _ = check(nn.AdaptiveAvgPool2d(size), torch.randn(2, 3, 8, 6), nhwc=nhwc)
-    if size == 1:
-        assert nnapi_ops(conversion) == ["MEAN"]
+    if size == 1:  # channels-last: a pool over the whole image, level 1 (MEAN needs 2)
+        assert nnapi_ops(conversion) == ["AVERAGE_POOL_2D" if nhwc else "MEAN"]
 
 
 def test_adaptive_max_pool2d():

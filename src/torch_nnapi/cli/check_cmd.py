@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import defaultdict
 
 from ._commands import command
-
-MAX_ORIGINS = 3
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -28,7 +25,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="the original model: a TorchScript file or a pickled nn.Module")
     p.add_argument("--input", action="append", required=True, metavar="SPEC",
                    help="an input as for convert: 1x3x224x224, ?-prefixed dims flexible,"
-                        " options :nhwc, :int64, :quint8=SCALE,ZP (repeat per input)")
+                        " options :nhwc, :nchw, :int64, :quint8=SCALE,ZP (repeat per input)")
     p.add_argument("--target-level", type=int, choices=[int(v) for v in FeatureLevel],
                    help="report what a device of this NNAPI feature level would reject")
     p.add_argument("--rtol", type=float, default=None, metavar="R",
@@ -74,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 def render(report, specs=(), worst: int = 5) -> list[str]:
     """The report as text lines."""
+    from ..convert.levels import render_operations
     from ..nnapi.codes import FeatureLevel
 
     lines = []
@@ -81,7 +79,7 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
     for i, entry in enumerate(report.inputs):
         spec = specs[i] if i < len(specs) else None
         extra = []
-        if spec is not None and spec.nhwc:
+        if entry.get("nhwc") or (spec is not None and spec.nhwc):
             extra.append("NHWC")
         if spec is not None and spec.flexible:
             extra.append("flexible dims " + ",".join(map(str, spec.flexible)))
@@ -100,7 +98,7 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
         for requirement in report.model_requirements:
             if requirement.level == report.feature_level:
                 lines.append(f"  {requirement.reason}")
-        lines.extend(_grouped(report.level_forced_by, report.feature_level - 1))
+        lines.extend(render_operations(report.level_forced_by, report.feature_level - 1))
         lines.append("operations: " + ", ".join(f"{n} {name}" for name, n in
                                                 report.operation_counts.items()))
         lines.append(f"layout transposes inserted: {len(report.transposes)}")
@@ -120,7 +118,7 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
                              f"{'s' if len(rejected) != 1 else ''}")
                 for requirement in report.rejected_by_model:
                     lines.append(f"  the model: {requirement.reason}")
-                lines.extend(_grouped(rejected, report.target_level))
+                lines.extend(render_operations(rejected, report.target_level))
         lines.extend(_numbers(report, worst))
     for error in report.errors:
         lines.append(f"error: {error}")
@@ -130,24 +128,6 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
 
 def _model_forces(report) -> bool:
     return any(r.level == report.feature_level for r in report.model_requirements)
-
-
-def _grouped(operations, above: int) -> list[str]:
-    """Operations grouped by type and reasons, each with a few PyTorch origins."""
-    groups: dict[tuple, list] = defaultdict(list)
-    for op in operations:
-        groups[(op.type, op.level, tuple(op.reasons_above(above)))].append(op)
-    lines = []
-    for (name, level, reasons), ops in sorted(groups.items(), key=lambda kv: (-len(kv[1]),
-                                                                            kv[0][0])):
-        lines.append(f"  {name} x{len(ops)} (level {level}): {'; '.join(reasons)}")
-        origins = [o.origin for o in ops if o.origin]
-        for origin in list(dict.fromkeys(origins))[:MAX_ORIGINS]:
-            lines.append(f"      from {origin}")
-        more = len(set(origins)) - MAX_ORIGINS
-        if more > 0:
-            lines.append(f"      ... and {more} more")
-    return lines
 
 
 def _value(check) -> str:

@@ -2,8 +2,12 @@
 
 ``--input`` describes one model input: ``1x3x224x224`` (a dimension written ``?224`` is
 flexible: resolved at load time, 224 is the size the conversion is checked with), then
-``:``-separated options: ``nhwc``, a dtype (``float32``, ``int64``, ``int32``), or
-``quint8=SCALE,ZERO_POINT`` for a quantized input.
+``:``-separated options: ``nhwc`` or ``nchw`` (the order NNAPI gets a 4-D input in; by
+default the converter chooses, channels-last when that lowers the feature level), a dtype
+(``float32``, ``int64``, ``int32``), or ``quint8=SCALE,ZERO_POINT`` for a quantized input.
+
+``--target-level N`` fails the conversion, listing the operations at fault, when the result
+would need a higher NNAPI feature level than N (1: Android 8.1, 2: Android 9, 3: Android 10).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from typing import Optional
 
 from ._commands import command
 
@@ -21,7 +26,7 @@ DTYPES = ("float32", "int64", "int32", "quint8")
 class InputSpec:
     shape: tuple[int, ...]
     flexible: tuple[int, ...] = ()
-    nhwc: bool = False
+    nhwc: Optional[bool] = None  # None: the converter chooses
     dtype: str = "float32"
     scale: float = 1.0
     zero_point: int = 0
@@ -55,10 +60,10 @@ def parse_input(text: str) -> InputSpec:
     spec = InputSpec(tuple(dims), tuple(flexible))
     for option in options:
         name, _, value = option.partition("=")
-        if name == "nhwc":
+        if name in ("nhwc", "nchw"):
             if len(dims) != 4:
-                raise ValueError(f"--input {text!r}: nhwc needs a 4-D shape")
-            spec.nhwc = True
+                raise ValueError(f"--input {text!r}: {name} needs a 4-D shape")
+            spec.nhwc = name == "nhwc"
         elif name in DTYPES:
             spec.dtype = name
             if name == "quint8":
@@ -69,7 +74,7 @@ def parse_input(text: str) -> InputSpec:
                     raise ValueError(f"--input {text!r}: write quint8=SCALE,ZERO_POINT")\
                         from None
         else:
-            raise ValueError(f"--input {text!r}: unknown option {option!r} (nhwc,"
+            raise ValueError(f"--input {text!r}: unknown option {option!r} (nhwc, nchw,"
                              f" {', '.join(DTYPES)})")
     return spec
 
@@ -90,11 +95,16 @@ def load_model(path: str):
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
+    from ..nnapi.codes import FeatureLevel
+
     p.add_argument("model", help="TorchScript file (torch.jit.save) or a pickled nn.Module")
     p.add_argument("-o", "--output", required=True, help="where to save the converted module")
     p.add_argument("--input", action="append", required=True, metavar="SPEC",
                    help="an input: 1x3x224x224, ?-prefixed dims flexible, options :nhwc,"
-                        " :int64, :quint8=SCALE,ZP (repeat per input)")
+                        " :nchw, :int64, :quint8=SCALE,ZP (repeat per input)")
+    p.add_argument("--target-level", type=int, choices=[int(v) for v in FeatureLevel],
+                   help="fail if the result needs a higher NNAPI feature level (1: Android"
+                        " 8.1, 2: Android 9, 3: Android 10), naming the operations at fault")
     p.add_argument("--preference", default="sustained_speed",
                    choices=["sustained_speed", "fast_single_answer", "low_power"],
                    help="NNAPI compilation preference (default: %(default)s)")
@@ -125,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
                    flexible={i: list(s.flexible) for i, s in enumerate(specs) if s.flexible},
                    compilation_preference=args.preference, relax_fp32_to_fp16=args.fp16)
     try:
-        conversion = convert_with_details(model, examples, **options)
+        conversion = convert_with_details(model, examples, target_level=args.target_level,
+                                          **options)
     except ConversionError as e:
         print(f"torch-nnapi convert: {e}", file=sys.stderr)
         return 1

@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 import types
 
-__all__ = ["Conversion", "ConversionError", "convert", "convert_with_details", "run_on_host",
-           "supported_ops"]
+__all__ = ["Conversion", "ConversionError", "FeatureLevelError", "convert",
+           "convert_with_details", "run_on_host", "supported_ops"]
 
 
 def __getattr__(name: str):
@@ -21,10 +21,10 @@ def __getattr__(name: str):
         from . import api
 
         return getattr(api, name)
-    if name == "ConversionError":
-        from .errors import ConversionError
+    if name in ("ConversionError", "FeatureLevelError"):
+        from . import errors
 
-        return ConversionError
+        return getattr(errors, name)
     if name == "run_on_host":
         from .host import run_on_host
 

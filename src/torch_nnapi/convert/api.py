@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence, Union
 
 import numpy as np
 import torch
 
-from ..nnapi.codes import PreferenceCode
+from ..nnapi.codes import FeatureLevel, PreferenceCode
 from ..nnapi.model import Model
 from . import layout as lay
 from .capture import as_example_tuple, capture
+from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
+from .levels import above, model_requirements, operation_levels
 from .lower import Lowered, example_spec, lower
 from .serialize import SerializedModel, serialize
 from .symbolic import program
@@ -20,6 +23,7 @@ from .values import TensorValue
 from .wrapper import (
     CAST_INT32,
     CAST_NONE,
+    CAST_QUANTIZE,
     KIND_BOOL,
     KIND_FLOAT16,
     KIND_FLOAT32,
@@ -65,17 +69,21 @@ def convert_with_details(
     model,
     example_inputs,
     *,
-    nhwc: Union[bool, Sequence[bool]] = False,
+    nhwc: Union[None, bool, Sequence[Optional[bool]]] = None,
     flexible: Union[None, Mapping[int, Sequence[int]], Sequence[Sequence[int]]] = None,
     compilation_preference: Union[str, int] = "sustained_speed",
     relax_fp32_to_fp16: bool = False,
     return_shapes: Optional[Sequence[Optional[Sequence[int]]]] = None,
+    target_level: Optional[int] = None,
 ) -> Conversion:
     """Converts ``model`` and returns the module with the NNAPI model behind it.
 
-    - ``nhwc``: per input (or one bool for all 4-D inputs): the module takes the input
-      NCHW as usual but hands it to NNAPI channels-last, which channel-last convolutions
-      then keep. A tensor with ``nnapi_nhwc = True`` set opts in too (the prototype's way).
+    - ``nhwc``: per input (or one value for all 4-D inputs): True hands the input to NNAPI
+      channels-last (the module still takes it NCHW, as usual, and permutes it), which
+      channel-last convolutions then keep; False keeps PyTorch's order (NNAPI's NCHW layout
+      flag, which needs feature level 3); None (the default) chooses: PyTorch's order
+      unless channels-last gives a model of a lower feature level, as it does for CNNs. A
+      tensor with ``nnapi_nhwc = True`` set opts in too (the prototype's way).
     - ``flexible``: per input, the dimensions resolved at load time from the real input
       shapes (e.g. ``{0: [2, 3]}``: any height and width), so one artifact serves several
       resolutions. The example inputs give the sizes used for checking the conversion.
@@ -84,29 +92,95 @@ def convert_with_details(
     - ``relax_fp32_to_fp16``: allow NNAPI to compute float32 in float16.
     - ``return_shapes``: per output, the PyTorch-order shape of its buffer (None or -1
       entries keep the computed size); only needed to over-allocate outputs.
+    - ``target_level``: the NNAPI feature level the model must run at (1: Android 8.1, 2:
+      Android 9, 3: Android 10); a model needing more raises :class:`FeatureLevelError`
+      (a :class:`ConversionError`) naming every operation that needs more, why, and the
+      PyTorch code it comes from. Default: no limit.
     """
     start = time.perf_counter()
     examples = as_example_tuple(example_inputs)
-    specs = _input_specs(examples, nhwc, flexible)
+    if target_level is not None:
+        target_level = int(FeatureLevel(int(target_level)))
     preference = _preference(compilation_preference)
     graph = capture(model, examples)
-    lowered = lower(graph, specs, relax_float32_to_float16=relax_fp32_to_fp16)
+    lowered = lower_graph(graph, examples, nhwc, flexible, relax_fp32_to_fp16)
+    specs = lowered.specs
     cx = lowered.cx
+    if target_level is not None:
+        require_level(cx.model, cx.origins, target_level)
     serialized = serialize(cx.model, cx.sym_dims, cx.sym_values)
     prog = _program(lowered, serialized, specs, preference, relax_fp32_to_fp16, return_shapes)
     module = build_module(prog, len(examples), lowered.returns, len(lowered.output_map))
     return Conversion(module, cx.model, serialized, lowered, time.perf_counter() - start)
 
 
-def _input_specs(examples, nhwc, flexible):
+def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False) -> Lowered:
+    """Lowers a captured graph, choosing the NNAPI layout of the inputs ``nhwc`` leaves
+    open (None): PyTorch's order first; if the model then needs more than feature level 1,
+    channels-last too, kept when its level is lower, or equal with fewer operations above
+    level 1. NNAPI's NCHW layout flag needs level 3, while channels-last convolutions and
+    pools need level 1, and the wrapper permutes the input on the host either way."""
+    choices = _nhwc_choices(examples, nhwc)
+    flex = _flexible_dims(examples, flexible)
+
+    def attempt(open_as: bool) -> Lowered:
+        specs = [example_spec(x, open_as if c is None else c, f)
+                 for x, c, f in zip(examples, choices, flex)]
+        return lower(graph, specs, relax_float32_to_float16=relax)
+
+    lowered = attempt(False)
+    if None in choices and lowered.cx.model.feature_level > 1:
+        try:
+            channels_last = attempt(True)
+        except ConversionError:
+            return lowered
+        except ConverterBug as e:  # keep the sound conversion, but say so
+            warnings.warn(f"torch-nnapi: converting channels-last failed ({e}); the model"
+                          " keeps PyTorch's order", RuntimeWarning, stacklevel=3)
+            return lowered
+        if _level_cost(channels_last) < _level_cost(lowered):
+            return channels_last
+    return lowered
+
+
+def _level_cost(lowered: Lowered) -> tuple[int, int]:
+    """The model's feature level, then how many of its operations need more than level 1
+    (what an older device, or one whose driver lacks the newer features, cannot run)."""
+    model = lowered.cx.model
+    return int(model.feature_level), sum(m.level > 1 for m in model.matches)
+
+
+def require_level(model: Model, origins, target_level: int) -> None:
+    """Raises FeatureLevelError if a device of ``target_level`` would reject the model."""
+    if int(model.feature_level) <= target_level:
+        return
+    operations = above(operation_levels(model, origins), target_level)
+    reasons = [r.reason for r in model_requirements(model) if r.level > target_level]
+    uses = [UnsupportedUse(op.kind or op.type,
+                           f"{op.type}: {'; '.join(op.reasons_above(target_level))}",
+                           op.location or "an unknown place") for op in operations]
+    raise FeatureLevelError(uses, target_level, int(model.feature_level), operations, reasons)
+
+
+def _nhwc_choices(examples: tuple, nhwc) -> list[Optional[bool]]:
+    """Per input: True (channels-last), False (PyTorch's order) or None (to choose)."""
     n = len(examples)
-    if isinstance(nhwc, bool):
-        nhwc_list = [nhwc and x.dim() == 4 for x in examples]
+    if nhwc is None or isinstance(nhwc, bool):  # one value for the 4-D inputs
+        choices = [nhwc if x.dim() == 4 else False for x in examples]
     else:
-        nhwc_list = [bool(b) for b in nhwc]
-        if len(nhwc_list) != n:
-            raise ValueError(f"nhwc has {len(nhwc_list)} entries for {n} inputs")
-    nhwc_list = [b or bool(getattr(x, "nnapi_nhwc", False)) for b, x in zip(nhwc_list, examples)]
+        choices = [None if b is None else bool(b) for b in nhwc]
+        if len(choices) != n:
+            raise ValueError(f"nhwc has {len(choices)} entries for {n} inputs")
+    result = []
+    for c, x in zip(choices, examples):
+        if getattr(x, "nnapi_nhwc", False):
+            c = True
+        result.append(c if x.dim() == 4 or c else False)
+    return result
+
+
+def _flexible_dims(examples, flexible) -> list[tuple]:
+    n = len(examples)
     if flexible is None:
         flex = [()] * n
     elif isinstance(flexible, Mapping):
@@ -123,7 +197,7 @@ def _input_specs(examples, nhwc, flexible):
             if not -x.dim() <= d < x.dim():
                 raise ValueError(f"flexible dimension {d} of input {i} is out of range for"
                                  f" its shape {list(x.shape)}")
-    return [example_spec(x, b, f) for x, b, f in zip(examples, nhwc_list, flex)]
+    return flex
 
 
 def _preference(value) -> int:
@@ -146,7 +220,9 @@ def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: i
                     for s in specs]
     input_perms = [list(t.layout) if not lay.is_identity(t.layout) else []
                    for t in lowered.inputs]
-    input_casts = [CAST_INT32 if t.dtype == "int64" else CAST_NONE for t in lowered.inputs]
+    input_casts = [_input_cast(t, s) for t, s in zip(lowered.inputs, specs)]
+    input_scales = [float(t.scale) for t in lowered.inputs]
+    input_zero_points = [int(t.zero_point) for t in lowered.inputs]
     outputs = lowered.outputs
     if return_shapes is not None and len(return_shapes) != len(lowered.output_map):
         raise ValueError(f"return_shapes has {len(return_shapes)} entries for"
@@ -162,11 +238,20 @@ def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: i
         torch.from_numpy(serialized.words.astype(np.int32)), weights,
         [p.offset for p in serialized.patches], [p.program for p in serialized.patches],
         guard_programs, guard_values, guard_messages, input_shapes, input_perms, input_casts,
+        input_scales, input_zero_points,
         output_shapes, [list(lay.inverse(t.layout)) if not lay.is_identity(t.layout) else []
                         for t in outputs],
         [_KINDS[t.dtype] for t in outputs], [float(t.scale) for t in outputs],
         [int(t.zero_point) for t in outputs], list(lowered.output_ranks),
         list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level))
+
+
+def _input_cast(t: TensorValue, spec) -> int:
+    if t.dtype == "int64":
+        return CAST_INT32
+    if t.dtype == "quint8" and spec.example.dtype == "float32":
+        return CAST_QUANTIZE  # quantized on the host (lower._quantized_on_host)
+    return CAST_NONE
 
 
 def _output_nnapi_shape(t: TensorValue):

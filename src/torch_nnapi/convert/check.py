@@ -3,10 +3,11 @@
 :func:`check_model` converts the model and gathers, without stopping at the first problem:
 
 * every unsupported operation (from :class:`ConversionError`: kind, count, locations);
-* the feature level the converted model needs and *why*: for each NNAPI operation, which
-  part of its signature needs that level (the operation itself, its operand types, optional
-  inputs such as the layout flag, or a quantization rule), with the PyTorch code it came
-  from; and, for ``target_level``, every operation a device of that level would reject;
+* the feature level the converted model needs and *why* (``levels.py``): for each NNAPI
+  operation, which part of its signature needs that level (the operation itself, its
+  operand types, optional inputs such as the layout flag, or a quantization rule), with the
+  PyTorch code it came from; and, for ``target_level``, every operation a device of that
+  level would reject;
 * operation counts and the TRANSPOSE operations the converter inserted to change layouts;
 * the converted module run through PyTorch's NNAPI runtime against eager PyTorch, and a
   layer-by-layer comparison on the host runtime naming the first layer whose error exceeds
@@ -23,13 +24,14 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 import torch
 
-from ..nnapi.codes import FeatureLevel, OperandType
+from ..nnapi.codes import FeatureLevel
 from ..nnapi.model import Model
-from ..nnapi.signatures._dsl import Form, LevelRule, RuleContext
 from .api import Conversion, convert_with_details
 from .capture import as_example_tuple
 from .compare import LayerDiff, compare_layers
 from .errors import ConversionError, ConverterBug, UnsupportedUse
+from .levels import (OperationLevel, Requirement, above, model_requirements, operation_levels,
+                     origin_of)
 
 FLOAT_TOLERANCE = 1e-4  # relative to the magnitude of the layer or output
 # Quantized tensors (and float tensors dequantized from them), in quanta. PyTorch's quantized
@@ -37,28 +39,6 @@ FLOAT_TOLERANCE = 1e-4  # relative to the magnitude of the layer or output
 # differences add up along a network (3 quanta after MobileNetV2's 50 layers, 5 after
 # ResNet-18's residual additions); a wrong conversion is off by tens or hundreds.
 QUANTA_TOLERANCE = 8.0
-
-
-@dataclass
-class Requirement:
-    """One reason an operation needs a feature level."""
-
-    level: int
-    reason: str
-
-
-@dataclass
-class OperationLevel:
-    """The feature level one NNAPI operation needs, with every reason above level 1."""
-
-    index: int
-    type: str
-    level: int
-    requirements: list[Requirement]
-    origin: str = ""  # the PyTorch node it was lowered from, "" when unknown
-
-    def reasons_above(self, level: int) -> list[str]:
-        return [r.reason for r in self.requirements if r.level > level]
 
 
 @dataclass
@@ -127,7 +107,7 @@ class CheckReport:
         """Operations a device of ``target_level`` would reject."""
         if self.target_level is None:
             return []
-        return [op for op in self.operations if op.level > self.target_level]
+        return above(self.operations, self.target_level)
 
     @property
     def rejected_by_model(self) -> list[Requirement]:
@@ -177,84 +157,6 @@ class CheckReport:
 
 
 # ------------------------------------------------------------------------------ levels
-
-
-def describe_origin(node: Any) -> str:
-    if node is None:
-        return "the model's outputs"
-    return f"{node.kind} at {node.location}"
-
-
-def origin_of(model: Model, origins: Mapping[int, Any], index: int) -> str:
-    """The PyTorch node behind operation ``index`` ("" when no origin was recorded)."""
-    outputs = model.operations[index].outputs
-    if not outputs or outputs[0] not in origins:
-        return ""
-    return describe_origin(origins[outputs[0]])
-
-
-def operation_levels(model: Model, origins: Mapping[int, Any] | None = None
-                     ) -> list[OperationLevel]:
-    """For each operation of a finished model: the level it needs and every reason above
-    level 1, read from the signature match the model recorded when it was finished."""
-    result = []
-    for k, (operation, match) in enumerate(zip(model.operations, model.matches)):
-        requirements = []
-        name = operation.type.name
-        if int(match.signature.level) > 1:
-            requirements.append(Requirement(int(match.signature.level),
-                                            f"{name} was introduced at level"
-                                            f" {int(match.signature.level)}"))
-        if match.combo.level > max(1, int(match.signature.level)):
-            requirements.append(Requirement(match.combo.level,
-                                            f"{name} on {_combo_types(match.combo.bindings)}"
-                                            f" needs level {match.combo.level}"))
-        for level, names in _optional_argument_levels(match.form, match.input_positions):
-            plural = len(names) > 1
-            requirements.append(Requirement(level, f"{name}'s optional input"
-                                            f"{'s' if plural else ''} {', '.join(names)}"
-                                            f" need{'' if plural else 's'} level {level}"))
-        context = RuleContext(model.operands, operation.inputs, operation.outputs, match)
-        for rule in match.signature.rules:
-            if isinstance(rule, LevelRule):
-                needed = rule.needs(context)
-                if needed and needed > 1:
-                    requirements.append(Requirement(int(needed), f"{name}: {rule.description}"))
-        result.append(OperationLevel(k, name, int(match.level), requirements,
-                                     origin_of(model, origins or {}, k)))
-    return result
-
-
-def model_requirements(model: Model) -> list[Requirement]:
-    """Requirements of the model as a whole rather than of one operation."""
-    found = []
-    half = sorted({o.type.name for o in model.operands
-                   if o.type in (OperandType.TENSOR_FLOAT16, OperandType.FLOAT16)})
-    if half:
-        found.append(Requirement(3, f"float16 operands ({', '.join(half)}) need level 3"))
-    if model.relax_float32_to_float16:
-        found.append(Requirement(2, "relaxed float32 -> float16 computation needs level 2"))
-    return found
-
-
-def _combo_types(bindings: Mapping[str, OperandType]) -> str:
-    names = sorted({t.name for t in bindings.values()})
-    return ", ".join(names)
-
-
-def _optional_argument_levels(form: Form, positions: Mapping[str, list[int]]
-                              ) -> list[tuple[int, list[str]]]:
-    """The optional inputs an operation gives that need a level above 1, by level.
-
-    A form's cut points record the level needed by every argument before them, so an
-    argument needs the level of the first cut after it."""
-    needed: dict[int, list[str]] = {}
-    cuts = sorted(form.input_cuts, key=lambda c: c.length)
-    for i, arg in enumerate(form.inputs):
-        level = next((c.level for c in cuts if c.length > i), 1)
-        if level > 1 and arg.name in positions:
-            needed.setdefault(level, []).append(arg.name)
-    return sorted(needed.items())
 
 
 def layout_transposes(model: Model, origins: Mapping[int, Any] | None = None
@@ -330,7 +232,8 @@ def quantized_engine(name: Optional[str]):
         torch.backends.quantized.engine = previous
 
 
-def check_model(model, example_inputs, *, nhwc: bool | Sequence[bool] = False,
+def check_model(model, example_inputs, *,
+                nhwc: bool | Sequence[Optional[bool]] | None = None,
                 flexible=None, float_tolerance: float = FLOAT_TOLERANCE,
                 quanta_tolerance: float = QUANTA_TOLERANCE,
                 target_level: Optional[int] = None, host: bool = False,
@@ -394,6 +297,8 @@ def _describe(report: CheckReport, conversion: Conversion) -> None:
     report.operation_counts = dict(Counter(op.type.name for op in model.operations)
                                    .most_common())
     report.transposes = layout_transposes(model, origins)
+    for entry, spec in zip(report.inputs, conversion.lowered.specs):
+        entry["nhwc"] = bool(spec.nhwc)  # the order NNAPI takes the input in
 
 
 def _check_outputs(report: CheckReport, expected: list, conversion: Conversion,

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from ..runtime import Compilation
 from . import layout as lay
-from .api import _input_specs
+from .api import lower_graph
 from .capture import as_example_tuple, capture
-from .lower import lower
 from .values import TensorValue
 
 
@@ -39,11 +39,13 @@ class LayerDiff:
 def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
     """Converts ``model`` and compares every intermediate tensor with eager PyTorch."""
     examples = as_example_tuple(example_inputs)
-    specs = _input_specs(examples, options.get("nhwc", False), options.get("flexible"))
     graph = capture(model, examples, keep_values=True)
-    lowered = lower(graph, specs)
+    lowered = lower_graph(graph, examples, options.get("nhwc"), options.get("flexible"),
+                          bool(options.get("relax_fp32_to_fp16", False)))
     inputs = []
     for x, t in zip(examples, lowered.inputs):
+        if t.is_quantized and not x.is_quantized:  # quantized on the host by the wrapper
+            x = torch.quantize_per_tensor(x, t.scale, t.zero_point, torch.quint8)
         a = x.int_repr().numpy() if x.is_quantized else x.numpy()
         if t.dtype == "int64":
             a = a.astype(np.int32)

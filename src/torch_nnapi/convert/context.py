@@ -10,7 +10,8 @@ deduplicated scalar and constant operands, sizes that depend on flexible input d
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Optional, Sequence, Union
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -18,14 +19,26 @@ import torch
 from ..nnapi.codes import OperandType, OperationType
 from ..nnapi.model import Model, Operation
 from . import layout as lay
+from .defaults import Slot, trimmed_length
 from .errors import Unsupported
 from .symbolic import Sym, SymInt, hint
 from .values import NNAPI_TYPE_OF, TensorValue, dtype_name
 
 Op = OperationType
-OperandRef = Union[int, TensorValue]
 
 _SMALL_CONSTANT_BYTES = 4096  # constants up to this size are deduplicated by content
+
+
+@dataclass(frozen=True)
+class ScalarInput:
+    """A scalar input of an operation being built; it becomes a (deduplicated) model
+    operand only if the operation keeps it, so dropped defaults leave nothing behind."""
+
+    type: OperandType
+    value: Any  # bool, int or float; an INT32 may be a Sym resolved at load time
+
+
+OperandRef = Union[int, TensorValue, ScalarInput]
 
 
 def is_number(v) -> bool:
@@ -130,35 +143,42 @@ class Converter:
 
     # ------------------------------------------------------------------ scalar operands
 
-    def scalar(self, op_type: OperandType, value) -> int:
-        """A scalar operand (INT32, FLOAT32, BOOL...); an INT32 may be a Sym."""
+    def scalar(self, op_type: OperandType, value) -> "ScalarInput":
+        """A scalar input (INT32, FLOAT32, BOOL...; an INT32 may be a Sym), added to the
+        model when an operation keeps it: trailing inputs at their defaults are dropped."""
         if isinstance(value, Sym):
             if op_type != OperandType.INT32:
                 raise Unsupported(f"a flexible dimension cannot be used as a {op_type.name}")
-            index = self.model.add_scalar(op_type, value.hint)
-            self.sym_values[index] = (value,)
+        elif op_type == OperandType.FLOAT32:
+            value = float(np.float32(value))
+        return ScalarInput(op_type, value)
+
+    def _scalar_operand(self, s: "ScalarInput") -> int:
+        if isinstance(s.value, Sym):
+            index = self.model.add_scalar(s.type, s.value.hint)
+            self.sym_values[index] = (s.value,)
             return index
-        key = (op_type, value if op_type != OperandType.FLOAT32 else float(np.float32(value)))
+        key = (s.type, s.value)
         found = self._scalars.get(key)
         if found is None:
-            found = self.model.add_scalar(op_type, value)
+            found = self.model.add_scalar(s.type, s.value)
             self._scalars[key] = found
         return found
 
-    def i32(self, value: SymInt) -> int:
+    def i32(self, value: SymInt) -> "ScalarInput":
         return self.scalar(OperandType.INT32, value if isinstance(value, Sym) else int(value))
 
-    def f32(self, value: float) -> int:
+    def f32(self, value: float) -> "ScalarInput":
         return self.scalar(OperandType.FLOAT32, float(value))
 
-    def f16(self, value: float) -> int:
+    def f16(self, value: float) -> "ScalarInput":
         return self.scalar(OperandType.FLOAT16, float(value))
 
-    def float_scalar(self, value: float, like: TensorValue) -> int:
+    def float_scalar(self, value: float, like: TensorValue) -> "ScalarInput":
         """A FLOAT32 or FLOAT16 scalar, matching a float16 tensor where needed."""
         return self.f16(value) if like.dtype == "float16" else self.f32(value)
 
-    def boolean(self, value: bool) -> int:
+    def boolean(self, value: bool) -> "ScalarInput":
         return self.scalar(OperandType.BOOL, bool(value))
 
     def int_vector(self, values: Iterable[SymInt]) -> int:
@@ -188,11 +208,35 @@ class Converter:
 
     def operation(self, op: OperationType, inputs: Sequence[OperandRef],
                   outputs: Sequence[TensorValue]) -> None:
-        index = self.model.add_operation(op, [_index(x) for x in inputs],
+        """Adds an operation, without the trailing optional inputs that hold their defaults
+        (``defaults.py``): given, they would make it need a higher feature level."""
+        inputs = list(inputs)[:self._needed_inputs(op, inputs, outputs)]
+        index = self.model.add_operation(op, [self._operand_of(x) for x in inputs],
                                          [o.operand for o in outputs])
         for o in outputs:
             self._producers[o.operand] = index
             self.origins[o.operand] = self.node
+
+    def _needed_inputs(self, op: OperationType, inputs: Sequence[OperandRef],
+                       outputs: Sequence[TensorValue]) -> int:
+        slots = [self._slot(x) for x in inputs]
+        out_types = [self.model.operands[o.operand].type for o in outputs]
+        first = inputs[0] if inputs else None
+        rank = len(self.model.operands[_index(first)].dimensions) \
+            if first is not None and not isinstance(first, ScalarInput) else 0
+        return trimmed_length(op, slots, out_types, rank)
+
+    def _slot(self, x: OperandRef) -> Slot:
+        if isinstance(x, ScalarInput):
+            return Slot(x.type, None if isinstance(x.value, Sym) else x.value)
+        operand = self.model.operands[_index(x)]
+        value = operand.value
+        if value is None or not operand.is_scalar or _index(x) in self.sym_values:
+            return Slot(operand.type)
+        return Slot(operand.type, np.asarray(value).reshape(()).item())
+
+    def _operand_of(self, x: OperandRef) -> int:
+        return self._scalar_operand(x) if isinstance(x, ScalarInput) else _index(x)
 
     def fuse_activation(self, t: TensorValue, code: int) -> Optional[TensorValue]:
         """Folds RELU/RELU1/RELU6 into the operation that computed ``t`` (through its
@@ -213,7 +257,7 @@ class Converter:
         if position is None or int(self.model.operands[operation.inputs[position]].value) != 0:
             return None
         inputs = list(operation.inputs)
-        inputs[position] = self.i32(code)
+        inputs[position] = self._scalar_operand(self.i32(code))
         self.model.operations[index] = Operation(operation.type, tuple(inputs),
                                                  operation.outputs)
         self.fused_activations[t.operand] = node

@@ -56,5 +56,30 @@ class ConversionError(Exception):
         return "\n".join(lines)
 
 
+@dataclass
+class FeatureLevelError(ConversionError):
+    """The converted model needs a higher NNAPI feature level than the one asked for
+    (``convert(..., target_level=N)``). ``uses`` has one entry per NNAPI operation a
+    device of the target level would reject (kind and location: the PyTorch node it comes
+    from; reason: the NNAPI operation and why it needs more); the message groups them as
+    ``torch-nnapi check --target-level`` does."""
+
+    target_level: int = 0
+    feature_level: int = 0
+    operations: list = field(default_factory=list)  # levels.OperationLevel, above the target
+    model_reasons: list[str] = field(default_factory=list)  # model-wide, above the target
+
+    def render(self, max_locations: int | None = None) -> str:
+        from .levels import describe_level, render_operations
+
+        count = len(self.operations)
+        lines = [f"the converted model needs NNAPI feature {describe_level(self.feature_level)},"
+                 f" above the target {describe_level(self.target_level)}: a device of level"
+                 f" {self.target_level} would reject {count} operation{'s' if count != 1 else ''}"]
+        lines += [f"  the model: {reason}" for reason in self.model_reasons]
+        lines += render_operations(self.operations, self.target_level, max_locations)
+        return "\n".join(lines)
+
+
 class ConverterBug(RuntimeError):
     """An internal inconsistency (e.g. a lowering's shape disagrees with PyTorch's)."""

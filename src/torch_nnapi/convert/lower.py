@@ -62,6 +62,7 @@ class Lowered:
     returns: str  # "tensor", "tuple" or "list"
     output_ranks: list[int] = field(default_factory=list)  # PyTorch ranks of ``outputs``
     values: dict = field(default_factory=dict)  # graph Value -> what it was lowered to
+    specs: list = field(default_factory=list)  # the InputSpec of each input
 
 
 class Lowerer:
@@ -99,7 +100,8 @@ class Lowerer:
             model.finish()
         except BadDataError as e:
             raise ConverterBug(f"the converted NNAPI model is invalid: {e}") from e
-        return Lowered(self.cx, inputs, outputs, output_map, returns, ranks, self.produced)
+        return Lowered(self.cx, inputs, outputs, output_map, returns, ranks, self.produced,
+                       self.specs)
 
     def _add_input(self, index: int, value: Value, spec: InputSpec) -> TensorValue:
         ex = spec.example
@@ -114,7 +116,11 @@ class Lowerer:
         if ex.dtype not in ("float32", "quint8", "int32", "int64"):
             raise ValueError(f"input {index}: dtype {ex.dtype} cannot be an input of PyTorch's"
                              " NNAPI runtime (float32, quint8, int32 and int64 can)")
-        t = self.cx.new_tensor(shape, ex.dtype, layout, ex.scale, ex.zero_point)
+        dtype, scale, zero_point = ex.dtype, ex.scale, ex.zero_point
+        quantized = _quantized_on_host(value, self.cx.users) if dtype == "float32" else None
+        if quantized is not None:
+            dtype, (scale, zero_point) = "quint8", quantized
+        t = self.cx.new_tensor(shape, dtype, layout, scale, zero_point)
         self.cx.model.operands[t.operand].name = f"input{index}"
         self.env[value] = t
         return t
@@ -318,6 +324,28 @@ class Lowerer:
 
 # Node kinds handled by the driver itself.
 _STRUCTURAL = {"prim::If"}
+
+
+def _quantized_on_host(value: Value, readers: dict) -> tuple[float, int] | None:
+    """(scale, zero point) when every reader of float input ``value`` quantizes it to quint8
+    with the same constant parameters. NNAPI then takes the input quint8 and the wrapper
+    quantizes it on the host, exactly as PyTorch does: NNAPI's QUANTIZE needs feature level
+    3, while many quantized models need nothing else above level 1."""
+    from .lowerings.scalars import SCALAR_TYPES
+
+    found = set()
+    for node in readers.get(value, []):
+        if node is None or node.kind != "aten::quantize_per_tensor" or len(node.inputs) != 4 \
+                or node.inputs[0] is not value or not all(v.is_constant for v in node.inputs[1:]):
+            return None
+        scale, zero_point, dtype = (v.constant for v in node.inputs[1:])
+        if not isinstance(dtype, int) or dtype != SCALAR_TYPES["quint8"]:
+            return None
+        try:
+            found.add((float(scale), int(zero_point)))
+        except (TypeError, ValueError, RuntimeError):  # not numbers (or 1-element tensors)
+            return None
+    return found.pop() if len(found) == 1 else None
 
 
 def _readers(graph: Graph) -> dict:

@@ -5,10 +5,11 @@ through torch-nnapi's libneuralnetworks.so).
 :class:`NnapiProgram` holds the serialized model and its weight tensors. On the first call,
 and again whenever the input shapes change, it resolves flexible dimensions from the real
 input shapes (evaluating the load-time patch programs of ``symbolic.py``), checks the
-guards, patches a copy of the serialized model and compiles it. It then permutes inputs to
-the layout the model expects (e.g. NHWC), runs, and permutes outputs back to PyTorch's
-order. Everything it needs is data held in attributes, so the same fixed TorchScript code
-serves every converted model, and it survives ``save``/``_save_for_lite_interpreter``.
+guards, patches a copy of the serialized model and compiles it. It then casts (or
+quantizes) and permutes inputs to the layout the model expects (e.g. NHWC), runs, and
+permutes outputs back to PyTorch's order. Everything it needs is data held in attributes,
+so the same fixed TorchScript code serves every converted model, and it survives
+``save``/``_save_for_lite_interpreter``.
 
 :func:`build_module` adds the outer module whose ``forward`` takes the model's inputs as
 separate arguments and returns a tensor or tuple, as the original model did.
@@ -20,12 +21,13 @@ from typing import List, Optional
 
 import torch
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: input_casts may quantize (CAST_QUANTIZE, input_scales/zero_points)
 
 # output_kinds: how an NNAPI output buffer is allocated and returned
 KIND_FLOAT32, KIND_QUINT8, KIND_INT32, KIND_INT64, KIND_BOOL, KIND_FLOAT16 = range(6)
-# input_casts
-CAST_NONE, CAST_INT32 = range(2)
+# input_casts: CAST_QUANTIZE quantizes a float input to quint8 with input_scales[i] and
+# input_zero_points[i], as the model's own quantize_per_tensor would
+CAST_NONE, CAST_INT32, CAST_QUANTIZE = range(3)
 
 
 class NnapiProgram(torch.nn.Module):
@@ -41,6 +43,8 @@ class NnapiProgram(torch.nn.Module):
     input_shapes: List[List[int]]
     input_perms: List[List[int]]
     input_casts: List[int]
+    input_scales: List[float]
+    input_zero_points: List[int]
     output_shapes: List[List[List[int]]]
     output_perms: List[List[int]]
     output_kinds: List[int]
@@ -56,6 +60,7 @@ class NnapiProgram(torch.nn.Module):
                  guard_programs: List[List[int]], guard_values: List[int],
                  guard_messages: List[str], input_shapes: List[List[int]],
                  input_perms: List[List[int]], input_casts: List[int],
+                 input_scales: List[float], input_zero_points: List[int],
                  output_shapes: List[List[List[int]]], output_perms: List[List[int]],
                  output_kinds: List[int], output_scales: List[float],
                  output_zero_points: List[int], output_ranks: List[int],
@@ -72,6 +77,8 @@ class NnapiProgram(torch.nn.Module):
         self.input_shapes = input_shapes
         self.input_perms = input_perms
         self.input_casts = input_casts
+        self.input_scales = input_scales
+        self.input_zero_points = input_zero_points
         self.output_shapes = output_shapes
         self.output_perms = output_perms
         self.output_kinds = output_kinds
@@ -199,6 +206,9 @@ class NnapiProgram(torch.nn.Module):
             x = args[i]
             if self.input_casts[i] == 1:
                 x = x.to(torch.int32)
+            elif self.input_casts[i] == 2:
+                x = torch.quantize_per_tensor(x, self.input_scales[i],
+                                              self.input_zero_points[i], torch.quint8)
             if len(self.input_perms[i]) > 0:
                 x = x.permute(self.input_perms[i])
             ready.append(x.contiguous())

@@ -7,6 +7,7 @@ conversion time. Number-only forms (shape arithmetic) are folded, not emitted.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ...nnapi.codes import FuseCode
@@ -22,15 +23,57 @@ _FLOATS = ("float32", "float16")
 
 
 def arithmetic(cx: Converter, op: Op, a, b, fuse: FuseCode = FuseCode.NONE) -> TensorValue:
-    """``a op b`` as one NNAPI ADD/SUB/MUL/DIV with an optional fused activation."""
+    """``a op b`` as one NNAPI ADD/SUB/MUL/DIV with an optional fused activation.
+
+    Subtracting a constant is adding its negation and dividing by a power of two is
+    multiplying by its reciprocal, bit for bit: ADD and MUL need feature level 1, SUB and
+    DIV level 2."""
     if any(isinstance(v, TensorValue) and v.is_quantized for v in (a, b)):
         raise Unsupported(f"{op.name} of quantized tensors through aten ops (use the"
                           " quantized:: ops of a quantized model)")
     dtype = result_dtype(a, b)
     if dtype not in _FLOATS:
         raise Unsupported(f"{op.name} of {dtype} tensors needs NNAPI feature level 4")
+    if op == Op.SUB and _is_constant(b):
+        op, b = Op.ADD, _negated(b)
+    elif op == Op.DIV and _is_constant(b):
+        reciprocal = _exact_reciprocal(b, dtype)
+        if reciprocal is not None:
+            op, b = Op.MUL, reciprocal
     (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
     return cx.emit(op, [ta, tb, cx.i32(int(fuse))], shape, dtype, layout)
+
+
+def _is_constant(v) -> bool:
+    """A number or constant tensor known at conversion time (not a flexible size)."""
+    if isinstance(v, torch.Tensor):
+        return v.dtype != torch.bool and not v.is_quantized
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _negated(v):
+    if isinstance(v, torch.Tensor) and not v.is_floating_point():
+        v = v.to(torch.int64)  # unsigned constants would wrap around
+    return -v
+
+
+def _exact_reciprocal(divisor, dtype: str):
+    """``1 / divisor`` when multiplying by it equals dividing by ``divisor`` exactly: every
+    element a power of two whose reciprocal ``dtype`` holds exactly; else None."""
+    values = np.asarray(divisor.double() if isinstance(divisor, torch.Tensor) else divisor,
+                        np.float64)
+    if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values == 0):
+        return None
+    mantissas, _ = np.frexp(np.abs(values))
+    reciprocals = 1.0 / values
+    exact = np.dtype(np.float16 if dtype == "float16" else np.float32)
+    if not (np.all(mantissas == 0.5) and np.array_equal(values.astype(exact), values)
+            and np.array_equal(reciprocals.astype(exact), reciprocals)):
+        return None
+    if isinstance(divisor, torch.Tensor):
+        return torch.from_numpy(reciprocals).to(divisor.dtype if divisor.is_floating_point()
+                                                else torch.float64)
+    return float(reciprocals)
 
 
 def _scaled(cx: Converter, b, alpha):
@@ -85,24 +128,10 @@ def div(cx: Converter, a, b, rounding_mode=None):
         return number_binary("div", a, b)
     if rounding_mode not in (None, "floor"):
         raise Unsupported(f"division with rounding_mode={rounding_mode!r}")
-    if isinstance(a, TensorValue) and not isinstance(b, TensorValue) and rounding_mode is None:
-        divisor = constant_float(b, "divisor") if not isinstance(b, torch.Tensor) \
-            or b.numel() == 1 else None
-        if divisor is not None and divisor != 0:
-            return arithmetic(cx, Op.MUL, a, 1.0 / divisor) if _exact_reciprocal(divisor) \
-                else arithmetic(cx, Op.DIV, a, b)
     out = arithmetic(cx, Op.DIV, a, b)
     if rounding_mode == "floor":
         out = cx.emit_like(Op.FLOOR, [out], out)
     return out
-
-
-def _exact_reciprocal(d: float) -> bool:
-    """Dividing by a power of two equals multiplying by its reciprocal, bit for bit."""
-    import math
-
-    m, _ = math.frexp(abs(d))
-    return m == 0.5
 
 
 @lowering("aten::floor_divide", "aten::floor_divide_", nnapi=("DIV", "FLOOR"))

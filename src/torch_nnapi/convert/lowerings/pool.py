@@ -3,8 +3,9 @@
 NNAPI pools take explicit padding; PyTorch's ceil_mode becomes extra padding at the bottom
 and right. NNAPI averages exclude padding (PyTorch's count_include_pad=False); PyTorch's
 default count_include_pad=True with padding becomes an explicit zero PAD followed by an
-unpadded pool. Adaptive pools to 1x1 are a MEAN/REDUCE_MAX over H and W (any input size,
-flexible ones included); other output sizes dividing the input use a fixed window.
+unpadded pool. Adaptive pools to 1x1 (any input size, flexible ones included) are a pool
+over the whole image for channels-last inputs (feature level 1), else a MEAN (level 2) or
+REDUCE_MAX over H and W; other output sizes dividing the input use a fixed window.
 """
 
 from __future__ import annotations
@@ -56,6 +57,19 @@ def pool2d(cx: Converter, op: Op, x: TensorValue, kernel, stride, padding, ceil_
     inputs = [x, cx.i32(pw), cx.i32(right), cx.i32(ph), cx.i32(bottom), cx.i32(sw), cx.i32(sh),
               cx.i32(kw), cx.i32(kh), cx.i32(int(fuse)), cx.boolean(nchw)]
     return cx.emit(op, inputs, (n, c, oh, ow), x.dtype, x.layout, x.scale, x.zero_point)
+
+
+def global_pool(cx: Converter, op: Op, x: TensorValue) -> TensorValue | None:
+    """AVERAGE_POOL_2D or MAX_POOL_2D over all of H and W (any sizes, flexible ones too) of
+    a channels-last ``x``, the [N, C, 1, 1] result channels-last; None for other layouts,
+    which would need the NCHW flag (level 3) where MEAN needs level 2."""
+    if x.rank != 4 or x.layout != lay.NHWC:
+        return None
+    n, c, h, w = x.shape
+    zero, one = cx.i32(0), cx.i32(1)
+    inputs = [x, zero, zero, zero, zero, one, one, cx.i32(w), cx.i32(h),
+              cx.i32(int(FuseCode.NONE))]
+    return cx.emit(op, inputs, (n, c, 1, 1), x.dtype, x.layout, x.scale, x.zero_point)
 
 
 def _as_4d(cx: Converter, x: TensorValue) -> tuple[TensorValue, bool]:
@@ -199,7 +213,11 @@ def adaptive_pool(cx: Converter, x, output_size):
         raise Unsupported("adaptive pooling of a non-4-D input")
     oh, ow = _adaptive_sizes(x, output_size)
     n, c, h, w = x.shape
-    if (oh, ow) == (1, 1):
+    whole = global_pool(cx, Op.MAX_POOL_2D if is_max else Op.AVERAGE_POOL_2D, x) \
+        if (oh, ow) == (1, 1) else None
+    if whole is not None:
+        out = whole
+    elif (oh, ow) == (1, 1):
         axes = [lay.axis(x.layout, 2), lay.axis(x.layout, 3)]
         if is_max:
             out = cx.emit(Op.REDUCE_MAX, [x, cx.int_vector(axes), cx.boolean(True)],

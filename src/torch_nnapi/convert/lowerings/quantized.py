@@ -47,15 +47,18 @@ def _output_params(scale, zero_point) -> tuple[float, int]:
     return constant_float(scale, "output scale"), static_int(zero_point, "output zero point")
 
 
-@lowering("aten::quantize_per_tensor", nnapi=("QUANTIZE",), notes="quint8 only")
+@lowering("aten::quantize_per_tensor", nnapi=("QUANTIZE",),
+          notes="quint8 only; a model input only quantized is quantized on the host")
 def quantize_per_tensor(cx: Converter, x, scale, zero_point, dtype):
     x = require_tensor(x)
     if static_int(dtype, "dtype") != SCALAR_TYPES["quint8"]:
         raise Unsupported("quantization to a type other than quint8 (NNAPI level 3 has no"
                           " signed 8-bit activations)")
+    s, zp = _output_params(scale, zero_point)
+    if x.is_quantized and (x.scale, x.zero_point) == (s, zp):
+        return x  # a model input the wrapper quantizes on the host (lower._quantized_on_host)
     if not x.is_float:
         raise Unsupported(f"quantize_per_tensor of a {x.dtype} tensor")
-    s, zp = _output_params(scale, zero_point)
     return quantize(cx, x, s, zp)
 
 

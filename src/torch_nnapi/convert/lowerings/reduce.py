@@ -16,6 +16,7 @@ from ..values import TensorValue
 from . import lowering
 from ._common import dim_index, require_tensor
 from .elementwise import arithmetic, extremum
+from .pool import global_pool
 from .scalars import DTYPE_OF_CODE
 
 
@@ -55,12 +56,19 @@ def _dtype_arg(x: TensorValue, dtype) -> TensorValue:
     return x
 
 
-@lowering("aten::mean", nnapi=("MEAN",))
+@lowering("aten::mean", nnapi=("MEAN", "AVERAGE_POOL_2D", "RESHAPE"),
+          notes="over H and W of a channels-last tensor: AVERAGE_POOL_2D (feature level 1)")
 def mean(cx: Converter, x, dims=None, keepdim=False, dtype=None):
     x = _dtype_arg(require_tensor(x), dtype)
     if not (x.is_float or x.is_quantized):
         raise Unsupported(f"mean of a {x.dtype} tensor")
-    return reduce(cx, Op.MEAN, x, reduce_dims(x, dims), bool(keepdim))
+    dims = reduce_dims(x, dims)
+    if x.rank == 4 and dims == [2, 3] and (not x.is_quantized
+                                           or cx.example_quant() == (x.scale, x.zero_point)):
+        pooled = global_pool(cx, Op.AVERAGE_POOL_2D, x)
+        if pooled is not None:
+            return pooled if keepdim else cx.reshape(pooled, pooled.shape[:2])
+    return reduce(cx, Op.MEAN, x, dims, bool(keepdim))
 
 
 @lowering("aten::sum", nnapi=("REDUCE_SUM",))
