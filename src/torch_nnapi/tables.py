@@ -101,9 +101,28 @@ def replace_sections(text: str, sections: Mapping[str, str]) -> str:
     return MARKER.sub(sub, text)
 
 
+def pytorch_op_table() -> str:
+    """The converter's lowerings: PyTorch ops sharing a lowering and its NNAPI operations
+    make one row (e.g. an op and its in-place variant). Needs torch."""
+    from .convert.lowerings import load_all
+
+    groups: dict[tuple, list[str]] = {}
+    for kind, low in load_all().items():
+        key = (low.family, low.fn, low.nnapi, low.notes)
+        groups.setdefault(key, []).append(kind)
+    rows = ["| Family | PyTorch ops | NNAPI operations | Notes |", "|---|---|---|---|"]
+    for (family, _, nnapi, notes), kinds in sorted(groups.items(),
+                                                   key=lambda kv: (kv[0][0], min(kv[1]))):
+        ops = ", ".join(f"`{k}`" for k in sorted(kinds))
+        rows.append(f"| {family} | {ops} | {', '.join(nnapi) or '(none: folded)'} |"
+                    f" {notes.replace('|', chr(92) + '|')} |")
+    return "\n".join(rows)
+
+
 def readme_sections(cts_dir: Path | None, known_failures: Iterable[str]) -> dict[str, str]:
     """Every generated README section, by marker name."""
     return {
         "operations": operation_table(cts_dir, known_failures),
         "operand-types": operand_type_table(),
+        "pytorch-ops": pytorch_op_table(),
     }

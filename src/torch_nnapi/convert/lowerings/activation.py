@@ -82,9 +82,12 @@ def unary(cx: Converter, op: Op, x: TensorValue) -> TensorValue:
     return cx.emit_like(op, [x], x)
 
 
-@lowering(*_UNARY, nnapi=tuple(sorted({op.name for op in _UNARY.values()})))
 def simple_unary(cx: Converter, x):
     return unary(cx, _UNARY[cx.node.kind], require_tensor(x))
+
+
+for _kind, _op in _UNARY.items():  # registered one by one so each lists its own NNAPI op
+    lowering(_kind, nnapi=(_op.name,))(simple_unary)
 
 
 @lowering("aten::floor", "aten::floor_", nnapi=("FLOOR",))
