@@ -16,16 +16,7 @@ from torch_nnapi.convert.errors import ConversionError, FeatureLevelError
 from torch_nnapi.nnapi.codes import OperandType
 
 from . import zoo
-from .harness import check, convert, nnapi_ops
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+from .harness import LAYOUTS, Fn, check, convert, nnapi_ops
 
 
 def inputs_of(conversion, op_type: str) -> list[list]:
@@ -189,7 +180,7 @@ def test_float16_needs_level_3():
 # ------------------------------------------------------------------------ lowest-level forms
 
 
-@pytest.mark.parametrize("nhwc", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("nhwc", LAYOUTS)
 def test_convolution_gives_only_the_optional_inputs_it_needs(nhwc):
     x = torch.randn(1, 4, 9, 9)
     plain, _ = check(nn.Conv2d(4, 6, 3), x, nhwc=nhwc)

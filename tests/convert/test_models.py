@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from . import zoo
-from .harness import check, nnapi_ops
+from .harness import LAYOUTS, check, nnapi_ops
 
 FLOAT_MODELS = {
     "mobilenet_v2": (lambda: zoo.MobileNetV2(num_classes=10), (1, 3, 64, 64)),
@@ -17,7 +17,7 @@ FLOAT_MODELS = {
 }
 
 
-@pytest.mark.parametrize("nhwc", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("nhwc", LAYOUTS)
 @pytest.mark.parametrize("name", sorted(FLOAT_MODELS))
 def test_float_model(name, nhwc):
     torch.manual_seed(0)

@@ -17,9 +17,7 @@ from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
 from torch_nnapi.convert.compare import compare_layers
 
-from .harness import check, compare_in_quanta, convert, dequantized_scale, nnapi_ops, run
-
-LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
+from .harness import LAYOUTS, check, compare_in_quanta, convert, dequantized_scale, nnapi_ops, run
 
 
 @pytest.fixture(autouse=True)
