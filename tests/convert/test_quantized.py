@@ -19,13 +19,7 @@ from torch_nnapi.convert.compare import compare_layers
 
 from .harness import LAYOUTS, check, compare_in_quanta, convert, dequantized_scale, nnapi_ops, run
 
-
-@pytest.fixture(autouse=True)
-def qnnpack():
-    previous = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "qnnpack"
-    yield
-    torch.backends.quantized.engine = previous
+pytestmark = pytest.mark.usefixtures("qnnpack")
 
 
 def per_channel_mapping() -> QConfigMapping:
