@@ -17,9 +17,7 @@ from torch.backends._nnapi.prepare import convert_model_to_nnapi  # noqa: E402
 
 
 nn = torch.nn
-pytestmark = [pytest.mark.filterwarnings("ignore:.*quantiz.*:UserWarning",
-                                         "ignore::DeprecationWarning"),
-              pytest.mark.usefixtures("qnnpack")]
+pytestmark = [pytest.mark.usefixtures("qnnpack")]
 
 
 def nhwc(t: torch.Tensor) -> torch.Tensor:
