@@ -1,4 +1,5 @@
-"""Shared fixtures: where the conformance vectors are (``../shared/cts`` beside the project)."""
+"""Shared fixtures: where the conformance vectors are (``../shared/cts`` beside the project),
+PyTorch's quantized engine."""
 
 from __future__ import annotations
 
@@ -27,3 +28,13 @@ def cts_dir() -> Path:
     if root is None:
         pytest.skip(CTS_MISSING_REASON)
     return root
+
+
+@pytest.fixture()
+def qnnpack():
+    """PyTorch's eager quantized kernels set to qnnpack (they round as NNAPI does, as on
+    mobile) for the test, restored after it."""
+    from torch_nnapi.convert.check import quantized_engine
+
+    with quantized_engine("qnnpack"):
+        yield

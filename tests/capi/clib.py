@@ -54,6 +54,25 @@ def binary_model(lib, operation: OperationType = OperationType.ADD, dims=(4,),
     return model
 
 
+def add_then_multiply_model(lib, dims=(4,), multiply_added_first: bool = False) -> c_void_p:
+    """out = (a + b) * b on float32 tensors: operands a=0, b=1, fuse=2, a + b=3, out=4. With
+    ``multiply_added_first`` the MUL is added to the model before the ADD it reads from."""
+    model = new_model(lib)
+    tensor = operand_type(OperandType.TENSOR_FLOAT32, dims)
+    for t in (tensor, tensor, operand_type(OperandType.INT32), tensor, tensor):
+        expect(lib.ANeuralNetworksModel_addOperand(model, byref(t)))
+    fuse = ctypes.c_int32(0)
+    expect(lib.ANeuralNetworksModel_setOperandValue(model, 2, byref(fuse), 4))
+    add = (OperationType.ADD, u32(0, 1, 2), u32(3))
+    multiply = (OperationType.MUL, u32(3, 1, 2), u32(4))
+    for operation, inputs, outputs in ((multiply, add) if multiply_added_first
+                                       else (add, multiply)):
+        expect(lib.ANeuralNetworksModel_addOperation(model, operation, 3, inputs, 1, outputs))
+    expect(lib.ANeuralNetworksModel_identifyInputsAndOutputs(model, 2, u32(0, 1), 1, u32(4)))
+    expect(lib.ANeuralNetworksModel_finish(model))
+    return model
+
+
 def compile_model(lib, model: c_void_p, device: c_void_p | None = None) -> c_void_p:
     """A finished compilation; for ``device`` alone when given (createForDevices)."""
     compilation = c_void_p()

@@ -14,6 +14,7 @@ from torch_nnapi.nnapi import DeviceType, OperandType, OperationType, ResultCode
 from torch_nnapi.runtime import KERNELS
 
 from .clib import (
+    add_then_multiply_model,
     binary_model,
     compile_model,
     expect,
@@ -246,24 +247,8 @@ def test_devices(lib):
         expect(getter(c_void_p(0x40), byref(level)), BAD_DATA)
 
 
-def _two_operation_model(lib) -> c_void_p:
-    """ADD then MUL, added in that order: t = a + b; out = t * b."""
-    model = new_model(lib)
-    for t in (FLOAT4, FLOAT4, operand_type(OperandType.INT32), FLOAT4, FLOAT4):
-        expect(lib.ANeuralNetworksModel_addOperand(model, byref(t)))
-    fuse = ctypes.c_int32(0)
-    expect(lib.ANeuralNetworksModel_setOperandValue(model, 2, byref(fuse), 4))
-    expect(lib.ANeuralNetworksModel_addOperation(model, OperationType.MUL, 3, u32(3, 1, 2), 1,
-                                                 u32(4)))
-    expect(lib.ANeuralNetworksModel_addOperation(model, OperationType.ADD, 3, u32(0, 1, 2), 1,
-                                                 u32(3)))
-    expect(lib.ANeuralNetworksModel_identifyInputsAndOutputs(model, 2, u32(0, 1), 1, u32(4)))
-    expect(lib.ANeuralNetworksModel_finish(model))
-    return model
-
-
 def test_supported_operations_answer_per_operation_in_added_order(lib, monkeypatch):
-    model = _two_operation_model(lib)
+    model = add_then_multiply_model(lib, multiply_added_first=True)
     device = host_device(lib)
     devices = (c_void_p * 2)(device, device)
     supported = (ctypes.c_bool * 2)()

@@ -2,36 +2,16 @@
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from ctypes import byref, c_void_p
 
 import numpy as np
 
-from torch_nnapi.nnapi import OperandType, OperationType
-
-from .clib import bind, compile_model, expect, new_execution, new_model, operand_type, u32
+from .clib import add_then_multiply_model, bind, compile_model, expect, new_execution
 
 THREADS = 8
 RUNS_PER_THREAD = 20
 SHAPE = (64, 64)
-
-
-def _multiply_add_model(lib) -> c_void_p:
-    """out = (a + b) * b on 64x64 float32."""
-    model = new_model(lib)
-    tensor = operand_type(OperandType.TENSOR_FLOAT32, SHAPE)
-    for t in (tensor, tensor, operand_type(OperandType.INT32), tensor, tensor):
-        expect(lib.ANeuralNetworksModel_addOperand(model, byref(t)))
-    fuse = ctypes.c_int32(0)
-    expect(lib.ANeuralNetworksModel_setOperandValue(model, 2, byref(fuse), 4))
-    expect(lib.ANeuralNetworksModel_addOperation(model, OperationType.ADD, 3, u32(0, 1, 2), 1,
-                                                 u32(3)))
-    expect(lib.ANeuralNetworksModel_addOperation(model, OperationType.MUL, 3, u32(3, 1, 2), 1,
-                                                 u32(4)))
-    expect(lib.ANeuralNetworksModel_identifyInputsAndOutputs(model, 2, u32(0, 1), 1, u32(4)))
-    expect(lib.ANeuralNetworksModel_finish(model))
-    return model
 
 
 def _run(lib, compilation: c_void_p, how: str, burst: c_void_p, a, b) -> np.ndarray:
@@ -54,7 +34,7 @@ def _run(lib, compilation: c_void_p, how: str, burst: c_void_p, a, b) -> np.ndar
 
 
 def test_threads_share_one_compilation(lib):
-    compilation = compile_model(lib, _multiply_add_model(lib))
+    compilation = compile_model(lib, add_then_multiply_model(lib, SHAPE))
     start = threading.Barrier(THREADS)
     failures: list[str] = []
     done = [0] * THREADS

@@ -17,17 +17,7 @@ from torch.backends._nnapi.prepare import convert_model_to_nnapi  # noqa: E402
 
 
 nn = torch.nn
-pytestmark = pytest.mark.filterwarnings("ignore:.*quantiz.*:UserWarning",
-                                        "ignore::DeprecationWarning")
-
-
-@pytest.fixture(autouse=True)
-def qnnpack():
-    """Eager quantized kernels that round as NNAPI does."""
-    engine = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "qnnpack"
-    yield
-    torch.backends.quantized.engine = engine
+pytestmark = [pytest.mark.usefixtures("qnnpack")]
 
 
 def nhwc(t: torch.Tensor) -> torch.Tensor:

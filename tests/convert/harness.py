@@ -11,12 +11,27 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
+import pytest
 import torch
+import torch.nn as nn
 
 from torch_nnapi.convert.api import convert_with_details
 from torch_nnapi.convert.host import run_on_host
 
 FLOAT_TOLERANCE = 1e-5  # relative to the output's magnitude
+# The ``nhwc`` option of a conversion, for tests that run with either input layout.
+LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
+
+
+class Fn(nn.Module):
+    """A module applying ``fn`` to its inputs: the PyTorch code under test, as a lambda."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
 
 
 def torch_runtime_available() -> bool:

@@ -7,18 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .harness import check, nnapi_ops
-
-LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
+from .harness import LAYOUTS, Fn, check, nnapi_ops
 
 
 ACTIVATIONS = {

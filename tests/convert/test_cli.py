@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 import torch
 import torch.nn as nn
 
-from torch_nnapi.cli import main
+from torch_nnapi.cli import convert_cmd, main
 from torch_nnapi.cli.convert_cmd import parse_input
 
 
@@ -96,3 +97,31 @@ def test_target_level(model_file, tmp_path, capsys):
     assert "      from aten::flatten at " in err
     assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4:nhwc",
                  "--target-level", "2"]) == 0
+
+
+def test_torch_using_commands_do_not_show_torchscript_deprecations(model_file, tmp_path,
+                                                                   capsys, monkeypatch):
+    """PyTorch 2.13 deprecates the TorchScript that PyTorch Mobile runs: the commands keep
+    those warnings from users, and only those."""
+    out = tmp_path / "small.ptl"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4", "--lite",
+                     "--check"]) == 0
+        assert main(["inspect", str(out)]) == 0
+    shown = [str(w.message) for w in caught]
+    assert not [m for m in shown if "torch.jit" in m or "Lite Interpreter" in m], shown
+
+    def load_model(path):
+        warnings.warn("`torch.jit.load` is deprecated. Please switch to `torch.export`.",
+                      DeprecationWarning)
+        warnings.warn("Lite Interpreter is deprecated.", DeprecationWarning)
+        warnings.warn("some other API is deprecated", DeprecationWarning)
+        raise ValueError("no model")
+
+    monkeypatch.setattr(convert_cmd, "load_model", load_model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4"]) == 1
+    assert [str(w.message) for w in caught] == ["some other API is deprecated"]
+    capsys.readouterr()

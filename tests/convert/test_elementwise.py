@@ -6,9 +6,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from .harness import check, nnapi_ops
-
-LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
+from .harness import LAYOUTS, check, nnapi_ops
 
 
 class Fn(nn.Module):

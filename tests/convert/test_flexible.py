@@ -11,9 +11,8 @@ from torch_nnapi.convert.api import convert_with_details
 from torch_nnapi.convert.errors import ConversionError
 
 from . import zoo
-from .harness import check, convert, run
+from .harness import LAYOUTS, check, convert, run
 
-LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
 SHAPES = [(1, 3, 32, 32), (2, 3, 48, 40), (1, 3, 17, 23)]
 
 

@@ -16,16 +16,7 @@ from torch_nnapi.convert.errors import ConversionError, FeatureLevelError
 from torch_nnapi.nnapi.codes import OperandType
 
 from . import zoo
-from .harness import check, convert, nnapi_ops
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+from .harness import LAYOUTS, Fn, check, convert, nnapi_ops
 
 
 def inputs_of(conversion, op_type: str) -> list[list]:
@@ -81,22 +72,16 @@ def test_zoo_cnns_need_feature_level_1(name):
 
 
 @pytest.mark.parametrize("name", sorted(CNNS))
-def test_quantized_zoo_cnns_need_feature_level_1(name):
+def test_quantized_zoo_cnns_need_feature_level_1(name, qnnpack):
     """Per-tensor quantized: the input is also quantized on the host (QUANTIZE needs 3)."""
     from .harness import compare_in_quanta, dequantized_scale, run
     from .test_models import QUANTIZED_MODELS
     from .test_quantized import fx_quantize
 
-    previous = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "qnnpack"
-    try:
-        x = torch.randn(1, 3, 64, 64)
-        q = fx_quantize(zoo.randomize_batchnorm(QUANTIZED_MODELS[name]()), x)
-        conversion = convert(q, x, target_level=1)
-        stats = compare_in_quanta(run(conversion.module, (x,)), q(x),
-                                  dequantized_scale(conversion))
-    finally:
-        torch.backends.quantized.engine = previous
+    x = torch.randn(1, 3, 64, 64)
+    q = fx_quantize(zoo.randomize_batchnorm(QUANTIZED_MODELS[name]()), x)
+    conversion = convert(q, x, target_level=1)
+    stats = compare_in_quanta(run(conversion.module, (x,)), q(x), dequantized_scale(conversion))
     assert conversion.feature_level == 1
     assert "QUANTIZE" not in nnapi_ops(conversion)
     assert stats.top1_agree and stats.max_quanta <= 3, stats
@@ -189,7 +174,7 @@ def test_float16_needs_level_3():
 # ------------------------------------------------------------------------ lowest-level forms
 
 
-@pytest.mark.parametrize("nhwc", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("nhwc", LAYOUTS)
 def test_convolution_gives_only_the_optional_inputs_it_needs(nhwc):
     x = torch.randn(1, 4, 9, 9)
     plain, _ = check(nn.Conv2d(4, 6, 3), x, nhwc=nhwc)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from . import zoo
-from .harness import check, nnapi_ops
+from .harness import LAYOUTS, check, nnapi_ops
 
 FLOAT_MODELS = {
     "mobilenet_v2": (lambda: zoo.MobileNetV2(num_classes=10), (1, 3, 64, 64)),
@@ -17,7 +17,7 @@ FLOAT_MODELS = {
 }
 
 
-@pytest.mark.parametrize("nhwc", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("nhwc", LAYOUTS)
 @pytest.mark.parametrize("name", sorted(FLOAT_MODELS))
 def test_float_model(name, nhwc):
     torch.manual_seed(0)
@@ -52,25 +52,19 @@ QUANTIZED_MODELS = {
 
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
 @pytest.mark.parametrize("name", sorted(QUANTIZED_MODELS))
-def test_fx_quantized_model(name, per_channel):
+def test_fx_quantized_model(name, per_channel, qnnpack):
     from torch_nnapi.convert.compare import compare_layers
 
     from .harness import compare_in_quanta, convert, dequantized_scale, run
     from .test_quantized import fx_quantize
 
-    previous = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "qnnpack"
-    try:
-        torch.manual_seed(0)
-        x = torch.randn(1, 3, 64, 64)
-        q = fx_quantize(zoo.randomize_batchnorm(QUANTIZED_MODELS[name]()), x, per_channel)
-        conversion = convert(q, x)
-        stats = compare_in_quanta(run(conversion.module, (x,)), q(x),
-                                  dequantized_scale(conversion))
-        # Each layer alone is within one quantum (test_quantized.py); along 20-50 layers the
-        # one-quantum differences add up a little, residual additions most.
-        worst = max(d.error for d in compare_layers(q, x) if d.unit == "quanta")
-    finally:
-        torch.backends.quantized.engine = previous
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 64, 64)
+    q = fx_quantize(zoo.randomize_batchnorm(QUANTIZED_MODELS[name]()), x, per_channel)
+    conversion = convert(q, x)
+    stats = compare_in_quanta(run(conversion.module, (x,)), q(x), dequantized_scale(conversion))
+    # Each layer alone is within one quantum (test_quantized.py); along 20-50 layers the
+    # one-quantum differences add up a little, residual additions most.
+    worst = max(d.error for d in compare_layers(q, x) if d.unit == "quanta")
     assert stats.top1_agree and stats.max_quanta <= 3, stats
     assert worst <= 6

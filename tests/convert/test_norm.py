@@ -6,9 +6,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from .harness import check
-
-LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
+from .harness import LAYOUTS, check
 
 
 def _randomize(module):

@@ -17,17 +17,9 @@ from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
 from torch_nnapi.convert.compare import compare_layers
 
-from .harness import check, compare_in_quanta, convert, dequantized_scale, nnapi_ops, run
+from .harness import LAYOUTS, check, compare_in_quanta, convert, dequantized_scale, nnapi_ops, run
 
-LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
-
-
-@pytest.fixture(autouse=True)
-def qnnpack():
-    previous = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "qnnpack"
-    yield
-    torch.backends.quantized.engine = previous
+pytestmark = pytest.mark.usefixtures("qnnpack")
 
 
 def per_channel_mapping() -> QConfigMapping:

@@ -4,20 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn as nn
 
-from .harness import check
-
-LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+from .harness import LAYOUTS, Fn, check
 
 
 REDUCTIONS = {

@@ -6,18 +6,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from .harness import check, nnapi_ops
-
-LAYOUTS = [pytest.param(False, id="nchw"), pytest.param(True, id="nhwc")]
-
-
-class Fn(nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+from .harness import LAYOUTS, Fn, check, nnapi_ops
 
 
 SHAPE_OPS = {

@@ -57,29 +57,30 @@ def get_device(index: int, device_address: int) -> None:
     store(ctypes.c_void_p, device_address, _DEVICE_HANDLES[index])
 
 
+def _store_property(handle: int, address: int, argument: str, ctype, value_of) -> None:
+    """Writes ``value_of(device)`` as ``ctype`` to the caller's out-argument ``argument``."""
+    require(device=handle, **{argument: address})
+    store(ctype, address, value_of(HANDLES.get(handle, Device, "device")))
+
+
 @entry
 def device_get_name(handle: int, name_address: int) -> None:
-    require(device=handle, name=name_address)
-    device = HANDLES.get(handle, Device, "device")
-    store(ctypes.c_void_p, name_address, ctypes.addressof(device.name))
+    _store_property(handle, name_address, "name", ctypes.c_void_p,
+                    lambda device: ctypes.addressof(device.name))
 
 
 @entry
 def device_get_type(handle: int, type_address: int) -> None:
-    require(device=handle, type=type_address)
-    device = HANDLES.get(handle, Device, "device")
-    store(ctypes.c_int32, type_address, int(device.type))
+    _store_property(handle, type_address, "type", ctypes.c_int32, lambda device: int(device.type))
 
 
 @entry
 def device_get_version(handle: int, version_address: int) -> None:
-    require(device=handle, version=version_address)
-    device = HANDLES.get(handle, Device, "device")
-    store(ctypes.c_void_p, version_address, ctypes.addressof(device.version))
+    _store_property(handle, version_address, "version", ctypes.c_void_p,
+                    lambda device: ctypes.addressof(device.version))
 
 
 @entry
 def device_get_feature_level(handle: int, level_address: int) -> None:
-    require(device=handle, featureLevel=level_address)
-    device = HANDLES.get(handle, Device, "device")
-    store(ctypes.c_int64, level_address, device.feature_level.api_level)
+    _store_property(handle, level_address, "featureLevel", ctypes.c_int64,
+                    lambda device: device.feature_level.api_level)

@@ -35,7 +35,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 @command("bench", "time a converted module on PyTorch's NNAPI runtime (and the original in"
-         " eager PyTorch) and profile where the time goes per NNAPI operation", _configure)
+         " eager PyTorch) and profile where the time goes per NNAPI operation", _configure,
+         torchscript=True)
 def run(args: argparse.Namespace) -> int:
     import torch
 

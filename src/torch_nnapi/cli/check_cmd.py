@@ -47,17 +47,15 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 @command("check", "check that a PyTorch model converts, which NNAPI feature level it needs,"
-         " and that the result matches PyTorch layer by layer", _configure)
+         " and that the result matches PyTorch layer by layer", _configure, torchscript=True)
 def run(args: argparse.Namespace) -> int:
     from ..convert.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, check_model
-    from .convert_cmd import load_model, parse_input
+    from .convert_cmd import example_inputs, layout_options, load_model, parse_input
 
     specs = [parse_input(text) for text in args.input]
     model = load_model(args.model)
-    examples = tuple(s.example(i) for i, s in enumerate(specs))
     report = check_model(
-        model, examples, nhwc=[s.nhwc for s in specs],
-        flexible={i: list(s.flexible) for i, s in enumerate(specs) if s.flexible},
+        model, example_inputs(specs), **layout_options(specs),
         float_tolerance=FLOAT_TOLERANCE if args.rtol is None else args.rtol,
         quanta_tolerance=QUANTA_TOLERANCE if args.quanta is None else args.quanta,
         target_level=args.target_level, host=args.host, layers=not args.no_layers,

@@ -79,6 +79,17 @@ def parse_input(text: str) -> InputSpec:
     return spec
 
 
+def example_inputs(specs: list[InputSpec]) -> tuple:
+    """A random example of each input (input i seeded with i)."""
+    return tuple(s.example(i) for i, s in enumerate(specs))
+
+
+def layout_options(specs: list[InputSpec]) -> dict:
+    """The converter's ``nhwc`` and ``flexible`` options that the inputs ask for."""
+    return dict(nhwc=[s.nhwc for s in specs],
+                flexible={i: list(s.flexible) for i, s in enumerate(specs) if s.flexible})
+
+
 def load_model(path: str):
     """A TorchScript file, or a whole nn.Module saved with torch.save."""
     import torch
@@ -121,7 +132,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 @command("convert", "convert a PyTorch model to a TorchScript module that runs on NNAPI",
-         _configure)
+         _configure, torchscript=True)
 def run(args: argparse.Namespace) -> int:
     import torch
 
@@ -130,10 +141,9 @@ def run(args: argparse.Namespace) -> int:
 
     specs = [parse_input(text) for text in args.input]
     model = load_model(args.model)
-    examples = tuple(s.example(i) for i, s in enumerate(specs))
-    options = dict(nhwc=[s.nhwc for s in specs],
-                   flexible={i: list(s.flexible) for i, s in enumerate(specs) if s.flexible},
-                   compilation_preference=args.preference, relax_fp32_to_fp16=args.fp16)
+    examples = example_inputs(specs)
+    options = dict(layout_options(specs), compilation_preference=args.preference,
+                   relax_fp32_to_fp16=args.fp16)
     try:
         conversion = convert_with_details(model, examples, target_level=args.target_level,
                                           **options)

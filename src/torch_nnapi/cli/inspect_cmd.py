@@ -74,7 +74,7 @@ def _short(entry: dict) -> str:
 
 
 @command("inspect", "show the NNAPI operations, operand types and shapes, and feature level"
-         " of a converted module", _configure)
+         " of a converted module", _configure, torchscript=True)
 def run(args: argparse.Namespace) -> int:
     import torch
 

@@ -28,10 +28,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 def _inputs(module, texts):
-    from .convert_cmd import parse_input
+    from .convert_cmd import example_inputs, parse_input
 
     if texts:
-        return tuple(parse_input(t).example(i) for i, t in enumerate(texts)), "random"
+        return example_inputs([parse_input(t) for t in texts]), "random"
     if hasattr(module, "get_all_bundled_inputs"):
         bundled = module.get_all_bundled_inputs()
         if bundled:
@@ -76,7 +76,7 @@ def run_module(module, inputs, host: bool = False, repeat: int = 1, profile: boo
 
 
 @command("run", "run a converted module (bundled or random inputs): outputs and latency",
-         _configure)
+         _configure, torchscript=True)
 def run(args: argparse.Namespace) -> int:
     import torch
 

@@ -6,20 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, OperandType, OperationType as Op
+from torch_nnapi.nnapi import BadDataError, OperationType as Op
 from torch_nnapi.runtime import Compilation
 
-from ._single_op import Arg, build, run
+from ._single_op import F16, F32, Q8, build, const, feed, out, run1
 
-
-def const(type: OperandType, value, scale: float = 0.0, zero_point: int = 0) -> Arg:
-    """A constant operand (a scalar when ``value`` is a number)."""
-    return Arg(type, np.shape(value), scale, zero_point, value=value)
-
-
-F32 = OperandType.TENSOR_FLOAT32
-F16 = OperandType.TENSOR_FLOAT16
-Q8 = OperandType.TENSOR_QUANT8_ASYMM
 RNG = np.random.default_rng(7)
 
 _CLAMP_BOUNDS = {Op.RELU: (0.0, np.inf), Op.RELU1: (-1.0, 1.0), Op.RELU6: (0.0, 6.0)}
@@ -27,8 +18,7 @@ _CLAMP_BOUNDS = {Op.RELU: (0.0, np.inf), Op.RELU1: (-1.0, 1.0), Op.RELU6: (0.0, 
 
 def _unary(op, x: np.ndarray, in_type=F32, out_quant=(0.0, 0), in_quant=(0.0, 0), dims=None):
     shape = x.shape if dims is None else dims
-    return run(op, [Arg(in_type, shape, *in_quant)],
-               [Arg(in_type, shape, *out_quant)], [x])[0]
+    return run1(op, [feed(in_type, x, *in_quant, dims=shape)], out(in_type, shape, *out_quant))
 
 
 @pytest.mark.parametrize("op", list(_CLAMP_BOUNDS))
@@ -61,7 +51,7 @@ def test_clamps_quant8_keep_the_scale(op):
 
 def test_relu_quant8_requires_the_input_quantization():
     with pytest.raises(BadDataError, match="scale and zero point of input"):
-        build(Op.RELU, [Arg(Q8, (2,), 0.5, 0)], [Arg(Q8, (2,), 0.25, 0)])
+        build(Op.RELU, [feed(Q8, dims=(2,), scale=0.5)], [out(Q8, (2,), 0.25, 0)])
 
 
 @pytest.mark.parametrize("dtype,operand_type,rtol", [(np.float32, F32, 1e-6),
@@ -111,30 +101,28 @@ def test_quant8_sigmoids_saturate_only_beyond_the_input_radius():
 @pytest.mark.parametrize("op,quant", [(Op.LOGISTIC, (1 / 128, 128)), (Op.TANH, (1 / 256, 0))])
 def test_quant8_sigmoids_require_the_fixed_output_quantization(op, quant):
     with pytest.raises(BadDataError, match="must have scale"):
-        build(op, [Arg(Q8, (2,), 0.5, 0)], [Arg(Q8, (2,), *quant)])
+        build(op, [feed(Q8, dims=(2,), scale=0.5)], [out(Q8, (2,), *quant)])
 
 
 def test_quant8_logistic_rejects_a_tiny_input_scale():
-    model = build(Op.LOGISTIC, [Arg(Q8, (2,), 1e-9, 0)],
-                  [Arg(Q8, (2,), 1 / 256, 0)])
+    model = build(Op.LOGISTIC, [feed(Q8, dims=(2,), scale=1e-9)], [out(Q8, (2,), 1 / 256, 0)])
     with pytest.raises(BadDataError, match=r"operation 0 \(LOGISTIC\).*greater than 1"):
         Compilation(model)
 
 
 def test_activations_reject_rank_5():
-    model = build(Op.TANH, [Arg(F32, (1, 1, 1, 1, 2))], [Arg(F32, (0,) * 5)])
+    model = build(Op.TANH, [feed(F32, dims=(1, 1, 1, 1, 2))], [out(F32, (0,) * 5)])
     with pytest.raises(BadDataError, match=r"input 0 \(input\) must have rank 0..4"):
         Compilation(model)
 
 
 def test_dynamic_and_zero_sized_shapes():
-    compilation = Compilation(build(Op.RELU6, [Arg(F32, (0, 3))],
-                                    [Arg(F32, (0, 0))]))
+    compilation = Compilation(build(Op.RELU6, [feed(F32, dims=(0, 3))], [out(F32, (0, 0))]))
     for rows in (0, 1, 5):
         x = np.full((rows, 3), 7.0, np.float32)
-        out = compilation.run([x]).outputs[0]
-        assert out.shape == (rows, 3)
-        np.testing.assert_array_equal(out, np.full((rows, 3), 6.0))
+        got = compilation.run([x]).outputs[0]
+        assert got.shape == (rows, 3)
+        np.testing.assert_array_equal(got, np.full((rows, 3), 6.0))
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,8 +133,8 @@ def test_dynamic_and_zero_sized_shapes():
 def test_prelu_float_broadcasts_alpha(dtype, operand_type):
     x = RNG.standard_normal((2, 3, 4)).astype(dtype)
     alpha = RNG.standard_normal((3, 1)).astype(dtype)
-    got = run(Op.PRELU, [Arg(operand_type, x.shape), const(operand_type, alpha)],
-              [Arg(operand_type, (0, 0, 0))], [x])[0]
+    got = run1(Op.PRELU, [feed(operand_type, x), const(operand_type, alpha)],
+               out(operand_type, (0, 0, 0)))
     expected = np.where(x >= 0, x, x * alpha)
     assert got.shape == (2, 3, 4)
     np.testing.assert_array_equal(got, expected.astype(dtype))
@@ -157,9 +145,9 @@ def test_prelu_quant8_follows_float(alpha_scale, out_scale):
     in_scale, in_zp, alpha_zp, out_zp = 0.25, 128, 50, 120
     x = np.arange(256, dtype=np.uint8).reshape(1, 256)
     alpha = RNG.integers(0, 256, (1, 1), dtype=np.uint8)
-    got = run(
-        Op.PRELU, [Arg(Q8, x.shape, in_scale, in_zp), const(Q8, alpha, alpha_scale, alpha_zp)],
-        [Arg(Q8, x.shape, out_scale, out_zp)], [x])[0]
+    got = run1(Op.PRELU, [feed(Q8, x, scale=in_scale, zero_point=in_zp),
+                          const(Q8, alpha, alpha_scale, alpha_zp)],
+               out(Q8, x.shape, out_scale, out_zp))
     real_x = (x.astype(float) - in_zp) * in_scale
     real_alpha = (alpha.astype(float) - alpha_zp) * alpha_scale
     real = np.where(real_x >= 0, real_x, real_x * real_alpha)
@@ -168,13 +156,12 @@ def test_prelu_quant8_follows_float(alpha_scale, out_scale):
 
 
 def test_prelu_errors():
-    model = build(Op.PRELU, [Arg(F32, (2, 3)), Arg(F32, (4,))],
-                  [Arg(F32, (0, 0))])
+    model = build(Op.PRELU, [feed(F32, dims=(2, 3)), feed(F32, dims=(4,))], [out(F32, (0, 0))])
     with pytest.raises(BadDataError, match=r"cannot be broadcast"):
         Compilation(model)
     # A tensor of unknown rank turns out to be a scalar at execution.
-    model = build(Op.PRELU, [Arg(F32, (2,)), Arg(F32, ())], [Arg(F32, (2,))])
+    model = build(Op.PRELU, [feed(F32, dims=(2,)), feed(F32, dims=())], [out(F32, (2,))])
     with pytest.raises(BadDataError, match=r"input 1 \(alpha\) must have rank 1 or more"):
         Compilation(model).run([np.ones(2, np.float32), np.array(0.5, np.float32)])
     with pytest.raises(BadDataError, match=r"input 1 \(alpha\) is TENSOR_FLOAT16"):
-        build(Op.PRELU, [Arg(F32, (2,)), Arg(F16, (2,))], [Arg(F32, (2,))])
+        build(Op.PRELU, [feed(F32, dims=(2,)), feed(F16, dims=(2,))], [out(F32, (2,))])

@@ -11,12 +11,13 @@ import math
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, Model, OperationType
+from torch_nnapi.nnapi import BadDataError, Model, OperandType as T, OperationType
 from torch_nnapi.nnapi.errors import OpFailedError
 from torch_nnapi.runtime import Compilation
 from torch_nnapi.runtime.ops import _detection, detection
 
-from ._detection_support import Out, Scalar, T, Tensor, build, quantize, run
+from ._detection_support import quantize
+from ._single_op import build, const, feed, out, run
 
 Op = OperationType
 RNG = np.random.default_rng(11)
@@ -66,16 +67,15 @@ def random_boxes(count, size=40.0):
 
 def _bbox_inputs(rois, deltas, batch, image_info, kind="f32"):
     if kind == "q":
-        return ([Tensor(T.TENSOR_QUANT16_ASYMM, quantize(rois, 0.125, 0, np.uint16), 0.125, 0),
-                 Tensor(T.TENSOR_QUANT8_ASYMM, quantize(deltas, 0.05, 128, np.uint8), 0.05, 128),
-                 Tensor(T.TENSOR_INT32, np.asarray(batch, np.int32)),
-                 Tensor(T.TENSOR_QUANT16_ASYMM, quantize(image_info, 0.125, 0, np.uint16),
-                        0.125, 0)],
-                [Out(T.TENSOR_QUANT16_ASYMM, 2, 0.125, 0)])
+        return ([feed(T.TENSOR_QUANT16_ASYMM, quantize(rois, 0.125, 0, np.uint16), 0.125, 0),
+                 feed(T.TENSOR_QUANT8_ASYMM, quantize(deltas, 0.05, 128, np.uint8), 0.05, 128),
+                 feed(T.TENSOR_INT32, np.asarray(batch, np.int32)),
+                 feed(T.TENSOR_QUANT16_ASYMM, quantize(image_info, 0.125, 0, np.uint16), 0.125, 0)],
+                [out(T.TENSOR_QUANT16_ASYMM, (0, 0), 0.125, 0)])
     tensor, dtype, _ = F32_TYPES[kind]
-    return ([Tensor(tensor, rois.astype(dtype)), Tensor(tensor, deltas.astype(dtype)),
-             Tensor(T.TENSOR_INT32, np.asarray(batch, np.int32)),
-             Tensor(tensor, image_info.astype(dtype))], [Out(tensor, 2)])
+    return ([feed(tensor, rois.astype(dtype)), feed(tensor, deltas.astype(dtype)),
+             feed(T.TENSOR_INT32, np.asarray(batch, np.int32)),
+             feed(tensor, image_info.astype(dtype))], [out(tensor, (0, 0))])
 
 
 def test_bbox_transform_matches_reference_and_clips():
@@ -150,18 +150,19 @@ def nms_limit_reference(scores, boxes, batch, score_thr, max_det, kernel, iou_th
 def _nms_inputs(scores, boxes, batch, params, kind="f32"):
     score_thr, max_det, kernel, iou_thr, sigma, nms_thr = params
     if kind == "q8":
-        inputs = [Tensor(T.TENSOR_QUANT8_ASYMM, quantize(scores, 0.01, 0, np.uint8), 0.01, 0),
-                  Tensor(T.TENSOR_QUANT16_ASYMM, quantize(boxes, 0.125, 0, np.uint16), 0.125, 0)]
+        inputs = [feed(T.TENSOR_QUANT8_ASYMM, quantize(scores, 0.01, 0, np.uint8), 0.01, 0),
+                  feed(T.TENSOR_QUANT16_ASYMM, quantize(boxes, 0.125, 0, np.uint16), 0.125, 0)]
         scalar = T.FLOAT32
-        outputs = [Out(T.TENSOR_QUANT8_ASYMM, 1, 0.01, 0), Out(T.TENSOR_QUANT16_ASYMM, 2, 0.125)]
+        outputs = [out(T.TENSOR_QUANT8_ASYMM, (0,), 0.01, 0),
+                   out(T.TENSOR_QUANT16_ASYMM, (0, 0), 0.125)]
     else:
         tensor, dtype, scalar = F32_TYPES[kind]
-        inputs = [Tensor(tensor, scores.astype(dtype)), Tensor(tensor, boxes.astype(dtype))]
-        outputs = [Out(tensor, 1), Out(tensor, 2)]
-    inputs += [Tensor(T.TENSOR_INT32, np.asarray(batch, np.int32)), Scalar(scalar, score_thr),
-               Scalar(T.INT32, max_det), Scalar(T.INT32, kernel), Scalar(scalar, iou_thr),
-               Scalar(scalar, sigma), Scalar(scalar, nms_thr)]
-    return inputs, outputs + [Out(T.TENSOR_INT32, 1), Out(T.TENSOR_INT32, 1)]
+        inputs = [feed(tensor, scores.astype(dtype)), feed(tensor, boxes.astype(dtype))]
+        outputs = [out(tensor, (0,)), out(tensor, (0, 0))]
+    inputs += [feed(T.TENSOR_INT32, np.asarray(batch, np.int32)), const(scalar, score_thr),
+               const(T.INT32, max_det), const(T.INT32, kernel), const(scalar, iou_thr),
+               const(scalar, sigma), const(scalar, nms_thr)]
+    return inputs, outputs + [out(T.TENSOR_INT32, (0,)), out(T.TENSOR_INT32, (0,))]
 
 
 def _overlapping_detections(num_rois, num_classes):
@@ -237,7 +238,7 @@ def test_box_with_nms_limit_output_shapes_follow_the_data():
     inputs, outputs = _nms_inputs(scores, boxes, [0] * 6, (0.5, -1, HARD, 0.4, 1.0, 0.3))
     for i in (0, 1, 2):
         inputs[i].dims = (0,) * (1 if i == 2 else 2)
-    compilation = Compilation(build(Op.BOX_WITH_NMS_LIMIT, inputs, outputs)[0])
+    compilation = Compilation(build(Op.BOX_WITH_NMS_LIMIT, inputs, outputs))
     counts = []
     for data in (scores, scores * 0.1):
         result = compilation.run([data, boxes, np.zeros(6, np.int32)]).outputs
@@ -341,22 +342,22 @@ def _proposal_inputs(scores, deltas, anchors, image_info, params, nchw=False, ki
     if nchw:
         scores, deltas = scores.transpose(0, 3, 1, 2), deltas.transpose(0, 3, 1, 2)
     if kind == "q8":
-        inputs = [Tensor(T.TENSOR_QUANT8_ASYMM, quantize(scores, 0.005, 0, np.uint8), 0.005, 0),
-                  Tensor(T.TENSOR_QUANT8_ASYMM, quantize(deltas, 0.01, 128, np.uint8), 0.01, 128),
-                  Tensor(T.TENSOR_QUANT16_SYMM, quantize(anchors, 0.125, 0, np.int16), 0.125),
-                  Tensor(T.TENSOR_QUANT16_ASYMM, quantize(image_info, 0.125, 0, np.uint16),
-                         0.125)]
+        inputs = [feed(T.TENSOR_QUANT8_ASYMM, quantize(scores, 0.005, 0, np.uint8), 0.005, 0),
+                  feed(T.TENSOR_QUANT8_ASYMM, quantize(deltas, 0.01, 128, np.uint8), 0.01, 128),
+                  feed(T.TENSOR_QUANT16_SYMM, quantize(anchors, 0.125, 0, np.int16), 0.125),
+                  feed(T.TENSOR_QUANT16_ASYMM, quantize(image_info, 0.125, 0, np.uint16), 0.125)]
         scalar = T.FLOAT32
-        outputs = [Out(T.TENSOR_QUANT8_ASYMM, 1, 0.005, 0), Out(T.TENSOR_QUANT16_ASYMM, 2, 0.125)]
+        outputs = [out(T.TENSOR_QUANT8_ASYMM, (0,), 0.005, 0),
+                   out(T.TENSOR_QUANT16_ASYMM, (0, 0), 0.125)]
     else:
         tensor, dtype, scalar = F32_TYPES[kind]
-        inputs = [Tensor(tensor, x.astype(dtype)) for x in (scores, deltas, anchors, image_info)]
-        outputs = [Out(tensor, 1), Out(tensor, 2)]
+        inputs = [feed(tensor, x.astype(dtype)) for x in (scores, deltas, anchors, image_info)]
+        outputs = [out(tensor, (0,)), out(tensor, (0, 0))]
     h_stride, w_stride, pre, post, iou_thr, min_size = params
-    inputs += [Scalar(scalar, h_stride), Scalar(scalar, w_stride), Scalar(T.INT32, pre),
-               Scalar(T.INT32, post), Scalar(scalar, iou_thr), Scalar(scalar, min_size),
-               Scalar(T.BOOL, nchw)]
-    return inputs, outputs + [Out(T.TENSOR_INT32, 1)]
+    inputs += [const(scalar, h_stride), const(scalar, w_stride), const(T.INT32, pre),
+               const(T.INT32, post), const(scalar, iou_thr), const(scalar, min_size),
+               const(T.BOOL, nchw)]
+    return inputs, outputs + [out(T.TENSOR_INT32, (0,))]
 
 
 def _proposal_data(batches=2, height=4, width=5, num_anchors=3):
@@ -462,12 +463,12 @@ def test_detection_postprocessing_matches_reference(regular, background_in_label
     anchors = anchors.astype(np.float32)
     scales = (10.0, 10.0, 5.0, 5.0)
     config = (regular, 5, 2, 3, 0.1, 0.3, background_in_label)
-    inputs = [Tensor(T.TENSOR_FLOAT32, scores), Tensor(T.TENSOR_FLOAT32, deltas),
-              Tensor(T.TENSOR_FLOAT32, anchors)] + [Scalar(T.FLOAT32, s) for s in scales] + [
-        Scalar(T.BOOL, regular), Scalar(T.INT32, 5), Scalar(T.INT32, 2), Scalar(T.INT32, 3),
-        Scalar(T.FLOAT32, 0.1), Scalar(T.FLOAT32, 0.3), Scalar(T.BOOL, background_in_label)]
-    outputs = [Out(T.TENSOR_FLOAT32, 2), Out(T.TENSOR_FLOAT32, 3), Out(T.TENSOR_INT32, 2),
-               Out(T.TENSOR_INT32, 1)]
+    inputs = [feed(T.TENSOR_FLOAT32, scores), feed(T.TENSOR_FLOAT32, deltas),
+              feed(T.TENSOR_FLOAT32, anchors)] + [const(T.FLOAT32, s) for s in scales] + [
+        const(T.BOOL, regular), const(T.INT32, 5), const(T.INT32, 2), const(T.INT32, 3),
+        const(T.FLOAT32, 0.1), const(T.FLOAT32, 0.3), const(T.BOOL, background_in_label)]
+    outputs = [out(T.TENSOR_FLOAT32, (0, 0)), out(T.TENSOR_FLOAT32, (0, 0, 0)),
+               out(T.TENSOR_INT32, (0, 0)), out(T.TENSOR_INT32, (0,))]
     out_scores, out_boxes, out_classes, counts = run(Op.DETECTION_POSTPROCESSING, inputs, outputs)
     slots = 5 if regular else 10
     assert out_scores.shape == (2, slots) and out_boxes.shape == (2, slots, 4)
@@ -484,16 +485,16 @@ def test_detection_postprocessing_matches_reference(regular, background_in_label
 
 def test_detection_postprocessing_rejects_bad_parameters():
     scores = np.zeros((1, 2, 3), np.float32)
-    inputs = [Tensor(T.TENSOR_FLOAT32, scores), Tensor(T.TENSOR_FLOAT32, np.zeros((1, 2, 4))),
-              Tensor(T.TENSOR_FLOAT32, np.ones((2, 4)))] + [
-        Scalar(T.FLOAT32, s) for s in (10.0, 0.0, 5.0, 5.0)] + [
-        Scalar(T.BOOL, True), Scalar(T.INT32, 5), Scalar(T.INT32, 2), Scalar(T.INT32, 3),
-        Scalar(T.FLOAT32, 0.1), Scalar(T.FLOAT32, 0.3), Scalar(T.BOOL, False)]
-    outputs = [Out(T.TENSOR_FLOAT32, 2), Out(T.TENSOR_FLOAT32, 3), Out(T.TENSOR_INT32, 2),
-               Out(T.TENSOR_INT32, 1)]
+    inputs = [feed(T.TENSOR_FLOAT32, scores), feed(T.TENSOR_FLOAT32, np.zeros((1, 2, 4))),
+              feed(T.TENSOR_FLOAT32, np.ones((2, 4)))] + [
+        const(T.FLOAT32, s) for s in (10.0, 0.0, 5.0, 5.0)] + [
+        const(T.BOOL, True), const(T.INT32, 5), const(T.INT32, 2), const(T.INT32, 3),
+        const(T.FLOAT32, 0.1), const(T.FLOAT32, 0.3), const(T.BOOL, False)]
+    outputs = [out(T.TENSOR_FLOAT32, (0, 0)), out(T.TENSOR_FLOAT32, (0, 0, 0)),
+               out(T.TENSOR_INT32, (0, 0)), out(T.TENSOR_INT32, (0,))]
     with pytest.raises(BadDataError, match="scale_x"):
         run(Op.DETECTION_POSTPROCESSING, inputs, outputs)
-    inputs[4] = Scalar(T.FLOAT32, 10.0)
-    inputs[8] = Scalar(T.INT32, 0)
+    inputs[4] = const(T.FLOAT32, 10.0)
+    inputs[8] = const(T.INT32, 0)
     with pytest.raises(BadDataError, match="max_detections"):
         run(Op.DETECTION_POSTPROCESSING, inputs, outputs)

@@ -7,10 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, OperationType
+from torch_nnapi.nnapi import BadDataError, OperandType as T, OperationType
 from torch_nnapi.nnapi.errors import OpFailedError
 
-from ._detection_support import Out, Scalar, T, Tensor, build, quantize, run
+from ._detection_support import quantize
+from ._single_op import build, const, feed, out, run
 
 Op = OperationType
 RNG = np.random.default_rng(7)
@@ -78,21 +79,20 @@ def _roi_inputs(op, feature, rois, batch, out_hw, ratios, samples=None, nchw=Fal
         feature = feature.transpose(0, 3, 1, 2)
     if kind == "q8":
         (s_in, z_in), (s_out, z_out) = quant
-        inputs = [Tensor(T.TENSOR_QUANT8_ASYMM, quantize(feature, s_in, z_in, np.uint8), s_in,
-                         z_in),
-                  Tensor(T.TENSOR_QUANT16_ASYMM, quantize(rois, 0.125, 0, np.uint16), 0.125, 0)]
-        scalar, out = T.FLOAT32, Out(T.TENSOR_QUANT8_ASYMM, 4, s_out, z_out)
+        inputs = [feed(T.TENSOR_QUANT8_ASYMM, quantize(feature, s_in, z_in, np.uint8), s_in, z_in),
+                  feed(T.TENSOR_QUANT16_ASYMM, quantize(rois, 0.125, 0, np.uint16), 0.125, 0)]
+        scalar, output = T.FLOAT32, out(T.TENSOR_QUANT8_ASYMM, (0, 0, 0, 0), s_out, z_out)
     else:
         tensor, dtype, scalar = {"f32": (T.TENSOR_FLOAT32, np.float32, T.FLOAT32),
                                  "f16": (T.TENSOR_FLOAT16, np.float16, T.FLOAT16)}[kind]
-        inputs = [Tensor(tensor, feature.astype(dtype)), Tensor(tensor, rois.astype(dtype))]
-        out = Out(tensor, 4)
-    inputs += [Tensor(T.TENSOR_INT32, np.asarray(batch, np.int32)), Scalar(T.INT32, out_hw[0]),
-               Scalar(T.INT32, out_hw[1]), Scalar(scalar, ratios[0]), Scalar(scalar, ratios[1])]
+        inputs = [feed(tensor, feature.astype(dtype)), feed(tensor, rois.astype(dtype))]
+        output = out(tensor, (0, 0, 0, 0))
+    inputs += [feed(T.TENSOR_INT32, np.asarray(batch, np.int32)), const(T.INT32, out_hw[0]),
+               const(T.INT32, out_hw[1]), const(scalar, ratios[0]), const(scalar, ratios[1])]
     if op == Op.ROI_ALIGN:
-        inputs += [Scalar(T.INT32, samples[0]), Scalar(T.INT32, samples[1])]
-    inputs.append(Scalar(T.BOOL, nchw))
-    return inputs, [out]
+        inputs += [const(T.INT32, samples[0]), const(T.INT32, samples[1])]
+    inputs.append(const(T.BOOL, nchw))
+    return inputs, [output]
 
 
 def _random_rois(count, height, width, ratio=1.0):
@@ -265,14 +265,15 @@ def _heatmap_inputs(heatmaps, boxes, nchw=False, kind="f32"):
     if nchw:
         heatmaps = heatmaps.transpose(0, 3, 1, 2)
     if kind == "q8":
-        return ([Tensor(T.TENSOR_QUANT8_ASYMM, quantize(heatmaps, 0.05, 100, np.uint8), 0.05, 100),
-                 Tensor(T.TENSOR_QUANT16_ASYMM, quantize(boxes, 0.125, 0, np.uint16), 0.125, 0),
-                 Scalar(T.BOOL, nchw)],
-                [Out(T.TENSOR_QUANT8_ASYMM, 2, 0.05, 100), Out(T.TENSOR_QUANT16_ASYMM, 3, 0.125)])
+        return ([feed(T.TENSOR_QUANT8_ASYMM, quantize(heatmaps, 0.05, 100, np.uint8), 0.05, 100),
+                 feed(T.TENSOR_QUANT16_ASYMM, quantize(boxes, 0.125, 0, np.uint16), 0.125, 0),
+                 const(T.BOOL, nchw)],
+                [out(T.TENSOR_QUANT8_ASYMM, (0, 0), 0.05, 100),
+                 out(T.TENSOR_QUANT16_ASYMM, (0, 0, 0), 0.125)])
     tensor, dtype = {"f32": (T.TENSOR_FLOAT32, np.float32),
                      "f16": (T.TENSOR_FLOAT16, np.float16)}[kind]
-    return ([Tensor(tensor, heatmaps.astype(dtype)), Tensor(tensor, boxes.astype(dtype)),
-             Scalar(T.BOOL, nchw)], [Out(tensor, 2), Out(tensor, 3)])
+    return ([feed(tensor, heatmaps.astype(dtype)), feed(tensor, boxes.astype(dtype)),
+             const(T.BOOL, nchw)], [out(tensor, (0, 0)), out(tensor, (0, 0, 0))])
 
 
 def _smooth_heatmaps(num, size, keypoints):

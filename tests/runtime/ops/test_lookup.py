@@ -8,7 +8,7 @@ import pytest
 from torch_nnapi.nnapi import BadDataError, OpFailedError, OperationType as Op
 from torch_nnapi.runtime.ops._farmhash import fingerprint64
 
-from ._shape_op import F16, F32, I32, INT, Q8, const, feed, out, run, run1
+from ._single_op import F16, F32, I32, INT, Q8, const, feed, out, run, run1
 
 VALUES = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
 

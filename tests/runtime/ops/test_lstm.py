@@ -6,21 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperandType, OperationType
+from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperationType
 from torch_nnapi.nnapi.errors import NnapiError
 from torch_nnapi.runtime import Compilation
 
-from ._recurrent_models import (
-    boolean,
-    build,
-    f32,
-    i32,
-    lstm_params,
-    lstm_weight_inputs,
-    reference_lstm,
-    S,
-    run,
-)
+from ._recurrent_support import lstm_params, lstm_weight_inputs, operands, reference_lstm
+from ._single_op import HALF, boolean, build, const, f32, fed_values, i32, run
 
 Op = OperationType
 TANH = 4
@@ -62,9 +53,9 @@ def test_lstm_step_matches_reference(name, omit_as_input):
     x = rng.uniform(-1, 1, (2, 5)).astype(np.float32)
     h, c = _states(rng, 2, p, 4)
     clip = 0.3 if output_size else 0.0
-    scratch, h_out, c_out, out = run(Op.LSTM, _lstm_inputs(p, x, h, c, cell_clip=0.8,
-                                                           proj_clip=clip),
-                                     4, omit_as_input=omit_as_input)
+    scratch, h_out, c_out, out = run(Op.LSTM, *operands(_lstm_inputs(p, x, h, c, cell_clip=0.8,
+                                                                    proj_clip=clip),
+                                                       4, omit_as_input=omit_as_input))
     want_out, want_h, want_c = reference_lstm(p, x[None], h, c, cell_clip=0.8, proj_clip=clip)
     np.testing.assert_allclose(out, want_out[0], atol=1e-5)
     np.testing.assert_allclose(h_out, want_h, atol=1e-5)
@@ -83,8 +74,8 @@ def test_lstm_27_input_form_without_layer_norm_equals_23_input_form():
     p = lstm_params(rng, 3, 4, peephole=True)
     x = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
     h, c = _states(rng, 2, p, 4)
-    short = run(Op.LSTM, _lstm_inputs(p, x, h, c), 4)
-    long = run(Op.LSTM, _lstm_inputs(p, x, h, c, layer_norm_form=True), 4)
+    short = run(Op.LSTM, *operands(_lstm_inputs(p, x, h, c), 4))
+    long = run(Op.LSTM, *operands(_lstm_inputs(p, x, h, c, layer_norm_form=True), 4))
     for a, b in zip(short, long):
         np.testing.assert_array_equal(a, b)
 
@@ -94,9 +85,9 @@ def test_lstm_feature_levels_of_its_forms():
     p = lstm_params(rng, 3, 4)
     x = np.zeros((1, 3), np.float32)
     h, c = _states(rng, 1, p, 4)
-    assert build(Op.LSTM, _lstm_inputs(p, x, h, c), 4)[0].feature_level == \
+    assert build(Op.LSTM, *operands(_lstm_inputs(p, x, h, c), 4)).feature_level == \
         FeatureLevel.ANDROID_8_1
-    assert build(Op.LSTM, _lstm_inputs(p, x, h, c, layer_norm_form=True), 4)[0]\
+    assert build(Op.LSTM, *operands(_lstm_inputs(p, x, h, c, layer_norm_form=True), 4))\
         .feature_level == FeatureLevel.ANDROID_10
 
 
@@ -106,9 +97,8 @@ def test_lstm_float16_computes_in_float32():
     p16 = {k: v.astype(np.float16) for k, v in p.items()}
     x = rng.uniform(-1, 1, (2, 3)).astype(np.float16)
     h, c = (s.astype(np.float16) for s in _states(rng, 2, p, 4))
-    inputs = [x, *lstm_weight_inputs(p16), h, c, i32(TANH), S(OperandType.FLOAT16, 0.0),
-              S(OperandType.FLOAT16, 0.0)]
-    _, _, c_out, out = run(Op.LSTM, inputs, 4)
+    inputs = [x, *lstm_weight_inputs(p16), h, c, i32(TANH), const(HALF, 0.0), const(HALF, 0.0)]
+    _, _, c_out, out = run(Op.LSTM, *operands(inputs, 4))
     assert out.dtype == np.float16
     want, _, want_c = reference_lstm(p16, x[None], h, c)
     np.testing.assert_allclose(out.astype(np.float32), want[0], atol=2e-3)
@@ -120,10 +110,11 @@ def test_lstm_with_constant_weights_settles_shapes_at_compilation():
     p = lstm_params(rng, 3, 4, output_size=2, cifg=True)
     x = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
     h, c = _states(rng, 2, p, 4)
-    model, feeds = build(Op.LSTM, _lstm_inputs(p, x, h, c), 4, constant_weights=True)
+    inputs, outputs = operands(_lstm_inputs(p, x, h, c), 4, constant_weights=True)
+    model = build(Op.LSTM, inputs, outputs)
     compilation = Compilation(model)
     assert [compilation.shapes[o] for o in model.outputs] == [(2, 12), (2, 2), (2, 4), (2, 2)]
-    out = compilation.run(feeds).outputs[3]
+    out = compilation.run(fed_values(inputs)).outputs[3]
     np.testing.assert_allclose(out, reference_lstm(p, x[None], h, c)[0][0], atol=1e-5)
 
 
@@ -136,7 +127,7 @@ def test_layer_norm_of_a_constant_gate_is_finite():
             p[key][:] = 0
     x = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
     h, c = _states(rng, 2, p, 4)
-    _, h_out, c_out, _ = run(Op.LSTM, _lstm_inputs(p, x, h, c), 4)
+    _, h_out, c_out, _ = run(Op.LSTM, *operands(_lstm_inputs(p, x, h, c), 4))
     assert np.isfinite(h_out).all() and np.isfinite(c_out).all()
     # Normalized gates are 0, so each gate is sigmoid/tanh of its bias alone.
     f, g = 1 / (1 + np.exp(-p["bf"])), np.tanh(p["bc"])
@@ -163,7 +154,8 @@ def test_unidirectional_sequence_lstm_matches_reference(time_major, name):
     xs = rng.uniform(-1, 1, (5, 2, 3)).astype(np.float32)  # time-major
     h, c = _states(rng, 2, p, 4)
     x = xs if time_major else xs.swapaxes(0, 1).copy()
-    (out,) = run(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, _sequence_inputs(p, x, h, c, time_major), 1)
+    (out,) = run(Op.UNIDIRECTIONAL_SEQUENCE_LSTM,
+                 *operands(_sequence_inputs(p, x, h, c, time_major), 1))
     want, _, _ = reference_lstm(p, xs, h, c)
     np.testing.assert_allclose(out, want if time_major else want.swapaxes(0, 1), atol=1e-5)
 
@@ -173,9 +165,10 @@ def test_sequence_lstm_equals_repeated_lstm_steps():
     p = lstm_params(rng, 3, 4, peephole=True)
     xs = rng.uniform(-1, 1, (4, 2, 3)).astype(np.float32)
     h, c = _states(rng, 2, p, 4)
-    (sequence,) = run(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, _sequence_inputs(p, xs, h, c, True), 1)
+    (sequence,) = run(Op.UNIDIRECTIONAL_SEQUENCE_LSTM,
+                      *operands(_sequence_inputs(p, xs, h, c, True), 1))
     for t in range(4):
-        _, h, c, out = run(Op.LSTM, _lstm_inputs(p, xs[t], h, c), 4)
+        _, h, c, out = run(Op.LSTM, *operands(_lstm_inputs(p, xs[t], h, c), 4))
         np.testing.assert_allclose(sequence[t], out, atol=1e-6)
 
 
@@ -200,8 +193,8 @@ def test_bidirectional_sequence_lstm_runs_both_directions(merge, time_major):
         return a if time_major else a.swapaxes(0, 1).copy()
 
     outputs = run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
-                  _bidirectional_inputs(fw, bw, layout(xs), states, merge, time_major,
-                                        layout(aux)), 1 if merge else 2)
+                  *operands(_bidirectional_inputs(fw, bw, layout(xs), states, merge, time_major,
+                                                  layout(aux)), 1 if merge else 2))
     want_fw, _, _ = reference_lstm(fw, xs, *states[:2], aux=aux)
     want_bw, _, _ = reference_lstm(bw, xs[::-1], *states[2:], aux=aux[::-1])
     want = [layout(want_fw), layout(want_bw[::-1])]
@@ -217,9 +210,8 @@ def test_sequence_lstm_with_unknown_batch_and_time():
     p = lstm_params(rng, 3, 4)
     h, c = _states(rng, 2, p, 4)
     xs = rng.uniform(-1, 1, (6, 2, 3)).astype(np.float32)
-    model, feeds = build(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, _sequence_inputs(p, xs, h, c, True),
-                         1, output_dims=(0, 0, 0))
-    (out,) = Compilation(model).run(feeds).outputs
+    inputs, outputs = operands(_sequence_inputs(p, xs, h, c, True), 1, output_dims=(0, 0, 0))
+    (out,) = run(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, inputs, outputs)
     assert out.shape == (6, 2, 4)
 
 
@@ -250,7 +242,7 @@ def test_lstm_rejects_inconsistent_operands(mutate, message):
     p, x, h, c = _basic()
     mutate(p)
     with pytest.raises(BadDataError, match=message):
-        run(Op.LSTM, _lstm_inputs(p, x, h, c), 4)
+        run(Op.LSTM, *operands(_lstm_inputs(p, x, h, c), 4))
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -260,14 +252,14 @@ def test_lstm_rejects_inconsistent_operands(mutate, message):
 def test_lstm_rejects_bad_parameters(kwargs, message):
     p, x, h, c = _basic()
     with pytest.raises(BadDataError, match=message):
-        run(Op.LSTM, _lstm_inputs(p, x, h, c, **kwargs), 4)
+        run(Op.LSTM, *operands(_lstm_inputs(p, x, h, c, **kwargs), 4))
 
 
 def test_lstm_rejects_wrong_state_shape():
     p, x, h, c = _basic()
     with pytest.raises(BadDataError, match=r"input 19 \(cell_state_in\) must have shape"
                                            r" \[2, 4\], got \[2, 3\]"):
-        run(Op.LSTM, _lstm_inputs(p, x, h, c[:, :3]), 4)
+        run(Op.LSTM, *operands(_lstm_inputs(p, x, h, c[:, :3]), 4))
 
 
 def test_lstm_cifg_forbids_input_layer_norm_weights():
@@ -278,7 +270,7 @@ def test_lstm_cifg_forbids_input_layer_norm_weights():
     h, c = _states(rng, 1, p, 4)
     with pytest.raises(BadDataError, match=r"input 23 \(input_layer_norm_weights\) must be"
                                            " omitted when CIFG is used"):
-        run(Op.LSTM, _lstm_inputs(p, x, h, c), 4)
+        run(Op.LSTM, *operands(_lstm_inputs(p, x, h, c), 4))
 
 
 def test_required_operand_omitted_at_execution_is_named():
@@ -287,7 +279,7 @@ def test_required_operand_omitted_at_execution_is_named():
     inputs[13] = None  # forget_gate_bias
     with pytest.raises(NnapiError, match=r"input 13 \(forget_gate_bias\) is required but has"
                                          " no value"):
-        run(Op.LSTM, inputs, 4, omit_as_input=True)
+        run(Op.LSTM, *operands(inputs, 4, omit_as_input=True))
 
 
 def test_bidirectional_lstm_output_count_must_follow_merge_outputs():
@@ -297,8 +289,8 @@ def test_bidirectional_lstm_output_count_must_follow_merge_outputs():
     states = [*_states(rng, 1, fw, 4), *_states(rng, 1, bw, 4)]
     with pytest.raises(BadDataError, match="merge_outputs is True, so the operation must have"
                                            " 1 outputs, not 2"):
-        run(Op.BIDIRECTIONAL_SEQUENCE_LSTM, _bidirectional_inputs(fw, bw, xs, states, True,
-                                                                  True), 2)
+        run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
+            *operands(_bidirectional_inputs(fw, bw, xs, states, True, True), 2))
 
 
 def test_bidirectional_lstm_aux_input_needs_aux_weights():
@@ -308,7 +300,7 @@ def test_bidirectional_lstm_aux_input_needs_aux_weights():
     states = [*_states(rng, 1, fw, 4), *_states(rng, 1, bw, 4)]
     with pytest.raises(BadDataError, match="auxiliary input and the auxiliary weights"):
         run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
-            _bidirectional_inputs(fw, bw, xs, states, False, True, aux=xs.copy()), 2)
+            *operands(_bidirectional_inputs(fw, bw, xs, states, False, True, aux=xs.copy()), 2))
 
 
 def test_bidirectional_lstm_aux_weights_need_aux_input():
@@ -318,7 +310,7 @@ def test_bidirectional_lstm_aux_weights_need_aux_input():
     states = [*_states(rng, 1, fw, 4), *_states(rng, 1, bw, 4)]
     with pytest.raises(BadDataError, match="auxiliary input and the auxiliary weights"):
         run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
-            _bidirectional_inputs(fw, bw, xs, states, False, True), 2)
+            *operands(_bidirectional_inputs(fw, bw, xs, states, False, True), 2))
 
 
 def test_bidirectional_lstm_cifg_forbids_aux_input_to_input_weights():
@@ -332,4 +324,4 @@ def test_bidirectional_lstm_cifg_forbids_aux_input_to_input_weights():
     with pytest.raises(BadDataError, match=r"input 40 \(fw_aux_input_to_input_weights\) must"
                                            " be omitted when CIFG is used"):
         run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
-            _bidirectional_inputs(fw, bw, xs, states, False, True, aux=aux), 2)
+            *operands(_bidirectional_inputs(fw, bw, xs, states, False, True, aux=aux), 2))

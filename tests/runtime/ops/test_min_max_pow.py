@@ -7,12 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, OperandType, OperationType as Op
+from torch_nnapi.nnapi import BadDataError, OperationType as Op
 
-from ._single_op import Arg, build, run
-
-F32, F16 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16
-I32, Q8 = OperandType.TENSOR_INT32, OperandType.TENSOR_QUANT8_ASYMM
+from ._single_op import F16, F32, I32, Q8, build, feed, out, run1
 
 
 @pytest.mark.parametrize("op, reference", [(Op.MAXIMUM, np.maximum), (Op.MINIMUM, np.minimum)],
@@ -23,8 +20,7 @@ def test_min_max_broadcast(op, reference, operand_type, dtype):
     rng = np.random.default_rng(3)
     a = rng.integers(-50, 50, (3, 1, 2)).astype(dtype)
     b = rng.integers(-50, 50, (4, 1)).astype(dtype)
-    got = run(op, [Arg(operand_type, a.shape), Arg(operand_type, b.shape)],
-              Arg(operand_type, (3, 4, 2)), [a, b])
+    got = run1(op, [feed(operand_type, a), feed(operand_type, b)], out(operand_type, (3, 4, 2)))
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, reference(a, b))
 
@@ -34,7 +30,7 @@ def test_nan_follows_std_max_and_min():
     a = np.array([nan, 1.0], np.float32)
     b = np.array([1.0, nan], np.float32)
     for op in (Op.MAXIMUM, Op.MINIMUM):
-        got = run(op, [Arg(F32, (2,)), Arg(F32, (2,))], Arg(F32, (2,)), [a, b])
+        got = run1(op, [feed(F32, a), feed(F32, b)], out(F32, (2,)))
         assert np.isnan(got[0]) and got[1] == 1.0
 
 
@@ -49,7 +45,7 @@ def test_quantized_inputs_are_requantized_to_the_output(op, pick):
     a = np.arange(0, 256, 5, dtype=np.uint8)
     b = np.arange(255, -1, -5, dtype=np.uint8)
     qa, qb, qo = (0.3, 17), (0.7, 200), (0.45, 100)
-    got = run(op, [Arg(Q8, a.shape, *qa), Arg(Q8, b.shape, *qb)], Arg(Q8, a.shape, *qo), [a, b])
+    got = run1(op, [feed(Q8, a, *qa), feed(Q8, b, *qb)], out(Q8, a.shape, *qo))
     want = [pick(_requantize_reference(x, *qa, *qo), _requantize_reference(y, *qb, *qo))
             for x, y in zip(a, b)]
     np.testing.assert_array_equal(got, want)
@@ -60,22 +56,22 @@ def test_quantized_inputs_are_requantized_to_the_output(op, pick):
 def test_pow_broadcasts(operand_type, dtype):
     base = np.array([[0.5, 2.0, 3.0, 4.0]], dtype)
     exponent = np.array([[0.0], [2.0], [-1.0]], dtype)
-    got = run(Op.POW, [Arg(operand_type, (1, 4)), Arg(operand_type, (3, 1))],
-              Arg(operand_type, (3, 4)), [base, exponent])
+    got = run1(Op.POW, [feed(operand_type, base), feed(operand_type, exponent)],
+               out(operand_type, (3, 4)))
     np.testing.assert_allclose(got, np.power(base.astype(np.float64), exponent), rtol=1e-3)
 
 
 def test_pow_of_negative_base_with_fraction_is_nan():
-    got = run(Op.POW, [Arg(F32, (1,)), Arg(F32, (1,))], Arg(F32, (1,)),
-              [np.array([-8.0], np.float32), np.array([1 / 3], np.float32)])
+    got = run1(Op.POW, [feed(F32, np.array([-8.0], np.float32)),
+                        feed(F32, np.array([1 / 3], np.float32))], out(F32, (1,)))
     assert np.isnan(got[0])
 
 
 def test_pow_rejects_int32():
     with pytest.raises(BadDataError, match=r"POW\): input 0 \(base\) is TENSOR_INT32"):
-        build(Op.POW, [Arg(I32, (1,)), Arg(I32, (1,))], [Arg(I32, (1,))])
+        build(Op.POW, [feed(I32, dims=(1,)), feed(I32, dims=(1,))], [out(I32, (1,))])
 
 
 def test_max_inputs_must_share_a_type():
     with pytest.raises(BadDataError, match=r"MAXIMUM\): input 1 \(input1\) is TENSOR_INT32"):
-        build(Op.MAXIMUM, [Arg(F32, (1,)), Arg(I32, (1,))], [Arg(F32, (1,))])
+        build(Op.MAXIMUM, [feed(F32, dims=(1,)), feed(I32, dims=(1,))], [out(F32, (1,))])

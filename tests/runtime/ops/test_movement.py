@@ -11,7 +11,7 @@ import pytest
 from torch_nnapi.nnapi import BadDataError, FeatureLevel, OpFailedError, OperationType as Op
 from torch_nnapi.runtime import Compilation
 
-from ._shape_op import BOOL, F16, F32, HALF, I32, INT, Q8, build, const, feed, out, run1
+from ._single_op import BOOL, F16, F32, HALF, I32, INT, Q8, build, const, feed, out, run1
 
 RNG = np.random.default_rng(7)
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)

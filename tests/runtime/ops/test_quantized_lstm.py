@@ -8,8 +8,9 @@ import pytest
 from torch_nnapi.nnapi import BadDataError, Model, OperandType, OperationType
 from torch_nnapi.runtime import Compilation
 
-Q8, Q16, I32 = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT16_SYMM,
-                OperandType.TENSOR_INT32)
+from ._single_op import I32, Q8, build, feed, out
+
+Q16 = OperandType.TENSOR_QUANT16_SYMM
 ACTIVATION_QUANT = (1 / 128, 128)
 STATE_QUANT = (2**-11, 0)
 WEIGHT_QUANT = (0.004, 100)
@@ -18,22 +19,20 @@ WEIGHT_QUANT = (0.004, 100)
 def _model(batch, input_size, output_size, *, input_quant=ACTIVATION_QUANT,
            weight_quants=None, bias_scale=None, output_quant=ACTIVATION_QUANT,
            weight_shape=None) -> Model:
+    """The operation with every input a model input (no values: the tests feed them)."""
     weight_quants = weight_quants or [WEIGHT_QUANT] * 8
     bias_scale = bias_scale or WEIGHT_QUANT[0] / 128
-    m = Model()
-    ids = [m.add_operand(Q8, (batch, input_size), *input_quant)]
+    inputs = [feed(Q8, None, *input_quant, dims=(batch, input_size))]
     for k, quant in enumerate(weight_quants):
         shape = (output_size, input_size if k < 4 else output_size)
-        ids.append(m.add_operand(Q8, weight_shape if k == 0 and weight_shape else shape,
-                                 *quant))
-    ids += [m.add_operand(I32, (output_size,), bias_scale, 0) for _ in range(4)]
-    ids.append(m.add_operand(Q16, (batch, output_size), *STATE_QUANT))
-    ids.append(m.add_operand(Q8, (batch, output_size), *ACTIVATION_QUANT))
-    outs = [m.add_operand(Q16, (batch, output_size), *STATE_QUANT),
-            m.add_operand(Q8, (batch, output_size), *output_quant)]
-    m.add_operation(OperationType.QUANTIZED_16BIT_LSTM, ids, outs)
-    m.identify_inputs_and_outputs(ids, outs)
-    return m.finish()
+        inputs.append(feed(Q8, None, *quant, dims=weight_shape if k == 0 and weight_shape
+                           else shape))
+    inputs += [feed(I32, None, bias_scale, dims=(output_size,)) for _ in range(4)]
+    inputs += [feed(Q16, None, *STATE_QUANT, dims=(batch, output_size)),
+               feed(Q8, None, *ACTIVATION_QUANT, dims=(batch, output_size))]
+    outputs = [out(Q16, (batch, output_size), *STATE_QUANT),
+               out(Q8, (batch, output_size), *output_quant)]
+    return build(OperationType.QUANTIZED_16BIT_LSTM, inputs, outputs)
 
 
 def _random_inputs(rng, batch, input_size, output_size):

@@ -8,7 +8,7 @@ import pytest
 from torch_nnapi.nnapi import BadDataError, OperationType as Op
 from torch_nnapi.runtime import Compilation
 
-from ._shape_op import BOOL, BOOL8, F16, F32, I32, INT, Q8, build, const, feed, out, run, run1
+from ._single_op import BOOL, BOOL8, F16, F32, I32, INT, Q8, build, const, feed, out, run, run1
 
 RNG = np.random.default_rng(3)
 X = RNG.standard_normal((2, 3, 4)).astype(np.float32)

@@ -8,7 +8,8 @@ import pytest
 
 from torch_nnapi.nnapi import BadDataError, OperationType
 
-from ._recurrent_models import boolean, i32, reference_rnn, run
+from ._recurrent_support import operands, reference_rnn
+from ._single_op import boolean, i32, run
 
 Op = OperationType
 RELU, RELU1 = 1, 2
@@ -27,7 +28,7 @@ def test_rnn_step_matches_reference_and_both_outputs_are_the_state():
     w, r, b = _rnn_weights(rng, 3, 4)
     x = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
     h = rng.uniform(-1, 1, (2, 4)).astype(np.float32)
-    state, out = run(Op.RNN, [x, w, r, b, h, i32(RELU1)], 2)
+    state, out = run(Op.RNN, *operands([x, w, r, b, h, i32(RELU1)], 2))
     _, want = reference_rnn(x[None], h, w, r, b, lambda v: np.clip(v, -1, 1))
     np.testing.assert_allclose(out, want, atol=1e-6)
     np.testing.assert_array_equal(state, out)
@@ -38,7 +39,7 @@ def test_rnn_float16():
     w, r, b = (a.astype(np.float16) for a in _rnn_weights(rng, 3, 4))
     x = rng.uniform(-1, 1, (2, 3)).astype(np.float16)
     h = rng.uniform(-1, 1, (2, 4)).astype(np.float16)
-    _, out = run(Op.RNN, [x, w, r, b, h, i32(RELU)], 2)
+    _, out = run(Op.RNN, *operands([x, w, r, b, h, i32(RELU)], 2))
     assert out.dtype == np.float16
     _, want = reference_rnn(x[None], h, w, r, b)
     np.testing.assert_allclose(out.astype(np.float32), want, atol=2e-3)
@@ -51,7 +52,8 @@ def test_unidirectional_sequence_rnn_layouts(time_major):
     xs = rng.uniform(-1, 1, (5, 2, 3)).astype(np.float32)
     h = rng.uniform(-1, 1, (2, 4)).astype(np.float32)
     x = xs if time_major else xs.swapaxes(0, 1).copy()
-    (out,) = run(Op.UNIDIRECTIONAL_SEQUENCE_RNN, [x, w, r, b, h, i32(RELU), i32(time_major)], 1)
+    (out,) = run(Op.UNIDIRECTIONAL_SEQUENCE_RNN,
+                 *operands([x, w, r, b, h, i32(RELU), i32(time_major)], 1))
     want, _ = reference_rnn(xs, h, w, r, b)
     np.testing.assert_allclose(out, want if time_major else want.swapaxes(0, 1), atol=1e-6)
 
@@ -73,8 +75,8 @@ def test_bidirectional_sequence_rnn(merge, time_major, with_aux):
 
     aux_inputs = [layout(aux), fw[3], bw[3]] if with_aux else [None, None, None]
     outputs = run(Op.BIDIRECTIONAL_SEQUENCE_RNN,
-                  [layout(xs), *fw[:3], h_fw, *bw[:3], h_bw, *aux_inputs, i32(RELU),
-                   boolean(time_major), boolean(merge)], 1 if merge else 2)
+                  *operands([layout(xs), *fw[:3], h_fw, *bw[:3], h_bw, *aux_inputs, i32(RELU),
+                             boolean(time_major), boolean(merge)], 1 if merge else 2))
     def aux_kw(weights, a):
         return dict(aux=a, aux_w=weights[3]) if with_aux else {}
 
@@ -92,24 +94,25 @@ def test_rnn_rejects_mismatched_recurrent_weights():
     w, r, b = _rnn_weights(rng, 3, 4)
     with pytest.raises(BadDataError, match=r"input 2 \(recurrent_weights\) must have shape"
                                            r" \[4, 4\], got \[4, 3\]"):
-        run(Op.RNN, [np.zeros((2, 3), np.float32), w, r[:, :3], b,
-                     np.zeros((2, 4), np.float32), i32(RELU)], 2)
+        run(Op.RNN, *operands([np.zeros((2, 3), np.float32), w, r[:, :3], b,
+                               np.zeros((2, 4), np.float32), i32(RELU)], 2))
 
 
 def test_rnn_rejects_lstm_only_activation():
     rng = np.random.default_rng(6)
     w, r, b = _rnn_weights(rng, 3, 4)
     with pytest.raises(BadDataError, match=r"input 5 \(fuse_code\) is activation 4"):
-        run(Op.RNN, [np.zeros((2, 3), np.float32), w, r, b, np.zeros((2, 4), np.float32),
-                     i32(4)], 2)
+        run(Op.RNN, *operands([np.zeros((2, 3), np.float32), w, r, b,
+                               np.zeros((2, 4), np.float32), i32(4)], 2))
 
 
 def test_unidirectional_rnn_rejects_time_major_other_than_0_or_1():
     rng = np.random.default_rng(7)
     w, r, b = _rnn_weights(rng, 3, 4)
     with pytest.raises(BadDataError, match=r"input 6 \(time_major\) must be 0 or 1, got 2"):
-        run(Op.UNIDIRECTIONAL_SEQUENCE_RNN, [np.zeros((2, 2, 3), np.float32), w, r, b,
-                                             np.zeros((2, 4), np.float32), i32(1), i32(2)], 1)
+        run(Op.UNIDIRECTIONAL_SEQUENCE_RNN,
+            *operands([np.zeros((2, 2, 3), np.float32), w, r, b, np.zeros((2, 4), np.float32),
+                       i32(1), i32(2)], 1))
 
 
 def test_bidirectional_rnn_aux_inputs_all_or_none():
@@ -118,8 +121,9 @@ def test_bidirectional_rnn_aux_inputs_all_or_none():
     xs = np.zeros((2, 1, 3), np.float32)
     h = np.zeros((1, 4), np.float32)
     with pytest.raises(BadDataError, match=r"inputs 9 \(aux_input\), 10 \(fw_aux_weights\)"):
-        run(Op.BIDIRECTIONAL_SEQUENCE_RNN, [xs, *fw[:3], h, *bw[:3], h, xs, fw[3], None,
-                                            i32(RELU), boolean(True), boolean(False)], 2)
+        run(Op.BIDIRECTIONAL_SEQUENCE_RNN,
+            *operands([xs, *fw[:3], h, *bw[:3], h, xs, fw[3], None, i32(RELU), boolean(True),
+                       boolean(False)], 2))
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,8 +157,9 @@ def test_svdf_over_several_steps_feeding_back_the_state(rank, with_bias):
     want = _svdf_reference(xs, weights_feature, weights_time, bias if with_bias else 0, rank)
     state = np.zeros((batch, memory_size * filters), np.float32)
     for t, x in enumerate(xs):
-        state, out = run(Op.SVDF, [x, weights_feature, weights_time,
-                                   bias if with_bias else None, state, i32(rank), i32(0)], 2)
+        state, out = run(Op.SVDF, *operands([x, weights_feature, weights_time,
+                                             bias if with_bias else None, state, i32(rank),
+                                             i32(0)], 2))
         np.testing.assert_allclose(out, want[t], atol=1e-5)
 
 
@@ -164,17 +169,17 @@ def test_svdf_over_several_steps_feeding_back_the_state(rank, with_bias):
 ])
 def test_svdf_rank_must_divide_filters(rank, message):
     with pytest.raises(BadDataError, match=message):
-        run(Op.SVDF, [np.zeros((1, 3), np.float32), np.zeros((4, 3), np.float32),
-                      np.zeros((4, 2), np.float32), None, np.zeros((1, 8), np.float32),
-                      i32(rank), i32(0)], 2)
+        run(Op.SVDF, *operands([np.zeros((1, 3), np.float32), np.zeros((4, 3), np.float32),
+                                np.zeros((4, 2), np.float32), None, np.zeros((1, 8), np.float32),
+                                i32(rank), i32(0)], 2))
 
 
 def test_svdf_checks_the_state_size():
     with pytest.raises(BadDataError, match=r"input 4 \(state_in\) must have shape \[1, 8\],"
                                            r" got \[1, 6\]"):
-        run(Op.SVDF, [np.zeros((1, 3), np.float32), np.zeros((4, 3), np.float32),
-                      np.zeros((4, 2), np.float32), None, np.zeros((1, 6), np.float32),
-                      i32(1), i32(0)], 2)
+        run(Op.SVDF, *operands([np.zeros((1, 3), np.float32), np.zeros((4, 3), np.float32),
+                                np.zeros((4, 2), np.float32), None, np.zeros((1, 6), np.float32),
+                                i32(1), i32(0)], 2))
 
 
 def test_infinities_and_nans_propagate_without_warnings():
@@ -182,5 +187,5 @@ def test_infinities_and_nans_propagate_without_warnings():
     w, r, b = _rnn_weights(rng, 3, 4)
     x = np.array([[np.inf, -np.inf, 1.0], [np.nan, 0.0, 1.0]], np.float32)
     with np.errstate(all="raise"):
-        _, out = run(Op.RNN, [x, w, r, b, np.zeros((2, 4), np.float32), i32(0)], 2)
+        _, out = run(Op.RNN, *operands([x, w, r, b, np.zeros((2, 4), np.float32), i32(0)], 2))
     assert not np.isfinite(out[0]).any() and np.isnan(out[1]).all()

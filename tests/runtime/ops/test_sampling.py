@@ -8,7 +8,7 @@ import pytest
 from torch_nnapi.nnapi import OpFailedError, OperationType as Op
 from torch_nnapi.runtime import Compilation
 
-from ._shape_op import F16, F32, I32, INT, build, const, feed, out, run1
+from ._single_op import F16, F32, I32, INT, build, const, feed, out, run1
 
 
 def _model(logits, samples, dtype=F32):

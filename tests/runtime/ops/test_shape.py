@@ -8,7 +8,7 @@ import pytest
 from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperationType as Op
 from torch_nnapi.runtime import Compilation
 
-from ._shape_op import F16, F32, I32, INT, Q8, build, const, feed, out, run, run1
+from ._single_op import F16, F32, I32, INT, Q8, build, const, feed, out, run, run1
 
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperandType, OperationType as Op
+from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperationType as Op
 from torch_nnapi.runtime import Compilation
 
-from ._single_op import Arg, build, run
-
-F32, F16, I32 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_INT32
+from ._single_op import F16, F32, I32, build, feed, out, run1
 
 _REFERENCES = {
     Op.FLOOR: np.floor, Op.ABS: np.abs, Op.EXP: np.exp, Op.LOG: np.log, Op.NEG: np.negative,
@@ -26,7 +24,7 @@ def test_matches_numpy(op, operand_type):
     shape = (2, 3, 1, 4) if op == Op.FLOOR else (2, 3, 1, 2, 2)
     x = rng.uniform(0.1 if op in _POSITIVE_ONLY else -5, 5, shape)
     x = x.astype(np.float16 if operand_type == F16 else np.float32)
-    got = run(op, [Arg(operand_type, x.shape)], Arg(operand_type, x.shape), [x])
+    got = run1(op, [feed(operand_type, x)], out(operand_type, x.shape))
     want = _REFERENCES[op](x.astype(np.float64)).astype(x.dtype)
     assert got.dtype == x.dtype
     tolerance = 1e-3 if operand_type == F16 else 1e-6
@@ -35,37 +33,37 @@ def test_matches_numpy(op, operand_type):
 
 def test_neg_int32_wraps_int32_min():
     x = np.array([0, 7, -7, 2**31 - 1, -(2**31)], np.int32)
-    got = run(Op.NEG, [Arg(I32, (5,))], Arg(I32, (5,)), [x])
+    got = run1(Op.NEG, [feed(I32, x)], out(I32, (5,)))
     np.testing.assert_array_equal(got, [0, -7, 7, -(2**31 - 1), -(2**31)])
 
 
 def test_out_of_domain_inputs_give_ieee_values():
     x = np.array([-1.0, 0.0, 4.0], np.float32)
-    np.testing.assert_array_equal(run(Op.LOG, [Arg(F32, (3,))], Arg(F32, (3,)), [x])[1:2],
-                                  [-np.inf])
-    assert np.isnan(run(Op.SQRT, [Arg(F32, (3,))], Arg(F32, (3,)), [x])[0])
-    np.testing.assert_array_equal(run(Op.RSQRT, [Arg(F32, (3,))], Arg(F32, (3,)), [x])[1:],
+    np.testing.assert_array_equal(run1(Op.LOG, [feed(F32, x)], out(F32, (3,)))[1:2], [-np.inf])
+    assert np.isnan(run1(Op.SQRT, [feed(F32, x)], out(F32, (3,)))[0])
+    np.testing.assert_array_equal(run1(Op.RSQRT, [feed(F32, x)], out(F32, (3,)))[1:],
                                   [np.inf, 0.5])
 
 
 def test_floor_rejects_rank_5():
     with pytest.raises(BadDataError, match=r"FLOOR\): input 0 \(input\) must have rank 0..4"):
-        Compilation(build(Op.FLOOR, [Arg(F32, (1, 1, 1, 1, 2))], [Arg(F32, (1, 1, 1, 1, 2))]))
+        Compilation(build(Op.FLOOR, [feed(F32, dims=(1, 1, 1, 1, 2))],
+                          [out(F32, (1, 1, 1, 1, 2))]))
 
 
 def test_dynamic_output_shape():
-    compilation = Compilation(build(Op.EXP, [Arg(F32, (0, 0))], [Arg(F32, (0, 0))]))
+    compilation = Compilation(build(Op.EXP, [feed(F32, dims=(0, 0))], [out(F32, (0, 0))]))
     for shape in ((1, 3), (4, 2)):
         x = np.zeros(shape, np.float32)
         np.testing.assert_array_equal(compilation.run([x]).outputs[0], np.ones(shape))
 
 
 def test_signature_types_and_levels():
-    assert build(Op.FLOOR, [Arg(F32, (2,))], [Arg(F32, (2,))]).feature_level == \
+    assert build(Op.FLOOR, [feed(F32, dims=(2,))], [out(F32, (2,))]).feature_level == \
         FeatureLevel.ANDROID_8_1
-    assert build(Op.FLOOR, [Arg(F16, (2,))], [Arg(F16, (2,))]).feature_level == \
+    assert build(Op.FLOOR, [feed(F16, dims=(2,))], [out(F16, (2,))]).feature_level == \
         FeatureLevel.ANDROID_10
     with pytest.raises(BadDataError, match=r"ABS\): input 0 \(input\) is TENSOR_INT32"):
-        build(Op.ABS, [Arg(I32, (2,))], [Arg(I32, (2,))])
+        build(Op.ABS, [feed(I32, dims=(2,))], [out(I32, (2,))])
     with pytest.raises(BadDataError, match=r"SQRT\): output 0 \(output\) is TENSOR_FLOAT16"):
-        build(Op.SQRT, [Arg(F32, (2,))], [Arg(F16, (2,))])
+        build(Op.SQRT, [feed(F32, dims=(2,))], [out(F16, (2,))])

@@ -18,6 +18,7 @@ import numpy as np
 from ...nnapi.errors import BadDataError
 from ...nnapi.signatures import signature_of
 from ..context import KernelContext, Shape
+from ._common import check_rank
 
 Activation = Callable[[np.ndarray], np.ndarray]
 F = TypeVar("F", bound=Callable)
@@ -79,11 +80,7 @@ def required_shape(ctx: KernelContext, i: int, rank: int) -> Shape:
     """Input ``i``'s shape, after checking it has a value and rank ``rank``."""
     if ctx.is_omitted(i):
         raise BadDataError(f"input {i} ({input_name(ctx, i)}) is required but has no value")
-    shape = tuple(ctx.input_shape(i))
-    if len(shape) != rank:
-        raise BadDataError(f"input {i} ({input_name(ctx, i)}) must have rank {rank}, got shape"
-                           f" {list(shape)}")
-    return shape
+    return tuple(check_rank(ctx, i, (rank,), input_name(ctx, i)))
 
 
 def expect_shape(ctx: KernelContext, i: int, expected: Sequence[int]) -> None:

@@ -17,6 +17,7 @@ from ...nnapi.codes import OperandType, PaddingCode
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import check_fuse_code
+from ._common import check_rank
 
 
 def implicit_padding(in_size: int, stride: int, dilation: int, filter_size: int, scheme: int,
@@ -165,9 +166,7 @@ def check_padding_code(code: int) -> int:
 def image_dims(ctx: KernelContext, i: int, nchw: bool, what: str = "input") -> \
         tuple[int, int, int, int]:
     """(batches, height, width, channels) of a rank-4 input; only batches may be zero."""
-    shape = ctx.input_shape(i)
-    if len(shape) != 4:
-        raise BadDataError(f"input {i} ({what}) must have rank 4, got shape {list(shape)}")
+    shape = check_rank(ctx, i, (4,), what)
     n, h, w, c = (shape[0], shape[2], shape[3], shape[1]) if nchw else shape
     if h <= 0 or w <= 0 or c <= 0:
         raise BadDataError(f"input {i} ({what}) has an empty height, width or depth:"

@@ -29,6 +29,7 @@ from ..quant import (
     requantize_per_channel,
 )
 from ..registry import register
+from ._common import check_rank
 from ._spatial import (
     Window,
     WindowParams,
@@ -81,12 +82,8 @@ class _Conv:
 
 def _filter_and_bias(ctx: KernelContext) -> tuple[Shape, int]:
     """The filter's shape and the bias length, after checking their ranks."""
-    filter_shape = ctx.input_shape(1)
-    if len(filter_shape) != 4:
-        raise BadDataError(f"input 1 (filter) must have rank 4, got shape {list(filter_shape)}")
-    bias_shape = ctx.input_shape(2)
-    if len(bias_shape) != 1:
-        raise BadDataError(f"input 2 (bias) must have rank 1, got shape {list(bias_shape)}")
+    filter_shape = check_rank(ctx, 1, (4,), "filter")
+    bias_shape = check_rank(ctx, 2, (1,), "bias")
     if any(d <= 0 for d in filter_shape):
         raise BadDataError(f"input 1 (filter) has an empty dimension: {list(filter_shape)}")
     return filter_shape, bias_shape[0]
@@ -405,12 +402,8 @@ def _fc_geometry(ctx: KernelContext) -> tuple[int, int, int]:
     shape = ctx.input_shape(0)
     if not 2 <= len(shape) <= 4:
         raise BadDataError(f"input 0 (input) must have rank 2 to 4, got shape {list(shape)}")
-    weights = ctx.input_shape(1)
-    if len(weights) != 2:
-        raise BadDataError(f"input 1 (weights) must have rank 2, got shape {list(weights)}")
-    bias = ctx.input_shape(2)
-    if len(bias) != 1:
-        raise BadDataError(f"input 2 (bias) must have rank 1, got shape {list(bias)}")
+    weights = check_rank(ctx, 1, (2,), "weights")
+    bias = check_rank(ctx, 2, (1,), "bias")
     units, input_size = weights
     if units <= 0 or input_size <= 0:
         raise BadDataError(f"input 1 (weights) has an empty dimension: {list(weights)}")

@@ -46,39 +46,55 @@ def _empty_output(ctx: KernelContext) -> np.ndarray:
     return np.empty(ctx.input_shape(0), dtype=ctx.output_dtype())
 
 
+def _prepare_along_axis(ctx: KernelContext, axis_input: int) -> list[Shape]:
+    """Checks input 0 (rank 1 to 4) and its axis (input ``axis_input``); the output has the
+    input's shape."""
+    shape = check_rank(ctx, 0, range(1, 5), "input")
+    _axis(ctx, axis_input, len(shape))
+    return [shape]
+
+
+def _along_axis(ctx: KernelContext, axis_input: int, float_fn, quant8_fn=None) -> np.ndarray:
+    """Computes input 0 slice by slice along the axis given by input ``axis_input``, the axis
+    moved last for ``float_fn`` (in float32, cast back to the output type; infinities and NaNs
+    propagate without warnings) or, for a TENSOR_QUANT8_ASYMM input, ``quant8_fn`` (on its
+    raw values)."""
+    if ctx.input(0).size == 0:
+        return _empty_output(ctx)
+    axis = _axis(ctx, axis_input, ctx.input(0).ndim)
+    if quant8_fn is not None and ctx.input_type(0) == _Q8:
+        return _along_last(quant8_fn, ctx.input(0), axis)
+    with np.errstate(all="ignore"):
+        result = _along_last(float_fn, ctx.float_input(0), axis)
+        return result.astype(ctx.output_dtype(), copy=False)
+
+
 # --------------------------------------------------------------------------------------------
 # SOFTMAX and LOG_SOFTMAX
 
 
 def _prepare_softmax(ctx: KernelContext) -> list[Shape]:
-    shape = check_rank(ctx, 0, range(1, 5), "input")
-    _axis(ctx, 2, len(shape))
+    shapes = _prepare_along_axis(ctx, 2)
     beta = float(ctx.scalar(1))
     if not beta > 0:
         raise BadDataError(f"input 1 (beta) must be positive, got {beta}")
     if ctx.input_type(0) == _Q8:
         _softmax_quant8_params(ctx, beta)
-    return [shape]
+    return shapes
 
 
 @register(Op.SOFTMAX, prepare=_prepare_softmax)
 def softmax(ctx: KernelContext) -> np.ndarray:
-    if ctx.input(0).size == 0:
-        return _empty_output(ctx)
-    axis = _axis(ctx, 2, ctx.input(0).ndim)
     beta = float(ctx.scalar(1))
-    if ctx.input_type(0) == _Q8:
-        multiplier, left_shift, diff_min = _softmax_quant8_params(ctx, beta)
-        return _along_last(lambda q: _softmax_quant8(q, multiplier, left_shift, diff_min),
-                           ctx.input(0), axis)
 
     def float_softmax(x: np.ndarray) -> np.ndarray:
         exps = np.exp((x - x.max(axis=-1, keepdims=True)) * np.float32(beta))
         return exps / exps.sum(axis=-1, keepdims=True)
 
-    with np.errstate(all="ignore"):
-        result = _along_last(float_softmax, ctx.float_input(0), axis)
-        return result.astype(ctx.output_dtype(), copy=False)
+    def quant8_softmax(q: np.ndarray) -> np.ndarray:
+        return _softmax_quant8(q, *_softmax_quant8_params(ctx, beta))
+
+    return _along_axis(ctx, 2, float_softmax, quant8_softmax)
 
 
 def _softmax_quant8_params(ctx: KernelContext, beta: float) -> tuple[int, int, int]:
@@ -121,9 +137,6 @@ def _prepare_log_softmax(ctx: KernelContext) -> list[Shape]:
 
 @register(Op.LOG_SOFTMAX, prepare=_prepare_log_softmax)
 def log_softmax(ctx: KernelContext) -> np.ndarray:
-    if ctx.input(0).size == 0:
-        return _empty_output(ctx)
-    axis = _axis(ctx, 2, ctx.input(0).ndim)
     beta = np.float32(ctx.scalar(1))
 
     def compute(x: np.ndarray) -> np.ndarray:
@@ -133,38 +146,22 @@ def log_softmax(ctx: KernelContext) -> np.ndarray:
         log_sum = np.log(np.exp(shifted.astype(np.float64)).sum(axis=-1, keepdims=True))
         return shifted - log_sum.astype(np.float32)
 
-    with np.errstate(all="ignore"):
-        result = _along_last(compute, ctx.float_input(0), axis)
-        return result.astype(ctx.output_dtype(), copy=False)
+    return _along_axis(ctx, 2, compute)
 
 
 # --------------------------------------------------------------------------------------------
 # L2_NORMALIZATION and LOCAL_RESPONSE_NORMALIZATION
 
 
-def _prepare_l2_normalization(ctx: KernelContext) -> list[Shape]:
-    shape = check_rank(ctx, 0, range(1, 5), "input")
-    _axis(ctx, 1, len(shape))
-    return [shape]
-
-
-@register(Op.L2_NORMALIZATION, prepare=_prepare_l2_normalization)
+@register(Op.L2_NORMALIZATION, prepare=lambda ctx: _prepare_along_axis(ctx, 1))
 def l2_normalization(ctx: KernelContext) -> np.ndarray:
-    if ctx.input(0).size == 0:
-        return _empty_output(ctx)
-    axis = _axis(ctx, 1, ctx.input(0).ndim)
-    if ctx.input_type(0) == _Q8:
-        zero_point = ctx.input_quant(0)[1]
-        return _along_last(lambda q: _l2_normalization_quant8(q, zero_point), ctx.input(0), axis)
-
     def compute(x: np.ndarray) -> np.ndarray:
         norm = np.sqrt((x * x).sum(axis=-1, keepdims=True))
         # An all-zero slice stays zero (Android's float kernel would give 0/0 = NaN).
         return np.where(norm > 0, x / norm, np.float32(0))
 
-    with np.errstate(all="ignore"):
-        result = _along_last(compute, ctx.float_input(0), axis)
-        return result.astype(ctx.output_dtype(), copy=False)
+    zero_point = ctx.input_quant(0)[1]
+    return _along_axis(ctx, 1, compute, lambda q: _l2_normalization_quant8(q, zero_point))
 
 
 def _l2_normalization_quant8(q: np.ndarray, zero_point: int) -> np.ndarray:
@@ -181,19 +178,15 @@ def _l2_normalization_quant8(q: np.ndarray, zero_point: int) -> np.ndarray:
 
 
 def _prepare_local_response_normalization(ctx: KernelContext) -> list[Shape]:
-    shape = check_rank(ctx, 0, range(1, 5), "input")
-    _axis(ctx, 5, len(shape))
+    shapes = _prepare_along_axis(ctx, 5)
     radius = int(ctx.scalar(1))
     if radius < 0:
         raise BadDataError(f"input 1 (radius) must not be negative, got {radius}")
-    return [shape]
+    return shapes
 
 
 @register(Op.LOCAL_RESPONSE_NORMALIZATION, prepare=_prepare_local_response_normalization)
 def local_response_normalization(ctx: KernelContext) -> np.ndarray:
-    if ctx.input(0).size == 0:
-        return _empty_output(ctx)
-    axis = _axis(ctx, 5, ctx.input(0).ndim)
     radius = int(ctx.scalar(1))
     bias, alpha, beta = (float(ctx.scalar(i)) for i in (2, 3, 4))
 
@@ -208,9 +201,7 @@ def local_response_normalization(ctx: KernelContext) -> np.ndarray:
         window_sum = cumulative[..., window_end] - cumulative[..., window_begin]
         return x * np.power(bias + alpha * window_sum, -beta)
 
-    with np.errstate(all="ignore"):
-        result = _along_last(compute, ctx.float_input(0), axis)
-        return result.astype(ctx.output_dtype())
+    return _along_axis(ctx, 5, compute)
 
 
 # --------------------------------------------------------------------------------------------

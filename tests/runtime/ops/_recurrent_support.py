@@ -1,74 +1,34 @@
-"""Builds one-operation models for the recurrent kernel tests, and NumPy references."""
+"""Operands of the recurrent operations under test, and NumPy references."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from torch_nnapi.nnapi import Model, OperandType, OperationType
-from torch_nnapi.runtime import Compilation
-
-F32, F16 = OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16
+from ._single_op import F16, F32, Operand, const, feed, out
 
 
-class S(NamedTuple):
-    """A constant scalar input."""
-
-    type: OperandType
-    value: Any
-
-
-def i32(v: int) -> S:
-    return S(OperandType.INT32, v)
-
-
-def f32(v: float) -> S:
-    return S(OperandType.FLOAT32, v)
-
-
-def boolean(v: bool) -> S:
-    return S(OperandType.BOOL, v)
-
-
-def build(op: OperationType, inputs: Sequence[Any], num_outputs: int, *,
-          omit_as_input: bool = False, output_dims: Sequence[int] = (),
-          constant_weights: bool = False) -> tuple[Model, list[np.ndarray | None]]:
-    """A model of one operation; arrays become model inputs (with ``constant_weights``, all
-    but the first become constants), None an omitted operand (a constant without value, or
-    with ``omit_as_input`` a model input fed None)."""
-    arrays = [v for v in inputs if isinstance(v, np.ndarray)]
-    tensor = F16 if arrays[0].dtype == np.float16 else F32
-    m = Model()
-    ids, model_inputs, feeds = [], [], []
-    for v in inputs:
-        if isinstance(v, S):
-            ids.append(m.add_scalar(v.type, v.value))
+def operands(values: Sequence[Any], num_outputs: int, *, omit_as_input: bool = False,
+             output_dims: Sequence[int] = (), constant_weights: bool = False) \
+        -> tuple[list[Operand], list[Operand]]:
+    """The inputs and outputs of a recurrent operation, its tensors all of the arrays' float
+    type: an array is a model input (with ``constant_weights``, all but the first are
+    constants), None an omitted operand (a constant without value, or with ``omit_as_input``
+    a model input given None), an Operand (a scalar) stays as it is."""
+    first = next(v for v in values if isinstance(v, np.ndarray))
+    tensor = F16 if first.dtype == np.float16 else F32
+    inputs = []
+    for v in values:
+        if isinstance(v, Operand):
+            inputs.append(v)
         elif v is None:
-            o = m.add_operand(tensor, (0,))
-            if omit_as_input:
-                model_inputs.append(o)
-                feeds.append(None)
-            else:
-                m.set_operand_value(o, None)
-            ids.append(o)
-        elif constant_weights and ids:
-            ids.append(m.add_constant(tensor, v))
+            inputs.append((feed if omit_as_input else const)(tensor, None, dims=(0,)))
+        elif constant_weights and inputs:
+            inputs.append(const(tensor, v))
         else:
-            o = m.add_operand(tensor, v.shape)
-            model_inputs.append(o)
-            feeds.append(v)
-            ids.append(o)
-    outs = [m.add_operand(tensor, output_dims) for _ in range(num_outputs)]
-    m.add_operation(op, ids, outs)
-    m.identify_inputs_and_outputs(model_inputs, outs)
-    return m.finish(), feeds
-
-
-def run(op: OperationType, inputs: Sequence[Any], num_outputs: int, **kwargs) \
-        -> list[np.ndarray]:
-    model, feeds = build(op, inputs, num_outputs, **kwargs)
-    return Compilation(model).run(feeds).outputs
+            inputs.append(feed(tensor, v))
+    return inputs, [out(tensor, output_dims) for _ in range(num_outputs)]
 
 
 # --------------------------------------------------------------------------------------------
