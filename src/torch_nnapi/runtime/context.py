@@ -35,15 +35,19 @@ class KernelContext:
     raises ValueNotKnown, which defers shape inference to execution.
     """
 
-    __slots__ = ("operation", "index", "relaxed", "_operands", "_inputs", "_outputs", "_values",
-                 "_shapes")
+    __slots__ = ("operation", "index", "relaxed", "memo", "_operands", "_inputs", "_outputs",
+                 "_values", "_shapes")
 
     def __init__(self, operation: OperationType, index: int, operands: Sequence[Operand],
                  inputs: Sequence[int], outputs: Sequence[int], values: Sequence[Any],
-                 shapes: Sequence[Shape] | None = None, relaxed: bool = False):
+                 shapes: Sequence[Shape] | None = None, relaxed: bool = False,
+                 memo: dict[str, Any] | None = None):
         self.operation = operation
         self.index = index
         self.relaxed = relaxed
+        # What kernels derive from this operation's constants and input shapes, kept by the
+        # compiled step so that later executions of the same compilation reuse it.
+        self.memo: dict[str, Any] = {} if memo is None else memo
         self._operands = operands
         self._inputs = inputs
         self._outputs = outputs

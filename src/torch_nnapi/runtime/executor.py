@@ -52,6 +52,9 @@ class Step:
     static_outputs: list[Shape] | None = None
     input_shapes: tuple[Shape, ...] = ()
     frees: tuple[int, ...] = ()
+    # Per-operation values kernels derive once (see runtime.ops._memo); owned by this step so
+    # they live and die with the compilation.
+    memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def where(self) -> str:
@@ -122,7 +125,8 @@ class Compilation:
             if not all(_fully_known(shapes[i], operands[i].is_scalar) for i in present):
                 continue
             ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs,
-                                self._constants, shapes, self.model.relax_float32_to_float16)
+                                self._constants, shapes, self.model.relax_float32_to_float16,
+                                step.memo)
             try:
                 outs = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
             except ValueNotKnown:
@@ -188,7 +192,7 @@ class Compilation:
         for step in self.steps:
             op = step.operation
             ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs, values,
-                                None, self.model.relax_float32_to_float16)
+                                None, self.model.relax_float32_to_float16, step.memo)
             start = time.perf_counter() if profile else 0.0
             try:
                 if step.static_outputs is not None and all(

@@ -442,3 +442,18 @@ def test_scalar_parameters_given_at_execution_are_read_every_time():
     for code, low, high in ((0, -np.inf, np.inf), (3, 0, 6), (0, -np.inf, np.inf), (1, 0, np.inf)):
         got = compilation.run([x, np.int32(code)]).outputs[0]
         np.testing.assert_allclose(got, np.clip(want, low, high), rtol=1e-5, atol=1e-5)
+
+
+def test_geometry_is_remembered_per_compilation_not_shared_between_them():
+    x, w, b = rand(1, 6, 6, 2), rand(3, 3, 3, 2), rand(3)
+    strided, plain = (Compilation(build(Op.CONV_2D, conv_args(feed(F32, x), const(F32, w),
+                                                              const(F32, b), scheme=VALID,
+                                                              strides=s), [out(F32)]))
+                      for s in ((2, 2), (1, 1)))
+    for _ in range(2):
+        np.testing.assert_allclose(strided.run([x]).outputs[0],
+                                   conv_ref(x, w, b, strides=(2, 2)), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(plain.run([x]).outputs[0], conv_ref(x, w, b),
+                                   rtol=1e-5, atol=1e-5)
+    assert strided.steps[0].memo and plain.steps[0].memo
+    assert strided.steps[0].memo["geometry"] is not plain.steps[0].memo["geometry"]
