@@ -39,13 +39,24 @@ from torch_nnapi.convert.api import convert_with_details  # noqa: E402
 from torch_nnapi.convert.host import run_on_host  # noqa: E402
 
 THREADS = 2
+
+def _image(size: int) -> torch.Tensor:
+    return torch.randn(1, 3, size, size)
+
+
+def _tokens(size: int) -> torch.Tensor:
+    return torch.randint(0, 100, (1, min(size, 32)))
+
+
+# name -> (model factory, example input for a given --size)
 MODELS = {
-    "mobilenet_v2": lambda: zoo.MobileNetV2(num_classes=1000),
+    "mobilenet_v2": (lambda: zoo.MobileNetV2(num_classes=1000), _image),
     # out = out + identity instead of out += identity: the prototype has no aten::add_
-    "resnet18": lambda: zoo.ResNet18(num_classes=1000, inplace_add=False),
-    "mobilenet_v3_small": lambda: zoo.MobileNetV3Small(num_classes=1000),
-    "shufflenet_v2": lambda: zoo.ShuffleNetV2(num_classes=1000),
-    "unet": lambda: zoo.UNet(),
+    "resnet18": (lambda: zoo.ResNet18(num_classes=1000, inplace_add=False), _image),
+    "mobilenet_v3_small": (lambda: zoo.MobileNetV3Small(num_classes=1000), _image),
+    "shufflenet_v2": (lambda: zoo.ShuffleNetV2(num_classes=1000), _image),
+    "unet": (lambda: zoo.UNet(), _image),
+    "transformer": (lambda: zoo.TransformerEncoder(), _tokens),
 }
 
 
@@ -95,8 +106,8 @@ def main() -> int:
     warnings.simplefilter("ignore")
     through_torch = _torch_runtime()
     backend = "torch NNAPI runtime + libneuralnetworks.so" if through_torch else "host runtime"
-    print(f"input 1x3x{args.size}x{args.size}, {THREADS} threads, converted models run on the"
-          f" {backend}")
+    print(f"images 1x3x{args.size}x{args.size}, tokens 1x{min(args.size, 32)}, {THREADS} threads,"
+          f" converted models run on the {backend}")
     # JIT start-up costs are paid once, by whichever converter runs first: pay them here
     warm = zoo.ResNet18(num_classes=10).eval()
     _ours(warm, torch.randn(1, 3, 32, 32))
@@ -108,11 +119,12 @@ def main() -> int:
     slower = []
     for name in args.models.split(","):
         torch.manual_seed(0)
-        model = zoo.randomize_batchnorm(MODELS[name]())
+        factory, example = MODELS[name]
+        model = zoo.randomize_batchnorm(factory().eval())
         for m in model.modules():
             if hasattr(m, "inplace"):
                 m.inplace = False
-        x = torch.randn(1, 3, args.size, args.size)
+        x = example(args.size)
         ours, conversion = _ours(model, x)
         proto = _prototype(model, x)
         module = conversion.module
