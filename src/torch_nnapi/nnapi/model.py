@@ -336,7 +336,12 @@ class Model:
                    for i in operation.inputs]
         result = match_signature(signature, in_types, out_types, omitted)
         if isinstance(result, MatchFailure):
-            raise BadDataError(f"{where}: {result.message}")
+            message = f"{where}: {result.message}"
+            if result.direction:
+                indices = operation.inputs if result.direction == "input" else operation.outputs
+                message += (f"; {result.direction} {result.position} is"
+                            f" {self._where(indices[result.position])}")
+            raise BadDataError(message)
         if check_omitted:
             ctx = RuleContext(self.operands, operation.inputs, operation.outputs, result)
             for r in signature.rules:

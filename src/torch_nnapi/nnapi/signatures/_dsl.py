@@ -271,6 +271,9 @@ class MatchFailure:
 
     score: int
     message: str
+    # The operation's input or output the failure is about, when it is about one.
+    direction: str = ""
+    position: int = -1
 
 
 def match_signature(
@@ -314,13 +317,14 @@ def _match_one(signature, f, c, in_args, out_args, input_types, output_types, om
                 expected = arg.resolve(c.bindings)
             except KeyError:
                 return MatchFailure(score, f"{direction} {pos} ({arg.name}): type variable"
-                                           f" {arg.type_ref} unbound")
+                                           f" {arg.type_ref} unbound", direction, pos)
             if actual != expected:
                 return MatchFailure(score, f"{direction} {pos} ({arg.name}) is {actual.name},"
-                                           f" expected {expected.name} (for {c.describe()})")
+                                           f" expected {expected.name} (for {c.describe()})",
+                                    direction, pos)
             if direction == "input" and omitted[pos] and not arg.omittable:
                 return MatchFailure(score, f"input {pos} ({arg.name}) has no value but is"
-                                           " required")
+                                           " required", direction, pos)
             score += 1
     m = SignatureMatch(signature, f, c, max(c.level, int(signature.level)))
     for pos, arg in enumerate(in_args):
