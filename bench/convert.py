@@ -40,6 +40,7 @@ from torch_nnapi.convert.host import run_on_host  # noqa: E402
 
 THREADS = 2
 
+
 def _image(size: int) -> torch.Tensor:
     return torch.randn(1, 3, size, size)
 
