@@ -121,7 +121,7 @@ def main() -> int:
     for name in args.models.split(","):
         torch.manual_seed(0)
         factory, example = MODELS[name]
-        model = zoo.randomize_batchnorm(factory().eval())
+        model = zoo.randomize_batchnorm(factory())
         for m in model.modules():
             if hasattr(m, "inplace"):
                 m.inplace = False
