@@ -6,7 +6,10 @@ Each operation declares, once, what NeuralNetworks.h documents for it:
   inputs and outputs written as ``"name:type"`` tokens. ``[ ... ]`` encloses an optional
   trailing group (all or nothing; groups nest), ``[@3 ...]`` says the group needs feature
   level 3. A ``?`` suffix marks an input that may be an omitted operand (no value); a ``*``
-  suffix marks a variadic input or output (one or more).
+  suffix marks a variadic input or output (one or more). ``=value`` gives the value
+  NeuralNetworks.h says an absent optional scalar stands for (``nchw:bool=false``,
+  ``dilation_w:i32=1``; ``axis:i32=last`` is -1, the last axis, whichever way it is counted):
+  kernels read it when the input is left out, and the converter leaves out inputs that hold it.
 * *type combinations*: bindings of the type variables used in the forms (``T``, ``B``, ...)
   to concrete operand types, each with the feature level that introduced it.
 * *rules*: quantization-parameter constraints between named operands.
@@ -18,10 +21,19 @@ these declarations, so they are the single source of truth for operation signatu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from ..codes import FeatureLevel, OperandType, OperationType
 from ..operand_types import SHORT_NAMES
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT: Any = _NoDefault()
+LAST_AXIS = "last"  # the default token of axis inputs: -1, or equally rank - 1
 
 
 @dataclass(frozen=True)
@@ -32,11 +44,27 @@ class Arg:
     type_ref: str  # a type variable ("T") or a concrete short type name ("i32")
     omittable: bool = False
     variadic: bool = False
+    # What an absent (optional, trailing) input means, as declared; NO_DEFAULT if nothing.
+    default: Any = NO_DEFAULT
+    counts_from_end: bool = False  # an axis default: -1 and rank - 1 are the same axis
 
     def resolve(self, bindings: Mapping[str, OperandType]) -> OperandType:
         if self.type_ref in bindings:
             return bindings[self.type_ref]
         return SHORT_NAMES[self.type_ref]
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not NO_DEFAULT
+
+    def holds_default(self, value: Any, rank: int) -> bool:
+        """True when ``value`` means what leaving this input out means (for an input of
+        ``rank`` dimensions, where the default is an axis)."""
+        if not self.has_default:
+            return False
+        if self.counts_from_end and value == rank + self.default:
+            return True
+        return bool(value == self.default)
 
 
 @dataclass(frozen=True)
@@ -62,6 +90,8 @@ class Form:
             for i, a in enumerate(args):
                 t = a.resolve(bindings).name if bindings and a.type_ref in bindings else a.type_ref
                 token = f"{a.name}:{t}{'?' if a.omittable else ''}{'*' if a.variadic else ''}"
+                if a.has_default:
+                    token += f"={_show_default(a)}"
                 parts.append(f"[{token}]" if i >= required else token)
             return " ".join(parts)
 
@@ -200,6 +230,9 @@ def _parse_args(spec: str, where: str) -> tuple[tuple[Arg, ...], tuple[Cut, ...]
             name, sep, type_ref = tok.partition(":")
             if not sep or not name or not type_ref:
                 raise ValueError(f"{where}: bad argument token {tok!r}")
+            type_ref, has_default, default_token = type_ref.partition("=")
+            if has_default and len(level_stack) == 1:
+                raise ValueError(f"{where}: {tok!r} has a default but is not optional")
             omittable = variadic = False
             while type_ref[-1] in "?*":
                 omittable |= type_ref[-1] == "?"
@@ -207,7 +240,9 @@ def _parse_args(spec: str, where: str) -> tuple[tuple[Arg, ...], tuple[Cut, ...]
                 type_ref = type_ref[:-1]
             if not (type_ref in SHORT_NAMES or type_ref[0].isupper()):
                 raise ValueError(f"{where}: unknown type {type_ref!r} in {tok!r}")
-            args.append(Arg(name, type_ref, omittable, variadic))
+            default = _parse_default(default_token, where, tok) if has_default else NO_DEFAULT
+            args.append(Arg(name, type_ref, omittable, variadic, default,
+                            default_token == LAST_AXIS))
             content_level = max(content_level, level_stack[-1])
         i += 1
     if len(level_stack) != 1:
@@ -216,6 +251,27 @@ def _parse_args(spec: str, where: str) -> tuple[tuple[Arg, ...], tuple[Cut, ...]
     if sum(a.variadic for a in args) > 1:
         raise ValueError(f"{where}: at most one variadic argument")
     return tuple(args), tuple(cuts)
+
+
+def _show_default(arg: Arg) -> str:
+    if arg.counts_from_end:
+        return LAST_AXIS
+    return str(arg.default).lower() if isinstance(arg.default, bool) else str(arg.default)
+
+
+def _parse_default(token: str, where: str, arg: str) -> Any:
+    if token in ("true", "false"):
+        return token == "true"
+    if token == LAST_AXIS:
+        return -1
+    try:
+        return int(token)
+    except ValueError:
+        pass
+    try:
+        return float(token)
+    except ValueError:
+        raise ValueError(f"{where}: bad default {token!r} in {arg!r}") from None
 
 
 def form(name: str, inputs: str, outputs: str) -> Form:

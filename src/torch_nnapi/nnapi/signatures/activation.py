@@ -29,7 +29,7 @@ define(Op.PRELU, forms=[form("", "input:T alpha:T", "output:T")],
 
 _FLOAT_WITH_SCALAR = [combo(1, T="tensor_f32", S="f32"), combo(3, T="tensor_f16", S="f16")]
 
-define(Op.SOFTMAX, forms=[form("", "input:T beta:S [@3 axis:i32]", "output:T")],
+define(Op.SOFTMAX, forms=[form("", "input:T beta:S [@3 axis:i32=last]", "output:T")],
        types=[*_FLOAT_WITH_SCALAR, combo(1, T="tensor_q8", S="f32")],
        rules=[fixed_output_quant(1.0 / 256, 0), ranks_before_level_3((2, 4))],
        summary="exp(beta * (x - max)) / sum(exp(beta * (x - max))) along axis (default -1)")
@@ -37,12 +37,13 @@ define(Op.LOG_SOFTMAX, forms=[form("", "input:T beta:S axis:i32", "output:T")],
        types=[combo(3, T="tensor_f32", S="f32"), combo(3, T="tensor_f16", S="f16")],
        summary="beta * x - log(sum(exp(beta * x))) along axis")
 
-define(Op.L2_NORMALIZATION, forms=[form("", "input:T [@3 axis:i32]", "output:T")],
+define(Op.L2_NORMALIZATION, forms=[form("", "input:T [@3 axis:i32=last]", "output:T")],
        types=[combo(1, T="tensor_f32"), combo(3, T="tensor_f16"), combo(3, T="tensor_q8")],
        rules=[fixed_output_quant(1.0 / 128, 128), ranks_before_level_3((4,))],
        summary="x / sqrt(sum(x * x)) along axis (default -1)")
 define(Op.LOCAL_RESPONSE_NORMALIZATION,
-       forms=[form("", "input:T radius:i32 bias:S alpha:S beta:S [@3 axis:i32]", "output:T")],
+       forms=[form("", "input:T radius:i32 bias:S alpha:S beta:S [@3 axis:i32=last]",
+                   "output:T")],
        types=_FLOAT_WITH_SCALAR, rules=[ranks_before_level_3((4,))],
        summary="x / (bias + alpha * sum(x * x over a window of 2 * radius + 1))**beta along"
                " axis (default -1)")

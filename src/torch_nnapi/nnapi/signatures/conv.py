@@ -16,7 +16,7 @@ from ._rules import bias_scale, per_channel_dim
 
 _EXPLICIT = "pad_left:i32 pad_right:i32 pad_top:i32 pad_bottom:i32"
 _STRIDES = "stride_w:i32 stride_h:i32"
-_LAYOUT_DILATION = "[@3 nchw:bool [dilation_w:i32 dilation_h:i32]]"
+_LAYOUT_DILATION = "[@3 nchw:bool=false [dilation_w:i32=1 dilation_h:i32=1]]"
 
 # Float32 and asymmetric 8-bit since the first release; float16 and per-channel filters
 # (TENSOR_QUANT8_SYMM_PER_CHANNEL, bias scales input.scale * filter.scales[c]) since API 29.

@@ -46,20 +46,20 @@ define(Op.GATHER, summary="selects slices along an axis by indices",
        types=ALL4, rules=[same_quant()])
 
 define(Op.BATCH_TO_SPACE_ND, summary="moves batch blocks into the spatial dimensions",
-       forms=[form("", "input:T block_shape:tensor_i32 [@3 nchw:bool]", "output:T")],
+       forms=[form("", "input:T block_shape:tensor_i32 [@3 nchw:bool=false]", "output:T")],
        types=float_q8(2), rules=[same_quant()])
 
 define(Op.SPACE_TO_BATCH_ND, summary="pads, then moves spatial blocks into the batch",
-       forms=[form("", "input:T block_shape:tensor_i32 paddings:tensor_i32 [@3 nchw:bool]",
+       forms=[form("", "input:T block_shape:tensor_i32 paddings:tensor_i32 [@3 nchw:bool=false]",
                    "output:T")],
        types=float_q8(2), rules=[same_quant(), _padding_with_logical_zero])
 
 define(Op.DEPTH_TO_SPACE, summary="moves depth blocks into height and width",
-       forms=[form("", "input:T block_size:i32 [@3 nchw:bool]", "output:T")],
+       forms=[form("", "input:T block_size:i32 [@3 nchw:bool=false]", "output:T")],
        types=float_q8(1), rules=[same_quant()])
 
 define(Op.SPACE_TO_DEPTH, summary="moves height and width blocks into depth",
-       forms=[form("", "input:T block_size:i32 [@3 nchw:bool]", "output:T")],
+       forms=[form("", "input:T block_size:i32 [@3 nchw:bool=false]", "output:T")],
        types=float_q8(1), rules=[same_quant()])
 
 define(Op.CHANNEL_SHUFFLE, summary="interleaves channel groups along an axis",

@@ -15,9 +15,9 @@ from ._rules import same_quant
 _POOL_FORMS = [
     form("explicit", "input:T pad_left:i32 pad_right:i32 pad_top:i32 pad_bottom:i32"
                      " stride_w:i32 stride_h:i32 filter_w:i32 filter_h:i32 fuse_code:i32"
-                     " [@3 nchw:bool]", "output:T"),
+                     " [@3 nchw:bool=false]", "output:T"),
     form("implicit", "input:T padding:i32 stride_w:i32 stride_h:i32 filter_w:i32 filter_h:i32"
-                     " fuse_code:i32 [@3 nchw:bool]", "output:T"),
+                     " fuse_code:i32 [@3 nchw:bool=false]", "output:T"),
 ]
 
 define(Op.AVERAGE_POOL_2D, forms=_POOL_FORMS, rules=[same_quant()],
@@ -39,12 +39,12 @@ _RESIZE_TYPES = [
     combo(3, T="tensor_q8", S="i32"),
     combo(3, T="tensor_q8", S="f32"),
 ]
-_CORNERS = "[@4 align_corners:bool half_pixel_centers:bool]"
+_CORNERS = "[@4 align_corners:bool=false half_pixel_centers:bool=false]"
 
 define(
     Op.RESIZE_BILINEAR,
     summary="bilinear resize to a given size or by given scales",
-    forms=[form("", f"input:T width:S height:S [@3 nchw:bool {_CORNERS}]", "output:T")],
+    forms=[form("", f"input:T width:S height:S [@3 nchw:bool=false {_CORNERS}]", "output:T")],
     types=_RESIZE_TYPES,
     rules=[same_quant()],
 )
