@@ -13,10 +13,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..nnapi.codes import OperandType, PreferenceCode
+from ..nnapi.codes import MAXIMUM_LOOP_TIMEOUT_NS, OperandType, PreferenceCode
 from ..nnapi.errors import BadDataError, BadStateError, NnapiError, OpFailedError
 from ..nnapi.model import Lifetime, Model, Operation, element_count
 from .context import OMITTED, KernelContext, Shape, ValueNotKnown
+from .limits import NO_LIMITS, RunLimits
 from .registry import Kernel, kernel_for
 
 RELAXED_PRECISIONS = ("float32", "float16")
@@ -172,24 +173,27 @@ class Compilation:
         return Execution(self)
 
     def run(self, inputs: Sequence[Any], *, keep_intermediates: bool = False,
-            profile: bool = False) -> ExecutionResult:
-        """Executes once: ``inputs`` in model-input order (None for an omitted input)."""
+            profile: bool = False, limits: RunLimits = NO_LIMITS) -> ExecutionResult:
+        """Executes once: ``inputs`` in model-input order (None for an omitted input).
+        ``limits`` bounds the run (the models IF and WHILE call run within their caller's)."""
         if len(inputs) != len(self.model.inputs):
             raise BadDataError(f"the model has {len(self.model.inputs)} inputs, got"
                                f" {len(inputs)}")
         execution = Execution(self)
         for i, value in enumerate(inputs):
             execution.set_input(i, value)
-        return execution.compute(keep_intermediates=keep_intermediates, profile=profile)
+        return execution.compute(keep_intermediates=keep_intermediates, profile=profile,
+                                 limits=limits)
 
     def _execute(self, inputs: Sequence[Any], keep_intermediates: bool,
-                 profile: bool) -> ExecutionResult:
+                 profile: bool, limits: RunLimits) -> ExecutionResult:
         operands = self.model.operands
         values = list(self._constants)
         for index, value in zip(self.model.inputs, inputs):
             values[index] = value
         timings: list[OperationTiming] = []
         for step in self.steps:
+            limits.check_deadline()
             op = step.operation
             ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs, values,
                                 None, self.model.relax_float32_to_float16, step.memo)
@@ -245,6 +249,24 @@ class Execution:
         self._inputs: list[Any] = [None] * len(compilation.model.inputs)
         self._set = [False] * len(compilation.model.inputs)
         self.result: ExecutionResult | None = None
+        self.timeout_ns = 0  # 0: no limit
+        self.loop_timeout_ns = NO_LIMITS.loop_timeout_ns
+
+    def set_timeout(self, duration_ns: int) -> None:
+        """Stops the compute with MissedDeadlineError once it has run ``duration_ns``
+        nanoseconds (0: never)."""
+        self._check_not_run()
+        self.timeout_ns = int(duration_ns)
+
+    def set_loop_timeout(self, duration_ns: int) -> None:
+        """Stops the compute with MissedDeadlineError when a WHILE loop runs longer than
+        ``duration_ns`` (default 2 s, at most 15 s: longer values mean 15 s)."""
+        self._check_not_run()
+        self.loop_timeout_ns = min(int(duration_ns), MAXIMUM_LOOP_TIMEOUT_NS)
+
+    def _check_not_run(self) -> None:
+        if self.result is not None:
+            raise BadStateError("the execution has already run")
 
     def set_input(self, index: int, value: Any, dimensions: Sequence[int] | None = None) -> None:
         """Sets model input ``index``: an array, a bytes-like buffer, or None (omitted).
@@ -266,14 +288,19 @@ class Execution:
             return
         self._inputs[index] = _as_input_array(value, operand, dimensions, where)
 
-    def compute(self, *, keep_intermediates: bool = False, profile: bool = False) \
-            -> ExecutionResult:
+    def compute(self, *, keep_intermediates: bool = False, profile: bool = False,
+                limits: RunLimits | None = None) -> ExecutionResult:
+        """Runs the model. Its limits are the execution's timeouts, or ``limits`` when given
+        (a model called by IF or WHILE runs within its caller's)."""
         if self.result is not None:
             raise BadStateError("an execution computes only once; create a new one")
         unset = [i for i, s in enumerate(self._set) if not s]
         if unset:
             raise BadDataError(f"model inputs {unset} were not set")
-        self.result = self.compilation._execute(self._inputs, keep_intermediates, profile)
+        if limits is None:
+            limits = RunLimits.starting_now(self.loop_timeout_ns, self.timeout_ns)
+        self.result = self.compilation._execute(self._inputs, keep_intermediates, profile,
+                                                limits)
         return self.result
 
 
