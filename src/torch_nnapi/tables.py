@@ -81,8 +81,20 @@ def operand_type_table() -> str:
     rows = ["| Operand type | Code | Feature level | Element | Quantization |", "|---|---|---|---|---|"]
     for t, info in OPERAND_TYPES.items():
         kind = "scalar" if info.is_scalar else "tensor"
+        element = "a reference to a model" if info.is_model else f"{kind} of {info.dtype.name}"
         rows.append(f"| {t.name} | {int(t)} | {_level(info.feature_level)} |"
-                    f" {kind} of {info.dtype.name} | {info.quant.value} |")
+                    f" {element} | {info.quant.value} |")
+    return "\n".join(rows)
+
+
+def c_function_table() -> str:
+    """One row per function of libneuralnetworks.so: the API level that introduced it and what
+    the library does (the header's comment)."""
+    from .capi.api import FUNCTIONS
+
+    rows = ["| Function | API level | Behaviour |", "|---|---|---|"]
+    for f in sorted(FUNCTIONS, key=lambda f: (f.api_level, f.name)):
+        rows.append(f"| `{f.name}` | {f.api_level} | {f.doc.replace('|', chr(92) + '|')} |")
     return "\n".join(rows)
 
 
@@ -124,5 +136,6 @@ def readme_sections(cts_dir: Path | None, known_failures: Iterable[str]) -> dict
     return {
         "operations": operation_table(cts_dir, known_failures),
         "operand-types": operand_type_table(),
+        "c-functions": c_function_table(),
         "pytorch-ops": pytorch_op_table(),
     }

@@ -93,9 +93,11 @@ def convert_with_details(
     - ``return_shapes``: per output, the PyTorch-order shape of its buffer (None or -1
       entries keep the computed size); only needed to over-allocate outputs.
     - ``target_level``: the NNAPI feature level the model must run at (1: Android 8.1, 2:
-      Android 9, 3: Android 10); a model needing more raises :class:`FeatureLevelError`
-      (a :class:`ConversionError`) naming every operation that needs more, why, and the
-      PyTorch code it comes from. Default: no limit.
+      Android 9, 3: Android 10, 4: Android 11); a model needing more raises
+      :class:`FeatureLevelError` (a :class:`ConversionError`) naming every operation that
+      needs more, why, and the PyTorch code it comes from. Operations of the target level
+      replace compositions where they are shorter (level 4: HARD_SWISH, ELU, FILL).
+      Default: no limit, and the lowest level's forms.
     """
     start = time.perf_counter()
     examples = as_example_tuple(example_inputs)
@@ -103,7 +105,7 @@ def convert_with_details(
         target_level = int(FeatureLevel(int(target_level)))
     preference = _preference(compilation_preference)
     graph = capture(model, examples)
-    lowered = lower_graph(graph, examples, nhwc, flexible, relax_fp32_to_fp16)
+    lowered = lower_graph(graph, examples, nhwc, flexible, relax_fp32_to_fp16, target_level)
     specs = lowered.specs
     cx = lowered.cx
     if target_level is not None:
@@ -114,7 +116,8 @@ def convert_with_details(
     return Conversion(module, cx.model, serialized, lowered, time.perf_counter() - start)
 
 
-def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False) -> Lowered:
+def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False,
+                target_level: Optional[int] = None) -> Lowered:
     """Lowers a captured graph, choosing the NNAPI layout of the inputs ``nhwc`` leaves
     open (None): PyTorch's order first; if the model then needs more than feature level 1,
     channels-last too, kept when its level is lower, or equal with fewer operations above
@@ -126,7 +129,7 @@ def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False) -> 
     def attempt(open_as: bool) -> Lowered:
         specs = [example_spec(x, open_as if c is None else c, f)
                  for x, c, f in zip(examples, choices, flex)]
-        return lower(graph, specs, relax_float32_to_float16=relax)
+        return lower(graph, specs, relax_float32_to_float16=relax, target_level=target_level)
 
     lowered = attempt(False)
     if None in choices and lowered.cx.model.feature_level > 1:

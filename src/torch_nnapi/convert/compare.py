@@ -41,7 +41,8 @@ def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
     examples = as_example_tuple(example_inputs)
     graph = capture(model, examples, keep_values=True)
     lowered = lower_graph(graph, examples, options.get("nhwc"), options.get("flexible"),
-                          bool(options.get("relax_fp32_to_fp16", False)))
+                          bool(options.get("relax_fp32_to_fp16", False)),
+                          options.get("target_level"))
     inputs = []
     for x, t in zip(examples, lowered.inputs):
         if t.is_quantized and not x.is_quantized:  # quantized on the host by the wrapper

@@ -66,10 +66,11 @@ class Lowered:
 
 
 class Lowerer:
-    def __init__(self, graph: Graph, specs: Sequence[InputSpec]):
+    def __init__(self, graph: Graph, specs: Sequence[InputSpec],
+                 target_level: int | None = None):
         self.graph = graph
         self.specs = list(specs)
-        self.cx = Converter()
+        self.cx = Converter(target_level)
         self.env: dict[Value, Any] = {}
         self.produced: dict[Value, Any] = {}  # what each node produced (no in-place rebinding)
         self.unsupported: list[UnsupportedUse] = []
@@ -380,8 +381,10 @@ def _constant(a: Any) -> bool:
 
 
 def lower(graph: Graph, specs: Sequence[InputSpec], *,
-          relax_float32_to_float16: bool = False) -> Lowered:
-    return Lowerer(graph, specs).run(relax_float32_to_float16)
+          relax_float32_to_float16: bool = False, target_level: int | None = None) -> Lowered:
+    """Lowers a captured graph; ``target_level`` lets lowerings use operations up to that
+    feature level (see Converter.allows)."""
+    return Lowerer(graph, specs, target_level).run(relax_float32_to_float16)
 
 
 def example_spec(x: torch.Tensor, nhwc: bool = False, flexible: Sequence[int] = ()) -> InputSpec:
