@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
@@ -22,26 +22,35 @@ def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> Shape:
     return tuple(out)
 
 
-def same_as_input(i: int = 0):
-    """A prepare function for operations whose single output has input ``i``'s shape."""
+def same_as_input(name: str = "input") -> Callable[[KernelContext], list[Shape]]:
+    """A prepare function for operations whose single output has input ``name``'s shape."""
 
     def prepare(ctx: KernelContext) -> list[Shape]:
-        return [ctx.input_shape(i)]
+        return [ctx.input_shape(name)]
 
     return prepare
 
 
-def broadcast_inputs(ctx: KernelContext) -> list[Shape]:
-    """A prepare function: the output is the broadcast of inputs 0 and 1."""
-    return [broadcast_shapes(ctx.input_shape(0), ctx.input_shape(1))]
+def broadcast_inputs(first: str = "input0", second: str = "input1") \
+        -> Callable[[KernelContext], list[Shape]]:
+    """A prepare function: the output is the broadcast of inputs ``first`` and ``second``."""
+
+    def prepare(ctx: KernelContext) -> list[Shape]:
+        return [broadcast_shapes(ctx.input_shape(first), ctx.input_shape(second))]
+
+    return prepare
 
 
-def check_rank(ctx: KernelContext, i: int, ranks: Sequence[int] | range, what: str = "") -> Shape:
-    """Input ``i``'s shape, after checking its rank is one of ``ranks``."""
-    shape = ctx.input_shape(i)
+def check_rank(ctx: KernelContext, name: str, ranks: Sequence[int] | range,
+               what: str = "") -> Shape:
+    """Input ``name``'s shape, after checking its rank is one of ``ranks``."""
+    shape = ctx.input_shape(name)
     if len(shape) not in ranks:
         allowed = f"{ranks.start}..{ranks.stop - 1}" if isinstance(ranks, range) else \
             " or ".join(map(str, ranks))
-        raise BadDataError(f"input {i}{' (' + what + ')' if what else ''} must have rank"
-                           f" {allowed}, got shape {list(shape)}")
+        if isinstance(name, int):  # TRANSITIONAL: positional callers
+            where = f"input {name}{' (' + what + ')' if what else ''}"
+        else:
+            where = ctx.describe_input(name)
+        raise BadDataError(f"{where} must have rank {allowed}, got shape {list(shape)}")
     return shape
