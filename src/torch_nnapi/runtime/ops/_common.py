@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from ...nnapi.codes import FuseCode
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 
@@ -39,6 +40,17 @@ def broadcast_inputs(first: str = "input0", second: str = "input1") \
         return [broadcast_shapes(ctx.input_shape(first), ctx.input_shape(second))]
 
     return prepare
+
+
+def fuse_code_input(ctx: KernelContext, name: str = "fuse_code") -> int:
+    """The fused activation of input ``name``, checked to be a FuseCode."""
+    code = ctx.scalar(name)
+    if code not in _FUSE_CODES:
+        raise BadDataError(f"{ctx.describe_input(name)} {code} is not a FuseCode (0..3)")
+    return code
+
+
+_FUSE_CODES = frozenset(int(code) for code in FuseCode)
 
 
 def check_rank(ctx: KernelContext, name: str, ranks: Sequence[int] | range,

@@ -19,7 +19,7 @@ from ..quant import (
     quantize_multiplier_smaller_than_one,
 )
 from ..registry import register
-from ._common import broadcast_inputs, check_rank
+from ._common import broadcast_inputs, check_rank, fuse_code_input
 
 _ADD_LEFT_SHIFT = 20
 _broadcast = broadcast_inputs()
@@ -36,7 +36,7 @@ _FLOAT_OPS = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: 
 
 @register(Op.ADD, Op.SUB, Op.MUL, Op.DIV, prepare=_prepare)
 def binary_arithmetic(ctx: KernelContext) -> np.ndarray:
-    fuse_code = ctx.scalar("fuse_code")
+    fuse_code = fuse_code_input(ctx)
     if ctx.input_type("input0") == OperandType.TENSOR_QUANT8_ASYMM:
         if ctx.operation == Op.MUL:
             return _mul_quant8(ctx, fuse_code)
