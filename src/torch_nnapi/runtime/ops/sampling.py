@@ -50,8 +50,8 @@ def random_multinomial(ctx: KernelContext) -> np.ndarray:
     totals = cdf[:, -1] if cdf.shape[1] else np.zeros(len(cdf))
     empty = np.flatnonzero(~(totals > 0))
     if samples and empty.size:
-        raise OpFailedError(f"{ctx.describe_input('logits')} row {int(empty[0])} has no finite logit"
-                            " to sample from")
+        raise OpFailedError(f"{ctx.describe_input('logits')} row {int(empty[0])} has no"
+                            " finite logit to sample from")
     targets = _generator(ctx).random((len(cdf), samples)) * totals[:, None]
     out = np.empty((len(cdf), samples), np.int32)
     for row in range(len(cdf)):  # one vectorized search per batch row
