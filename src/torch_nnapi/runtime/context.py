@@ -45,8 +45,8 @@ class Binding:
     is, or would be, among the operation's inputs, for messages.
     """
 
-    __slots__ = ("args", "form", "inputs", "num_inputs", "num_outputs", "operands", "operation",
-                 "output_positions", "outputs", "positions", "present", "types", "variable")
+    __slots__ = ("args", "form", "inputs", "operands", "operation", "output_positions", "outputs",
+                 "positions", "present", "types", "variable")
 
     def __init__(self, operands: Sequence[Operand], operation: Operation, match: SignatureMatch):
         self.operation: OperationType = operation.type
@@ -81,21 +81,6 @@ class Binding:
         self.variable: frozenset[str] = frozenset(
             name for name, indices in self.inputs.items()
             if any(operands[i].lifetime is not Lifetime.CONSTANT for i in indices))
-        self._add_positions(operands, operation)
-
-    def _add_positions(self, operands: Sequence[Operand], operation: Operation) -> None:
-        """TRANSITIONAL, removed once every kernel reads by name: inputs and outputs also
-        by position."""
-        for p in range(64):
-            index = operation.inputs[p] if p < len(operation.inputs) else None
-            self.positions[p] = (p,)  # type: ignore[index]
-            self.inputs[p] = () if index is None or operands[index].lifetime is \
-                Lifetime.NO_VALUE else (index,)  # type: ignore[index]
-        for p, o in enumerate(operation.outputs):
-            self.outputs[p] = (o,)  # type: ignore[index]
-            self.output_positions[p] = (p,)  # type: ignore[index]
-        self.num_inputs = len(operation.inputs)
-        self.num_outputs = len(operation.outputs)
 
 
 class KernelContext:
@@ -127,17 +112,6 @@ class KernelContext:
     def form(self) -> str:
         """The name of the signature form the operation matched ("explicit", "implicit", "")."""
         return self._binding.form
-
-    @property
-    def num_inputs(self) -> int:  # TRANSITIONAL
-        return self._binding.num_inputs
-
-    @property
-    def num_outputs(self) -> int:  # TRANSITIONAL
-        return self._binding.num_outputs
-
-    def is_omitted(self, i: int) -> bool:  # TRANSITIONAL
-        return not self.has_input(i)  # type: ignore[arg-type]
 
     @property
     def at_compile_time(self) -> bool:
@@ -173,16 +147,13 @@ class KernelContext:
         """The values of every operand of variadic input ``name``."""
         return [self.input(name, k) for k in range(self.input_count(name))]
 
-    def scalar(self, name: str, default: Any = None) -> Any:
+    def scalar(self, name: str) -> Any:
         """A scalar input as a Python value; the declared default when it is left out."""
         indices = self._inputs.get(name, ())
         if indices:
             value = self._values[indices[0]]
             if value is not None and value is not OMITTED:
                 return value.item()
-        if isinstance(name, int) and default is not None and (
-                not indices or self._values[indices[0]] is OMITTED):
-            return default  # TRANSITIONAL
         arg = self._binding.args.get(name)
         if arg is not None and arg.has_default and (not indices
                                                      or self._values[indices[0]] is OMITTED):
@@ -238,21 +209,21 @@ class KernelContext:
         """How many operands output ``name`` has (0 for an optional output left out)."""
         return len(self._binding.outputs.get(name, ()))
 
-    def output_operand(self, name: str = 0, k: int = 0) -> Operand:
+    def output_operand(self, name: str = "output", k: int = 0) -> Operand:
         try:
             return self._operands[self._binding.outputs[name][k]]
         except (KeyError, IndexError):
             raise OpFailedError(f"the kernel asked for output {name!r}, which this"
                                 f" {self.operation.name} operation does not have") from None
 
-    def output_type(self, name: str = 0, k: int = 0) -> OperandType:
+    def output_type(self, name: str = "output", k: int = 0) -> OperandType:
         return self.output_operand(name, k).type
 
-    def output_quant(self, name: str = 0, k: int = 0) -> tuple[float, int]:
+    def output_quant(self, name: str = "output", k: int = 0) -> tuple[float, int]:
         operand = self.output_operand(name, k)
         return operand.scale, operand.zero_point
 
-    def output_dtype(self, name: str = 0, k: int = 0) -> np.dtype:
+    def output_dtype(self, name: str = "output", k: int = 0) -> np.dtype:
         return self.output_operand(name, k).info.dtype
 
     def describe_output(self, name: str, k: int = 0) -> str:

@@ -53,16 +53,12 @@ def fuse_code_input(ctx: KernelContext, name: str = "fuse_code") -> int:
 _FUSE_CODES = frozenset(int(code) for code in FuseCode)
 
 
-def check_rank(ctx: KernelContext, name: str, ranks: Sequence[int] | range,
-               what: str = "") -> Shape:
+def check_rank(ctx: KernelContext, name: str, ranks: Sequence[int] | range) -> Shape:
     """Input ``name``'s shape, after checking its rank is one of ``ranks``."""
     shape = ctx.input_shape(name)
     if len(shape) not in ranks:
         allowed = f"{ranks.start}..{ranks.stop - 1}" if isinstance(ranks, range) else \
             " or ".join(map(str, ranks))
-        if isinstance(name, int):  # TRANSITIONAL: positional callers
-            where = f"input {name}{' (' + what + ')' if what else ''}"
-        else:
-            where = ctx.describe_input(name)
-        raise BadDataError(f"{where} must have rank {allowed}, got shape {list(shape)}")
+        raise BadDataError(f"{ctx.describe_input(name)} must have rank {allowed}, got shape"
+                           f" {list(shape)}")
     return shape
