@@ -1,4 +1,4 @@
-"""Shape helpers shared by kernel families."""
+"""Shape and parameter helpers shared by kernel families."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from typing import Callable, Sequence
 from ...nnapi.codes import FuseCode
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
+
+_FUSE_CODES = frozenset(int(code) for code in FuseCode)
 
 
 def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> Shape:
@@ -48,9 +50,6 @@ def fuse_code_input(ctx: KernelContext, name: str = "fuse_code") -> int:
     if code not in _FUSE_CODES:
         raise BadDataError(f"{ctx.describe_input(name)} {code} is not a FuseCode (0..3)")
     return code
-
-
-_FUSE_CODES = frozenset(int(code) for code in FuseCode)
 
 
 def check_rank(ctx: KernelContext, name: str, ranks: Sequence[int] | range) -> Shape:
