@@ -91,11 +91,12 @@ class KernelContext:
     of a variadic input (CONCATENATION's ``inputs``).
     """
 
-    __slots__ = ("_binding", "_inputs", "_operands", "_shapes", "_values", "memo")
+    __slots__ = ("_binding", "_inputs", "_operands", "_shapes", "_values", "memo", "operation")
 
     def __init__(self, binding: Binding, values: Sequence[Any],
                  shapes: Sequence[Shape] | None = None, memo: dict[str, Any] | None = None):
         self._binding = binding
+        self.operation: OperationType = binding.operation
         self._inputs = binding.inputs
         self._operands = binding.operands
         self._values = values
@@ -103,10 +104,6 @@ class KernelContext:
         # What kernels derive from this operation's constants and input shapes, kept by the
         # compiled step so that later executions of the same compilation reuse it.
         self.memo: dict[str, Any] = {} if memo is None else memo
-
-    @property
-    def operation(self) -> OperationType:
-        return self._binding.operation
 
     @property
     def form(self) -> str:
@@ -210,11 +207,10 @@ class KernelContext:
         return len(self._binding.outputs.get(name, ()))
 
     def output_operand(self, name: str = "output", k: int = 0) -> Operand:
-        try:
-            return self._operands[self._binding.outputs[name][k]]
-        except (KeyError, IndexError):
-            raise OpFailedError(f"the kernel asked for output {name!r}, which this"
-                                f" {self.operation.name} operation does not have") from None
+        indices = self._binding.outputs.get(name, ())
+        if k < len(indices):
+            return self._operands[indices[k]]
+        raise self._no_output(name)
 
     def output_type(self, name: str = "output", k: int = 0) -> OperandType:
         return self.output_operand(name, k).type
@@ -224,7 +220,10 @@ class KernelContext:
         return operand.scale, operand.zero_point
 
     def output_dtype(self, name: str = "output", k: int = 0) -> np.dtype:
-        return self.output_operand(name, k).info.dtype
+        indices = self._binding.outputs.get(name, ())  # inlined: kernels ask for it often
+        if k < len(indices):
+            return self._operands[indices[k]].info.dtype
+        raise self._no_output(name)
 
     def describe_output(self, name: str, k: int = 0) -> str:
         positions = self._binding.output_positions.get(name, ())
@@ -260,6 +259,10 @@ class KernelContext:
         elif k >= len(self._binding.positions[name]):
             return OpFailedError(f"{self.describe_input(name)} has no operand {k}")
         return BadDataError(f"{self.describe_input(name, k)} is omitted but needed")
+
+    def _no_output(self, name: str) -> Exception:
+        return OpFailedError(f"the kernel asked for output {name!r}, which this"
+                             f" {self.operation.name} operation does not have")
 
     def _undeclared(self, name: str) -> Exception:
         form = f" ({self.form} form)" if self.form else ""

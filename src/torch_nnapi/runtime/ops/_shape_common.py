@@ -27,25 +27,24 @@ def int_vector(ctx: KernelContext, name: str, length: int | None = None) -> list
     return [int(v) for v in ctx.input(name).reshape(-1)]
 
 
-def resolve_axis(axis: int, rank: int, where: str) -> int:
-    """A possibly negative axis in [-rank, rank) as a non-negative index; ``where`` names the
-    input it comes from."""
+def resolve_axis(ctx: KernelContext, name: str, axis: int, rank: int) -> int:
+    """An axis from input ``name``, possibly negative, in [-rank, rank) as a non-negative
+    index."""
     if not -rank <= axis < rank:
-        raise BadDataError(f"{where} {axis} is out of range [{-rank}, {rank}) for an input of"
-                           f" rank {rank}")
+        raise BadDataError(f"{ctx.describe_input(name)} {axis} is out of range [{-rank}, {rank})"
+                           f" for an input of rank {rank}")
     return axis % rank
 
 
 def axis_scalar(ctx: KernelContext, name: str, rank: int) -> int:
     """Scalar input ``name`` (its declared default when left out) as an axis of ``rank``."""
-    return resolve_axis(ctx.scalar(name), rank, ctx.describe_input(name))
+    return resolve_axis(ctx, name, ctx.scalar(name), rank)
 
 
 def axes_vector(ctx: KernelContext, name: str, rank: int) -> list[int]:
     """Distinct non-negative axes from 1-D input ``name``, in increasing order (repeated axes
     count once)."""
-    where = ctx.describe_input(name)
-    return sorted({resolve_axis(a, rank, where) for a in int_vector(ctx, name)})
+    return sorted({resolve_axis(ctx, name, a, rank) for a in int_vector(ctx, name)})
 
 
 def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep_dims: bool) -> Shape:
@@ -55,26 +54,27 @@ def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep_dims: bool) ->
     return tuple(n for d, n in enumerate(shape) if d not in axes)
 
 
-def check_indices(indices: np.ndarray, size: int, where: str, target: str,
+def check_indices(ctx: KernelContext, name: str, target: str, axis: int,
                   error: type = OpFailedError) -> None:
-    """Index values (of the input ``where`` names) must address ``size`` entries; a
-    data-dependent failure otherwise."""
+    """The values of index input ``name`` must address dimension ``axis`` of input ``target``;
+    a data-dependent failure otherwise."""
+    indices, size = ctx.input(name), ctx.input_shape(target)[axis]
     bad = (indices < 0) | (indices >= size)
     if bad.any():
         position = tuple(int(p) for p in np.argwhere(bad)[0])
-        raise error(f"{where} value {int(indices[position])} at {list(position)} is out of"
-                    f" range [0, {size}) for {target}")
+        raise error(f"{ctx.describe_input(name)} value {int(indices[position])} at"
+                    f" {list(position)} is out of range [0, {size}) for dimension {axis} of"
+                    f" {ctx.describe_input(target)}")
 
 
-def check_constant_indices(ctx: KernelContext, name: str, size: int, target: str) -> None:
+def check_constant_indices(ctx: KernelContext, name: str, target: str, axis: int) -> None:
     """At compile time, constant indices out of range make the model invalid."""
     if not ctx.at_compile_time:
         return  # execute checks them, as a data-dependent failure
     try:
-        indices = ctx.input(name)
+        check_indices(ctx, name, target, axis, BadDataError)
     except ValueNotKnown:
         return
-    check_indices(indices, size, ctx.describe_input(name), target, BadDataError)
 
 
 def positive_scalar(ctx: KernelContext, name: str) -> int:

@@ -36,17 +36,14 @@ def _check_rank(ctx: KernelContext, name: str, least: int, most: int | None = No
 def _prepare_embedding(ctx: KernelContext) -> list[Shape]:
     lookups = _check_rank(ctx, "lookups", 1, 1)
     values = _check_rank(ctx, "values", 2)
-    check_constant_indices(ctx, "lookups", values[0],
-                           f"the rows of {ctx.describe_input('values')}")
+    check_constant_indices(ctx, "lookups", "values", 0)
     return [lookups + values[1:]]
 
 
 @register(Op.EMBEDDING_LOOKUP, prepare=_prepare_embedding)
 def embedding_lookup(ctx: KernelContext) -> np.ndarray:
-    lookups, values = ctx.input("lookups"), ctx.input("values")
-    check_indices(lookups, values.shape[0], ctx.describe_input("lookups"),
-                  f"the rows of {ctx.describe_input('values')}")
-    return np.take(values, lookups, axis=0)
+    check_indices(ctx, "lookups", "values", 0)
+    return np.take(ctx.input("values"), ctx.input("lookups"), axis=0)
 
 
 def _prepare_hashtable(ctx: KernelContext) -> list[Shape]:
@@ -88,9 +85,9 @@ def _lsh_plan(ctx: KernelContext) -> tuple[LshType, Shape]:
     """(projection type, output shape), checked."""
     hash_shape = _check_rank(ctx, "hash", 2, 2)
     functions, bits = hash_shape
-    where = ctx.describe_input("hash")
     if bits > 32:
-        raise BadDataError(f"{where} has {bits} bits per function; at most 32")
+        raise BadDataError(f"{ctx.describe_input('hash')} has {bits} bits per function; at most"
+                           " 32")
     rows = _check_rank(ctx, "input", 1)[0]
     if ctx.has_input("weight"):
         weight = ctx.input_shape("weight")
@@ -106,8 +103,8 @@ def _lsh_plan(ctx: KernelContext) -> tuple[LshType, Shape]:
     if kind == LshType.DENSE:
         return kind, (functions * bits,)
     if kind == LshType.SPARSE and bits + math.ceil(math.log2(max(functions, 1))) > 32:
-        raise BadDataError(f"{where} {list(hash_shape)}: sparse signatures with offsets need"
-                           " bits + ceil(log2(functions)) <= 32")
+        raise BadDataError(f"{ctx.describe_input('hash')} {list(hash_shape)}: sparse signatures"
+                           " with offsets need bits + ceil(log2(functions)) <= 32")
     return kind, (functions,)
 
 

@@ -37,12 +37,13 @@ from ._shape_common import (
 def _paddings(ctx: KernelContext, rows: int) -> list[tuple[int, int]]:
     """Input ``paddings``: a [rows, 2] tensor of non-negative (before, after) paddings."""
     shape = ctx.input_shape("paddings")
-    where = ctx.describe_input("paddings")
     if tuple(shape) != (rows, 2):
-        raise BadDataError(f"{where} must have shape [{rows}, 2], got {list(shape)}")
+        raise BadDataError(f"{ctx.describe_input('paddings')} must have shape [{rows}, 2], got"
+                           f" {list(shape)}")
     values = ctx.input("paddings").reshape(rows, 2)
     if (values < 0).any():
-        raise BadDataError(f"{where} {values.tolist()} must not be negative")
+        raise BadDataError(f"{ctx.describe_input('paddings')} {values.tolist()} must not be"
+                           " negative")
     return [(int(a), int(b)) for a, b in values]
 
 
@@ -175,8 +176,7 @@ def strided_slice(ctx: KernelContext) -> np.ndarray:
 def _prepare_gather(ctx: KernelContext) -> list[Shape]:
     shape = ctx.input_shape("input")
     axis = axis_scalar(ctx, "axis", len(shape))
-    check_constant_indices(ctx, "indices", shape[axis],
-                           f"dimension {axis} of {ctx.describe_input('input')}")
+    check_constant_indices(ctx, "indices", "input", axis)
     return [shape[:axis] + ctx.input_shape("indices") + shape[axis + 1:]]
 
 
@@ -184,8 +184,7 @@ def _prepare_gather(ctx: KernelContext) -> list[Shape]:
 def gather(ctx: KernelContext) -> np.ndarray:
     x, indices = ctx.input("input"), ctx.input("indices")
     axis = axis_scalar(ctx, "axis", x.ndim)
-    check_indices(indices, x.shape[axis], ctx.describe_input("indices"),
-                  f"dimension {axis} of {ctx.describe_input('input')}")
+    check_indices(ctx, "indices", "input", axis)
     return np.asarray(np.take(x, indices, axis=axis))
 
 
@@ -266,15 +265,15 @@ def _depth_space_plan(ctx: KernelContext) -> tuple[bool, int, Shape]:
     nchw = ctx.scalar("nchw")
     n, h, w, c = check_rank4(ctx, "input", nchw)
     b = positive_scalar(ctx, "block_size")
-    block, data = ctx.describe_input("block_size"), ctx.describe_input("input")
     if ctx.operation == Op.DEPTH_TO_SPACE:
         if c % (b * b):
-            raise BadDataError(f"the depth {c} of {data} is not a multiple of the square of"
-                               f" {block} {b}")
+            raise BadDataError(f"the depth {c} of {ctx.describe_input('input')} is not a"
+                               f" multiple of the square of {ctx.describe_input('block_size')}"
+                               f" {b}")
         return nchw, b, (n, h * b, w * b, c // (b * b))
     if h % b or w % b:
-        raise BadDataError(f"the spatial size {h}x{w} of {data} is not a multiple of {block}"
-                           f" {b}")
+        raise BadDataError(f"the spatial size {h}x{w} of {ctx.describe_input('input')} is not a"
+                           f" multiple of {ctx.describe_input('block_size')} {b}")
     return nchw, b, (n, h // b, w // b, c * b * b)
 
 

@@ -27,20 +27,20 @@ def _reshape_target(ctx: KernelContext) -> Shape:
     """The output shape: input ``shape`` with its one -1 component (if any) inferred."""
     count = math.prod(ctx.input_shape("input"))
     target = int_vector(ctx, "shape")
-    where = ctx.describe_input("shape")
     stretch = [k for k, d in enumerate(target) if d == -1]
     bad = [d for d in target if d < -1]
     if bad or len(stretch) > 1:
-        raise BadDataError(f"{where} {target}: dimensions must be >= 0, with at most one -1")
+        raise BadDataError(f"{ctx.describe_input('shape')} {target}: dimensions must be >= 0,"
+                           " with at most one -1")
     known = math.prod(d for d in target if d != -1)
     if stretch:
         if known == 0 or count % known:
-            raise BadDataError(f"{where} {target}: no size for the -1 dimension makes {count}"
-                               " elements")
+            raise BadDataError(f"{ctx.describe_input('shape')} {target}: no size for the -1"
+                               f" dimension makes {count} elements")
         target[stretch[0]] = count // known
     elif known != count:
-        raise BadDataError(f"{where} {target} has {known} elements, the input"
-                           f" {list(ctx.input_shape('input'))} has {count}")
+        raise BadDataError(f"{ctx.describe_input('shape')} {target} has {known} elements, the"
+                           f" input {list(ctx.input_shape('input'))} has {count}")
     return tuple(target)
 
 
@@ -58,13 +58,12 @@ def _squeeze_shape(ctx: KernelContext) -> Shape:
     axes = int_vector(ctx, "axes") if ctx.has_input("axes") else []
     if not axes:  # omitted or empty: every dimension of size 1
         return tuple(n for n in shape if n != 1)
-    where = ctx.describe_input("axes")
     squeezed = set()
     for axis in axes:
-        d = resolve_axis(axis, len(shape), where)
+        d = resolve_axis(ctx, "axes", axis, len(shape))
         if shape[d] != 1:
-            raise BadDataError(f"{where} lists dimension {axis}, of size {shape[d]} in"
-                               f" {list(shape)}; only size 1 can be squeezed")
+            raise BadDataError(f"{ctx.describe_input('axes')} lists dimension {axis}, of size"
+                               f" {shape[d]} in {list(shape)}; only size 1 can be squeezed")
         squeezed.add(d)
     return tuple(n for d, n in enumerate(shape) if d not in squeezed)
 
@@ -171,13 +170,12 @@ def _split_plan(ctx: KernelContext) -> tuple[int, int]:
     shape = ctx.input_shape("input")
     axis = axis_scalar(ctx, "axis", len(shape))
     parts = ctx.scalar("num_splits")
-    where = ctx.describe_input("num_splits")
     if parts != ctx.output_count("outputs"):
-        raise BadDataError(f"{where} is {parts}, but the operation has"
-                           f" {ctx.output_count('outputs')} outputs")
+        raise BadDataError(f"{ctx.describe_input('num_splits')} is {parts}, but the operation"
+                           f" has {ctx.output_count('outputs')} outputs")
     if shape[axis] % parts:
-        raise BadDataError(f"{where} {parts} does not divide dimension {axis} of size"
-                           f" {shape[axis]}")
+        raise BadDataError(f"{ctx.describe_input('num_splits')} {parts} does not divide"
+                           f" dimension {axis} of size {shape[axis]}")
     return axis, parts
 
 
