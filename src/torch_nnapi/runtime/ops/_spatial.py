@@ -2,9 +2,9 @@
 
 One place computes what NNAPI's spatial operations have in common: reading the padding,
 stride, dilation, fused-activation and layout scalars of the explicit or implicit form (by the
-names their signatures declare), turning an implicit
-PaddingCode into explicit amounts, output sizes, NHWC/NCHW conversion, and strided window
-views. Kernels compute in NHWC; NCHW inputs are transposed in and out, as Android does.
+names their signatures declare), turning an implicit PaddingCode into explicit amounts, output
+sizes, NHWC/NCHW conversion, and strided window views. Kernels compute in NHWC; NCHW inputs
+are transposed in and out, as Android does.
 """
 
 from __future__ import annotations
