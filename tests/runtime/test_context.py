@@ -183,6 +183,8 @@ def test_a_name_the_signature_does_not_declare_is_a_kernel_bug():
         with pytest.raises(OpFailedError, match=r"'strides'.* CONV_2D \(implicit form\) does"
                                                 " not declare"):
             read("strides")
+    with pytest.raises(OpFailedError, match="asked for input 3, which"):
+        ctx.input(3)  # type: ignore[arg-type]  # positions are not names
 
 
 def test_bindings_are_made_once_per_compiled_step(monkeypatch):
