@@ -18,6 +18,7 @@ from ..nnapi.errors import BadDataError, OpFailedError
 from ..nnapi.model import Lifetime, Operand, Operation
 from ..nnapi.signatures import SignatureMatch
 from ..nnapi.signatures._dsl import Arg
+from .limits import NO_LIMITS, RunLimits
 
 Shape = tuple[int, ...]
 
@@ -91,16 +92,20 @@ class KernelContext:
     of a variadic input (CONCATENATION's ``inputs``).
     """
 
-    __slots__ = ("_binding", "_inputs", "_operands", "_shapes", "_values", "memo", "operation")
+    __slots__ = ("_binding", "_inputs", "_operands", "_shapes", "_values", "limits", "memo",
+                 "operation")
 
     def __init__(self, binding: Binding, values: Sequence[Any],
-                 shapes: Sequence[Shape] | None = None, memo: dict[str, Any] | None = None):
+                 shapes: Sequence[Shape] | None = None, memo: dict[str, Any] | None = None,
+                 limits: RunLimits = NO_LIMITS):
         self._binding = binding
         self.operation: OperationType = binding.operation
         self._inputs = binding.inputs
         self._operands = binding.operands
         self._values = values
         self._shapes = shapes
+        # How long the execution may still run: IF and WHILE run their models within it.
+        self.limits = limits
         # What kernels derive from this operation's constants and input shapes, kept by the
         # compiled step so that later executions of the same compilation reuse it.
         self.memo: dict[str, Any] = {} if memo is None else memo

@@ -24,6 +24,12 @@ from .registry import Kernel, kernel_for
 RELAXED_PRECISIONS = ("float32", "float16")
 
 
+def _has_shape(value: Any, shape: Shape) -> bool:
+    """Whether an input value fits the shape its step was prepared for (values without a
+    shape, omitted inputs and model references, always do)."""
+    return not isinstance(value, np.ndarray) or value.shape == shape
+
+
 def _fully_known(shape: Shape, is_scalar: bool) -> bool:
     return is_scalar or (len(shape) > 0 and all(d > 0 for d in shape))
 
@@ -88,10 +94,17 @@ class ExecutionResult:
 
 
 class Compilation:
-    """A finished Model prepared for execution on the host."""
+    """A finished Model prepared for execution on the host, with the models its IF and WHILE
+    operations call compiled too.
+
+    ``relax`` overrides the model's relaxComputationFloat32toFloat16 (a called model computes
+    as its caller says); ``called`` shares the compilations of called models between a model
+    and those it calls, so that a model called from several places compiles once.
+    """
 
     def __init__(self, model: Model, *, preference: PreferenceCode | int =
-                 PreferenceCode.FAST_SINGLE_ANSWER, relaxed_precision: str = "float32"):
+                 PreferenceCode.FAST_SINGLE_ANSWER, relaxed_precision: str = "float32",
+                 relax: bool | None = None, called: dict[int, "Compilation"] | None = None):
         if not model.finished:
             raise BadStateError("a model must be finished before it is compiled")
         try:
@@ -101,9 +114,19 @@ class Compilation:
         if relaxed_precision not in RELAXED_PRECISIONS:
             raise BadDataError(f"relaxed_precision must be one of {RELAXED_PRECISIONS}")
         self.model = model
-        self.emulate_float16 = model.relax_float32_to_float16 and relaxed_precision == "float16"
+        self.relax = model.relax_float32_to_float16 if relax is None else relax
+        self.emulate_float16 = self.relax and relaxed_precision == "float16"
+        called = {} if called is None else called
+        for inner in model.referenced_models():  # each after the models it calls
+            if id(inner) not in called:
+                called[id(inner)] = Compilation(inner, preference=self.preference,
+                                                relaxed_precision=relaxed_precision,
+                                                relax=self.relax, called=called)
+        # Constant values, and for MODEL operands the compilation of the model they name.
         self._constants: list[Any] = [
-            o.value if o.lifetime is Lifetime.CONSTANT else None for o in model.operands
+            o.value if o.lifetime is Lifetime.CONSTANT
+            else called[id(o.model)] if o.lifetime is Lifetime.REFERENCED_MODEL else None
+            for o in model.operands
         ]
         self.steps = [self._step(i, op, match)
                       for i, (op, match) in enumerate(zip(model.operations, model.matches))]
@@ -197,23 +220,26 @@ class Compilation:
         for step in self.steps:
             limits.check_deadline()
             op = step.operation
-            ctx = KernelContext(step.binding, values, None, step.memo)
+            ctx = KernelContext(step.binding, values, None, step.memo, limits)
             start = time.perf_counter() if profile else 0.0
             try:
+                shapes: Sequence[Shape] | None = None
                 if step.static_outputs is not None and all(
-                        values[i] is OMITTED or values[i] is None or values[i].shape == s
-                        for i, s in zip(op.inputs, step.input_shapes)):
+                        _has_shape(values[i], s) for i, s in zip(op.inputs, step.input_shapes)):
                     shapes = step.static_outputs
-                else:
+                elif not step.kernel.shaped_by_execution:
                     shapes = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
                     self._check_outputs(step, shapes, OpFailedError)
                 results = step.kernel.execute(ctx)
+                if isinstance(results, np.ndarray):
+                    results = (results,)
+                if shapes is None:  # the kernel's results decide (IF, WHILE)
+                    shapes = [tuple(r.shape) for r in results]
+                    self._check_outputs(step, shapes, OpFailedError)
             except NnapiError as e:
                 raise _prefixed(e, step.where) from e
             except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
                 raise _prefixed(e, step.where) from e
-            if isinstance(results, np.ndarray):
-                results = (results,)
             if len(results) != len(op.outputs):
                 raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
                                     f" expected {len(op.outputs)}")
@@ -235,8 +261,7 @@ class Compilation:
         outputs = [values[o] for o in self.model.outputs]
         kept: dict[int, np.ndarray] = {}
         if keep_intermediates:
-            kept = {i: v for i, v in enumerate(values)
-                    if v is not None and v is not OMITTED}
+            kept = {i: v for i, v in enumerate(values) if isinstance(v, np.ndarray)}
         else:
             kept = dict(zip(self.model.outputs, outputs))
         return ExecutionResult(outputs, kept, timings)
