@@ -1,4 +1,5 @@
-"""RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE, CONCATENATION, SPLIT, TILE.
+"""RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE, CONCATENATION, SPLIT, TILE, and (API 30) FILL
+and RANK.
 
 These move values without computing on them, so every data type takes the same path; the
 one exception is CONCATENATION of quant8 inputs quantized unlike the output (allowed since
@@ -221,3 +222,27 @@ def _prepare_tile(ctx: KernelContext) -> list[Shape]:
 @register(Op.TILE, prepare=_prepare_tile)
 def tile(ctx: KernelContext) -> np.ndarray:
     return np.tile(ctx.input("input"), _multiples(ctx))
+
+
+# --------------------------------------------------------------------------------------------
+# FILL and RANK
+
+
+def _fill_shape(ctx: KernelContext) -> Shape:
+    if len(ctx.input_shape("shape")) != 1:
+        raise BadDataError(f"{ctx.describe_input('shape')} must be a 1-D tensor, got shape"
+                           f" {list(ctx.input_shape('shape'))}")
+    dims = [int(d) for d in ctx.input("shape")]
+    if any(d < 0 for d in dims):
+        raise BadDataError(f"{ctx.describe_input('shape')} {dims} has a negative dimension")
+    return tuple(dims)
+
+
+@register(Op.FILL, prepare=lambda ctx: [_fill_shape(ctx)])
+def fill(ctx: KernelContext) -> np.ndarray:
+    return np.full(_fill_shape(ctx), ctx.scalar("value"), dtype=ctx.output_dtype())
+
+
+@register(Op.RANK, prepare=lambda ctx: [()])
+def rank(ctx: KernelContext) -> np.ndarray:
+    return np.asarray(len(ctx.input_shape("input")), dtype=np.int32)
