@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Iterable, Mapping
 
-from .conformance.spec import discover
+from .conformance.spec import CtsTest
 from .nnapi.codes import FeatureLevel, OperandType, OperationType
 from .nnapi.operand_types import OPERAND_TYPES
 from .nnapi.signatures import SIGNATURES
@@ -21,6 +20,7 @@ _TYPE_LABELS = {
     OperandType.TENSOR_FLOAT16: "float16",
     OperandType.TENSOR_INT32: "int32",
     OperandType.TENSOR_QUANT8_ASYMM: "quant8",
+    OperandType.TENSOR_QUANT8_ASYMM_SIGNED: "quant8 signed",
     OperandType.TENSOR_QUANT8_SYMM: "quant8 symm",
     OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL: "quant8 per-channel",
     OperandType.TENSOR_QUANT16_ASYMM: "quant16 asymm",
@@ -42,29 +42,33 @@ def _types_by_level(op: OperationType) -> str:
     return "; ".join(parts)
 
 
-def cts_counts(cts_dir: Path, known_failures: Iterable[str]) -> tuple[Counter, Counter]:
-    """Per operation name: the CTS tests whose model uses it, and those expected to pass.
+def cts_counts(tests: Iterable[tuple[str, CtsTest]],
+               known_failures: Iterable[str]) -> tuple[Counter, Counter]:
+    """Per operation name: the CTS tests (id, test) whose model, or a model it calls, uses
+    it, and those expected to pass.
 
     Every test not listed as a known failure is asserted to pass by the test suite, so
     "passing" here is what the suite verifies on each run.
     """
     known = set(known_failures)
     total, passing = Counter(), Counter()
-    for test in discover(cts_dir):
+    for test_id, test in tests:
         spec_model, _ = test.load()
-        for op in {operation["type"] for operation in spec_model["operations"]}:
+        models = [spec_model, *spec_model.get("referenced", [])]
+        for op in {operation["type"] for m in models for operation in m["operations"]}:
             total[op] += 1
-            passing[op] += test.id not in known
+            passing[op] += test_id not in known
     return total, passing
 
 
-def operation_table(cts_dir: Path | None = None, known_failures: Iterable[str] = ()) -> str:
+def operation_table(tests: Iterable[tuple[str, CtsTest]] | None = None,
+                    known_failures: Iterable[str] = ()) -> str:
     """One row per NNAPI operation: code, feature level, data types, host support, CTS."""
     from .runtime import kernel_for
 
     total = passing = None
-    if cts_dir is not None:
-        total, passing = cts_counts(cts_dir, known_failures)
+    if tests is not None:
+        total, passing = cts_counts(tests, known_failures)
     header = "| Operation | Code | Feature level | Data types | Host kernel | CTS passed |"
     rows = [header, "|" + "---|" * 6]
     for op in OperationType:
@@ -131,10 +135,12 @@ def pytorch_op_table() -> str:
     return "\n".join(rows)
 
 
-def readme_sections(cts_dir: Path | None, known_failures: Iterable[str]) -> dict[str, str]:
-    """Every generated README section, by marker name."""
+def readme_sections(tests: Iterable[tuple[str, CtsTest]] | None,
+                    known_failures: Iterable[str]) -> dict[str, str]:
+    """Every generated README section, by marker name; ``tests`` are the (id, test) CTS tests
+    the suite runs, for the operation table's CTS column."""
     return {
-        "operations": operation_table(cts_dir, known_failures),
+        "operations": operation_table(tests, known_failures),
         "operand-types": operand_type_table(),
         "c-functions": c_function_table(),
         "pytorch-ops": pytorch_op_table(),

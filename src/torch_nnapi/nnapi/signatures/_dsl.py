@@ -206,6 +206,14 @@ class RuleContext:
     def outputs(self, name: str) -> list:
         return [self._operands[self._outputs[p]] for p in self.match.output_positions.get(name, [])]
 
+    def describe(self, direction: str, name: str) -> list[str]:
+        """How messages name the operation's operands of argument ``name``, one per operand:
+        "input 3 (operand 5)"."""
+        positions = (self.match.input_positions if direction == "input"
+                     else self.match.output_positions).get(name, [])
+        indices = self._inputs if direction == "input" else self._outputs
+        return [f"{direction} {p} (operand {indices[p]})" for p in positions]
+
 
 # --------------------------------------------------------------------------------------------
 # Parsing the argument-list notation

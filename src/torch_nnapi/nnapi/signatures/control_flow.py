@@ -46,13 +46,6 @@ def _agree(outers: Sequence, outer_names: Sequence[str], inners: Sequence,
     return None
 
 
-def _names(ctx: RuleContext, direction: str, name: str) -> list[str]:
-    """How messages name the operation's operands of argument ``name``: "input 3"."""
-    positions = (ctx.match.input_positions if direction == "input"
-                 else ctx.match.output_positions).get(name, [])
-    return [f"{direction} {p}" for p in positions]
-
-
 def _of(model_name: str, direction: str, count: int, start: int = 0) -> list[str]:
     return [f"{model_name}'s {direction} {k}" for k in range(start, start + count)]
 
@@ -86,9 +79,9 @@ def _branch_agrees(name: str) -> Rule:
         if len(inputs) != len(passed) or len(outputs) != len(received):
             return (f"{name} has {len(inputs)} inputs and {len(outputs)} outputs; the IF"
                     f" passes {len(passed)} and receives {len(received)}")
-        return (_agree(passed, _names(ctx, "input", "inputs"), inputs,
+        return (_agree(passed, ctx.describe("input", "inputs"), inputs,
                        _of(name, "input", len(inputs)))
-                or _agree(received, _names(ctx, "output", "outputs"), outputs,
+                or _agree(received, ctx.describe("output", "outputs"), outputs,
                           _of(name, "output", len(outputs))))
 
     return check
@@ -113,7 +106,7 @@ def _while_condition(ctx: RuleContext) -> str | None:
     if len(inputs) != len(passed) or len(condition.outputs) != 1:
         return (f"condition_model has {len(inputs)} inputs and {len(condition.outputs)}"
                 f" outputs; the WHILE passes {len(passed)} and needs 1")
-    return (_agree(passed, _names(ctx, "input", "inputs"), inputs,
+    return (_agree(passed, ctx.describe("input", "inputs"), inputs,
                    _of("condition_model", "input", len(inputs)))
             or _condition_problem(_outputs_of(condition)[0], "condition_model's output 0"))
 
@@ -131,9 +124,9 @@ def _while_body(ctx: RuleContext) -> str | None:
                 f" the body needs {len(passed)} inputs and {len(received)} to"
                 f" {len(passed)} outputs")
     carried = len(outputs)
-    return (_agree(passed, _names(ctx, "input", "inputs"), inputs,
+    return (_agree(passed, ctx.describe("input", "inputs"), inputs,
                    _of("body_model", "input", len(inputs)))
-            or _agree(received, _names(ctx, "output", "outputs"), outputs,
+            or _agree(received, ctx.describe("output", "outputs"), outputs,
                       _of("body_model", "output", len(outputs)))
             or _agree(outputs, _of("body_model", "output", carried), inputs,
                       _of("body_model", "input (which it feeds)", carried)))
