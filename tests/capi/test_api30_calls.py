@@ -390,3 +390,58 @@ def test_set_operand_value_from_model_is_checked(lib):
     expect(lib.ANeuralNetworksModel_setOperandValueFromModel(model, 0, unfinished), BAD_DATA)
     value = ctypes.c_int32(0)
     expect(lib.ANeuralNetworksModel_setOperandValue(model, 0, byref(value), 4), BAD_DATA)
+
+
+def _loop_model(lib, step: int) -> c_void_p:
+    """while i < 10: i = i + step on an int32 [1], through setOperandValueFromModel."""
+    t_i32, t_bool = operand_type(OperandType.TENSOR_INT32, (1,)), \
+        operand_type(OperandType.TENSOR_BOOL8, (1,))
+
+    def model_of(types, values, operations, inputs, outputs):
+        model = c_void_p()
+        expect(lib.ANeuralNetworksModel_create(byref(model)))
+        for t in types:
+            expect(lib.ANeuralNetworksModel_addOperand(model, byref(t)))
+        for index, value in values.items():
+            expect(lib.ANeuralNetworksModel_setOperandValue(model, index, value.ctypes.data,
+                                                            value.nbytes))
+        for code, ins, outs in operations:
+            expect(lib.ANeuralNetworksModel_addOperation(model, code, len(ins), u32(*ins),
+                                                         len(outs), u32(*outs)))
+        expect(lib.ANeuralNetworksModel_identifyInputsAndOutputs(
+            model, len(inputs), u32(*inputs), len(outputs), u32(*outputs)))
+        expect(lib.ANeuralNetworksModel_finish(model))
+        return model
+
+    keep = [np.array([10], np.int32), np.array([step], np.int32), np.array([0], np.int32)]
+    condition = model_of([t_i32, t_i32, t_bool], {1: keep[0]},
+                         [(OperationType.LESS, (0, 1), (2,))], [0], [2])
+    body = model_of([t_i32, t_i32, operand_type(OperandType.INT32), t_i32],
+                    {1: keep[1], 2: keep[2]}, [(OperationType.ADD, (0, 1, 2), (3,))], [0], [3])
+    loop = c_void_p()
+    expect(lib.ANeuralNetworksModel_create(byref(loop)))
+    for t in (operand_type(OperandType.MODEL), operand_type(OperandType.MODEL), t_i32, t_i32):
+        expect(lib.ANeuralNetworksModel_addOperand(loop, byref(t)))
+    expect(lib.ANeuralNetworksModel_setOperandValueFromModel(loop, 0, condition))
+    expect(lib.ANeuralNetworksModel_setOperandValueFromModel(loop, 1, body))
+    expect(lib.ANeuralNetworksModel_addOperation(loop, OperationType.WHILE, 3, u32(0, 1, 2), 1,
+                                                 u32(3)))
+    expect(lib.ANeuralNetworksModel_identifyInputsAndOutputs(loop, 1, u32(2), 1, u32(3)))
+    expect(lib.ANeuralNetworksModel_finish(loop))
+    return compile_model(lib, loop)
+
+
+def test_a_while_loop_through_the_library(lib):
+    start, result = np.array([1], np.int32), np.zeros(1, np.int32)
+    execution = new_execution(lib, _loop_model(lib, 4))
+    bind(lib, execution, [start], [result])
+    expect(lib.ANeuralNetworksExecution_compute(execution))
+    assert result.tolist() == [13]
+
+
+def test_an_infinite_loop_ends_with_missed_deadline_at_the_loop_timeout(lib):
+    start, result = np.array([1], np.int32), np.zeros(1, np.int32)
+    execution = new_execution(lib, _loop_model(lib, 0))  # never reaches 10
+    bind(lib, execution, [start], [result])
+    expect(lib.ANeuralNetworksExecution_setLoopTimeout(execution, 20_000_000))  # 20 ms
+    expect(lib.ANeuralNetworksExecution_compute(execution), ResultCode.MISSED_DEADLINE_TRANSIENT)

@@ -4,7 +4,8 @@ Each gate is two integer matrix products (input and previous output, their zero 
 into per-row biases), each rescaled to a 16-bit value of the gate's intermediate scale,
 optionally a peephole term and a 16-bit layer normalization (which adds the gate bias), then
 gemmlowp's 16-bit fixed-point sigmoid or tanh. The cell state is 16-bit with a power-of-two
-scale 2**cell_shift; the hidden state is rescaled to int8 and optionally projected.
+scale 2**cell_shift; the hidden state is rescaled to int8 and optionally projected. The hidden
+state's zero point is subtracted from it, not added, as Android's (and TFLite's) kernel does.
 
 Android passes the output cell state buffer, not yet written, to the input and forget gates'
 peepholes, and adds no gate bias without layer normalization; we use the previous cell state
