@@ -421,8 +421,9 @@ class Converter:
     def _reshape_integers(self, t: TensorValue, shape: tuple) -> TensorValue:
         """RESHAPE takes no integer tensors at level 3: EXPAND_DIMS where only size-1
         dimensions are added, else a round trip through float32 (exact below 2**24, which
-        covers indices)."""
-        if lay.is_identity(t.layout):
+        covers indices). A 0-D value also goes through float32: the operation that made it
+        gives [] on Android 10 but [1] on Android 11, which EXPAND_DIMS would grow apart."""
+        if lay.is_identity(t.layout) and t.rank > 0:
             inserted, k = [], 0
             for i, d in enumerate(shape):
                 if k < t.rank and _same_dim(t.shape[k], d):
