@@ -14,6 +14,7 @@ from .conformance.spec import CtsTest
 from .nnapi.codes import FeatureLevel, OperandType, OperationType
 from .nnapi.operand_types import OPERAND_TYPES
 from .nnapi.signatures import SIGNATURES
+from .nnapi.signatures._dsl import ANY
 
 _TYPE_LABELS = {
     OperandType.TENSOR_FLOAT32: "float32",
@@ -35,6 +36,9 @@ def _level(level: int) -> str:
 
 
 def _types_by_level(op: OperationType) -> str:
+    signature = SIGNATURES[op]
+    if any(a.type_ref == ANY for f in signature.forms for a in f.inputs):
+        return "any (as the models it calls take)"
     parts = []
     for level, types in sorted(SIGNATURES[op].operand_types_by_level().items()):
         labels = ", ".join(_TYPE_LABELS.get(t, t.name.lower()) for t in types)
