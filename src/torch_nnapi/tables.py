@@ -55,7 +55,8 @@ def cts_counts(tests: Iterable[tuple[str, CtsTest]],
     "passing" here is what the suite verifies on each run.
     """
     known = set(known_failures)
-    total, passing = Counter(), Counter()
+    total: Counter[str] = Counter()
+    passing: Counter[str] = Counter()
     for test_id, test in tests:
         spec_model, _ = test.load()
         models = [spec_model, *spec_model.get("referenced", [])]

@@ -142,7 +142,7 @@ def memory_create_from_ahardware_buffer(ahwb: int, out: int) -> None:
 @entry
 def memory_free(handle: int) -> None:
     memory = HANDLES.remove(handle, Memory)
-    if memory is not None:
+    if isinstance(memory, Memory):
         memory.close()
 
 

@@ -54,7 +54,7 @@ class Binding:
         self.form: str = match.form.name
         self.operands = operands
         self.args: dict[str, Arg] = {a.name: a for a in match.form.inputs}
-        self.types: dict[str, OperandType] = {
+        self.types: dict[str, OperandType | None] = {  # None: of any type (IF, WHILE)
             a.name: a.resolve(match.combo.bindings) for a in match.form.inputs}
         self.inputs: dict[str, tuple[int, ...]] = {}
         self.positions: dict[str, tuple[int, ...]] = {}
@@ -184,7 +184,10 @@ class KernelContext:
             return self._operands[indices[k]].type
         if name not in self._inputs:
             raise self._undeclared(name)
-        return self._binding.types[name]
+        declared = self._binding.types[name]
+        if declared is None:  # an absent input of any type: none to tell
+            raise self._unavailable(name, k)
+        return declared
 
     def input_operand(self, name: str, k: int = 0) -> Operand:
         indices = self._inputs.get(name, ())

@@ -94,7 +94,8 @@ class Form:
             parts = []
             required = min(c.length for c in cuts)
             for i, a in enumerate(args):
-                t = a.resolve(bindings).name if bindings and a.type_ref in bindings else a.type_ref
+                t = bindings[a.type_ref].name if bindings and a.type_ref in bindings \
+                    else a.type_ref
                 token = f"{a.name}:{t}{'?' if a.omittable else ''}{'*' if a.variadic else ''}"
                 if a.has_default:
                     token += f"={_show_default(a)}"
@@ -161,7 +162,7 @@ class OperationSignature:
         for combo in self.combos:
             primary = primary_arg.resolve(combo.bindings)
             level = max(combo.level, int(self.level))
-            if primary not in sum(out.values(), []):
+            if primary is not None and primary not in sum(out.values(), []):
                 out.setdefault(level, []).append(primary)
         return out
 

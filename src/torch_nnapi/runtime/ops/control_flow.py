@@ -14,14 +14,27 @@ says to go on, as Android does; the execution's own timeout is checked as well.
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence, cast
 
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import MissedDeadlineError
 from ..context import KernelContext, Shape, ValueNotKnown
+from ..limits import RunLimits
 from ..registry import register
+
+
+class _Called(Protocol):
+    """What a MODEL input's value is: the compilation of the model it names."""
+
+    model: Any
+
+    def run(self, inputs: Sequence[Any], *, limits: RunLimits) -> Any: ...
+
+
+def _called(ctx: KernelContext, name: str) -> _Called:
+    return cast(_Called, ctx.input(name))
 
 
 def _truth(condition: np.ndarray) -> bool:
@@ -29,7 +42,7 @@ def _truth(condition: np.ndarray) -> bool:
     return bool(condition.reshape(-1)[0])
 
 
-def _declared_outputs(called: Any) -> list[Shape]:
+def _declared_outputs(called: _Called) -> list[Shape]:
     """The output shapes a called model declares, when every one is fully specified."""
     model = called.model
     shapes = []
@@ -48,24 +61,24 @@ def _passed(ctx: KernelContext) -> list[np.ndarray]:
 
 def _prepare_if(ctx: KernelContext) -> list[Shape]:
     branch = "then_model" if _truth(ctx.input("condition")) else "else_model"
-    return _declared_outputs(ctx.input(branch))
+    return _declared_outputs(_called(ctx, branch))
 
 
 @register(Op.IF, prepare=_prepare_if, shaped_by_execution=True)
 def if_(ctx: KernelContext) -> Sequence[np.ndarray]:
-    branch = ctx.input("then_model" if _truth(ctx.input("condition")) else "else_model")
+    branch = _called(ctx, "then_model" if _truth(ctx.input("condition")) else "else_model")
     return branch.run(_passed(ctx), limits=ctx.limits).outputs
 
 
 def _prepare_while(ctx: KernelContext) -> list[Shape]:
     """The loop's outputs are the body's first outputs."""
     count = ctx.output_count("outputs")
-    return _declared_outputs(ctx.input("body_model"))[:count]
+    return _declared_outputs(_called(ctx, "body_model"))[:count]
 
 
 @register(Op.WHILE, prepare=_prepare_while, shaped_by_execution=True)
 def while_(ctx: KernelContext) -> Sequence[np.ndarray]:
-    condition, body = ctx.input("condition_model"), ctx.input("body_model")
+    condition, body = _called(ctx, "condition_model"), _called(ctx, "body_model")
     limits = ctx.limits
     values = _passed(ctx)
     carried = len(body.model.outputs)  # values fed back: outputs first, then state
