@@ -31,6 +31,8 @@
 #include "NeuralNetworks.h"
 
 #define BRIDGE_MODULE "torch_nnapi.capi.bridge"
+/* The most dimensions an operand may have: nnapi.codes.MAX_RANK (a test checks they agree). */
+#define TNN_MAX_RANK 6
 #define PACKAGE_SUFFIX "/torch_nnapi/capi/libneuralnetworks.so"
 
 /* ------------------------------------------------------------------ finding Python */
@@ -238,6 +240,20 @@ static int call(const char *function, const char *format, ...)
     return result;
 }
 
+/* A dimensionCount above TNN_MAX_RANK is refused before anything reads the dimensions array
+ * it describes: a corrupted model file can make a caller pass 2^31 with a 16-byte array. */
+static int too_many_dimensions(const char *function, const ANeuralNetworksOperandType *type)
+{
+    if (!type || type->dimensionCount <= TNN_MAX_RANK)
+        return 0;
+    char message[128];
+    snprintf(message, sizeof message,
+             "type->dimensionCount %u is more than the %d any NNAPI operation takes",
+             (unsigned)type->dimensionCount, TNN_MAX_RANK);
+    call("refuse_call", "(ss)", function, message);
+    return 1;
+}
+
 /* ------------------------------------------------------------------ the API */
 
 #define PTR(p) ((unsigned long long)(uintptr_t)(p))
@@ -287,6 +303,8 @@ int ANeuralNetworksModel_finish(ANeuralNetworksModel *model)
 int ANeuralNetworksModel_addOperand(ANeuralNetworksModel *model,
                                     const ANeuralNetworksOperandType *type)
 {
+    if (too_many_dimensions(__func__, type))
+        return ANEURALNETWORKS_BAD_DATA;
     return call("model_add_operand", "(KK)", PTR(model), PTR(type));
 }
 
@@ -402,6 +420,8 @@ int ANeuralNetworksExecution_setInput(ANeuralNetworksExecution *execution, int32
                                       const ANeuralNetworksOperandType *type, const void *buffer,
                                       size_t length)
 {
+    if (too_many_dimensions(__func__, type))
+        return ANEURALNETWORKS_BAD_DATA;
     return call("execution_set_input", "(KiKKK)", PTR(execution), index, PTR(type), PTR(buffer),
                 SIZE(length));
 }
@@ -412,6 +432,8 @@ int ANeuralNetworksExecution_setInputFromMemory(ANeuralNetworksExecution *execut
                                                 const ANeuralNetworksMemory *memory,
                                                 size_t offset, size_t length)
 {
+    if (too_many_dimensions(__func__, type))
+        return ANEURALNETWORKS_BAD_DATA;
     return call("execution_set_input_from_memory", "(KiKKKK)", PTR(execution), index, PTR(type),
                 PTR(memory), SIZE(offset), SIZE(length));
 }
@@ -420,6 +442,8 @@ int ANeuralNetworksExecution_setOutput(ANeuralNetworksExecution *execution, int3
                                        const ANeuralNetworksOperandType *type, void *buffer,
                                        size_t length)
 {
+    if (too_many_dimensions(__func__, type))
+        return ANEURALNETWORKS_BAD_DATA;
     return call("execution_set_output", "(KiKKK)", PTR(execution), index, PTR(type),
                 PTR(buffer), SIZE(length));
 }
@@ -430,6 +454,8 @@ int ANeuralNetworksExecution_setOutputFromMemory(ANeuralNetworksExecution *execu
                                                  const ANeuralNetworksMemory *memory,
                                                  size_t offset, size_t length)
 {
+    if (too_many_dimensions(__func__, type))
+        return ANEURALNETWORKS_BAD_DATA;
     return call("execution_set_output_from_memory", "(KiKKKK)", PTR(execution), index,
                 PTR(type), PTR(memory), SIZE(offset), SIZE(length));
 }

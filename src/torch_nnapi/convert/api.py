@@ -243,7 +243,8 @@ def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: i
                         for t in outputs],
         [_KINDS[t.dtype] for t in outputs], [float(t.scale) for t in outputs],
         [int(t.zero_point) for t in outputs], list(lowered.output_ranks),
-        list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level))
+        list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level),
+        input_dtypes=[getattr(torch, s.example.dtype) for s in specs])
 
 
 def _input_cast(t: TensorValue, spec) -> int:

@@ -29,7 +29,7 @@ from ..nnapi.model import Model
 from .api import Conversion, convert_with_details
 from .capture import as_example_tuple
 from .compare import LayerDiff, compare_layers
-from .errors import ConversionError, ConverterBug, UnsupportedUse
+from .errors import ConversionError, ConverterBug, UnsupportedUse, one_line
 from .levels import (OperationLevel, Requirement, above, model_requirements, operation_levels,
                      origin_of)
 
@@ -263,7 +263,7 @@ def _check(report: CheckReport, model, examples: tuple, nhwc, flexible, host: bo
         with torch.no_grad():
             expected = _as_list(model(*[x.clone() for x in examples]))
     except Exception as e:  # noqa: BLE001 - the inputs do not fit the model
-        report.errors.append(f"the model fails on the given inputs: {_one_line(e)}")
+        report.errors.append(f"the model fails on the given inputs: {one_line(e)}")
         return
     try:
         conversion = convert_with_details(model, examples, **options)
@@ -282,7 +282,7 @@ def _check(report: CheckReport, model, examples: tuple, nhwc, flexible, host: bo
         try:
             diffs = compare_layers(model, examples, **options)
         except Exception as e:  # noqa: BLE001 - reported, the rest of the check stands
-            report.errors.append(f"layer-by-layer comparison failed: {_one_line(e)}")
+            report.errors.append(f"layer-by-layer comparison failed: {one_line(e)}")
         else:
             report.layers = [_layer(d, report) for d in diffs]
 
@@ -312,7 +312,7 @@ def _check_outputs(report: CheckReport, expected: list, conversion: Conversion,
             actual = _as_list(run_on_host(module, *examples) if host else module(*examples))
     except Exception as e:  # noqa: BLE001 - reported, the rest of the check stands
         report.errors.append(f"running the converted module ({report.backend}) failed:"
-                             f" {_one_line(e)}")
+                             f" {one_line(e)}")
         return
     library = loaded_nnapi_library()
     if not host and library:
@@ -342,13 +342,6 @@ def _dequantized_from(conversion: Conversion, output: int) -> float:
                 return float(model.operands[operation.inputs[0]].scale)
             break
     return 0.0
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip() or type(e).__name__
-    lines = [line for line in text.splitlines() if line.strip()]
-    # TorchScript errors carry the script traceback first; the cause is the last line
-    return lines[-1] if len(lines) > 1 and "Traceback" in text else " ".join(lines)
 
 
 def loaded_nnapi_library() -> str:

@@ -14,9 +14,11 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..nnapi.codes import OperandType, PreferenceCode
-from ..nnapi.errors import BadDataError, BadStateError, NnapiError, OpFailedError
+from ..nnapi.errors import BadDataError, BadStateError, NnapiError, OpFailedError, \
+    OutOfMemoryError
 from ..nnapi.model import Lifetime, Model, Operation, element_count
 from .context import OMITTED, KernelContext, Shape, ValueNotKnown
+from .limits import check_tensor_sizes, is_allocation_failure
 from .registry import Kernel, kernel_for
 
 RELAXED_PRECISIONS = ("float32", "float16")
@@ -36,9 +38,13 @@ def _conflicts(declared: Shape, actual: Shape) -> bool:
 
 
 def _prefixed(error: Exception, where: str) -> NnapiError:
-    """Re-raises a kernel's error with the operation it happened in."""
+    """Re-raises a kernel's error with the operation it happened in (once)."""
     if isinstance(error, NnapiError):
-        return type(error)(f"{where}: {error}", error.code)
+        message = str(error)
+        return type(error)(message if message.startswith(where) else f"{where}: {message}",
+                           error.code)
+    if is_allocation_failure(error):
+        return OutOfMemoryError(f"{where}: {type(error).__name__}: {error}")
     return OpFailedError(f"{where}: {type(error).__name__}: {error}")
 
 
@@ -150,6 +156,11 @@ class Compilation:
             if _conflicts(declared, shape):
                 raise error(f"{step.where}: output {pos} ({self.model.describe_operand(o)}) is"
                             f" declared {list(declared)} but the inputs give {list(shape)}")
+        try:
+            check_tensor_sizes(shapes, [self.model.operands[o].info.dtype for o in outputs],
+                               "output")
+        except NnapiError as e:
+            raise _prefixed(e, step.where) from None
 
     def _plan_frees(self) -> None:
         """Drops each temporary after its last reader, so big models run in little memory."""
