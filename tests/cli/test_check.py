@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from torch_nnapi.cli import main
+from torch_nnapi.cli._errors import ExitCode
 from torch_nnapi.convert.lowerings import LOWERINGS, lowering_for
 
 from ._models import Plain, QuantizedRelu, Scaled, Unsupported, save
@@ -156,7 +157,8 @@ def test_quantized_tensors_compared_in_quanta(tmp_path, capsys):
     code, text = _check(capsys, path, "--input", "1x8", "--quantized-engine", "default")
     assert code == 0 and f"(quantized engine {engine})" in text
     assert torch.backends.quantized.engine == engine
-    assert main(["check", path, "--input", "1x8", "--quantized-engine", "bogus"]) == 1
+    assert main(["check", path, "--input", "1x8", "--quantized-engine", "bogus"]) == \
+        ExitCode.USAGE
     assert "quantized engine 'bogus' is not available" in capsys.readouterr().err
 
 
@@ -174,17 +176,21 @@ def test_host_runtime_option(scaled_file, capsys):
 
 def test_inputs_that_do_not_fit_the_model(tmp_path, capsys):
     path = save(torch.nn.Linear(5, 3), torch.randn(2, 5), tmp_path / "linear.pt")
-    code, text = _check(capsys, path, "--input", "2x4")
-    assert code == 1
-    assert "error: the model fails on the given inputs:" in text and "(2x4 and 5x3)" in text
+    assert main(["check", path, "--input", "2x4"]) == ExitCode.USAGE
+    captured = capsys.readouterr()
+    assert not captured.out
+    assert "error: the model fails on inputs [2, 4] float32:" in captured.err
+    assert "(2x4 and 5x3)" in captured.err
 
 
 def test_bad_arguments(scaled_file, tmp_path, capsys):
-    assert main(["check", str(tmp_path / "missing.pt"), "--input", "1x3x4x4"]) == 1
-    assert main(["check", scaled_file, "--input", "1x0x4"]) == 1
+    assert main(["check", str(tmp_path / "missing.pt"), "--input", "1x3x4x4"]) == \
+        ExitCode.BAD_FILE
+    assert main(["check", scaled_file, "--input", "1x0x4"]) == ExitCode.USAGE
     assert "dimension 1" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["check", scaled_file, "--input", "1x3x4x4", "--target-level", "9"])
+    assert main(["check", scaled_file, "--input", "1x3x4x4", "--target-level", "9"]) == \
+        ExitCode.USAGE
+    assert "invalid choice: 9" in capsys.readouterr().err
 
 
 def test_mobilenet_v2_fits_level_1(tmp_path, capsys):

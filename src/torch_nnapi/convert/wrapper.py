@@ -23,7 +23,8 @@ from typing import Dict, List, Optional
 import torch
 
 # 2: input_casts may quantize (CAST_QUANTIZE, input_scales/zero_points); 3: the compilation
-# lives in a submodule that saves as nothing, weight and input dtypes are checked
+# lives in a submodule that saves as nothing, weight and input dtypes are checked, and each
+# operation's PyTorch origin is recorded
 FORMAT_VERSION = 3
 
 # output_kinds: how an NNAPI output buffer is allocated and returned
@@ -152,6 +153,7 @@ class NnapiProgram(torch.nn.Module):
     weight_shapes: List[List[int]]
     input_dtypes: List[int]
     dtype_names: Dict[int, str]
+    operation_origins: List[str]
 
     def __init__(self, ser_model: torch.Tensor, weights: List[torch.Tensor],
                  patch_offsets: List[int], patch_programs: List[List[int]],
@@ -163,7 +165,8 @@ class NnapiProgram(torch.nn.Module):
                  output_kinds: List[int], output_scales: List[float],
                  output_zero_points: List[int], output_ranks: List[int],
                  output_map: List[int], compilation_preference: int, relax_f32_to_f16: bool,
-                 feature_level: int, *, input_dtypes: List[torch.dtype]):
+                 feature_level: int, *, input_dtypes: List[torch.dtype],
+                 operation_origins: Optional[List[str]] = None):
         super().__init__()
         self.ser_model = ser_model
         self.weights = weights
@@ -193,6 +196,8 @@ class NnapiProgram(torch.nn.Module):
         self.weight_shapes = [list(w.shape) for w in weights]
         self.input_dtypes = [dtype_code(d) for d in input_dtypes]
         self.dtype_names = {dtype_code(d): str(d).replace("torch.", "") for d in NAMED_DTYPES}
+        # per NNAPI operation, the PyTorch code it comes from (for inspect)
+        self.operation_origins = list(operation_origins or [])
 
     def _evaluate(self, prog: List[int], shapes: List[List[int]]) -> int:
         stack: List[int] = []

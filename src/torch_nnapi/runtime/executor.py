@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -183,23 +183,30 @@ class Compilation:
         return Execution(self)
 
     def run(self, inputs: Sequence[Any], *, keep_intermediates: bool = False,
-            profile: bool = False) -> ExecutionResult:
-        """Executes once: ``inputs`` in model-input order (None for an omitted input)."""
+            profile: bool = False,
+            substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
+        """Executes once: ``inputs`` in model-input order (None for an omitted input).
+
+        ``substitutes`` replaces what operations compute for some operands: the operations
+        reading them get the substitute, the result keeps the computed value (to check each
+        layer on its reference input, ``convert.compare``)."""
         if len(inputs) != len(self.model.inputs):
             raise BadDataError(f"the model has {len(self.model.inputs)} inputs, got"
                                f" {len(inputs)}")
         execution = Execution(self)
         for i, value in enumerate(inputs):
             execution.set_input(i, value)
-        return execution.compute(keep_intermediates=keep_intermediates, profile=profile)
+        return execution.compute(keep_intermediates=keep_intermediates, profile=profile,
+                                 substitutes=substitutes)
 
-    def _execute(self, inputs: Sequence[Any], keep_intermediates: bool,
-                 profile: bool) -> ExecutionResult:
+    def _execute(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
+                 substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         operands = self.model.operands
         values = list(self._constants)
         for index, value in zip(self.model.inputs, inputs):
             values[index] = value
         timings: list[OperationTiming] = []
+        computed: dict[int, np.ndarray] = {}  # substituted operands' own values
         for step in self.steps:
             op = step.operation
             ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs, values,
@@ -231,6 +238,8 @@ class Compilation:
                         f" expected {operand.info.dtype}{list(shape)} (a kernel bug)")
                 if self.emulate_float16 and operand.type == OperandType.TENSOR_FLOAT32:
                     array = array.astype(np.float16).astype(np.float32)
+                if substitutes is not None and o in substitutes:
+                    computed[o], array = array, substitutes[o]
                 values[o] = array
             if profile:
                 timings.append(OperationTiming(step.position, op.type.name,
@@ -243,6 +252,7 @@ class Compilation:
         if keep_intermediates:
             kept = {i: v for i, v in enumerate(values)
                     if v is not None and v is not OMITTED}
+            kept.update(computed)
         else:
             kept = dict(zip(self.model.outputs, outputs))
         return ExecutionResult(outputs, kept, timings)
@@ -277,14 +287,15 @@ class Execution:
             return
         self._inputs[index] = _as_input_array(value, operand, dimensions, where)
 
-    def compute(self, *, keep_intermediates: bool = False, profile: bool = False) \
-            -> ExecutionResult:
+    def compute(self, *, keep_intermediates: bool = False, profile: bool = False,
+                substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         if self.result is not None:
             raise BadStateError("an execution computes only once; create a new one")
         unset = [i for i, s in enumerate(self._set) if not s]
         if unset:
             raise BadDataError(f"model inputs {unset} were not set")
-        self.result = self.compilation._execute(self._inputs, keep_intermediates, profile)
+        self.result = self.compilation._execute(self._inputs, keep_intermediates, profile,
+                                                substitutes)
         return self.result
 
 
