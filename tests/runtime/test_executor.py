@@ -104,3 +104,17 @@ def test_unset_input_is_reported():
 def test_model_must_be_finished():
     with pytest.raises(BadStateError):
         Compilation(Model())
+
+
+def test_substitutes_feed_later_operations_and_keep_computed_values():
+    """(a + b) * b with the sum replaced: MUL reads the substitute, the result keeps what ADD
+    computed (how convert.compare checks each layer on PyTorch's own input)."""
+    model = _chain()
+    a = np.ones((2, 3), np.float32)
+    b = np.full((2, 3), 2.0, np.float32)
+    total = 3  # the temporary "sum"
+    substitute = np.full((2, 3), 10.0, np.float32)
+    result = Compilation(model).run([a, b], keep_intermediates=True,
+                                    substitutes={total: substitute})
+    np.testing.assert_array_equal(result.outputs[0], substitute * b)
+    np.testing.assert_array_equal(result.value(total), a + b)

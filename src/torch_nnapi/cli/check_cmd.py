@@ -195,8 +195,10 @@ def _numbers(report, worst: int) -> list[str]:
     if report.layers:
         first = report.first_bad_layer
         how = ", each from PyTorch's own input" if report.isolated else ""
+        within = all(t.within for t in report.layers)
         lines.append(f"layer by layer (host runtime{how}, {len(report.layers)} tensors):"
-                     + (" all within tolerance" if first is None else ""))
+                     + (" all within tolerance" if within else
+                        " no mismatch of the conversion" if first is None else ""))
         if first is not None:
             lines.append(f"  first layer over tolerance: {first.kind} {first.name}"
                          f" {first.shape}: {first.value()} (tolerance {first.limit()})")
