@@ -14,8 +14,8 @@ import pytest
 from torch_nnapi.nnapi import DurationCode, OperandType, OperationType, ResultCode
 
 from .clib import (
-    bind,
     binary_model,
+    bind,
     compile_model,
     expect,
     host_device,

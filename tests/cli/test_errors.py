@@ -163,8 +163,8 @@ def test_bad_input_is_one_line_and_a_documented_code(argv, code, words, files, c
         return
     lines = captured.err.splitlines()
     assert 1 <= len(lines) <= 2, captured.err
-    assert lines[0].startswith(f"torch-nnapi{' ' + argv[0] if argv and argv[0] in COMMANDS else ''}:"
-                               " error: "), lines[0]
+    command = f" {argv[0]}" if argv and argv[0] in COMMANDS else ""
+    assert lines[0].startswith(f"torch-nnapi{command}: error: "), lines[0]
     assert words.format(**files) in lines[0]
     assert len(lines) == 1 or lines[1].startswith("hint: ")
     assert not captured.out
@@ -272,3 +272,14 @@ def test_version(capsys):
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.startswith(f"torch-nnapi {torch_nnapi.__version__} (Python")
+
+
+def test_check_reports_use_the_cli_exit_codes():
+    from torch_nnapi.convert.check import CheckReport
+
+    report = CheckReport([], input_error="the model fails on inputs [2]: no")
+    assert report.exit_code == ExitCode.USAGE
+    report = CheckReport([])
+    assert report.exit_code == ExitCode.CANNOT_CONVERT
+    report.converted = True  # but no output compared
+    assert report.exit_code == ExitCode.MISMATCH

@@ -90,7 +90,7 @@ _WIDTH, _HEIGHT = 1060, 300
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56, 12, 12, 36
 
 
-def _log_axis(values: Sequence[float]) -> tuple[float, float]:
+def _log_axis(values: Sequence[float]) -> tuple[int, int]:
     positive = [v for v in values if v > 0]
     low = min(positive, default=1e-3)
     high = max(max(positive, default=1.0), 1.0)

@@ -176,7 +176,8 @@ def read_input_files(paths: Sequence[str], specs: Sequence[InputSpec] = (),
 
 def _read_file(path: Path, spec: Optional[InputSpec], mean, std) -> list:
     if not path.is_file():
-        raise bad_file(f"--input-file {path}: {'is a directory' if path.is_dir() else 'no such file'}")
+        problem = "is a directory" if path.is_dir() else "no such file"
+        raise bad_file(f"--input-file {path}: {problem}")
     suffix = path.suffix.lower()
     if suffix in IMAGE_SUFFIXES:
         return [_read_image(path, spec, _channels(mean, "--mean"), _channels(std, "--std"))]
@@ -249,11 +250,11 @@ def _read_image(path: Path, spec: Optional[InputSpec], mean, std):
 
     try:
         with Image.open(path) as image:
-            image = image.convert("RGB")
+            rgb = image.convert("RGB")
             if spec is not None and len(spec.shape) == 4:
                 height, width = spec.shape[2], spec.shape[3]
-                image = image.resize((width, height), Image.Resampling.BILINEAR)
-            pixels = np.asarray(image, dtype=np.float32) / 255.0
+                rgb = rgb.resize((width, height), Image.Resampling.BILINEAR)
+            pixels = np.asarray(rgb, dtype=np.float32) / 255.0
     except Exception as e:  # noqa: BLE001 - any reading failure is the file's
         raise bad_file(f"--input-file {path}: not a readable image ({_short(e)})") from None
     x = torch.from_numpy(np.ascontiguousarray(pixels.transpose(2, 0, 1)))[None]

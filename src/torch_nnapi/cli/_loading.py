@@ -139,6 +139,8 @@ def input_names(model) -> list[str] | None:
     import inspect
 
     forward = getattr(model, "forward", None)
+    if forward is None:
+        return None
     schema = getattr(forward, "schema", None)
     if schema is not None:
         return [a.name for a in schema.arguments[1:]]

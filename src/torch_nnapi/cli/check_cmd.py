@@ -22,7 +22,7 @@ import argparse
 import json
 
 from ._commands import command
-from ._errors import ExitCode, usage
+from ._errors import usage
 from ._inputs import (
     add_input_options,
     conform,
@@ -83,9 +83,9 @@ def _examples(args: argparse.Namespace) -> tuple[list, tuple]:
 @command("check", "check that a PyTorch model converts, which NNAPI feature level it needs,"
          " and that the result matches PyTorch layer by layer", _configure, torchscript=True)
 def run(args: argparse.Namespace) -> int:
-    from ..convert.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, check_model
-
     import torch
+
+    from ..convert.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, check_model
 
     if args.worst < 0:
         raise usage("--worst must be 0 or more")
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
                 f.write(check_page(report, args.model))
         if not args.json:
             print(f"report: {args.report}")
-    return int(ExitCode(report.exit_code))
+    return int(report.exit_code)  # the codes of ExitCode (cli/_errors.py)
 
 
 def render(report, specs=(), worst: int = 5) -> list[str]:

@@ -40,7 +40,8 @@ def _backends() -> dict:
          _configure)
 def run(args: argparse.Namespace) -> int:
     if not args.directory.is_dir():
-        raise bad_file(f"{args.directory}: {'no such directory' if not args.directory.exists() else 'not a directory'}")
+        problem = "not a directory" if args.directory.exists() else "no such directory"
+        raise bad_file(f"{args.directory}: {problem}")
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
     unknown = [v for v in versions if v not in VERSIONS]
     if unknown or not versions:

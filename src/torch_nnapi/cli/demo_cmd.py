@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     import torch_nnapi
+
     from ..convert.api import convert_with_details
     from ..convert.bench import first_run, time_calls
     from ..convert.check import loaded_nnapi_library

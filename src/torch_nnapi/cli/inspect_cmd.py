@@ -12,8 +12,8 @@ import argparse
 import json
 from collections import Counter
 
-from ._commands import command
 from ..nnapi.errors import NnapiError
+from ._commands import command
 from ._errors import ExitCode, bad_file
 from ._loading import load_converted
 

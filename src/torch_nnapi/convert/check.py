@@ -36,8 +36,14 @@ from .api import Conversion, convert_with_details
 from .capture import alternate_engine, as_example_tuple, quantized_engine
 from .compare import LayerDiff, compare_layers
 from .errors import ConversionError, ConverterBug, UnsupportedUse, one_line
-from .levels import (OperationLevel, Requirement, above, model_requirements, operation_levels,
-                     origin_of)
+from .levels import (
+    OperationLevel,
+    Requirement,
+    above,
+    model_requirements,
+    operation_levels,
+    origin_of,
+)
 
 FLOAT_TOLERANCE = 1e-4  # relative to the magnitude of the layer or output
 # Quantized tensors (and float tensors dequantized from them), in quanta. PyTorch's quantized

@@ -60,10 +60,10 @@ def compare_layers(model, example_inputs, *, alternate: Optional[str] = None,
                           bool(options.get("relax_fp32_to_fp16", False)))
     model_ = lowered.cx.model
     inputs = []
-    for x, t in zip(examples, lowered.inputs):
-        if t.is_quantized and not x.is_quantized:  # quantized on the host by the wrapper
-            x = torch.quantize_per_tensor(x, t.scale, t.zero_point, torch.quint8)
-        inputs.append(_nnapi_array(x, t))
+    for x, held in zip(examples, lowered.inputs):
+        if held.is_quantized and not x.is_quantized:  # quantized on the host by the wrapper
+            x = torch.quantize_per_tensor(x, held.scale, held.zero_point, torch.quint8)
+        inputs.append(_nnapi_array(x, held))
     # operands whose fused activation comes later: until then PyTorch holds the value
     # before the activation, which the NNAPI model never materializes
     before_activation = dict(lowered.cx.fused_activations)

@@ -14,8 +14,13 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..nnapi.codes import OperandType, PreferenceCode
-from ..nnapi.errors import BadDataError, BadStateError, NnapiError, OpFailedError, \
-    OutOfMemoryError
+from ..nnapi.errors import (
+    BadDataError,
+    BadStateError,
+    NnapiError,
+    OpFailedError,
+    OutOfMemoryError,
+)
 from ..nnapi.model import Lifetime, Model, Operation, element_count
 from .context import OMITTED, KernelContext, Shape, ValueNotKnown
 from .limits import check_tensor_sizes, is_allocation_failure
