@@ -288,3 +288,21 @@ def test_isolated_layers_each_start_from_pytorchs_input(tmp_path, capsys):
     assert sum(alone for alone, _ in errors) < sum(carried for _, carried in errors), errors
     code, text = _check(capsys, path, "--input", "1x3x8x8", "--isolated")
     assert "layer by layer (host runtime, each from PyTorch's own input," in text
+
+
+def test_convert_check_gives_a_verdict_and_fails_over_the_tolerance(scaled_file, tmp_path,
+                                                                    capsys, monkeypatch):
+    honest = lowering_for("aten::mul")
+
+    def slightly_wrong(cx, a, b):
+        return honest.fn(cx, a, b * (1 + 1e-5) if isinstance(b, torch.Tensor) else b)
+
+    out = str(tmp_path / "converted.pt")
+    assert main(["convert", scaled_file, "-o", out, "--input", "1x3x4x4", "--check"]) == 0
+    assert "result: OK, the saved module matches the model" in capsys.readouterr().out
+    monkeypatch.setitem(LOWERINGS, "aten::mul", dataclasses.replace(honest, fn=slightly_wrong))
+    assert main(["convert", scaled_file, "-o", out, "--input", "1x3x4x4", "--check",
+                 "--rtol", "1e-7"]) == ExitCode.MISMATCH
+    text = capsys.readouterr().out
+    assert "(tolerance 1e-07) MISMATCH" in text
+    assert text.splitlines()[-1] == "result: MISMATCH, the saved module does not match the model"

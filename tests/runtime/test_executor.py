@@ -118,3 +118,36 @@ def test_substitutes_feed_later_operations_and_keep_computed_values():
                                     substitutes={total: substitute})
     np.testing.assert_array_equal(result.outputs[0], substitute * b)
     np.testing.assert_array_equal(result.value(total), a + b)
+
+
+def test_an_omitted_model_input_an_operation_needs_is_bad_data_before_running():
+    """Fuzzing regression: ROI_POOLING with its rois model input omitted at execution failed
+    inside the kernel (IndexError, OP_FAILED)."""
+    m = Model()
+    feature = m.add_operand(F32, (1, 4, 4, 1))
+    rois = m.add_operand(F32, (1, 4))
+    batch = m.add_constant(OperandType.TENSOR_INT32, np.zeros(1, np.int32))
+    scalars = [m.add_scalar(OperandType.INT32, 2), m.add_scalar(OperandType.INT32, 2),
+               m.add_scalar(OperandType.FLOAT32, 1.0), m.add_scalar(OperandType.FLOAT32, 1.0),
+               m.add_scalar(OperandType.BOOL, False)]
+    out = m.add_operand(F32, (1, 2, 2, 1))
+    m.add_operation(OperationType.ROI_POOLING, [feature, rois, batch, *scalars], [out])
+    m.identify_inputs_and_outputs([feature, rois], [out])
+    compilation = Compilation(m.finish())
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+    box = np.array([[0, 0, 3, 3]], np.float32)
+    assert compilation.run([x, box]).outputs[0].shape == (1, 2, 2, 1)
+    with pytest.raises(BadDataError, match=r"operation 0 \(ROI_POOLING\): model input 1"
+                                           r" omitted, but input 1 \(rois\)"):
+        compilation.run([x, None])
+
+
+def test_an_omitted_model_input_of_an_optional_position_runs():
+    m = Model()
+    x = m.add_operand(F32, (1, 3, 1))
+    axes = m.add_operand(OperandType.TENSOR_INT32, (1,))
+    out = m.add_operand(F32, (0,))
+    m.add_operation(OperationType.SQUEEZE, [x, axes], [out])
+    m.identify_inputs_and_outputs([x, axes], [out])
+    result = Compilation(m.finish()).run([np.ones((1, 3, 1), np.float32), None])
+    assert result.outputs[0].shape == (3,)

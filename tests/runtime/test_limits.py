@@ -115,3 +115,20 @@ def test_a_fused_activation_with_a_tiny_output_scale_saturates():
     from torch_nnapi.runtime.quant import activation_range_quantized
 
     assert activation_range_quantized(3, 1e-30, 0) == (0, 255)
+
+
+def test_a_pool_stride_padding_beyond_memory_is_out_of_memory():
+    """Fuzzing regression: SAME padding with stride and filter 2^31 - 1 pads a 2x4 input to
+    some 2^31 columns; the padded input is refused before NumPy tries to allocate it."""
+    m = Model()
+    x = m.add_operand(F32, (1, 2, 4, 1))
+    same = m.add_scalar(OperandType.INT32, 1)
+    huge = m.add_scalar(OperandType.INT32, 2**31 - 1)
+    fuse = m.add_scalar(OperandType.INT32, 0)
+    out = m.add_operand(F32, (0, 0, 0, 0))
+    m.add_operation(OperationType.AVERAGE_POOL_2D, [x, same, huge, huge, huge, huge, fuse],
+                    [out])
+    m.identify_inputs_and_outputs([x], [out])
+    compilation = Compilation(m.finish())
+    with pytest.raises(OutOfMemoryError, match=r"AVERAGE_POOL_2D.*padded input"):
+        compilation.run([np.ones((1, 2, 4, 1), np.float32)])

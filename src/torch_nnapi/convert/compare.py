@@ -9,10 +9,13 @@ that drifts is where to look when a converted model disagrees with PyTorch
 
 Two options separate the converter's errors from others:
 
-* ``alternate`` (a PyTorch quantized engine): each layer is also compared with the values
-  that engine computes, and the two references with each other. A layer far from one
-  reference but close to the other, whose references disagree, is PyTorch's problem, not
-  the conversion's (qnnpack's quantized hardtanh on channels-last tensors, for one).
+* ``alternate`` (a PyTorch quantized engine): the two references are compared with each
+  other, and each layer is computed again from that engine's values of its inputs and
+  compared with that engine's result (starting every layer from the same input: each
+  engine's own drift along the network does not count). A layer far from one reference,
+  whose references disagree, but which computes what the other engine computes, is
+  PyTorch's problem, not the conversion's (qnnpack's quantized hardtanh on channels-last
+  tensors, for one).
 * ``isolated``: each layer computes from PyTorch's own values of its inputs instead of
   NNAPI's, so the error of a layer is its own, not what the layers before it accumulated
   (deep quantized networks drift by a quantum per layer).
@@ -78,15 +81,23 @@ def compare_layers(model, example_inputs, *, alternate: Optional[str] = None,
             compared.append((node, v, t))
         for operand in [o for o, activation in before_activation.items() if activation is node]:
             del before_activation[operand]
-    substitutes = _references(compared, model_) if isolated else None
-    result = Compilation(model_).run(inputs, keep_intermediates=True, substitutes=substitutes)
+    compilation = Compilation(model_)
+    result = compilation.run(inputs, keep_intermediates=True,
+                             substitutes=_references(compared, model_) if isolated else None)
+    other = None
+    if alternate is not None:
+        other = compilation.run(inputs, keep_intermediates=True,
+                                substitutes=_references(compared, model_, "alternate"))
     diffs = []
     for node, v, t in compared:
         try:
             got = result.value(t.operand)
         except KeyError:
             continue
-        diffs.append(_diff(node, v, t, got))
+        diff = _diff(node, v, t, got)
+        if other is not None:
+            _compare_alternate(diff, node, v, t, other.value(t.operand))
+        diffs.append(diff)
     return diffs
 
 
@@ -98,12 +109,15 @@ def _nnapi_array(x: torch.Tensor, t: TensorValue) -> np.ndarray:
     return np.ascontiguousarray(np.transpose(a, t.layout)) if a.ndim else a
 
 
-def _references(compared, model) -> dict[int, np.ndarray]:
-    """PyTorch's value of each compared layer, as the NNAPI operand holding it."""
+def _references(compared, model, source: str = "tensor") -> dict[int, np.ndarray]:
+    """PyTorch's value of each compared layer (``source``: the value's attribute holding
+    it), as the NNAPI operand holding it."""
     substitutes = {}
     for _, v, t in compared:
         operand = model.operands[t.operand]
-        x = v.tensor
+        x = getattr(v, source)
+        if not isinstance(x, torch.Tensor):
+            continue
         if x.is_quantized and (abs(float(x.q_scale()) - operand.scale) > 1e-6 * operand.scale
                                or int(x.q_zero_point()) != operand.zero_point):
             continue  # quantized differently: not a substitute for NNAPI's value
@@ -146,12 +160,15 @@ def _error(node, expected: torch.Tensor, array: np.ndarray) -> tuple[float, str]
 
 def _diff(node, value, t: TensorValue, got: np.ndarray) -> LayerDiff:
     expected = value.tensor
-    array = _as_pytorch(got, t)
-    error, unit = _error(node, expected, array)
-    diff = LayerDiff(node.kind, node.location, value.name, tuple(expected.shape), error, unit)
-    alternate = value.alternate
+    error, unit = _error(node, expected, _as_pytorch(got, t))
+    return LayerDiff(node.kind, node.location, value.name, tuple(expected.shape), error, unit)
+
+
+def _compare_alternate(diff: LayerDiff, node, value, t: TensorValue, got: np.ndarray) -> None:
+    """The layer computed from the alternate engine's inputs against that engine's result,
+    and the two references against each other."""
+    expected, alternate = value.tensor, value.alternate
     if isinstance(alternate, torch.Tensor) and alternate.shape == expected.shape \
             and alternate.is_quantized == expected.is_quantized:
-        diff.alternate_error = _error(node, alternate, array)[0]
+        diff.alternate_error = _error(node, alternate, _as_pytorch(got, t))[0]
         diff.reference_gap = _error(node, expected, _reference_array(alternate))[0]
-    return diff

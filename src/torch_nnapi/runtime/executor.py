@@ -22,6 +22,7 @@ from ..nnapi.errors import (
     OutOfMemoryError,
 )
 from ..nnapi.model import Lifetime, Model, Operation, element_count
+from ..nnapi.signatures import MatchFailure, match_signature, signature_of
 from .context import OMITTED, KernelContext, Shape, ValueNotKnown
 from .limits import check_tensor_sizes, is_allocation_failure
 from .registry import Kernel, kernel_for
@@ -204,6 +205,24 @@ class Compilation:
         return execution.compute(keep_intermediates=keep_intermediates, profile=profile,
                                  substitutes=substitutes)
 
+    def check_omitted(self, omitted: set[int]) -> None:
+        """Model inputs omitted at execution (``omitted``: their operands) may only feed
+        inputs their operations' signatures let be omitted: BAD_DATA before anything runs
+        (a kernel would otherwise fail on the missing value)."""
+        operands = self.model.operands
+        for step in self.steps:
+            op = step.operation
+            if not omitted.intersection(op.inputs):
+                continue
+            flags = [i in omitted or operands[i].lifetime is Lifetime.NO_VALUE
+                     for i in op.inputs]
+            match = match_signature(signature_of(op.type), [operands[i].type for i in op.inputs],
+                                    [operands[o].type for o in op.outputs], flags)
+            if isinstance(match, MatchFailure):
+                names = ", ".join(f"model input {self.model.inputs.index(i)}"
+                                  for i in op.inputs if i in omitted)
+                raise BadDataError(f"{step.where}: {names} omitted, but {match.message}")
+
     def _execute(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
                  substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         operands = self.model.operands
@@ -299,6 +318,10 @@ class Execution:
         unset = [i for i, s in enumerate(self._set) if not s]
         if unset:
             raise BadDataError(f"model inputs {unset} were not set")
+        model = self.compilation.model
+        omitted = {model.inputs[i] for i, v in enumerate(self._inputs) if v is OMITTED}
+        if omitted:
+            self.compilation.check_omitted(omitted)
         self.result = self.compilation._execute(self._inputs, keep_intermediates, profile,
                                                 substitutes)
         return self.result
