@@ -59,8 +59,9 @@ class BuildSharedLibrary(build_ext):
 
 libneuralnetworks = Extension(
     LIBRARY,
-    sources=[os.path.join(CAPI, "neuralnetworks.c")],
-    depends=[os.path.join(CAPI, "include", "NeuralNetworks.h")],
+    sources=[os.path.join(CAPI, "neuralnetworks.c"), os.path.join(CAPI, "environment.c")],
+    depends=[os.path.join(CAPI, "include", "NeuralNetworks.h"),
+             os.path.join(CAPI, "environment.h")],
     include_dirs=[os.path.join(CAPI, "include")],
     define_macros=[
         # the fallbacks when the installed environment cannot be found at run time
