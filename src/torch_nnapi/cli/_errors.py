@@ -11,6 +11,7 @@ exit-code table and ``torch-nnapi --help`` are generated from this enum.
 from __future__ import annotations
 
 import enum
+import textwrap
 from typing import Optional
 
 
@@ -68,5 +69,10 @@ def exit_code_table() -> str:
 
 
 def exit_code_help() -> str:
-    """The exit codes for ``--help``."""
-    return "exit codes:\n" + "\n".join(f"  {int(code):>3}  {code.__doc__}" for code in ExitCode)
+    """The exit codes for ``--help``, wrapped for a terminal."""
+    lines = ["exit codes:"]
+    for code in ExitCode:
+        lines.append(textwrap.fill(code.__doc__ or "", width=88,
+                                   initial_indent=f"  {int(code):>3}  ",
+                                   subsequent_indent=" " * 7))
+    return "\n".join(lines)

@@ -25,8 +25,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--original", metavar="MODEL",
                    help="the original model (TorchScript or pickled nn.Module), timed in eager"
                         " PyTorch on the same inputs")
-    add_input_options(p, default_help="; default: --input-file, else bundled inputs, else"
-                                      " the converted shapes")
+    add_input_options(p, default_help="; without --input or --input-file: the bundled"
+                                      " inputs, else the converted shapes")
     p.add_argument("--runs", type=int, default=20, metavar="N",
                    help="timed runs (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, metavar="T",

@@ -30,8 +30,8 @@ from ._inputs import (
 )
 from ._loading import load_converted, output_path, writing
 
-_DEFAULT_INPUTS = ("; default: --input-file, else bundled inputs, else the converted shapes"
-                   " (random, seeded, in the model's dtypes)")
+_DEFAULT_INPUTS = ("; without --input or --input-file: the bundled inputs, else random"
+                   " inputs of the converted shapes (seeded, in the model's dtypes)")
 
 
 def _configure(p: argparse.ArgumentParser) -> None:

@@ -9,7 +9,10 @@ guards, patches a copy of the serialized model and compiles it. It then casts (o
 quantizes) and permutes inputs to the layout the model expects (e.g. NHWC), runs, and
 permutes outputs back to PyTorch's order. Everything it needs is data held in attributes,
 so the same fixed TorchScript code serves every converted model, and it survives
-``save``/``_save_for_lite_interpreter``.
+``save``/``_save_for_lite_interpreter``, also after running: the compilation lives in a
+:class:`CompiledModel` submodule that saves as nothing. Inputs of another dtype or
+quantization than converted for, and weights replaced by tensors of another dtype or shape,
+are refused with an error naming them (NNAPI would compute on their raw bytes).
 
 :func:`build_module` adds the outer module whose ``forward`` takes the model's inputs as
 separate arguments and returns a tensor or tuple, as the original model did.
@@ -165,7 +168,7 @@ class NnapiProgram(torch.nn.Module):
                  output_kinds: List[int], output_scales: List[float],
                  output_zero_points: List[int], output_ranks: List[int],
                  output_map: List[int], compilation_preference: int, relax_f32_to_f16: bool,
-                 feature_level: int, *, input_dtypes: List[torch.dtype],
+                 feature_level: int, *, input_dtypes: Optional[List[torch.dtype]] = None,
                  operation_origins: Optional[List[str]] = None):
         super().__init__()
         self.ser_model = ser_model
@@ -194,7 +197,8 @@ class NnapiProgram(torch.nn.Module):
         self.compiled = CompiledModel()
         self.weight_dtypes = [dtype_code(w.dtype) for w in weights]
         self.weight_shapes = [list(w.shape) for w in weights]
-        self.input_dtypes = [dtype_code(d) for d in input_dtypes]
+        # the dtype each input must have (none given: not checked)
+        self.input_dtypes = [dtype_code(d) for d in input_dtypes or []]
         self.dtype_names = {dtype_code(d): str(d).replace("torch.", "") for d in NAMED_DTYPES}
         # per NNAPI operation, the PyTorch code it comes from (for inspect)
         self.operation_origins = list(operation_origins or [])
