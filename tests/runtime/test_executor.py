@@ -137,8 +137,9 @@ def test_an_omitted_model_input_an_operation_needs_is_bad_data_before_running():
     x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
     box = np.array([[0, 0, 3, 3]], np.float32)
     assert compilation.run([x, box]).outputs[0].shape == (1, 2, 2, 1)
-    with pytest.raises(BadDataError, match=r"operation 0 \(ROI_POOLING\): model input 1"
-                                           r" omitted, but input 1 \(rois\)"):
+    with pytest.raises(BadDataError, match=r"operation 0 \(ROI_POOLING\): input 1 \(rois\)"
+                                           r" has no value but is required \(model input 1"
+                                           r" is omitted\)"):
         compilation.run([x, None])
 
 

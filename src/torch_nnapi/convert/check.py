@@ -14,9 +14,10 @@
   the tolerance (float: relative to the layer's magnitude; quantized: in quanta).
 
 The reference is not taken on trust: for a quantized model, every output and layer is also
-compared with the values another of PyTorch's quantized engines computes. A tensor far from
-the first reference but close to the second, whose two references disagree with each other,
-is reported as "reference disagrees", not as a mismatch of the conversion. ``isolated``
+compared with what another of PyTorch's quantized engines computes (a layer from that
+engine's own values of its inputs, see ``compare.py``). A tensor over the tolerance against
+the first reference but within it against the second, whose two references disagree with
+each other, is reported as "reference disagrees", not as a mismatch of the conversion. ``isolated``
 feeds each layer PyTorch's own input (see ``compare.py``), so that drift accumulated along a
 deep quantized network is not taken for a broken layer.
 """

@@ -219,9 +219,12 @@ class Compilation:
             match = match_signature(signature_of(op.type), [operands[i].type for i in op.inputs],
                                     [operands[o].type for o in op.outputs], flags)
             if isinstance(match, MatchFailure):
-                names = ", ".join(f"model input {self.model.inputs.index(i)}"
-                                  for i in op.inputs if i in omitted)
-                raise BadDataError(f"{step.where}: {names} omitted, but {match.message}")
+                operand = op.inputs[match.position] \
+                    if match.direction == "input" and 0 <= match.position < len(op.inputs) \
+                    else None
+                which = f" (model input {self.model.inputs.index(operand)} is omitted)" \
+                    if operand in omitted else ""
+                raise BadDataError(f"{step.where}: {match.message}{which}")
 
     def _execute(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
                  substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
