@@ -71,16 +71,14 @@ def operation_table(tests: Iterable[tuple[str, CtsTest]] | None = None,
     """One row per NNAPI operation: code, feature level, data types, host support, CTS."""
     from .runtime import kernel_for
 
-    total = passing = None
-    if tests is not None:
-        total, passing = cts_counts(tests, known_failures)
+    counts = cts_counts(tests, known_failures) if tests is not None else None
     header = "| Operation | Code | Feature level | Data types | Host kernel | CTS passed |"
     rows = [header, "|" + "---|" * 6]
     for op in OperationType:
         types = _types_by_level(op) if op in SIGNATURES else "(no signature)"
         kernel = "yes" if kernel_for(op) is not None else "no"
-        cts = "-" if total is None or not total[op.name] else \
-            f"{passing[op.name]}/{total[op.name]}"
+        cts = "-" if counts is None or not counts[0][op.name] else \
+            f"{counts[1][op.name]}/{counts[0][op.name]}"
         rows.append(f"| {op.name} | {int(op)} | {_level(op.feature_level)} | {types} |"
                     f" {kernel} | {cts} |")
     return "\n".join(rows)
@@ -144,9 +142,12 @@ def readme_sections(tests: Iterable[tuple[str, CtsTest]] | None,
                     known_failures: Iterable[str]) -> dict[str, str]:
     """Every generated README section, by marker name; ``tests`` are the (id, test) CTS tests
     the suite runs, for the operation table's CTS column."""
+    from .cli._errors import exit_code_table
+
     return {
         "operations": operation_table(tests, known_failures),
         "operand-types": operand_type_table(),
         "c-functions": c_function_table(),
         "pytorch-ops": pytorch_op_table(),
+        "exit-codes": exit_code_table(),
     }

@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from ..nnapi.codes import ResultCode
-from ..nnapi.errors import BadDataError, BadStateError, NnapiError
+from ..nnapi.errors import BadDataError, NnapiError
 from ..nnapi.model import Operand, element_count
 from ._abi import require
 from ._calls import HANDLES, Handled, entry, give

@@ -20,6 +20,7 @@ from .errors import (
     MissedDeadlineError,
     NnapiError,
     OpFailedError,
+    OutOfMemoryError,
     OutputInsufficientSizeError,
 )
 from .model import ChannelQuant, Lifetime, Model, Operand, Operation
@@ -41,6 +42,7 @@ __all__ = [
     "NnapiError",
     "OPERAND_TYPES",
     "OpFailedError",
+    "OutOfMemoryError",
     "Operand",
     "OperandType",
     "Operation",

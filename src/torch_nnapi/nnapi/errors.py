@@ -40,6 +40,12 @@ class MissedDeadlineError(NnapiError):
     code = ResultCode.MISSED_DEADLINE_TRANSIENT
 
 
+class OutOfMemoryError(NnapiError, MemoryError):
+    """A tensor would need more memory than the machine has."""
+
+    code = ResultCode.OUT_OF_MEMORY
+
+
 class OutputInsufficientSizeError(NnapiError):
     """An output buffer is too small for the actual output; the real dimensions are known."""
 

@@ -18,7 +18,7 @@ from ..nnapi.errors import BadDataError, OpFailedError
 from ..nnapi.model import Lifetime, Operand, Operation
 from ..nnapi.signatures import SignatureMatch
 from ..nnapi.signatures._dsl import Arg
-from .limits import NO_LIMITS, RunLimits
+from .timeouts import NO_LIMITS, RunLimits
 
 Shape = tuple[int, ...]
 

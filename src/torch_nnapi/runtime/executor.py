@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..nnapi.codes import MAXIMUM_LOOP_TIMEOUT_NS, OperandType, PreferenceCode
-from ..nnapi.errors import BadDataError, BadStateError, NnapiError, OpFailedError
+from ..nnapi.errors import (
+    BadDataError,
+    BadStateError,
+    NnapiError,
+    OpFailedError,
+    OutOfMemoryError,
+)
 from ..nnapi.model import Lifetime, Model, Operation, element_count
-from ..nnapi.signatures import SignatureMatch
+from ..nnapi.signatures import MatchFailure, SignatureMatch, match_signature, signature_of
 from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
-from .limits import NO_LIMITS, RunLimits
+from .limits import check_tensor_sizes, is_allocation_failure
+from .timeouts import NO_LIMITS, RunLimits
 from .registry import Kernel, kernel_for
 
 RELAXED_PRECISIONS = ("float32", "float16")
@@ -44,9 +51,13 @@ def _conflicts(declared: Shape, actual: Shape) -> bool:
 
 
 def _prefixed(error: Exception, where: str) -> NnapiError:
-    """Re-raises a kernel's error with the operation it happened in."""
+    """Re-raises a kernel's error with the operation it happened in (once)."""
     if isinstance(error, NnapiError):
-        return type(error)(f"{where}: {error}", error.code)
+        message = str(error)
+        return type(error)(message if message.startswith(where) else f"{where}: {message}",
+                           error.code)
+    if is_allocation_failure(error):
+        return OutOfMemoryError(f"{where}: {type(error).__name__}: {error}")
     return OpFailedError(f"{where}: {type(error).__name__}: {error}")
 
 
@@ -176,6 +187,11 @@ class Compilation:
             if _conflicts(declared, shape):
                 raise error(f"{step.where}: output {pos} ({self.model.describe_operand(o)}) is"
                             f" declared {list(declared)} but the inputs give {list(shape)}")
+        try:
+            check_tensor_sizes(shapes, [self.model.operands[o].info.dtype for o in outputs],
+                               "output")
+        except NnapiError as e:
+            raise _prefixed(e, step.where) from None
 
     def _plan_frees(self) -> None:
         """Drops each temporary after its last reader, so big models run in little memory."""
@@ -198,9 +214,14 @@ class Compilation:
         return Execution(self)
 
     def run(self, inputs: Sequence[Any], *, keep_intermediates: bool = False,
-            profile: bool = False, limits: RunLimits = NO_LIMITS) -> ExecutionResult:
+            profile: bool = False, limits: RunLimits = NO_LIMITS,
+            substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         """Executes once: ``inputs`` in model-input order (None for an omitted input).
-        ``limits`` bounds the run (the models IF and WHILE call run within their caller's)."""
+        ``limits`` bounds the run (the models IF and WHILE call run within their caller's).
+
+        ``substitutes`` replaces what operations compute for some operands: the operations
+        reading them get the substitute, the result keeps the computed value (to check each
+        layer on its reference input, ``convert.compare``)."""
         if len(inputs) != len(self.model.inputs):
             raise BadDataError(f"the model has {len(self.model.inputs)} inputs, got"
                                f" {len(inputs)}")
@@ -208,15 +229,38 @@ class Compilation:
         for i, value in enumerate(inputs):
             execution.set_input(i, value)
         return execution.compute(keep_intermediates=keep_intermediates, profile=profile,
-                                 limits=limits)
+                                 limits=limits, substitutes=substitutes)
 
-    def _execute(self, inputs: Sequence[Any], keep_intermediates: bool,
-                 profile: bool, limits: RunLimits) -> ExecutionResult:
+    def check_omitted(self, omitted: set[int]) -> None:
+        """Model inputs omitted at execution (``omitted``: their operands) may only feed
+        inputs their operations' signatures let be omitted: BAD_DATA before anything runs
+        (a kernel would otherwise fail on the missing value)."""
+        operands = self.model.operands
+        for step in self.steps:
+            op = step.operation
+            if not omitted.intersection(op.inputs):
+                continue
+            flags = [i in omitted or operands[i].lifetime is Lifetime.NO_VALUE
+                     for i in op.inputs]
+            match = match_signature(signature_of(op.type), [operands[i].type for i in op.inputs],
+                                    [operands[o].type for o in op.outputs], flags)
+            if isinstance(match, MatchFailure):
+                operand = op.inputs[match.position] \
+                    if match.direction == "input" and 0 <= match.position < len(op.inputs) \
+                    else None
+                which = f" (model input {self.model.inputs.index(operand)} is omitted)" \
+                    if operand in omitted else ""
+                raise BadDataError(f"{step.where}: {match.message}{which}")
+
+    def _execute(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
+                 limits: RunLimits = NO_LIMITS,
+                 substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         operands = self.model.operands
         values = list(self._constants)
         for index, value in zip(self.model.inputs, inputs):
             values[index] = value
         timings: list[OperationTiming] = []
+        computed: dict[int, np.ndarray] = {}  # substituted operands' own values
         for step in self.steps:
             limits.check_deadline()
             op = step.operation
@@ -251,6 +295,8 @@ class Compilation:
                         f" expected {operand.info.dtype}{list(shape)} (a kernel bug)")
                 if self.emulate_float16 and operand.type == OperandType.TENSOR_FLOAT32:
                     array = array.astype(np.float16).astype(np.float32)
+                if substitutes is not None and o in substitutes:
+                    computed[o], array = array, substitutes[o]
                 values[o] = array
             if profile:
                 timings.append(OperationTiming(step.position, op.type.name,
@@ -262,6 +308,7 @@ class Compilation:
         kept: dict[int, np.ndarray] = {}
         if keep_intermediates:
             kept = {i: v for i, v in enumerate(values) if isinstance(v, np.ndarray)}
+            kept.update(computed)
         else:
             kept = dict(zip(self.model.outputs, outputs))
         return ExecutionResult(outputs, kept, timings)
@@ -315,7 +362,8 @@ class Execution:
         self._inputs[index] = _as_input_array(value, operand, dimensions, where)
 
     def compute(self, *, keep_intermediates: bool = False, profile: bool = False,
-                limits: RunLimits | None = None) -> ExecutionResult:
+                limits: RunLimits | None = None,
+                substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         """Runs the model. Its limits are the execution's timeouts, or ``limits`` when given
         (a model called by IF or WHILE runs within its caller's)."""
         if self.result is not None:
@@ -323,10 +371,14 @@ class Execution:
         unset = [i for i, s in enumerate(self._set) if not s]
         if unset:
             raise BadDataError(f"model inputs {unset} were not set")
+        model = self.compilation.model
+        omitted = {model.inputs[i] for i, v in enumerate(self._inputs) if v is OMITTED}
+        if omitted:
+            self.compilation.check_omitted(omitted)
         if limits is None:
             limits = RunLimits.starting_now(self.loop_timeout_ns, self.timeout_ns)
         self.result = self.compilation._execute(self._inputs, keep_intermediates, profile,
-                                                limits)
+                                                limits, substitutes)
         return self.result
 
 

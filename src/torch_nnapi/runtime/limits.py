@@ -1,37 +1,49 @@
-"""How long an execution may run: its timeout, and the timeout of each of its WHILE loops.
+"""What a tensor may need before anything is allocated for it.
 
-An ``Execution`` turns its settings into ``RunLimits`` when it computes and hands them down
-explicitly, to every step and into the models IF and WHILE call, so a runaway loop ends in
-MissedDeadlineError instead of a hang.
+NNAPI dimensions are uint32, and a host cannot hold a tensor larger than its memory: such
+sizes are refused with BAD_DATA or OUT_OF_MEMORY when the shapes are known (at compilation
+when they are static), instead of failing inside NumPy with a MemoryError.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+import math
+import os
+from functools import lru_cache
+from typing import Sequence
 
-from ..nnapi.codes import DEFAULT_LOOP_TIMEOUT_NS
-from ..nnapi.errors import MissedDeadlineError
+import numpy as np
 
+from ..nnapi.errors import BadDataError, OutOfMemoryError
 
-@dataclass(frozen=True)
-class RunLimits:
-    """``deadline_ns`` is a ``time.monotonic_ns()`` instant (None: no limit);
-    ``loop_timeout_ns`` bounds each WHILE loop from its start."""
-
-    loop_timeout_ns: int = DEFAULT_LOOP_TIMEOUT_NS
-    deadline_ns: int | None = None
-
-    @staticmethod
-    def starting_now(loop_timeout_ns: int, timeout_ns: int) -> "RunLimits":
-        """Limits for an execution starting now; ``timeout_ns`` 0 means no limit."""
-        deadline = time.monotonic_ns() + timeout_ns if timeout_ns else None
-        return RunLimits(loop_timeout_ns, deadline)
-
-    def check_deadline(self) -> None:
-        """Raises MissedDeadlineError once the execution's deadline has passed."""
-        if self.deadline_ns is not None and time.monotonic_ns() > self.deadline_ns:
-            raise MissedDeadlineError("the execution ran past its timeout")
+MAX_DIMENSION = 2**32 - 1  # dimensions are uint32 in NeuralNetworks.h
 
 
-NO_LIMITS = RunLimits()
+@lru_cache(maxsize=None)
+def physical_memory() -> int:
+    """The machine's memory in bytes (a generous 2**48 when the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 2**48
+
+
+def check_tensor_sizes(shapes: Sequence[Sequence[int]], dtypes: Sequence[np.dtype],
+                       what: str) -> None:
+    """Raises BAD_DATA for a dimension NNAPI cannot express and OUT_OF_MEMORY when the
+    tensors together need more bytes than the machine has."""
+    total = 0
+    for pos, (shape, dtype) in enumerate(zip(shapes, dtypes)):
+        if any(d > MAX_DIMENSION for d in shape):
+            raise BadDataError(f"{what} {pos} would have dimensions {list(shape)}, beyond"
+                               f" NNAPI's uint32 limit")
+        total += math.prod(shape) * np.dtype(dtype).itemsize
+    if total > physical_memory():
+        raise OutOfMemoryError(f"{what}s would need {total / 2**30:.3g} GiB, more than this"
+                               f" machine's {physical_memory() / 2**30:.3g} GiB")
+
+
+def is_allocation_failure(error: BaseException) -> bool:
+    """A failure to allocate: MemoryError, or NumPy refusing an array larger than memory."""
+    return isinstance(error, MemoryError) or (
+        isinstance(error, ValueError) and "array is too big" in str(error))

@@ -21,7 +21,7 @@ import numpy as np
 from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import MissedDeadlineError
 from ..context import KernelContext, Shape, ValueNotKnown
-from ..limits import RunLimits
+from ..timeouts import RunLimits
 from ..registry import register
 
 

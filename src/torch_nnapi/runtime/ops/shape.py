@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 
-from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
@@ -158,7 +157,9 @@ def _requantized(ctx: KernelContext, k: int) -> np.ndarray:
     ratio = np.float32(scale) * (np.float32(1.0) / np.float32(out_scale))
     bias = np.float32(-(zero_point + offset)) * ratio
     as_uint8 = (x.astype(np.int32) + offset).astype(np.float32)
-    q = round_half_away(as_uint8 * ratio + bias).astype(np.int32) + out_zero_point + offset
+    # saturate before the integer cast: far outside [0, 255] an int32 cast would wrap
+    with np.errstate(over="ignore"):  # beyond float32: inf, which saturates too
+        q = round_half_away(as_uint8 * ratio + bias) + np.float32(out_zero_point + offset)
     return (np.clip(q, 0, 255) - offset).astype(x.dtype)
 
 
