@@ -16,7 +16,7 @@ from . import layout as lay
 from .capture import as_example_tuple, capture
 from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
 from .levels import above, model_requirements, operation_levels
-from .lower import Lowered, example_spec, lower
+from .lower import Lowered, Lowerer, LowererFactory, example_spec, lower
 from .serialize import SerializedModel, serialize
 from .symbolic import program
 from .values import TensorValue
@@ -109,12 +109,13 @@ def convert_with_details(
     if target_level is not None:
         require_level(cx.model, cx.origins, target_level)
     serialized = serialize(cx.model, cx.sym_dims, cx.sym_values)
-    prog = _program(lowered, serialized, specs, preference, relax_fp32_to_fp16, return_shapes)
+    prog = nnapi_program(lowered, serialized, preference, relax_fp32_to_fp16, return_shapes)
     module = build_module(prog, len(examples), lowered.returns, len(lowered.output_map))
     return Conversion(module, cx.model, serialized, lowered, time.perf_counter() - start)
 
 
-def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False) -> Lowered:
+def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False,
+                make_lowerer: LowererFactory = Lowerer) -> Lowered:
     """Lowers a captured graph, choosing the NNAPI layout of the inputs ``nhwc`` leaves
     open (None): PyTorch's order first; if the model then needs more than feature level 1,
     channels-last too, kept when its level is lower, or equal with fewer operations above
@@ -126,7 +127,7 @@ def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False) -> 
     def attempt(open_as: bool) -> Lowered:
         specs = [example_spec(x, open_as if c is None else c, f)
                  for x, c, f in zip(examples, choices, flex)]
-        return lower(graph, specs, relax_float32_to_float16=relax)
+        return lower(graph, specs, relax_float32_to_float16=relax, make_lowerer=make_lowerer)
 
     lowered = attempt(False)
     if None in choices and lowered.cx.model.feature_level > 1:
@@ -210,9 +211,11 @@ def _preference(value) -> int:
     return int(PreferenceCode(int(value)))
 
 
-def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: int,
-             relax: bool, return_shapes) -> NnapiProgram:
+def nnapi_program(lowered: Lowered, serialized: SerializedModel, preference: int,
+                  relax: bool, return_shapes=None) -> NnapiProgram:
+    """The TorchScript module that runs one lowered and serialized NNAPI model."""
     cx = lowered.cx
+    specs = lowered.specs
     guard_programs = [program(expr) for expr, _, _ in cx.guards]
     guard_values = [expected for _, expected, _ in cx.guards]
     guard_messages = [message for _, _, message in cx.guards]
@@ -247,8 +250,8 @@ def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: i
 
 
 def _input_cast(t: TensorValue, spec) -> int:
-    if t.dtype == "int64":
-        return CAST_INT32
+    if t.dtype == "int64" or spec.example.dtype == "bool":
+        return CAST_INT32  # a bool input becomes TENSOR_BOOL8 inside (lower._add_bool_input)
     if t.dtype == "quint8" and spec.example.dtype == "float32":
         return CAST_QUANTIZE  # quantized on the host (lower._quantized_on_host)
     return CAST_NONE

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
 import torch
 
 from ..nnapi.codes import OperationType as Op
@@ -66,11 +67,14 @@ class Lowered:
 
 
 class Lowerer:
-    def __init__(self, graph: Graph, specs: Sequence[InputSpec]):
+    def __init__(self, graph: Graph, specs: Sequence[InputSpec],
+                 known: Mapping[Value, Any] | None = None):
+        """``known``: values already computed at conversion time (by the caller), such as
+        sizes a partitioned graph folded outside the part lowered here."""
         self.graph = graph
         self.specs = list(specs)
         self.cx = Converter()
-        self.env: dict[Value, Any] = {}
+        self.env: dict[Value, Any] = dict(known or {})
         self.produced: dict[Value, Any] = {}  # what each node produced (no in-place rebinding)
         self.unsupported: list[UnsupportedUse] = []
 
@@ -113,9 +117,11 @@ class Lowerer:
                 raise ValueError(f"input {index}: NHWC needs a 4-D input, got shape"
                                  f" {list(ex.shape)}")
             layout = lay.NHWC
-        if ex.dtype not in ("float32", "quint8", "int32", "int64"):
+        if ex.dtype not in ("float32", "quint8", "int32", "int64", "bool"):
             raise ValueError(f"input {index}: dtype {ex.dtype} cannot be an input of PyTorch's"
-                             " NNAPI runtime (float32, quint8, int32 and int64 can)")
+                             " NNAPI runtime (float32, quint8, int32, int64 and bool can)")
+        if ex.dtype == "bool":
+            return self._add_bool_input(index, value, shape, layout)
         dtype, scale, zero_point = ex.dtype, ex.scale, ex.zero_point
         quantized = _quantized_on_host(value, self.cx.users) if dtype == "float32" else None
         if quantized is not None:
@@ -123,6 +129,16 @@ class Lowerer:
         t = self.cx.new_tensor(shape, dtype, layout, scale, zero_point)
         self.cx.model.operands[t.operand].name = f"input{index}"
         self.env[value] = t
+        return t
+
+    def _add_bool_input(self, index: int, value: Value, shape: tuple,
+                        layout: lay.Layout | None) -> TensorValue:
+        """PyTorch's NNAPI runtime passes no bool tensors: the wrapper casts a bool input to
+        int32 (CAST_INT32) and the model makes it TENSOR_BOOL8 again with NOT_EQUAL 0."""
+        t = self.cx.new_tensor(shape, "int32", layout)
+        self.cx.model.operands[t.operand].name = f"input{index}"
+        zero = self.cx.constant(np.zeros((1,) * max(len(shape), 1), np.int32), "int32")
+        self.env[value] = self.cx.emit(Op.NOT_EQUAL, [t, zero], shape, "bool", layout)
         return t
 
     def _find_missing_lowerings(self) -> None:
@@ -377,9 +393,14 @@ def _constant(a: Any) -> bool:
     return True
 
 
+# Makes the Lowerer of a graph and its input specs (the CPU fallback records per node).
+LowererFactory = Callable[[Graph, Sequence[InputSpec]], Lowerer]
+
+
 def lower(graph: Graph, specs: Sequence[InputSpec], *,
-          relax_float32_to_float16: bool = False) -> Lowered:
-    return Lowerer(graph, specs).run(relax_float32_to_float16)
+          relax_float32_to_float16: bool = False,
+          make_lowerer: LowererFactory = Lowerer) -> Lowered:
+    return make_lowerer(graph, specs).run(relax_float32_to_float16)
 
 
 def example_spec(x: torch.Tensor, nhwc: bool = False, flexible: Sequence[int] = ()) -> InputSpec:
