@@ -13,8 +13,9 @@ import torch
 from ..nnapi.codes import FeatureLevel, PreferenceCode
 from ..nnapi.model import Model
 from . import layout as lay
-from .capture import as_example_tuple, capture
+from .capture import as_example_tuple, capture_script
 from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
+from .fallback_partition import FallbackPolicy
 from .levels import above, model_requirements, operation_levels
 from .lower import Lowered, Lowerer, LowererFactory, example_spec, lower
 from .serialize import SerializedModel, serialize
@@ -61,7 +62,8 @@ class Conversion:
 
 def convert(model, example_inputs, **options) -> torch.jit.ScriptModule:
     """Converts ``model`` (an nn.Module, traced here, or a ScriptModule) to a TorchScript
-    module that runs it through NNAPI. See :func:`convert_with_details` for the options."""
+    module that runs it through NNAPI (with ``fallback=True``, what NNAPI cannot run on
+    the CPU). See :func:`convert_with_details` for the options."""
     return convert_with_details(model, example_inputs, **options).module
 
 
@@ -75,7 +77,11 @@ def convert_with_details(
     relax_fp32_to_fp16: bool = False,
     return_shapes: Optional[Sequence[Optional[Sequence[int]]]] = None,
     target_level: Optional[int] = None,
-) -> Conversion:
+    fallback: bool = False,
+    fallback_ops: Sequence[str] = (),
+    min_region_size: int = 1,
+    max_regions: Optional[int] = None,
+):
     """Converts ``model`` and returns the module with the NNAPI model behind it.
 
     - ``nhwc``: per input (or one value for all 4-D inputs): True hands the input to NNAPI
@@ -96,22 +102,60 @@ def convert_with_details(
       Android 9, 3: Android 10); a model needing more raises :class:`FeatureLevelError`
       (a :class:`ConversionError`) naming every operation that needs more, why, and the
       PyTorch code it comes from. Default: no limit.
+    - ``fallback``: run on the CPU what NNAPI cannot (no lowering, a lowering that rejects
+      the node, an op in ``fallback_ops``, an operation above ``target_level``): the model
+      is split into NNAPI regions, each its own NNAPI model, and CPU nodes, run in order by
+      one TorchScript module. The result is then a :class:`~.fallback.PartitionedConversion`
+      (a model that converts whole still gives a :class:`Conversion`). Without it, an
+      unsupported model raises :class:`ConversionError` ending with what ``fallback=True``
+      would make of it.
+    - ``fallback_ops``: op kinds (``"aten::softmax"``) that stay on the CPU.
+    - ``min_region_size``: regions with fewer computing NNAPI operations (RESHAPE and other
+      data moves not counted) run on the CPU; default 1.
+    - ``max_regions``: at most this many NNAPI regions, the largest; default no limit.
     """
     start = time.perf_counter()
     examples = as_example_tuple(example_inputs)
     if target_level is not None:
         target_level = int(FeatureLevel(int(target_level)))
     preference = _preference(compilation_preference)
-    graph = capture(model, examples)
-    lowered = lower_graph(graph, examples, nhwc, flexible, relax_fp32_to_fp16)
-    specs = lowered.specs
-    cx = lowered.cx
-    if target_level is not None:
-        require_level(cx.model, cx.origins, target_level)
+    if not fallback and (fallback_ops or min_region_size != 1 or max_regions is not None):
+        raise ValueError("fallback_ops, min_region_size and max_regions need fallback=True")
+    policy = FallbackPolicy(frozenset(fallback_ops), int(min_region_size),
+                            None if max_regions is None else int(max_regions), target_level)
+    captured = capture_script(model, examples)
+    choices, flex = _nhwc_choices(examples, nhwc), _flexible_dims(examples, flexible)
+    try:
+        if fallback and _denied_kinds(captured.graph, policy):
+            raise ConversionError([])  # some ops must stay on the CPU: partition
+        lowered = lower_graph(captured.graph, examples, nhwc, flexible, relax_fp32_to_fp16)
+        cx = lowered.cx
+        if target_level is not None:
+            require_level(cx.model, cx.origins, target_level)
+    except (ConversionError, ConverterBug) as e:
+        from .fallback import convert_partitioned, fallback_hint
+
+        if not fallback:
+            if isinstance(e, ConversionError):
+                e.with_hint(fallback_hint(captured, examples, policy, nhwc=choices,
+                                          flexible=flex, relax=relax_fp32_to_fp16))
+            raise
+        if return_shapes is not None:
+            raise ValueError("return_shapes applies to a model that converts whole; this one"
+                             " needs the CPU fallback") from None
+        return convert_partitioned(captured, examples, policy, nhwc=choices, flexible=flex,
+                                   preference=preference, relax=relax_fp32_to_fp16,
+                                   start=start)
     serialized = serialize(cx.model, cx.sym_dims, cx.sym_values)
     prog = nnapi_program(lowered, serialized, preference, relax_fp32_to_fp16, return_shapes)
     module = build_module(prog, len(examples), lowered.returns, len(lowered.output_map))
     return Conversion(module, cx.model, serialized, lowered, time.perf_counter() - start)
+
+
+def _denied_kinds(graph, policy: FallbackPolicy) -> set[str]:
+    """The op kinds of ``graph`` that ``fallback_ops`` keeps on the CPU."""
+    kinds = {n.kind for n in graph.walk()} | {s.kind for n in graph.walk() for s in n.steps}
+    return kinds & set(policy.fallback_ops)
 
 
 def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False,
@@ -160,7 +204,9 @@ def require_level(model: Model, origins, target_level: int) -> None:
     uses = [UnsupportedUse(op.kind or op.type,
                            f"{op.type}: {'; '.join(op.reasons_above(target_level))}",
                            op.location or "an unknown place") for op in operations]
-    raise FeatureLevelError(uses, target_level, int(model.feature_level), operations, reasons)
+    raise FeatureLevelError(uses, target_level=target_level,
+                            feature_level=int(model.feature_level), operations=operations,
+                            model_reasons=reasons)
 
 
 def _nhwc_choices(examples: tuple, nhwc) -> list[Optional[bool]]:

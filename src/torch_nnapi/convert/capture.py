@@ -150,6 +150,15 @@ class Captured:
     script: torch._C.Graph  # frozen and inlined; its first input is the module
     nodes: dict[Node, torch._C.Node]  # each top-level node's TorchScript node
     values: dict[Value, torch._C.Value]  # each top-level value's TorchScript value
+    examples: tuple  # the example inputs it was probed on
+
+    def without_mutation(self) -> "Captured":
+        """The same model with in-place operations made functional where TorchScript
+        proves it safe (copied and probed again; ``self`` when nothing mutates)."""
+        if not _has_mutation(self.script):
+            return self
+        return _captured(self.script.copy(), self.examples, keep_values=False,
+                         remove_mutation=True)
 
     def probe(self, inputs: tuple) -> dict[Value, Any] | None:
         """What every top-level tensor and number is when the graph runs on ``inputs``
@@ -171,7 +180,11 @@ def capture_script(model, example_inputs, keep_values: bool = False,
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"example input {i} must be a tensor, got {type(x).__name__}")
     frozen = freeze(model, examples)
-    ts_graph = frozen.graph
+    return _captured(frozen.graph, examples, keep_values, remove_mutation)
+
+
+def _captured(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool,
+              remove_mutation: bool) -> Captured:
     torch._C._jit_pass_inline(ts_graph)
     if remove_mutation:
         torch._C._jit_pass_remove_mutation(ts_graph)
@@ -189,7 +202,23 @@ def capture_script(model, example_inputs, keep_values: bool = False,
         for v in ts_node.outputs():
             if v.unique() in copier.values:
                 values[copier.values[v.unique()]] = v
-    return Captured(graph, ts_graph, copier.nodes_of, values)
+    return Captured(graph, ts_graph, copier.nodes_of, values, examples)
+
+
+def _has_mutation(g: torch._C.Graph) -> bool:
+    """Whether a node (in a block too) writes one of its inputs in place."""
+    def visit(block_nodes) -> bool:
+        for n in block_nodes:
+            try:
+                schema = str(n.schema())
+            except RuntimeError:
+                schema = ""
+            if "!" in schema.split("->", 1)[0]:
+                return True
+            if any(visit(b.nodes()) for b in n.blocks()):
+                return True
+        return False
+    return visit(g.nodes())
 
 
 # ------------------------------------------------------------------------------ copying

@@ -297,13 +297,13 @@ class _TrialLowerer(Placer):
         self._bind_cpu_outputs(node)
 
     def _reads_cpu_only(self, node: Node) -> Optional[str]:
-        for v in _free_values(node):
+        for v in free_values(node):
             if v in self.verdict.cpu_only:
                 return f"it reads %{v.name}, which only the CPU holds ({self.verdict.cpu_only[v]})"
         return None
 
     def _bind_cpu_outputs(self, node: Node) -> None:
-        reads_dynamic = any(v in self.dynamic for v in _free_values(node))
+        reads_dynamic = any(v in self.dynamic for v in free_values(node))
         for v in node.outputs:
             ex = v.example
             if reads_dynamic or v in self.facts.dynamic or (
@@ -369,7 +369,7 @@ def _walk(nodes: Iterable[Node]):
             yield from _walk(b.nodes)
 
 
-def _free_values(node: Node) -> list[Value]:
+def free_values(node: Node) -> list[Value]:
     """The values a top-level node reads, its blocks' reads from outside included."""
     defined: set[Value] = set()
     reads: list[Value] = []
@@ -396,7 +396,7 @@ def mutation_moves(graph: Graph) -> dict[Node, str]:
     moves: dict[Node, str] = {}
     readers: dict[Value, list[Node]] = {}
     for node in graph.nodes:
-        for v in _free_values(node):
+        for v in free_values(node):
             readers.setdefault(v, []).append(node)
     for node in graph.nodes:
         if not any(_mutates(n) for n in _walk([node])):
@@ -476,7 +476,7 @@ class _Planner:
             if p is None or v in self.constants:
                 found: frozenset[Node] = frozenset()
             elif p in self.trial.shared:
-                found = frozenset().union(*[self.sources(u) for u in _free_values(p)])
+                found = frozenset().union(*[self.sources(u) for u in free_values(p)])
             else:
                 found = frozenset({p})
             self._sources[v] = found
@@ -491,7 +491,7 @@ class _Planner:
             p = self.producer.get(v)
             if p in self.trial.shared and p not in found and v not in self.constants:
                 found.add(p)
-                todo.extend(_free_values(p))
+                todo.extend(free_values(p))
         return sorted(found, key=self.order.__getitem__)
 
     def plan(self) -> Plan:
@@ -501,15 +501,15 @@ class _Planner:
             if node in trial.shared:
                 continue
             sources = set(self.edges.get(node, ()))
-            for v in _free_values(node):
+            for v in free_values(node):
                 sources |= self.sources(v)
             step = 1 if node in trial.nnapi else 0
             level[node] = max((level[p] + (step if p in trial.cpu else 0)
                                for p in sources if p in level), default=0)
-        cpu_reads = [v for n in self.graph.nodes if n in trial.cpu for v in _free_values(n)]
+        cpu_reads = [v for n in self.graph.nodes if n in trial.cpu for v in free_values(n)]
         recomputed = self.shared_closure(cpu_reads + [self.graph.output])
         for node in recomputed:
-            level[node] = max((level[p] for v in _free_values(node) for p in self.sources(v)
+            level[node] = max((level[p] for v in free_values(node) for p in self.sources(v)
                                if p in level), default=0)
         by_level: dict[int, list[Node]] = {}
         for node in self.graph.nodes:
@@ -527,10 +527,10 @@ class _Planner:
         return plan
 
     def _region(self, lvl: int, members: list[Node]) -> Region:
-        shared = self.shared_closure(v for n in members for v in _free_values(n))
+        shared = self.shared_closure(v for n in members for v in free_values(n))
         nodes = sorted(members + shared, key=self.order.__getitem__)
         defined = {v for n in nodes for v in n.outputs}
-        inputs = [v for n in nodes for v in _free_values(n)
+        inputs = [v for n in nodes for v in free_values(n)
                   if v not in defined and not v.is_constant and v not in self.constants]
         return Region(lvl, members, shared, list(dict.fromkeys(inputs)), [])
 
@@ -541,8 +541,8 @@ class _Planner:
         trial = self.trial
         home = {n: r for r in plan.regions for n in r.nodes}
         readers: list[tuple[Any, list[Value]]] = [(r, r.inputs) for r in plan.regions]
-        readers += [(n, _free_values(n)) for n in plan.recomputed]
-        readers += [(n, _free_values(n)) for n in self.graph.nodes if n in trial.cpu]
+        readers += [(n, free_values(n)) for n in plan.recomputed]
+        readers += [(n, free_values(n)) for n in self.graph.nodes if n in trial.cpu]
         readers.append((None, [self.graph.output]))
         for reader, values in readers:
             for v in values:
@@ -560,7 +560,7 @@ class _Planner:
                 if isinstance(trial.values.get(v), TensorValue):
                     continue
                 for n in region.nodes:
-                    if v in _free_values(n):
+                    if v in free_values(n):
                         plan.moves.setdefault(n, f"it reads %{v.name}, which is not a tensor,"
                                                  " from outside its region")
 
@@ -570,8 +570,9 @@ def fits_constant(script_value: Optional[torch._C.Value], result: Any) -> bool:
     TorchScript as a constant of its type."""
     if script_value is None or not _is_constant(result):
         return False
+    scratch = torch._C.Graph()  # kept alive while its constant is read
     try:
-        constant = torch._C.Graph().insertConstant(result)
+        constant = scratch.insertConstant(result)
     except (RuntimeError, TypeError):
         return False
     return constant.type().isSubtypeOf(script_value.type())

@@ -212,6 +212,7 @@ class Lowerer:
             fn = getattr(packet, schema.overload_name or "default")
             positional, keywords = [], {}
             for arg, value in zip(schema.arguments, args):
+                value = _as_tensor_argument(str(arg.type), value)
                 if arg.kwarg_only:
                     keywords[arg.name] = value
                 else:
@@ -383,6 +384,28 @@ def _poisoned(a: Any) -> bool:
     if isinstance(a, (list, tuple)):
         return any(_poisoned(x) for x in a)
     return False
+
+
+def _as_tensor_argument(type_name: str, value: Any) -> Any:
+    """A number where the op takes a tensor is a 0-dim tensor, as ``prim::NumToTensor``
+    made it (its lowering keeps sizes as numbers), so size arithmetic done with tensors
+    (``torch.stack([h, w])``) folds too."""
+    if type_name == "Tensor" and _is_plain_number(value):
+        return _number_tensor(value)
+    if type_name == "List[Tensor]" and isinstance(value, (list, tuple)) and value \
+            and all(_is_plain_number(v) for v in value):
+        return [_number_tensor(v) for v in value]
+    return value
+
+
+def _is_plain_number(v: Any) -> bool:
+    return isinstance(v, (bool, int, float))
+
+
+def _number_tensor(v: Any) -> torch.Tensor:
+    dtype = torch.bool if isinstance(v, bool) else torch.int64 if isinstance(v, int) \
+        else torch.float64
+    return torch.scalar_tensor(v, dtype=dtype)
 
 
 def _constant(a: Any) -> bool:
