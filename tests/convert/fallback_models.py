@@ -45,16 +45,17 @@ def _(x):
     return torch.empty(x.shape[1], dtype=torch.long)
 
 
-@torch.library.custom_op("torch_nnapi_tests::qwiggle", mutates_args=())
-def qwiggle(x: torch.Tensor) -> torch.Tensor:
+def _qwiggle(x: torch.Tensor) -> torch.Tensor:
     """A quantized tensor in, a quantized tensor out with the same scale and zero point."""
     y = wiggle(x.dequantize())
     return torch.quantize_per_tensor(y, x.q_scale(), x.q_zero_point(), torch.quint8)
 
 
-@qwiggle.register_fake
-def _(x):
-    return torch.empty_like(x)
+# custom_op registers CPU kernels only; a quantized kernel needs the QuantizedCPU key
+_LIBRARY = torch.library.Library("torch_nnapi_tests", "FRAGMENT")
+_LIBRARY.define("qwiggle(Tensor x) -> Tensor")
+_LIBRARY.impl("qwiggle", _qwiggle, "QuantizedCPU")
+_LIBRARY.impl("qwiggle", lambda x: torch.sin(x * 3.0) * 0.5 + x, "CPU")  # calibration
 
 
 def conv(cin: int, cout: int, k: int = 3) -> nn.Module:

@@ -9,7 +9,9 @@ a dtype PyTorch's NNAPI runtime passes (float32, quint8, int32, int64, bool), of
 lists, float64 or complex tensors, outputs of ``nonzero`` or NMS) is *CPU-only*, and every
 node that reads it runs on the CPU too. Whether sizes depend on the data is known for the
 ops that are documented so (:data:`DATA_DEPENDENT`) and checked for every other op by
-running the graph a second time on the example inputs' elements shuffled; sizes that follow
+running the graph a second time on other data of the example inputs' sizes: a tensor
+whose sizes change there, or that a CPU node computes from a number computed at run time
+which did not change there (no evidence either way), stays on the CPU. Sizes that follow
 flexible input dimensions are found by a run on inputs grown along them.
 
 Nodes that emit no NNAPI operation and produce no tensor (sizes, int lists, lists of
@@ -147,24 +149,28 @@ class ShapeFacts:
     dynamic: dict[Value, str]  # sizes that depend on the data, and why
     flexible: dict[Value, tuple[int, ...]]  # dimensions that follow flexible input dims
     flexible_unknown: bool = False  # the grown probe failed: any dimension may change
+    changed_numbers: frozenset[Value] = frozenset()  # numbers other data changed
 
 
 def shape_facts(captured: Captured, examples: tuple, flexible: Sequence[Sequence[int]]
                 ) -> ShapeFacts:
-    """Runs the graph on the examples' elements shuffled, and on inputs grown along their
-    flexible dimensions, and compares every tensor's sizes with the example run."""
+    """Runs the graph on other data, and on inputs grown along their flexible dimensions,
+    and compares every tensor's sizes (and every number) with the example run."""
     dynamic: dict[Value, str] = {}
     producer = {v: n for n in captured.graph.walk() for v in n.outputs}
     for node in captured.graph.walk():
         if _data_dependent(node, producer):
             for v in node.outputs:
                 dynamic[v] = f"{node.kind} returns sizes that depend on the data"
-    shuffled = captured.probe(tuple(_shuffled(x, seed=i) for i, x in enumerate(examples)))
-    for v, ex in (shuffled or {}).items():
+    other = captured.probe(tuple(_other_data(x, seed=i) for i, x in enumerate(examples)))
+    changed = set()
+    for v, ex in (other or {}).items():
         base = v.example
-        if isinstance(base, ExampleTensor) and isinstance(ex, ExampleTensor) \
-                and base.shape != ex.shape:
-            dynamic.setdefault(v, "its sizes changed when the model ran on other data")
+        if isinstance(base, ExampleTensor) and isinstance(ex, ExampleTensor):
+            if base.shape != ex.shape:
+                dynamic.setdefault(v, "its sizes changed when the model ran on other data")
+        elif base != ex:
+            changed.add(v)
     grown_dims: dict[Value, tuple[int, ...]] = {}
     unknown = False
     if any(flexible):
@@ -177,7 +183,7 @@ def shape_facts(captured: Captured, examples: tuple, flexible: Sequence[Sequence
                 dims = tuple(d for d, (a, b) in enumerate(zip(base.shape, ex.shape)) if a != b)
                 if dims:
                     grown_dims[v] = dims
-    return ShapeFacts(dynamic, grown_dims, unknown)
+    return ShapeFacts(dynamic, grown_dims, unknown, frozenset(changed))
 
 
 def _data_dependent(node: Node, producer: dict[Value, Node]) -> bool:
@@ -193,13 +199,20 @@ def _data_dependent(node: Node, producer: dict[Value, Node]) -> bool:
     return False
 
 
-def _shuffled(x: torch.Tensor, seed: int) -> torch.Tensor:
-    """``x`` with its elements in another order: other data with the same values."""
+def _other_data(x: torch.Tensor, seed: int) -> torch.Tensor:
+    """Data of ``x``'s size and kind: float tensors random with ``x``'s mean and spread;
+    integer and bool tensors (indices, token ids, masks) ``x``'s elements shuffled, so
+    they stay valid; quantized tensors random within ``x``'s range."""
     g = torch.Generator().manual_seed(1234 + seed)
-    order = torch.randperm(x.numel(), generator=g)
     if x.is_quantized:
-        data = x.int_repr().reshape(-1)[order].reshape(x.shape)
+        q = x.int_repr()
+        low, high = int(q.min()), int(q.max()) + 1
+        data = torch.randint(low, high, x.shape, generator=g, dtype=torch.int64).to(q.dtype)
         return torch._make_per_tensor_quantized_tensor(data, x.q_scale(), x.q_zero_point())
+    if x.is_floating_point() and x.numel() > 1:
+        noise = torch.randn(x.shape, generator=g, dtype=x.dtype)
+        return noise * x.std().clamp_min(1e-3) + x.mean()
+    order = torch.randperm(x.numel(), generator=g)
     return x.reshape(-1)[order].reshape(x.shape).clone()
 
 
@@ -258,7 +271,8 @@ class _TrialLowerer(Placer):
         self.forced = forced
         self.facts = facts
         self.verdict = Trial({}, set(), set(), self.env, {})
-        self.dynamic: set[Value] = set(facts.dynamic)
+        self.dynamic: set[Value] = set(facts.dynamic)  # sizes depend on the data
+        self.numbers: set[Value] = set()  # numbers (or lists of them) computed at run time
 
     def classify(self) -> Trial:
         self.cx.users = _readers(self.graph)
@@ -303,23 +317,42 @@ class _TrialLowerer(Placer):
         return None
 
     def _bind_cpu_outputs(self, node: Node) -> None:
-        reads_dynamic = any(v in self.dynamic for v in free_values(node))
+        """Binds a CPU node's outputs: region-input operands where a region can take them,
+        else CPU-only. A tensor is CPU-only when its sizes may depend on the data: the op
+        says so, it reads such a tensor, its sizes changed on other data, or it reads a
+        number computed at run time that other data did not change."""
+        reads = free_values(node)
+        reads_dynamic = any(v in self.dynamic for v in reads)
+        unproven = [v for v in reads if v in self.numbers
+                    and v not in self.facts.changed_numbers]
         for v in node.outputs:
             ex = v.example
-            if reads_dynamic or v in self.facts.dynamic or (
-                    not isinstance(ex, ExampleTensor) and v.kind != "ListType"):
-                self.dynamic.add(v)
+            if not isinstance(ex, ExampleTensor):
+                if v.kind == "TensorType":
+                    self.dynamic.add(v)
+                    self._cpu_only(v, "its sizes are unknown (the model did not run on the"
+                                      " example inputs)")
+                    continue
+                if v.kind != "ListType" or reads_dynamic or unproven or \
+                        any(u in self.numbers for u in reads):
+                    self.numbers.add(v)
+                why = "a number computed at run time" if v in self.numbers \
+                    else f"a {v.type} is not a tensor"
+                if reads_dynamic:
+                    self.dynamic.add(v)
+                self._cpu_only(v, why)
+                continue
             why = None
-            if v in self.dynamic:
-                why = self.facts.dynamic.get(v) or (
-                    "a number computed at run time" if not isinstance(ex, ExampleTensor)
-                    else "its sizes depend on values computed at run time")
-            elif not isinstance(ex, ExampleTensor):
-                why = f"a {v.type} is not a tensor"
+            if reads_dynamic or v in self.facts.dynamic:
+                self.dynamic.add(v)
+                why = self.facts.dynamic.get(v, "its sizes depend on values computed at run"
+                                                " time")
+            elif unproven:
+                self.dynamic.add(v)
+                why = (f"its sizes may depend on %{unproven[0].name}, a number computed at"
+                       " run time")
             else:
-                why = _untransferable(ex)
-            if why is None:
-                why = self._bind_operand(v, ex)
+                why = _untransferable(ex) or self._bind_operand(v, ex)
             if why is not None:
                 self._cpu_only(v, why)
 
@@ -600,9 +633,10 @@ def partition(captured: Captured, examples: tuple, *, policy: FallbackPolicy,
     forced = mutation_moves(graph)
     edges = mutation_edges(graph, forced)
     producer = {v: n for n in graph.nodes for v in n.outputs}
-    for v, why in facts.dynamic.items():
-        if v in producer:
-            forced.setdefault(producer[v], why)
+    for v, why in facts.dynamic.items():  # where sizes start to depend on the data
+        root = producer.get(v)
+        if root is not None and not any(u in facts.dynamic for u in free_values(root)):
+            forced.setdefault(root, why)
     for node in graph.nodes:
         denied = [k for k in _kinds(node) if k in policy.fallback_ops]
         if denied:
