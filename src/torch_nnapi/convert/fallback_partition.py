@@ -39,6 +39,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 import torch
 
+from ..nnapi.errors import BadDataError
 from ..nnapi.model import Lifetime
 from . import patterns
 from .capture import Captured, ExampleTensor, Graph, Node, Value
@@ -418,42 +419,63 @@ def free_values(node: Node) -> list[Value]:
 # ------------------------------------------------------------------------------ mutation
 
 
-def _mutates(node: Node) -> bool:
-    return "!" in node.schema.split("->", 1)[0]
-
-
 def mutation_moves(graph: Graph) -> dict[Node, str]:
     """In-place ops TorchScript could not make functional run on the CPU, with every reader
-    of the tensor they change or of its aliases (views, lists holding it): in a region
-    those would read a copy made before or after the change."""
+    of the tensor they change and of its aliases (the tensor it views, views of it, lists
+    holding it): in a region, those would read a copy made before or after the change."""
     moves: dict[Node, str] = {}
     readers: dict[Value, list[Node]] = {}
+    producer = {v: n for n in graph.nodes for v in n.outputs}
     for node in graph.nodes:
         for v in free_values(node):
             readers.setdefault(v, []).append(node)
     for node in graph.nodes:
-        if not any(_mutates(n) for n in _walk([node])):
+        written = [v for n in _walk([node]) for v in _written(n)]
+        if not written:
             continue
         moves[node] = "it changes a tensor in place"
-        for v in _alias_closure([v for n in _walk([node]) if _mutates(n) for v in n.inputs],
-                                readers):
+        for v in _alias_closure(written, readers, producer):
             for reader in readers.get(v, []):
                 moves.setdefault(reader, f"it reads %{v.name}, which {node.kind} changes in"
                                          " place")
     return moves
 
 
-def _alias_closure(values: list[Value], readers: dict[Value, list[Node]]) -> set[Value]:
+_TENSORISH = ("TensorType", "ListType", "TupleType", "OptionalType")
+
+
+def _written(node: Node) -> list[Value]:
+    """The inputs a node writes in place (its schema marks them ``(a!)``)."""
+    head = node.schema.split("->", 1)[0]
+    if "!" not in head:
+        return []
+    try:
+        arguments = torch._C.parse_schema(node.schema).arguments
+    except RuntimeError:
+        return [v for v in node.inputs if v.kind in _TENSORISH]
+    return [v for a, v in zip(arguments, node.inputs)
+            if a.alias_info is not None and a.alias_info.is_write]
+
+
+def _aliasing(node: Node) -> bool:
+    """Whether the node's results may share memory with its inputs (views, lists)."""
+    return node.kind.startswith("prim::") or "Tensor(" in node.schema.split("->", 1)[-1]
+
+
+def _alias_closure(values: list[Value], readers: dict[Value, list[Node]],
+                   producer: dict[Value, Node]) -> set[Value]:
     found: set[Value] = set()
-    todo = [v for v in values if v.kind in ("TensorType", "ListType", "TupleType")]
+    todo = list(values)
     while todo:
         v = todo.pop()
-        if v in found:
+        if v in found or v.kind not in _TENSORISH:
             continue
         found.add(v)
+        base = producer.get(v)
+        if base is not None and _aliasing(base):
+            todo.extend(base.inputs)
         for reader in readers.get(v, []):
-            returns = reader.schema.split("->", 1)[-1]
-            if reader.kind.startswith("prim::") or "Tensor(" in returns:
+            if _aliasing(reader):
                 todo.extend(reader.outputs)
     return found
 
@@ -463,7 +485,7 @@ def mutation_edges(graph: Graph, moves: dict[Node, str]) -> dict[Node, set[Node]
     and the later readers after it."""
     edges: dict[Node, set[Node]] = {}
     order = {n: i for i, n in enumerate(graph.nodes)}
-    mutators = [n for n in graph.nodes if n in moves and any(_mutates(m) for m in _walk([n]))]
+    mutators = [n for n in graph.nodes if n in moves and any(_written(m) for m in _walk([n]))]
     for m in mutators:
         for reader in moves:
             if reader is m:
@@ -583,9 +605,15 @@ class _Planner:
                 region = home.get(p)
                 if region is None or region is reader:
                     continue
-                if not isinstance(trial.values.get(v), TensorValue):
+                t = trial.values.get(v)
+                if not isinstance(t, TensorValue):
                     plan.moves.setdefault(p, f"its result %{v.name} is not a tensor, yet is"
                                              " read outside its region")
+                elif t.rank == 0 and not (t.is_float or t.is_quantized):
+                    # PyTorch's NNAPI runtime returns no 0-D tensors: the region would
+                    # RESHAPE it to [1], which NNAPI does not do for integers and bools
+                    plan.moves.setdefault(p, f"its result %{v.name}, a 0-D {t.dtype} tensor,"
+                                             " is read outside its region")
                 elif v not in region.outputs:
                     region.outputs.append(v)
         for region in plan.regions:
@@ -726,7 +754,7 @@ class _RegionLowering:
         try:
             return lower_graph(sub, tuple(examples), choices, flexible, self.relax,
                                make_lowerer=make)
-        except (ConversionError, ConverterBug) as e:
+        except (ConversionError, ConverterBug, BadDataError) as e:
             failed = {n: "; ".join(dict.fromkeys(reasons))
                       for n, reasons in (placers[-1].failed.items() if placers else ())
                       if n in region.nodes}
