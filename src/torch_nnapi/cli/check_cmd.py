@@ -7,6 +7,11 @@ operation counts and inserted layout transposes; with ``--target-level``, what a
 that level would reject; the converted module run through PyTorch's NNAPI runtime against
 eager PyTorch; and a layer-by-layer comparison naming the first layer that drifts.
 
+With ``--fallback`` (and its knobs, as for ``convert``) a model that does not convert whole
+is partitioned, and the report shows the regions, the tensors crossing each boundary with
+their sizes, and every node left on the CPU with its source line and why; with
+``--target-level``, what a device of that level would reject runs on the CPU.
+
 Exit code: 0 all good, 1 cannot convert, 2 converts but disagrees with PyTorch (or fails to
 run), 3 a device of the target level would reject it.
 """
@@ -21,6 +26,7 @@ from ._commands import command
 
 def _configure(p: argparse.ArgumentParser) -> None:
     from ..nnapi.codes import FeatureLevel
+    from .convert_cmd import add_fallback_arguments
 
     p.add_argument("model", help="the original model: a TorchScript file or a pickled nn.Module")
     p.add_argument("--input", action="append", required=True, metavar="SPEC",
@@ -44,13 +50,15 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--worst", type=int, default=5, metavar="N",
                    help="how many of the worst layers to list (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_fallback_arguments(p)
 
 
 @command("check", "check that a PyTorch model converts, which NNAPI feature level it needs,"
          " and that the result matches PyTorch layer by layer", _configure, torchscript=True)
 def run(args: argparse.Namespace) -> int:
     from ..convert.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, check_model
-    from .convert_cmd import example_inputs, layout_options, load_model, parse_input
+    from .convert_cmd import (example_inputs, fallback_options, layout_options, load_model,
+                              parse_input)
 
     specs = [parse_input(text) for text in args.input]
     model = load_model(args.model)
@@ -59,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         float_tolerance=FLOAT_TOLERANCE if args.rtol is None else args.rtol,
         quanta_tolerance=QUANTA_TOLERANCE if args.quanta is None else args.quanta,
         target_level=args.target_level, host=args.host, layers=not args.no_layers,
-        engine=None if args.quantized_engine == "default" else args.quantized_engine)
+        engine=None if args.quantized_engine == "default" else args.quantized_engine,
+        **fallback_options(args))
     if args.json:
         print(json.dumps(report.to_json(), indent=1, default=str))
     else:
@@ -90,6 +99,8 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
         level = FeatureLevel(report.feature_level)
         ops = sum(report.operation_counts.values())
         lines.append(f"converts: {ops} NNAPI operations in {report.conversion_seconds:.2f} s")
+        if report.partition is not None:
+            lines.extend(report.partition.render())
         lines.append(f"feature level {int(level)} (Android {level.android}, API"
                      f" {level.api_level})" + (", forced by:" if report.level_forced_by
                                                or _model_forces(report) else ""))
@@ -146,6 +157,9 @@ def _numbers(report, worst: int) -> list[str]:
         for o in report.outputs:
             lines.append(f"  {o.name} {o.shape}: {_value(o)} (tolerance {_limit(o)})"
                          f" {'ok' if o.ok else 'MISMATCH'}")
+    if report.partition is not None:
+        lines.append("layer by layer: not available for a partitioned model (its regions are"
+                     " separate NNAPI models)")
     if report.layers:
         first = report.first_bad_layer
         lines.append(f"layer by layer (host runtime, {len(report.layers)} tensors):"
@@ -175,5 +189,6 @@ def _verdict(report) -> str:
     if code == 3:
         return (f"result: FAIL, converts and matches PyTorch, but needs feature level"
                 f" {report.feature_level} (target {report.target_level})")
-    return (f"result: OK, converts and matches PyTorch; needs NNAPI feature level"
+    parts = f" into {report.partition.summary()}" if report.partition is not None else ""
+    return (f"result: OK, converts{parts} and matches PyTorch; needs NNAPI feature level"
             f" {report.feature_level}")

@@ -8,6 +8,11 @@ default the converter chooses, channels-last when that lowers the feature level)
 
 ``--target-level N`` fails the conversion, listing the operations at fault, when the result
 would need a higher NNAPI feature level than N (1: Android 8.1, 2: Android 9, 3: Android 10).
+
+``--fallback`` runs on the CPU what NNAPI cannot (with ``--target-level``, also what a device
+of that level would reject): the result runs NNAPI regions and CPU nodes in one module.
+``--fallback-op KIND`` keeps an op on the CPU, ``--min-region-size N`` and ``--max-regions N``
+bound the regions.
 """
 
 from __future__ import annotations
@@ -105,6 +110,30 @@ def load_model(path: str):
     return model
 
 
+def add_fallback_arguments(p: argparse.ArgumentParser) -> None:
+    """The CPU fallback's options, shared by ``convert`` and ``check``."""
+    p.add_argument("--fallback", action="store_true",
+                   help="run on the CPU what NNAPI cannot: NNAPI regions and CPU nodes in one"
+                        " module")
+    p.add_argument("--fallback-op", action="append", default=[], metavar="KIND",
+                   help="keep this op on the CPU, e.g. aten::softmax (repeat; needs"
+                        " --fallback)")
+    p.add_argument("--min-region-size", type=int, default=1, metavar="N",
+                   help="regions with fewer computing NNAPI operations run on the CPU"
+                        " (default: %(default)s; needs --fallback)")
+    p.add_argument("--max-regions", type=int, default=None, metavar="N",
+                   help="at most N NNAPI regions, the largest (needs --fallback)")
+
+
+def fallback_options(args: argparse.Namespace) -> dict:
+    """The converter's fallback options the command line asks for."""
+    if not args.fallback and (args.fallback_op or args.min_region_size != 1
+                              or args.max_regions is not None):
+        raise ValueError("--fallback-op, --min-region-size and --max-regions need --fallback")
+    return dict(fallback=args.fallback, fallback_ops=list(args.fallback_op),
+                min_region_size=args.min_region_size, max_regions=args.max_regions)
+
+
 def _configure(p: argparse.ArgumentParser) -> None:
     from ..nnapi.codes import FeatureLevel
 
@@ -129,6 +158,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="run the result once on random inputs and compare with the model")
     p.add_argument("--compare", action="store_true",
                    help="print a layer-by-layer comparison with PyTorch (host runtime)")
+    add_fallback_arguments(p)
 
 
 @command("convert", "convert a PyTorch model to a TorchScript module that runs on NNAPI",
@@ -146,15 +176,25 @@ def run(args: argparse.Namespace) -> int:
                    relax_fp32_to_fp16=args.fp16)
     try:
         conversion = convert_with_details(model, examples, target_level=args.target_level,
-                                          **options)
+                                          **options, **fallback_options(args))
     except ConversionError as e:
         print(f"torch-nnapi convert: {e}", file=sys.stderr)
         return 1
     module = conversion.module
-    print(f"converted in {conversion.seconds:.2f} s: {len(conversion.model.operations)} NNAPI"
-          f" operations, feature level {conversion.feature_level}"
-          f" (Android {_android(conversion.feature_level)})")
-    if args.compare:
+    report = getattr(conversion, "report", None)  # a partitioned conversion's
+    if report is not None:
+        print(f"converted in {conversion.seconds:.2f} s into {report.summary()}; feature"
+              f" level {conversion.feature_level} (Android"
+              f" {_android(conversion.feature_level)})")
+        print("\n".join(report.render()[1:]))
+    else:
+        print(f"converted in {conversion.seconds:.2f} s: {len(conversion.model.operations)}"
+              f" NNAPI operations, feature level {conversion.feature_level}"
+              f" (Android {_android(conversion.feature_level)})")
+    if args.compare and report is not None:
+        print("layer-by-layer comparison: not available for a partitioned model (use"
+              " --check)")
+    elif args.compare:
         from ..convert.compare import compare_layers
 
         for diff in compare_layers(model, examples, **options):

@@ -36,18 +36,25 @@ def _inputs(module, texts):
         bundled = module.get_all_bundled_inputs()
         if bundled:
             return tuple(bundled[0]), "bundled"
+    from ..convert.fallback import report_of
     from ..convert.host import program_of
 
-    prog = program_of(module)
-    shapes = [list(s) for s in prog.input_shapes]
+    report = report_of(module)
+    if report is not None:  # partitioned: the model's inputs are in its report
+        shapes = [list(i.get("shape", [])) for i in report.inputs]
+        integer = [i.get("dtype") in ("int64", "int32") for i in report.inputs]
+    else:
+        prog = program_of(module)
+        shapes = [list(s) for s in prog.input_shapes]
+        integer = [cast == 1 for cast in prog.input_casts]
     if any(d < 0 for s in shapes for d in s):
         raise ValueError("the model has flexible dimensions: give input shapes with --input")
     import torch
 
     g = torch.Generator().manual_seed(0)
     inputs = []
-    for shape, cast in zip(shapes, prog.input_casts):
-        if cast == 1:
+    for shape, ints in zip(shapes, integer):
+        if ints:
             inputs.append(torch.randint(0, 10, shape, generator=g))
         else:
             inputs.append(torch.randn(shape, generator=g))

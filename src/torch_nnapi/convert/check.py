@@ -12,6 +12,10 @@
 * the converted module run through PyTorch's NNAPI runtime against eager PyTorch, and a
   layer-by-layer comparison on the host runtime naming the first layer whose error exceeds
   the tolerance (float: relative to the layer's magnitude; quantized: in quanta).
+
+With ``fallback=True`` a model that does not convert whole is partitioned: the report then
+also holds the :class:`~.fallback.PartitionReport` (regions, CPU nodes and why, boundary
+tensors), and its levels, counts and transposes cover every region.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from .api import Conversion, convert_with_details
 from .capture import as_example_tuple
 from .compare import LayerDiff, compare_layers
 from .errors import ConversionError, ConverterBug, UnsupportedUse
+from .fallback import PartitionedConversion, PartitionReport, output_quantum
+from .lower import dequantized_scale
 from .levels import (OperationLevel, Requirement, above, model_requirements, operation_levels,
                      origin_of)
 
@@ -94,6 +100,7 @@ class CheckReport:
     conversion_seconds: float = 0.0
     quantized: bool = False  # the converted model has quantized operands
     quantized_engine: str = ""  # PyTorch's quantized engine for the eager reference
+    partition: Optional[PartitionReport] = None  # with fallback, a partitioned model's
 
     @property
     def level_forced_by(self) -> list[OperationLevel]:
@@ -237,13 +244,16 @@ def check_model(model, example_inputs, *,
                 flexible=None, float_tolerance: float = FLOAT_TOLERANCE,
                 quanta_tolerance: float = QUANTA_TOLERANCE,
                 target_level: Optional[int] = None, host: bool = False,
-                layers: bool = True, engine: Optional[str] = "qnnpack") -> CheckReport:
+                layers: bool = True, engine: Optional[str] = "qnnpack",
+                **fallback) -> CheckReport:
     """Converts ``model`` for ``example_inputs`` and checks the result; see the module
     docstring. ``host`` runs the converted module on the host runtime instead of PyTorch's
     NNAPI runtime; ``layers=False`` skips the layer-by-layer comparison. ``engine`` is the
     PyTorch quantized engine computing the eager reference of quantized models: qnnpack by
     default, the one PyTorch Mobile uses (models quantized for it can saturate fbgemm's
-    16-bit accumulations on x86, giving wrong reference values)."""
+    16-bit accumulations on x86, giving wrong reference values). ``fallback``:
+    ``fallback=True`` and its knobs, as ``convert`` takes them (with ``target_level``, the
+    operations a device of that level would reject then run on the CPU)."""
     examples = as_example_tuple(example_inputs)
     report = CheckReport([{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
                           for x in examples], float_tolerance=float_tolerance,
@@ -252,13 +262,16 @@ def check_model(model, example_inputs, *,
         engine = None  # a PyTorch built without qnnpack: keep its default
     with quantized_engine(engine):
         report.quantized_engine = torch.backends.quantized.engine
-        _check(report, model, examples, nhwc, flexible, host, layers)
+        _check(report, model, examples, nhwc, flexible, host, layers, fallback)
     return report
 
 
 def _check(report: CheckReport, model, examples: tuple, nhwc, flexible, host: bool,
-           layers: bool) -> None:
+           layers: bool, fallback: dict) -> None:
     options = dict(nhwc=nhwc, flexible=flexible)
+    converting = dict(options, **fallback)
+    if fallback.get("fallback"):
+        converting["target_level"] = report.target_level
     try:
         with torch.no_grad():
             expected = _as_list(model(*[x.clone() for x in examples]))
@@ -266,7 +279,7 @@ def _check(report: CheckReport, model, examples: tuple, nhwc, flexible, host: bo
         report.errors.append(f"the model fails on the given inputs: {_one_line(e)}")
         return
     try:
-        conversion = convert_with_details(model, examples, **options)
+        conversion = convert_with_details(model, examples, **converting)
     except ConversionError as e:
         report.unsupported = list(e.uses)
         report.unsupported_text = e.render()
@@ -275,6 +288,10 @@ def _check(report: CheckReport, model, examples: tuple, nhwc, flexible, host: bo
         report.errors.append(f"conversion failed: {e}")
         return
     report.converted = True
+    if isinstance(conversion, PartitionedConversion):
+        _describe_partitioned(report, conversion)
+        _check_outputs(report, expected, conversion, examples, host)
+        return  # the layer-by-layer comparison needs the whole model in one NNAPI model
     _describe(report, conversion)
     report.quantized = any(o.info.is_quantized for o in conversion.model.operands)
     _check_outputs(report, expected, conversion, examples, host)
@@ -301,7 +318,25 @@ def _describe(report: CheckReport, conversion: Conversion) -> None:
         entry["nhwc"] = bool(spec.nhwc)  # the order NNAPI takes the input in
 
 
-def _check_outputs(report: CheckReport, expected: list, conversion: Conversion,
+def _describe_partitioned(report: CheckReport, conversion: PartitionedConversion) -> None:
+    """Levels, counts and transposes over every region, and the partition itself."""
+    report.conversion_seconds = conversion.seconds
+    report.partition = conversion.report
+    report.feature_level = conversion.feature_level
+    counts: Counter = Counter()
+    for region in conversion.regions:
+        cx = region.lowered.cx
+        report.model_requirements += [r for r in model_requirements(cx.model)
+                                      if r not in report.model_requirements]
+        report.operations += operation_levels(cx.model, cx.origins)
+        report.transposes += layout_transposes(cx.model, cx.origins)
+        counts.update(op.type.name for op in cx.model.operations)
+        report.quantized = report.quantized or any(o.info.is_quantized
+                                                   for o in cx.model.operands)
+    report.operation_counts = dict(counts.most_common())
+
+
+def _check_outputs(report: CheckReport, expected: list, conversion,
                    examples: tuple, host: bool) -> None:
     from .host import run_on_host
 
@@ -326,22 +361,11 @@ def _check_outputs(report: CheckReport, expected: list, conversion: Conversion,
             report.errors.append(f"output {i} has shape {list(a.shape)}, PyTorch's"
                                  f" {list(e.shape)}")
             continue
-        error, unit = tensor_error(a, e, _dequantized_from(conversion, i))
+        quantum = output_quantum(conversion, i) if isinstance(
+            conversion, PartitionedConversion) else dequantized_scale(conversion.lowered, i)
+        error, unit = tensor_error(a, e, quantum)
         report.outputs.append(TensorCheck(f"output {i}", list(e.shape), error, unit,
                                           _tolerance(unit, report)))
-
-
-def _dequantized_from(conversion: Conversion, output: int) -> float:
-    """The scale of the quantized tensor that returned output ``output`` is dequantized
-    from (0.0 when it is not the result of a DEQUANTIZE)."""
-    lowered, model = conversion.lowered, conversion.model
-    operand = lowered.outputs[lowered.output_map[output]].operand
-    for operation in model.operations:
-        if operand in operation.outputs:
-            if operation.type.name == "DEQUANTIZE":
-                return float(model.operands[operation.inputs[0]].scale)
-            break
-    return 0.0
 
 
 def _one_line(e: BaseException) -> str:

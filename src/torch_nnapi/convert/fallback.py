@@ -28,6 +28,7 @@ from .capture import Captured, ExampleTensor, Value
 from .errors import ConversionError, UnsupportedUse
 from .fallback_partition import FallbackPolicy, Partition, Region, free_values, partition
 from .fallback_stitch import build_partitioned_module
+from .lower import dequantized_scale
 from .serialize import serialize
 
 REPORT_VERSION = 1
@@ -75,6 +76,7 @@ class PartitionReport:
     schedule: list[str]  # "region 0", "cpu 3" (index into cpu), in running order
     recomputed: int  # folded nodes (sizes, lists) the CPU program rebuilds
     policy: dict[str, Any]
+    inputs: list[dict] = field(default_factory=list)  # the model's: shape (-1 flexible), dtype
     version: int = REPORT_VERSION
 
     @property
@@ -101,7 +103,8 @@ class PartitionReport:
                                        outputs=[BoundaryTensor(**t) for t in r["outputs"]]))
                    for r in data["regions"]]
         return cls(regions, [CpuNodeReport(**c) for c in data["cpu"]], list(data["schedule"]),
-                   int(data["recomputed"]), dict(data["policy"]), int(data["version"]))
+                   int(data["recomputed"]), dict(data["policy"]), list(data["inputs"]),
+                   int(data["version"]))
 
     def summary(self) -> str:
         regions, cpu = len(self.regions), len(self.cpu)
@@ -207,7 +210,7 @@ def convert_partitioned(captured: Captured, examples: tuple, policy: FallbackPol
         programs.append(nnapi_program(region.lowered,
                                       serialize(cx.model, cx.sym_dims, cx.sym_values),
                                       preference, relax))
-    report = describe_partition(part, captured, policy)
+    report = describe_partition(part, captured, policy, flexible)
     module = build_partitioned_module(captured, part, programs, json.dumps(report.to_json()))
     return PartitionedConversion(module, part, report, time.perf_counter() - start)
 
@@ -235,8 +238,8 @@ def fallback_hint(captured: Captured, examples: tuple, policy: FallbackPolicy, *
 # ------------------------------------------------------------------------------ the report
 
 
-def describe_partition(part: Partition, captured: Captured, policy: FallbackPolicy
-                       ) -> PartitionReport:
+def describe_partition(part: Partition, captured: Captured, policy: FallbackPolicy,
+                       flexible: Sequence[Sequence[int]] = ()) -> PartitionReport:
     model_inputs = {v: i for i, v in enumerate(part.graph.inputs)}
     cpu_index = {c.node: i for i, c in enumerate(part.cpu)}
     producer_of: dict[Value, str] = {}
@@ -250,9 +253,10 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
     for i, region in enumerate(part.regions):
         for v in region.inputs:
             readers.setdefault(v, []).append(f"region {i}")
+    returning = [n for n in part.recomputed if part.graph.output in n.outputs]
     cpu_reads = {v for n in [c.node for c in part.cpu] + part.recomputed
-                 for v in free_values(n)}
-    returned = _returned(part)
+                 if n not in returning for v in free_values(n)}
+    returned = set(_returned(part))
 
     def peer_in(v: Value) -> str:
         if v in model_inputs:
@@ -284,18 +288,36 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
         elif item in cpu_index:
             schedule.append(f"cpu {cpu_index[item]}")
     cpu = [CpuNodeReport(c.node.kind, c.node.location, c.reason) for c in part.cpu]
+    inputs = []
+    for k, v in enumerate(part.graph.inputs):
+        dims = set(flexible[k]) if k < len(flexible) else set()
+        ex = v.example
+        inputs.append({"shape": [-1 if d in dims else n for d, n in enumerate(ex.shape)],
+                       "dtype": ex.dtype} if isinstance(ex, ExampleTensor) else {})
     return PartitionReport(regions, cpu, schedule, len(part.recomputed), {
         "fallback_ops": sorted(policy.fallback_ops), "min_region_size": policy.min_region_size,
-        "max_regions": policy.max_regions, "target_level": policy.target_level})
+        "max_regions": policy.max_regions, "target_level": policy.target_level}, inputs)
 
 
-def _returned(part: Partition) -> set[Value]:
+def _returned(part: Partition) -> list[Value]:
     """The values the model returns (directly or in the tuple or list it returns)."""
     out = part.graph.output
     for n in part.graph.nodes:
         if out in n.outputs and n.kind in ("prim::TupleConstruct", "prim::ListConstruct"):
-            return set(n.inputs)
-    return {out}
+            return list(n.inputs)
+    return [out]
+
+
+def output_quantum(conversion: PartitionedConversion, output: int) -> float:
+    """The quantum of returned tensor ``output`` when a region returns it dequantized from
+    a quantized tensor, else 0.0 (see :func:`~.lower.dequantized_scale`)."""
+    returned = _returned(conversion.partition)
+    if output >= len(returned):
+        return 0.0
+    for region in conversion.regions:
+        if returned[output] in region.outputs:
+            return dequantized_scale(region.lowered, region.outputs.index(returned[output]))
+    return 0.0
 
 
 def _flexible_dims(lowered, k: int) -> list[int]:
@@ -324,4 +346,4 @@ def report_of(module) -> Optional[PartitionReport]:
 
 __all__ = ["BoundaryTensor", "CpuNodeReport", "FallbackPolicy", "PartitionReport",
            "PartitionedConversion", "RegionReport", "convert_partitioned",
-           "describe_partition", "fallback_hint", "report_of"]
+           "describe_partition", "fallback_hint", "output_quantum", "report_of"]

@@ -66,6 +66,19 @@ class Lowered:
     specs: list = field(default_factory=list)  # the InputSpec of each input
 
 
+def dequantized_scale(lowered: Lowered, output: int) -> float:
+    """The scale of the quantized tensor the model's returned tensor ``output`` is
+    dequantized from (0.0 when it is not the result of a DEQUANTIZE): its quantum."""
+    model = lowered.cx.model
+    operand = lowered.outputs[lowered.output_map[output]].operand
+    for operation in model.operations:
+        if operand in operation.outputs:
+            if operation.type.name == "DEQUANTIZE":
+                return float(model.operands[operation.inputs[0]].scale)
+            break
+    return 0.0
+
+
 class Lowerer:
     def __init__(self, graph: Graph, specs: Sequence[InputSpec],
                  known: Mapping[Value, Any] | None = None):
