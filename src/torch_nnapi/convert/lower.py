@@ -151,7 +151,8 @@ class Lowerer:
         t = self.cx.new_tensor(shape, "int32", layout)
         self.cx.model.operands[t.operand].name = f"input{index}"
         zero = self.cx.constant(np.zeros((1,) * max(len(shape), 1), np.int32), "int32")
-        self.env[value] = self.cx.emit(Op.NOT_EQUAL, [t, zero], shape, "bool", layout)
+        self.env[value] = self.cx.emit(Op.NOT_EQUAL, dict(input0=t, input1=zero), shape, "bool",
+                                       layout)
         return t
 
     def _find_missing_lowerings(self) -> None:
