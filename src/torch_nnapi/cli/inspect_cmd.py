@@ -31,12 +31,13 @@ def describe(module) -> dict:
     from ..convert.host import program_of
     from ..nnapi.codes import FeatureLevel
 
-    if not is_partitioned(module):
+    report = report_of(module) if is_partitioned(module) else None
+    if report is None:
         return describe_program(program_of(module))
     regions = [describe_program(p) for p in region_programs(module)]
     level = FeatureLevel(max(r["feature_level"] for r in regions))
     return {"partitioned": True, "feature_level": int(level), "android": level.android,
-            "api_level": level.api_level, "partition": report_of(module).to_json(),
+            "api_level": level.api_level, "partition": report.to_json(),
             "regions": regions}
 
 

@@ -325,7 +325,7 @@ def _describe_partitioned(report: CheckReport, conversion: PartitionedConversion
     report.feature_level = conversion.feature_level
     counts: Counter = Counter()
     for region in conversion.regions:
-        cx = region.lowered.cx
+        cx = region.result.cx
         report.model_requirements += [r for r in model_requirements(cx.model)
                                       if r not in report.model_requirements]
         report.operations += operation_levels(cx.model, cx.origins)

@@ -26,7 +26,8 @@ import torch
 from .api import nnapi_program
 from .capture import Captured, ExampleTensor, Value
 from .errors import ConversionError, UnsupportedUse
-from .fallback_partition import FallbackPolicy, Partition, Region, free_values, partition
+from .fallback_partition import FallbackPolicy, Partition, Region, partition
+from .fallback_trial import free_values
 from .fallback_stitch import build_partitioned_module
 from .lower import dequantized_scale
 from .serialize import serialize
@@ -206,8 +207,8 @@ def convert_partitioned(captured: Captured, examples: tuple, policy: FallbackPol
             f" (min_region_size {policy.min_region_size})")
     programs = []
     for region in part.regions:
-        cx = region.lowered.cx
-        programs.append(nnapi_program(region.lowered,
+        cx = region.result.cx
+        programs.append(nnapi_program(region.result,
                                       serialize(cx.model, cx.sym_dims, cx.sym_values),
                                       preference, relax))
     report = describe_partition(part, captured, policy, flexible)
@@ -228,7 +229,7 @@ def fallback_hint(captured: Captured, examples: tuple, policy: FallbackPolicy, *
     if not part.regions:
         return ""
     count = len(part.regions)
-    operations = sum(len(r.lowered.cx.model.operations) for r in part.regions)
+    operations = sum(len(r.result.cx.model.operations) for r in part.regions)
     return (f"hint: convert(..., fallback=True) (torch-nnapi convert --fallback) would convert"
             f" the model into {count} NNAPI region{'s' if count != 1 else ''} ({operations}"
             f" operations) with {len(part.cpu)} node{'s' if len(part.cpu) != 1 else ''} on"
@@ -274,7 +275,7 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
     regions = []
     for i, region in enumerate(part.regions):
         name = f"region {i}"
-        lowered = region.lowered
+        lowered = region.result
         flexible_in = [_flexible_dims(lowered, k) for k in range(len(region.inputs))]
         regions.append(RegionReport(
             i, len(region.nodes), region.operation_counts, region.size, region.feature_level,
@@ -316,7 +317,7 @@ def output_quantum(conversion: PartitionedConversion, output: int) -> float:
         return 0.0
     for region in conversion.regions:
         if returned[output] in region.outputs:
-            return dequantized_scale(region.lowered, region.outputs.index(returned[output]))
+            return dequantized_scale(region.result, region.outputs.index(returned[output]))
     return 0.0
 
 

@@ -63,7 +63,7 @@ def build_partitioned_module(captured: Captured, part: Partition,
     module.define(f"def forward(self, {params}) -> {returns}:\n"
                   "    raise RuntimeError('replaced by the partitioned graph')\n")
     stitched = _stitch(captured, part, module)
-    _replace_body(module.forward.graph, stitched)
+    _replace_body(module.graph, stitched)
     return _reloaded(module)
 
 
@@ -90,7 +90,7 @@ def _stitch(captured: Captured, part: Partition, module) -> torch._C.Graph:
             old = ts_value(v)
             if old.uses():
                 with graph.insert_point_guard(next(iter(graph.nodes()))):
-                    new = graph.insertConstant(constant)
+                    new = graph.insertConstant(constant)  # type: ignore[attr-defined]
                 old.replaceAllUsesWith(new)
     # Everything that runs goes to the end in running order; what stays behind (the
     # regions' nodes, shared nodes the CPU does not need) is then removed.
@@ -123,12 +123,12 @@ def _call_region(graph: torch._C.Graph, this: torch._C.Value, module, index: int
     then read from the call; returns the number of nodes added."""
     program = getattr(module, region_name(index))
     tensors = torch._C.ListType(torch._C.TensorType.get())
-    get = graph.create("prim::GetAttr", [this])
+    get = graph.create("prim::GetAttr", [this], 1)
     get.s_("name", region_name(index))
     get.output().setType(program._c._type())
-    pack = graph.create("prim::ListConstruct", [ts_value(v) for v in region.inputs])
+    pack = graph.create("prim::ListConstruct", [ts_value(v) for v in region.inputs], 1)
     pack.output().setType(tensors)
-    call = graph.create("prim::CallMethod", [get.output(), pack.output()])
+    call = graph.create("prim::CallMethod", [get.output(), pack.output()], 1)
     call.s_("name", "forward")
     call.output().setType(tensors)
     unpack = graph.create("prim::ListUnpack", [call.output()], len(region.outputs))

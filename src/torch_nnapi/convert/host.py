@@ -43,7 +43,7 @@ def run_on_host(module, *inputs: torch.Tensor, relaxed_precision: str = "float32
     CPU nodes in TorchScript."""
     from .fallback_run import is_partitioned, run_apart
 
-    inputs = list(inputs)
+    given = list(inputs)
     if is_partitioned(module):
         timings: list = []
 
@@ -53,9 +53,9 @@ def run_on_host(module, *inputs: torch.Tensor, relaxed_precision: str = "float32
             timings.extend(region_timings or [])
             return outs
 
-        returned = run_apart(module, inputs, run_region).outputs
+        returned = run_apart(module, given, run_region).outputs
         return (returned, timings) if profile else returned
-    outs, timings = run_program_on_host(program_of(module), inputs, relaxed_precision,
+    outs, timings = run_program_on_host(program_of(module), given, relaxed_precision,
                                         profile)
     returned = _shape_like_forward(module, outs)
     return (returned, timings) if profile else returned

@@ -95,7 +95,7 @@ class Lowerer:
 
     def run(self, relax_float32_to_float16: bool = False) -> Lowered:
         patterns.fuse(self.graph)
-        self.cx.users = _readers(self.graph)
+        self.cx.users = value_readers(self.graph)
         inputs = [self._add_input(i, v, s) for i, (v, s) in
                   enumerate(zip(self.graph.inputs, self.specs))]
         self._find_missing_lowerings()
@@ -381,7 +381,7 @@ def _quantized_on_host(value: Value, readers: dict) -> tuple[float, int] | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _readers(graph: Graph) -> dict:
+def value_readers(graph: Graph) -> dict:
     """Each value's reading nodes in program order (the graph's return counts as one)."""
     readers: dict = {}
     for node in graph.walk():
