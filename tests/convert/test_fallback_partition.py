@@ -1,4 +1,4 @@
-"""fallback_partition: which nodes run on NNAPI, how regions form, what crosses."""
+"""fallback_partition: how regions form, what crosses between them, the policy's knobs."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -34,6 +34,9 @@ from .wrapper import (
     NnapiProgram,
     build_module,
 )
+
+if TYPE_CHECKING:
+    from .fallback import PartitionedConversion
 
 PREFERENCES = {
     "low_power": PreferenceCode.LOW_POWER,
@@ -81,7 +84,7 @@ def convert_with_details(
     fallback_ops: Sequence[str] = (),
     min_region_size: int = 1,
     max_regions: Optional[int] = None,
-):
+) -> Union[Conversion, "PartitionedConversion"]:
     """Converts ``model`` and returns the module with the NNAPI model behind it.
 
     - ``nhwc``: per input (or one value for all 4-D inputs): True hands the input to NNAPI

@@ -36,8 +36,6 @@ from .values import TensorValue
 DATA_MOVES = frozenset({"RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS"})
 
 
-
-
 @dataclass(frozen=True)
 class FallbackPolicy:
     """The knobs of the CPU fallback (see ``convert(..., fallback=True)``)."""
@@ -113,7 +111,6 @@ class Partition:
     @property
     def cpu_reasons(self) -> dict[Node, str]:
         return {c.node: c.reason for c in self.cpu}
-
 
 
 # ------------------------------------------------------------------------------ regions
@@ -310,7 +307,6 @@ def partition(captured: Captured, examples: tuple, *, policy: FallbackPolicy,
     raise ConverterBug("the CPU fallback did not settle on a partition")
 
 
-
 class _RegionLowering:
     """Lowers regions as models of their own, remembering each region's outcome."""
 
@@ -326,19 +322,19 @@ class _RegionLowering:
 
     def lower(self, region: Region, trial: Trial) -> dict[Node, str]:
         """Lowers ``region`` (setting ``region.lowered``); the nodes it rejects, and why."""
-        from .api import lower_graph
-
         key = tuple(tuple(map(id, part)) for part in
                     (region.nodes, region.shared, region.inputs, region.outputs))
         if key not in self.done:
-            self.done[key] = self._lower(region, trial, lower_graph)
+            self.done[key] = self._lower(region, trial)
         found = self.done[key]
         if isinstance(found, dict):
             return found
         region.lowered = found
         return {}
 
-    def _lower(self, region: Region, trial: Trial, lower_graph):
+    def _lower(self, region: Region, trial: Trial) -> Union[Lowered, dict[Node, str]]:
+        from .api import lower_graph  # api imports this module's FallbackPolicy
+
         out = Value("region_outputs", "Tuple", "TupleType")
         nodes = sorted(region.nodes + region.shared, key=self.order.__getitem__)
         sub = Graph(list(region.inputs), nodes, out)
