@@ -286,3 +286,20 @@ def test_bundled_inputs(tmp_path):
     (inputs,) = loaded.get_all_bundled_inputs()
     with torch.no_grad():
         assert_close(loaded(*inputs), model(x))
+
+
+def test_inputs_of_other_dtypes_stay_on_the_cpu():
+    """A float64 input PyTorch's NNAPI runtime cannot pass: what reads it runs on the CPU."""
+    class Double(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = fm.conv(3, 4)
+
+        def forward(self, x):
+            return torch.relu(self.a(x.float()))
+
+    x = image().double()
+    with pytest.raises(ValueError, match="dtype float64 cannot be an input"):
+        convert_with_details(fm.randomize(Double()), x)
+    conversion = partitioned(fm.randomize(Double()), x)
+    assert "a float64 tensor" in conversion.report.cpu[0].reason

@@ -135,7 +135,7 @@ def convert_with_details(
         cx = lowered.cx
         if target_level is not None:
             require_level(cx.model, cx.origins, target_level)
-    except (ConversionError, ConverterBug) as e:
+    except (ConversionError, ConverterBug, ValueError) as e:  # ValueError: an input's dtype
         from .fallback import convert_partitioned, fallback_hint
 
         if not fallback:
