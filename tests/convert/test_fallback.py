@@ -229,7 +229,17 @@ SAVED = {
     "residual_nhwc": (lambda: fm.randomize(fm.Residual()), {"nhwc": True}),
     "masked": (fm.Masked, {}),
     "flexible": (lambda: fm.randomize(fm.Classifier()), {"flexible": {0: [2, 3]}}),
+    "quantized": (lambda: QuantizedAdd(), {"fallback_ops": ["quantized::add"]}),
 }
+
+
+class QuantizedAdd(torch.nn.Module):
+    """Quantized regions around a quantized op kept on the CPU: quint8 crosses both ways."""
+
+    def forward(self, x):
+        q = torch.quantize_per_tensor(x, 0.05, 120, torch.quint8)
+        y = torch.ops.quantized.add(torch.ops.quantized.mul(q, q, 0.1, 128), q, 0.1, 128)
+        return torch.ops.quantized.mul(y, y, 0.2, 100)
 
 
 def _save_all(tmp_path: Path) -> list[str]:
@@ -249,6 +259,7 @@ def _save_all(tmp_path: Path) -> list[str]:
     return names
 
 
+@pytest.mark.usefixtures("qnnpack")
 def test_saved_modules_run_in_a_fresh_process_and_the_lite_interpreter(tmp_path):
     names = _save_all(tmp_path)
     root = Path(__file__).resolve().parents[2]
@@ -258,6 +269,7 @@ def test_saved_modules_run_in_a_fresh_process_and_the_lite_interpreter(tmp_path)
         sys.path.insert(0, {str(root)!r})
         import torch, torch_nnapi
         import tests.convert.fallback_models  # registers the custom ops, as an app would
+        torch.backends.quantized.engine = "qnnpack"  # PyTorch Mobile's, the reference's
         from tests.convert.harness import assert_close
         from torch.jit.mobile import _load_for_lite_interpreter
         for name in {names!r}:
@@ -277,15 +289,20 @@ def test_saved_modules_run_in_a_fresh_process_and_the_lite_interpreter(tmp_path)
 
 def test_bundled_inputs(tmp_path):
     import torch.utils.bundled_inputs as bundled
+    from torch.jit.mobile import _load_for_lite_interpreter
 
     model, x = fm.randomize(fm.InTheMiddle()), image()
     module = convert_with_details(model, x, fallback=True).module
     bundled.augment_model_with_bundled_inputs(module, [(bundled.bundle_large_tensor(x),)])
     torch.jit.save(module, str(tmp_path / "bundled.pt"))
+    module._save_for_lite_interpreter(str(tmp_path / "bundled.ptl"))
     loaded = torch.jit.load(str(tmp_path / "bundled.pt"))
     (inputs,) = loaded.get_all_bundled_inputs()
+    lite = _load_for_lite_interpreter(str(tmp_path / "bundled.ptl"))
+    (lite_inputs,) = lite.run_method("get_all_bundled_inputs")
     with torch.no_grad():
         assert_close(loaded(*inputs), model(x))
+        assert_close(lite(*lite_inputs), model(x))
 
 
 def test_inputs_of_other_dtypes_stay_on_the_cpu():
