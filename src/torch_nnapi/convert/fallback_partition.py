@@ -225,6 +225,9 @@ class _Planner:
                 if not isinstance(t, TensorValue):
                     plan.moves.setdefault(p, f"its result %{v.name} is not a tensor, yet is"
                                              " read outside its region")
+                elif v in trial.constants:  # an NNAPI model cannot return a constant
+                    plan.moves.setdefault(p, f"its result %{v.name}, a constant, is read"
+                                             " outside its region")
                 elif t.rank == 0 and not (t.is_float or t.is_quantized):
                     # PyTorch's NNAPI runtime returns no 0-D tensors: the region would
                     # RESHAPE it to [1], which NNAPI does not do for integers and bools

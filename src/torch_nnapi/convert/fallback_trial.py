@@ -24,7 +24,7 @@ numbers never cross a boundary (``fallback_partition.py``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Sequence
 
 import torch
@@ -145,8 +145,8 @@ def _grown(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
 
 class Placer(Lowerer):
     """A Lowerer that records which top-level node each failure comes from (a converter
-    error included), instead of stopping at it. :meth:`classify` is the trial lowering;
-    ``run`` lowers one region's graph."""
+    error included), instead of stopping at it: the trial lowering's base, and what lowers
+    each region's graph."""
 
     def __init__(self, graph: Graph, specs: Sequence[InputSpec],
                  known: dict[Value, Any] | None = None):
@@ -175,6 +175,7 @@ class Trial:
     shared: set[Node]  # nodes with neither (sizes, lists...)
     values: dict[Value, Any]  # what the trial bound each value to
     cpu_only: dict[Value, str]  # values no region can take, and why
+    constants: set[Value] = field(default_factory=set)  # bound to constant operands
 
 
 class TrialLowerer(Placer):
@@ -212,8 +213,6 @@ class TrialLowerer(Placer):
                 reason = "; ".join(dict.fromkeys(reasons))
             elif any(_contains_poison(self.env.get(v)) for v in node.outputs):
                 reason = "its blocks read values only the CPU holds"
-            elif any(self._is_constant_operand(self.env.get(v)) for v in node.outputs):
-                reason = "it computes a constant"
             else:
                 results = [self.env.get(v) for v in node.outputs]
                 emitted = len(self.cx.model.operations) > operations
@@ -221,6 +220,8 @@ class TrialLowerer(Placer):
                     self.verdict.nnapi.add(node)
                 else:
                     self.verdict.shared.add(node)
+                self.verdict.constants.update(v for v in node.outputs
+                                              if self._is_constant_operand(self.env.get(v)))
                 return
         self.verdict.cpu[node] = reason
         self._bind_cpu_outputs(node)
