@@ -26,7 +26,7 @@ from . import patterns
 from .capture import Captured, ExampleTensor, Graph, Node, Value
 from .errors import ConversionError, ConverterBug, UnsupportedUse
 from .fallback_trial import (Placer, ShapeFacts, Trial, TrialLowerer, free_values,
-                             mutation_edges, mutation_moves, op_kinds, shape_facts, walk)
+                             mutation_moves, op_kinds, shape_facts, walk)
 from .levels import model_requirements, operation_levels
 from .lower import InputSpec, Lowered, example_spec
 from .values import TensorValue
@@ -107,10 +107,6 @@ class Partition:
     recomputed: list[Node]  # shared nodes the CPU program keeps
     constants: dict[Value, Any]  # shared results the CPU program reads, as constants
     schedule: list[Union[Region, Node]]  # regions and CPU-side nodes, in running order
-
-    @property
-    def cpu_reasons(self) -> dict[Node, str]:
-        return {c.node: c.reason for c in self.cpu}
 
 
 # ------------------------------------------------------------------------------ regions
@@ -277,8 +273,7 @@ def partition(captured: Captured, examples: tuple, *, policy: FallbackPolicy,
     patterns.fuse(graph)
     facts = shape_facts(captured, examples, flexible)
     specs = [example_spec(x, False, f) for x, f in zip(examples, flexible)]
-    forced = mutation_moves(graph)
-    edges = mutation_edges(graph, forced)
+    forced, edges = mutation_moves(graph)
     producer = {v: n for n in graph.nodes for v in n.outputs}
     for v, why in facts.dynamic.items():  # where sizes start to depend on the data
         root = producer.get(v)

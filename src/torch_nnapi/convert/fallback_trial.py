@@ -334,13 +334,17 @@ def free_values(node: Node) -> list[Value]:
 # ------------------------------------------------------------------------------ mutation
 
 
-def mutation_moves(graph: Graph) -> dict[Node, str]:
+def mutation_moves(graph: Graph) -> tuple[dict[Node, str], dict[Node, set[Node]]]:
     """In-place ops TorchScript could not make functional run on the CPU, with every reader
     of the tensor they change and of its aliases (the tensor it views, views of it, lists
-    holding it): in a region, those would read a copy made before or after the change."""
+    holding it): in a region, those would read a copy made before or after the change.
+    Returns those nodes with the reason, and the order they must keep: an in-place op after
+    the earlier readers of what it changes, the later readers after it."""
     moves: dict[Node, str] = {}
+    edges: dict[Node, set[Node]] = {}
     readers: dict[Value, list[Node]] = {}
     producer = {v: n for n in graph.nodes for v in n.outputs}
+    order = {n: i for i, n in enumerate(graph.nodes)}
     for node in graph.nodes:
         for v in free_values(node):
             readers.setdefault(v, []).append(node)
@@ -351,9 +355,14 @@ def mutation_moves(graph: Graph) -> dict[Node, str]:
         moves[node] = "it changes a tensor in place"
         for v in _alias_closure(written, readers, producer):
             for reader in readers.get(v, []):
+                if reader is node:
+                    continue
                 moves.setdefault(reader, f"it reads %{v.name}, which {node.kind} changes in"
                                          " place")
-    return moves
+                later, earlier = (reader, node) if order[reader] > order[node] \
+                    else (node, reader)
+                edges.setdefault(later, set()).add(earlier)
+    return moves, edges
 
 
 _TENSORISH = ("TensorType", "ListType", "TupleType", "OptionalType")
@@ -393,23 +402,6 @@ def _alias_closure(values: list[Value], readers: dict[Value, list[Node]],
             if _aliasing(reader):
                 todo.extend(reader.outputs)
     return found
-
-
-def mutation_edges(graph: Graph, moves: dict[Node, str]) -> dict[Node, set[Node]]:
-    """Extra ordering: an in-place op runs after the earlier readers of what it changes,
-    and the later readers after it."""
-    edges: dict[Node, set[Node]] = {}
-    order = {n: i for i, n in enumerate(graph.nodes)}
-    mutators = [n for n in graph.nodes if n in moves and any(_written(m) for m in walk([n]))]
-    for m in mutators:
-        for reader in moves:
-            if reader is m:
-                continue
-            if order[reader] < order[m]:
-                edges.setdefault(m, set()).add(reader)
-            else:
-                edges.setdefault(reader, set()).add(m)
-    return edges
 
 
 def op_kinds(node: Node) -> list[str]:
