@@ -90,18 +90,16 @@ def test_shape_arithmetic_is_folded():
 
 
 def test_shape_arithmetic_with_tensors_is_folded():
-    """Traced sizes are 0-dim tensors: torch.stack of them and what follows fold too
-    (torchvision's detection models pad their image batch this way)."""
+    """Sizes made 0-dim tensors (as tracing does) and stacked fold too: torchvision's
+    detection models pad their image batch this way."""
     class M(nn.Module):
         def forward(self, x):
-            if torch.jit.is_tracing():  # sizes are 0-dim tensors then, as in torchvision
-                sizes = torch.stack([x.shape[2], x.shape[3]]).to(torch.float32)
-            else:
-                sizes = torch.tensor([x.shape[2], x.shape[3]], dtype=torch.float32)
+            h = torch.ops.prim.NumToTensor(x.size(2))
+            sizes = torch.stack([h]).to(torch.float32)
             padded = (torch.ceil(torch.max(sizes) / 8.0) * 8.0).to(torch.int64)
             return x * float(padded)
 
-    conversion, _ = check(M(), torch.randn(1, 3, 4, 5))
+    conversion, _ = check(torch.jit.script(M()), torch.randn(1, 3, 4, 5))
     assert nnapi_ops(conversion) == ["MUL"]
 
 
