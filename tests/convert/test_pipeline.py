@@ -89,6 +89,20 @@ def test_shape_arithmetic_is_folded():
     assert nnapi_ops(conversion) == ["MUL", "ADD"]
 
 
+def test_bool_inputs_pass_as_int32():
+    """PyTorch's NNAPI runtime passes no bool tensors: the wrapper casts to int32, the model
+    makes TENSOR_BOOL8 again."""
+    class M(nn.Module):
+        def forward(self, mask, x):
+            return torch.where(mask, x, x * 2.0), mask.logical_not()
+
+    mask, x = torch.rand(2, 3) > 0.5, torch.randn(2, 3)
+    conversion, _ = check(M(), (mask, x))
+    model = conversion.model
+    assert model.operands[model.inputs[0]].type == OperandType.TENSOR_INT32
+    assert nnapi_ops(conversion)[0] == "NOT_EQUAL"
+
+
 def test_shape_arithmetic_with_tensors_is_folded():
     """Sizes made 0-dim tensors (as tracing does) and stacked fold too: torchvision's
     detection models pad their image batch this way."""
