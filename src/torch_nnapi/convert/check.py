@@ -35,9 +35,9 @@ from .capture import as_example_tuple
 from .compare import LayerDiff, compare_layers
 from .errors import ConversionError, ConverterBug, UnsupportedUse
 from .fallback import PartitionedConversion, PartitionReport, output_quantum
-from .lower import dequantized_scale
 from .levels import (OperationLevel, Requirement, above, model_requirements, operation_levels,
                      origin_of)
+from .lower import dequantized_scale
 
 FLOAT_TOLERANCE = 1e-4  # relative to the magnitude of the layer or output
 # Quantized tensors (and float tensors dequantized from them), in quanta. PyTorch's quantized
