@@ -27,7 +27,7 @@ def converted(residual, tmp_path, capsys):
                  "--bundle", "--check"]) == 0
     text = capsys.readouterr().out
     assert "into 3 NNAPI regions (5 operations), 2 nodes on the CPU" in text
-    assert "check (torch NNAPI runtime): output 0 max error" in text
+    assert "result: OK, the saved module matches the model" in text
     return out
 
 
@@ -41,11 +41,15 @@ def test_without_fallback_the_error_hints_at_it(residual, tmp_path, capsys):
 
 
 def test_knobs_need_fallback(residual, tmp_path, capsys):
+    """A usage error (exit code 4), one line."""
     assert main(["convert", residual, "-o", str(tmp_path / "x.pt"), "--input", "1x3x12x12",
-                 "--max-regions", "1"]) == 1
+                 "--max-regions", "1"]) == 4
     assert capsys.readouterr().err.strip() == ("torch-nnapi convert: error: --fallback-op,"
                                                " --min-region-size and --max-regions need"
                                                " --fallback")
+    assert main(["check", residual, "--input", "1x3x12x12", "--fallback",
+                 "--fallback-op", "softmax"]) == 4
+    assert "give a TorchScript op kind" in capsys.readouterr().err
 
 
 def test_inspect_shows_regions_boundaries_and_cpu_nodes(converted, capsys):

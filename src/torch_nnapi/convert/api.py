@@ -16,7 +16,7 @@ from . import layout as lay
 from .capture import as_example_tuple, capture_script
 from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
 from .fallback_partition import FallbackPolicy
-from .levels import above, model_requirements, operation_levels
+from .levels import above, model_requirements, operation_levels, origin_of
 from .lower import Lowered, Lowerer, LowererFactory, example_spec, lower
 from .serialize import SerializedModel, serialize
 from .symbolic import program
@@ -135,7 +135,7 @@ def convert_with_details(
         cx = lowered.cx
         if target_level is not None:
             require_level(cx.model, cx.origins, target_level)
-    except (ConversionError, ConverterBug, ValueError) as e:  # ValueError: an input's dtype
+    except (ConversionError, ConverterBug) as e:
         from .fallback import convert_partitioned, fallback_hint
 
         if not fallback:
@@ -295,7 +295,10 @@ def nnapi_program(lowered: Lowered, serialized: SerializedModel, preference: int
                         for t in outputs],
         [_KINDS[t.dtype] for t in outputs], [float(t.scale) for t in outputs],
         [int(t.zero_point) for t in outputs], list(lowered.output_ranks),
-        list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level))
+        list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level),
+        input_dtypes=[getattr(torch, s.example.dtype) for s in specs],
+        operation_origins=[origin_of(cx.model, cx.origins, k)
+                           for k in range(len(cx.model.operations))])
 
 
 def _input_cast(t: TensorValue, spec) -> int:

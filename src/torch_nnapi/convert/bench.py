@@ -326,16 +326,19 @@ def thread_count(threads: Optional[int]):
 
 
 def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
-                 threads: Optional[int] = None, original=None, profile_runs: int = 3
-                 ) -> BenchReport:
+                 threads: Optional[int] = None, original=None, profile_runs: int = 3,
+                 progress: Optional[Callable[[str], None]] = None) -> BenchReport:
     """Latency of a converted module on PyTorch's NNAPI runtime (and of ``original`` in
-    eager PyTorch when given), and its host-runtime profile (``profile_runs=0``: none)."""
+    eager PyTorch when given), and its host-runtime profile (``profile_runs=0``: none).
+    ``progress`` is told each step."""
+    step = progress or (lambda text: None)
     inputs = tuple(inputs)
     report = BenchReport([{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
                           for x in inputs], threads)
     report.first_use = "torch_nnapi.capi.bridge" not in sys.modules
     partitioned = is_partitioned(module)
     with thread_count(threads), torch.no_grad():
+        step("compiling")
         if partitioned:
             trace = run_apart(module, inputs, lambda program, given: program(given))
             report.compile_seconds, report.first_run_seconds = _first_partitioned_run(
@@ -344,10 +347,12 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
             report.compile_seconds, report.first_run_seconds = first_run(module, inputs)
         library = loaded_nnapi_library()
         report.backend = "PyTorch's NNAPI runtime" + (f" ({library})" if library else "")
+        step(f"timing {runs} runs on NNAPI")
         report.nnapi = time_calls(lambda: module(*inputs), runs)
         if partitioned:
             _time_apart(report, module, inputs, trace, runs)
         if original is not None:
+            step(f"timing {runs} runs of the original in eager PyTorch")
             expected = original(*inputs)
             report.eager = time_calls(lambda: original(*inputs), runs)
             actual = module(*inputs)
@@ -356,6 +361,8 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
             for i, (a, e) in enumerate(zip(actual, expected)):
                 error, unit = tensor_error(a, e)
                 report.output_errors.append({"output": i, "error": error, "unit": unit})
+        if profile_runs > 0:
+            step(f"profiling {profile_runs} runs on the host runtime")
         if profile_runs > 0 and partitioned:
             profiles = [profile_program(program, given, profile_runs, k) for k, (program, given)
                         in enumerate(zip(region_programs(module), trace.region_inputs))]

@@ -293,8 +293,14 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
     for k, v in enumerate(part.graph.inputs):
         dims = set(flexible[k]) if k < len(flexible) else set()
         ex = v.example
-        inputs.append({"shape": [-1 if d in dims else n for d, n in enumerate(ex.shape)],
-                       "dtype": ex.dtype} if isinstance(ex, ExampleTensor) else {})
+        if not isinstance(ex, ExampleTensor):
+            inputs.append({})
+            continue
+        entry: dict[str, Any] = {"shape": [-1 if d in dims else n
+                                           for d, n in enumerate(ex.shape)], "dtype": ex.dtype}
+        if ex.dtype == "quint8":
+            entry.update(scale=ex.scale, zero_point=ex.zero_point)
+        inputs.append(entry)
     return PartitionReport(regions, cpu, schedule, len(part.recomputed), {
         "fallback_ops": sorted(policy.fallback_ops), "min_region_size": policy.min_region_size,
         "max_regions": policy.max_regions, "target_level": policy.target_level}, inputs)

@@ -140,11 +140,4 @@ def cpu_program(module):
     return _function(_cut(module, None), "cpu_nodes")
 
 
-def reset_regions(module) -> None:
-    """Drops every region's compilation (PyTorch cannot save one; the next call compiles)."""
-    for program in region_programs(module):
-        program.reset()
-
-
-__all__ = ["Trace", "cpu_program", "is_partitioned", "region_programs", "reset_regions",
-           "run_apart"]
+__all__ = ["Trace", "cpu_program", "is_partitioned", "region_programs", "run_apart"]
