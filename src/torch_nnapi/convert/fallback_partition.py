@@ -24,7 +24,7 @@ import torch
 from ..nnapi.errors import BadDataError
 from . import patterns
 from .capture import Captured, ExampleTensor, Graph, Node, Value
-from .errors import ConversionError, ConverterBug, UnsupportedUse
+from .errors import ConversionError, ConverterBug, UnsupportedUse, one_line
 from .fallback_trial import (Placer, ShapeFacts, Trial, TrialLowerer, free_values,
                              mutation_moves, op_kinds, shape_facts, walk)
 from .levels import model_requirements, operation_levels
@@ -365,7 +365,7 @@ class _RegionLowering:
                       for n, reasons in (placers[-1].failed.items() if placers else ())
                       if n in region.nodes}
             if not failed:  # not one node's fault: the region as a whole stays on the CPU
-                failed = {n: f"its region could not be converted: {_first_line(e)}"
+                failed = {n: f"its region could not be converted: {one_line(e)}"
                           for n in region.nodes}
             return failed
 
@@ -419,7 +419,3 @@ def _size_moves(regions: list[Region], policy: FallbackPolicy) -> dict[Node, str
         why = f"only the {policy.max_regions} largest regions run on NNAPI (max_regions)"
         moves.update({n: why for n in region.nodes})
     return moves
-
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
