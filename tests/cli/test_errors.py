@@ -138,7 +138,8 @@ CASES = [
     (["demo", "--runs", "0"], ExitCode.USAGE, "--runs must be at least 1"),
     (["demo", "--runs", "many"], ExitCode.USAGE, "invalid int value: 'many'"),
     (["cts", "{missing}"], ExitCode.BAD_FILE, "no such directory"),
-    (["cts", "{dir}"], ExitCode.BAD_FILE, "has no V1_0/, V1_1/, V1_2/ directory"),
+    (["cts", "{dir}"], ExitCode.BAD_FILE,
+     "has no V1_0/, V1_1/, V1_2/, V1_3/, V1_3_cts_only/ directory"),
     (["cts", "{dir}", "--versions", "V9"], ExitCode.USAGE, "unknown version V9"),
     (["libpath", "--dir", "--include"], ExitCode.USAGE, "not allowed with argument"),
 ]
