@@ -217,6 +217,20 @@ def test_as_a_process_no_traceback_and_no_pytorch_warnings(files):
             assert 1 <= len(lines) <= 2 and "error:" in lines[0], result.stderr
 
 
+def test_output_piped_into_a_reader_that_stops_is_not_an_internal_error():
+    """`torch-nnapi cts DIR | head -1`: the reader goes away; no error line, exit 141."""
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command writes anything
+    try:
+        result = subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "libpath"],
+                                stdout=write_end, stderr=subprocess.PIPE, env=env, timeout=120)
+    finally:
+        os.close(write_end)
+    assert result.returncode == ExitCode.OUTPUT_CLOSED, result.stderr
+    assert result.stderr == b""
+
+
 def test_corrupted_model_files_are_bad_files_never_crashes(files, tmp_path):
     """Truncated and bit-flipped TorchScript, converted and pickled files, loaded in a child
     process (a crash there would be seen as a signal): each loads or is a BAD_FILE."""
