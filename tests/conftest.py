@@ -12,6 +12,16 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+def package_env(**extra: str) -> dict[str, str]:
+    """The environment for a child Python process that must import the same torch_nnapi as the
+    tests: the source tree in development, the installed package in CI (whose source tree has
+    no built C library)."""
+    import torch_nnapi
+
+    package_parent = str(Path(torch_nnapi.__file__).resolve().parents[1])
+    return dict(os.environ, PYTHONPATH=package_parent, **extra)
+
+
 def cts_root() -> Path | None:
     """The CTS vector directory (Android 11's suite), or None when it is not available on
     this machine."""

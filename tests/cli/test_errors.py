@@ -16,9 +16,9 @@ from torch_nnapi.cli import build_parser, main
 from torch_nnapi.cli._commands import COMMANDS
 from torch_nnapi.cli._errors import ExitCode
 
+from ..conftest import package_env
 from ._models import Plain, save
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def _pickle_unimportable_class(d: Path) -> None:
     script = ("import torch, private_models;"
               f" torch.save(private_models.Doubler(), {str(d / 'unimportable.pt')!r})")
     subprocess.run([sys.executable, "-c", script], cwd=code, check=True, timeout=120,
-                   env=dict(os.environ, PYTHONPATH=str(SRC)))
+                   env=package_env())
 
 
 # (argv with {placeholders} for files, exit code, words the message has)
@@ -200,7 +200,7 @@ def test_an_internal_error_is_one_line_too(monkeypatch, capsys):
 def test_as_a_process_no_traceback_and_no_pytorch_warnings(files):
     """In a real process: nothing else reaches stderr (no PyTorch deprecation warnings, no
     C++ "[W ...]" lines)."""
-    env = dict(os.environ, PYTHONPATH=str(SRC))
+    env = package_env()
     env.pop("TORCH_CPP_LOG_LEVEL", None)
     for argv, code in ((["convert", files["truncated"], "-o", f"{files['dir']}/o.pt",
                          "--input", "1x3x4x4"], ExitCode.BAD_FILE),
@@ -219,7 +219,7 @@ def test_as_a_process_no_traceback_and_no_pytorch_warnings(files):
 
 def test_output_piped_into_a_reader_that_stops_is_not_an_internal_error():
     """`torch-nnapi cts DIR | head -1`: the reader goes away; no error line, exit 141."""
-    env = dict(os.environ, PYTHONPATH=str(SRC))
+    env = package_env()
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the command writes anything
     try:
@@ -262,7 +262,7 @@ def test_corrupted_model_files_are_bad_files_never_crashes(files, tmp_path):
         print(sorted(outcomes.items()))
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(SRC)), timeout=300)
+                            env=package_env(), timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     outcomes = dict(eval(result.stdout))  # noqa: S307 - our own child's output
     assert set(outcomes) <= {"loaded", "BAD_FILE"} and outcomes["BAD_FILE"] >= 150, outcomes
