@@ -26,6 +26,7 @@ import statistics
 import sys
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -33,9 +34,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.convert import zoo  # noqa: E402
-
 from torch_nnapi.convert.api import convert_with_details  # noqa: E402
 from torch_nnapi.convert.bench import bench_module, thread_count  # noqa: E402
+from torch_nnapi.convert.fallback import PartitionedConversion  # noqa: E402
 
 
 def _ssdlite():
@@ -67,7 +68,7 @@ def _interleaved(first, second, runs: int) -> tuple[float, float]:
         second()
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(runs):
-        for call, found in zip((first, second), times):
+        for call, found in zip((first, second), times, strict=True):
             start = time.perf_counter()
             call()
             found.append(time.perf_counter() - start)
@@ -95,12 +96,16 @@ def main() -> int:
         start = time.perf_counter()
         conversion = convert_with_details(model, x, fallback=True, **options)
         seconds = time.perf_counter() - start
+        if not isinstance(conversion, PartitionedConversion):
+            raise TypeError(f"{name}: fallback=True gave a {type(conversion).__name__}")
         report = conversion.report
         module = conversion.module
         with thread_count(args.threads), torch.no_grad():
-            eager, nnapi = _interleaved(lambda: model(x), lambda: module(x), args.runs)
+            eager, nnapi = _interleaved(partial(model, x), partial(module, x), args.runs)
         bench = bench_module(module, (x,), runs=args.runs, threads=args.threads,
                              profile_runs=0)
+        if bench.cpu is None:
+            raise TypeError(f"{name}: the benchmark of a partitioned module times its CPU nodes")
         regions = sum(r.latency.median for r in bench.regions)
         print(f"{name:18} {len(report.regions):>7} {report.operation_count:>5}"
               f" {len(report.cpu):>9} {seconds:>9.1f} {eager * 1e3:>9.2f} {nnapi * 1e3:>9.2f}"

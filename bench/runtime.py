@@ -157,7 +157,7 @@ def torch_model(steps: list[tuple]) -> torch.nn.Module:
         else:
             layer = torch.nn.Conv2d(w.shape[3], w.shape[0], k, stride, k // 2)
             layer.weight.data = torch.from_numpy(np.ascontiguousarray(w.transpose(0, 3, 1, 2)))
-        layer.bias.data = torch.from_numpy(b)
+        layer.bias = torch.nn.Parameter(torch.from_numpy(b))
         return [layer, torch.nn.ReLU6()] if fuse == FuseCode.RELU6 else [layer]
 
     stack: list[list[torch.nn.Module]] = [[]]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from .conformance.spec import CtsTest
 from .nnapi.codes import FeatureLevel, OperandType, OperationType
@@ -85,7 +85,8 @@ def operation_table(tests: Iterable[tuple[str, CtsTest]] | None = None,
 
 
 def operand_type_table() -> str:
-    rows = ["| Operand type | Code | Feature level | Element | Quantization |", "|---|---|---|---|---|"]
+    rows = ["| Operand type | Code | Feature level | Element | Quantization |",
+            "|---|---|---|---|---|"]
     for t, info in OPERAND_TYPES.items():
         kind = "scalar" if info.is_scalar else "tensor"
         element = "a reference to a model" if info.is_model else f"{kind} of {info.dtype.name}"
