@@ -26,8 +26,10 @@ import statistics
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TypedDict
 
 import torch
 
@@ -39,19 +41,30 @@ from torch_nnapi.convert.bench import bench_module, thread_count  # noqa: E402
 from torch_nnapi.convert.fallback import PartitionedConversion  # noqa: E402
 
 
-def _ssdlite():
+class Options(TypedDict, total=False):
+    """The convert_with_details options a model is benchmarked with (beside fallback=True)."""
+
+    fallback_ops: list[str]
+    max_regions: int
+    nhwc: bool
+
+
+Case = tuple[torch.nn.Module, torch.Tensor, Options]
+
+
+def _ssdlite() -> Case:
     from tests.convert.fallback_detection import detector, image
 
     return detector("ssdlite320_mobilenet_v3_large"), image(0), {}
 
 
-def _mobilenet_v2_pool():
+def _mobilenet_v2_pool() -> Case:
     model = zoo.randomize_batchnorm(zoo.MobileNetV2(num_classes=1000))
     return model, torch.randn(1, 3, 224, 224), {
         "fallback_ops": ["aten::adaptive_avg_pool2d"], "nhwc": True}
 
 
-def _resnet18_relu():
+def _resnet18_relu() -> Case:
     model = zoo.randomize_batchnorm(zoo.ResNet18(num_classes=1000))
     return model, torch.randn(1, 3, 224, 224), {
         "fallback_ops": ["aten::relu", "aten::relu_"], "max_regions": 4, "nhwc": True}
@@ -61,7 +74,8 @@ MODELS = {"ssdlite": _ssdlite, "mobilenet_v2_pool": _mobilenet_v2_pool,
           "resnet18_relu": _resnet18_relu}
 
 
-def _interleaved(first, second, runs: int) -> tuple[float, float]:
+def _interleaved(first: Callable[[], object], second: Callable[[], object],
+                 runs: int) -> tuple[float, float]:
     """Median times of two calls timed in turn, so that a busy machine slows both alike."""
     for _ in range(2):
         first()

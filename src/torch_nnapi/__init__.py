@@ -5,6 +5,8 @@ reference runtime, NumPy only), ``capi`` (libneuralnetworks.so for Linux), ``con
 (PyTorch -> NNAPI), ``cli`` (the ``torch-nnapi`` command).
 """
 
+from types import ModuleType
+
 __version__ = "0.1.0"
 
 
@@ -15,7 +17,7 @@ def library_path() -> str:
     return path()
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> ModuleType:
     """``torch_nnapi.convert(...)`` without importing torch until it is used."""
     if name == "convert":
         import importlib

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 
@@ -25,14 +25,21 @@ RELAXED_TOLERANCE = (5 * 2.0**-10, 5 * 2.0**-10)
 MULTINOMIAL_LOGITS = 1024
 
 
-class Backend(Protocol):
+if TYPE_CHECKING:
+    from ..runtime import Compilation
+
+_Prepared = TypeVar("_Prepared")
+
+
+class Backend(Protocol[_Prepared]):
     """Something that can build a spec model and execute it on example inputs."""
 
     name: str
 
-    def prepare(self, spec_model: SpecModel) -> Any: ...
+    def prepare(self, spec_model: SpecModel) -> _Prepared: ...
 
-    def execute(self, prepared: Any, inputs: list[np.ndarray | None]) -> list[np.ndarray]: ...
+    def execute(self, prepared: _Prepared,
+                inputs: list[np.ndarray | None]) -> list[np.ndarray]: ...
 
 
 class PythonBackend:
@@ -40,13 +47,14 @@ class PythonBackend:
 
     name = "python"
 
-    def prepare(self, spec_model: SpecModel) -> Any:
+    def prepare(self, spec_model: SpecModel) -> Compilation:
         from ..runtime import Compilation
 
         return Compilation(build_model(spec_model))
 
-    def execute(self, prepared: Any, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
-        return prepared.run(inputs).outputs
+    def execute(self, prepared: Compilation,
+                inputs: list[np.ndarray | None]) -> list[np.ndarray]:
+        return list(prepared.run(inputs).outputs)
 
 
 @dataclass
@@ -56,7 +64,7 @@ class Outcome:
     message: str = ""
 
 
-def run_test(test: CtsTest, backend: Backend) -> Outcome:
+def run_test(test: CtsTest, backend: Backend[_Prepared]) -> Outcome:
     if test.expect_failure:
         return _run_expecting_failure(test, backend)
     spec_model, examples = test.load()
@@ -76,7 +84,7 @@ def run_test(test: CtsTest, backend: Backend) -> Outcome:
     return Outcome(test, True)
 
 
-def _run_expecting_failure(test: CtsTest, backend: Backend) -> Outcome:
+def _run_expecting_failure(test: CtsTest, backend: Backend[_Prepared]) -> Outcome:
     """Passes when building, compiling or executing the model fails with an NNAPI error."""
     spec_model, examples = test.load()
     try:
@@ -153,7 +161,7 @@ def _compare_distribution(spec_model: SpecModel, example: SpecExample,
     return None
 
 
-def run_tests(tests: Iterable[CtsTest], backend: Backend,
+def run_tests(tests: Iterable[CtsTest], backend: Backend[_Prepared],
               report: Callable[[Outcome], None] | None = None) -> list[Outcome]:
     outcomes = []
     for test in tests:
