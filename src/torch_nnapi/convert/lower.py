@@ -183,7 +183,8 @@ class Lowerer:
             return
         block = node.blocks[0] if cond else node.blocks[1]
         self._lower_nodes(block.nodes)
-        self._bind(node, tuple(self.resolve(v) for v in block.outputs))
+        results = tuple(self.resolve(v) for v in block.outputs)
+        self._bind(node, results[0] if len(results) == 1 else results)
 
     def _fold(self, node: Node, args: list) -> Any:
         """Evaluates an aten op whose inputs are all known constants, with PyTorch."""
