@@ -9,6 +9,8 @@ poisoned (their readers are skipped), and one :class:`ConversionError` lists the
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -156,6 +158,12 @@ class Lowerer:
         low = lowering_for(node.kind)
         if low is None:
             self.unsupported.append(self._missing.pop(id(node)))
+            self._poison(node)
+            return
+        if not _takes(low.fn, len(args)):
+            self.unsupported.append(UnsupportedUse(
+                node.kind, f"the overload {node.schema or 'of this call'} has no lowering",
+                node.location))
             self._poison(node)
             return
         self.cx.node = node
@@ -360,6 +368,23 @@ def _readers(graph: Graph) -> dict:
                 readers.setdefault(v, []).append(node)
     readers.setdefault(graph.output, []).append(None)
     return readers
+
+
+@functools.cache
+def _arity(fn) -> tuple[int, float]:
+    """How many arguments after the converter a lowering takes: (at least, at most)."""
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return sum(p.default is p.empty for p in params if p.kind is not p.VAR_POSITIONAL), \
+            math.inf
+    return sum(p.default is p.empty for p in params), len(params)
+
+
+def _takes(fn, count: int) -> bool:
+    """True when a lowering accepts ``count`` node inputs: an overload of the op with another
+    argument list is reported as unsupported instead of failing in the call."""
+    least, most = _arity(fn)
+    return least <= count <= most
 
 
 def _poisoned(a: Any) -> bool:
