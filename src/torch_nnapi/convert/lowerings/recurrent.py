@@ -47,6 +47,7 @@ Cell = Callable[[TensorValue, State], State]
 
 _GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 _LSTM_TANH = 4  # the LSTM operation's activation code for tanh
+_LSTM_GATES = ("input", "forget", "cell", "output")  # PyTorch's order of the stacked gates
 
 
 @dataclass(frozen=True)
@@ -107,38 +108,47 @@ def _float(cx: Converter, array: np.ndarray) -> TensorValue:
 def _lstm_cell(cx: Converter, w: CellWeights) -> Cell:
     hidden = w.w_hh.shape[0] // 4
     output_size = w.output_size
-    per_gate = [[_float(cx, block) for block in np.split(m, 4)]
-                for m in (w.w_ih, w.w_hh, w.b_ih + w.b_hh)]
+    weights: dict[str, TensorValue] = {}
+    for source, matrix in (("input_to", w.w_ih), ("recurrent_to", w.w_hh)):
+        for gate, block in zip(_LSTM_GATES, np.split(matrix, 4)):
+            weights[f"{source}_{gate}_weights"] = _float(cx, block)
+    for gate, block in zip(_LSTM_GATES, np.split(w.b_ih + w.b_hh, 4)):
+        weights["cell_bias" if gate == "cell" else f"{gate}_gate_bias"] = _float(cx, block)
     no_peephole = _float(cx, np.zeros(hidden, np.float32))
-    projection = _float(cx, w.w_hr if w.w_hr is not None else np.eye(hidden, dtype=np.float32))
-    no_projection_bias = _float(cx, np.zeros(output_size, np.float32))
-    weights = [*per_gate[0], *per_gate[1], no_peephole, no_peephole, no_peephole, *per_gate[2],
-               projection, no_projection_bias]
+    for gate in ("input", "forget", "output"):
+        weights[f"cell_to_{gate}_weights"] = no_peephole
+    weights["projection_weights"] = _float(
+        cx, w.w_hr if w.w_hr is not None else np.eye(hidden, dtype=np.float32))
+    weights["projection_bias"] = _float(cx, np.zeros(output_size, np.float32))
 
     def step(x: TensorValue, state: State) -> State:
         h, c = state
         batch = x.shape[0]
-        outputs = [cx.new_tensor(shape, "float32") for shape in
-                   ((batch, 4 * hidden), (batch, output_size), (batch, hidden),
-                    (batch, output_size))]
-        cx.operation(Op.LSTM, [x, *weights, h, c, cx.i32(_LSTM_TANH), cx.f32(0.0),
-                               cx.f32(0.0)], outputs)
-        return outputs[1], outputs[2]
+        outputs = {name: cx.new_tensor(shape, "float32") for name, shape in (
+            ("scratch_buffer", (batch, 4 * hidden)), ("output_state_out", (batch, output_size)),
+            ("cell_state_out", (batch, hidden)), ("output", (batch, output_size)))}
+        cx.operation(Op.LSTM, dict(input=x, **weights, output_state_in=h, cell_state_in=c,
+                                   activation=cx.i32(_LSTM_TANH), cell_clip=cx.f32(0.0),
+                                   proj_clip=cx.f32(0.0)), outputs)
+        return outputs["output_state_out"], outputs["cell_state_out"]
 
     return step
 
 
 def _rnn_cell(cx: Converter, w: CellWeights, relu: bool) -> Cell:
-    weights = [_float(cx, w.w_ih), _float(cx, w.w_hh), _float(cx, w.b_ih + w.b_hh)]
+    weights = dict(weights=_float(cx, w.w_ih), recurrent_weights=_float(cx, w.w_hh),
+                   bias=_float(cx, w.b_ih + w.b_hh))
     fuse = FuseCode.RELU if relu else FuseCode.NONE
 
     def step(x: TensorValue, state: State) -> State:
         (h,) = state
         shape = (x.shape[0], w.w_hh.shape[0])
-        outputs = [cx.new_tensor(shape, "float32"), cx.new_tensor(shape, "float32")]
-        cx.operation(Op.RNN, [x, *weights, h, cx.i32(int(fuse))], outputs)
-        new = outputs[0]
-        return (new if relu else cx.emit_like(Op.TANH, [new], new),)
+        outputs = dict(hidden_state_out=cx.new_tensor(shape, "float32"),
+                       output=cx.new_tensor(shape, "float32"))
+        cx.operation(Op.RNN, dict(input=x, **weights, hidden_state_in=h,
+                                  fuse_code=cx.i32(int(fuse))), outputs)
+        new = outputs["hidden_state_out"]
+        return (new if relu else cx.emit_like(Op.TANH, dict(input=new), new),)
 
     return step
 
@@ -159,13 +169,14 @@ def _gru_cell(cx: Converter, w: CellWeights) -> Cell:
     def step(x: TensorValue, state: State) -> State:
         (h,) = state
         joined = concatenate(cx, [x, h], 1)
-        sums = cx.emit(Op.FULLY_CONNECTED, [joined, weights, biases, cx.i32(0)],
+        sums = cx.emit(Op.FULLY_CONNECTED, dict(input=joined, weights=weights, bias=biases,
+                                                fuse_code=cx.i32(0)),
                        (x.shape[0], 4 * hidden), "float32")
         r_sum, z_sum, x_part, h_part = split_sizes(cx, sums, 1, [hidden] * 4)
-        r = cx.emit_like(Op.LOGISTIC, [r_sum], r_sum)
-        z = cx.emit_like(Op.LOGISTIC, [z_sum], z_sum)
+        r = cx.emit_like(Op.LOGISTIC, dict(input=r_sum), r_sum)
+        z = cx.emit_like(Op.LOGISTIC, dict(input=z_sum), z_sum)
         candidate = arithmetic(cx, Op.ADD, x_part, arithmetic(cx, Op.MUL, r, h_part))
-        n = cx.emit_like(Op.TANH, [candidate], candidate)
+        n = cx.emit_like(Op.TANH, dict(input=candidate), candidate)
         update = arithmetic(cx, Op.MUL, z, arithmetic(cx, Op.SUB, h, n))
         return (arithmetic(cx, Op.ADD, n, update),)
 
