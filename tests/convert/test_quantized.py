@@ -295,3 +295,24 @@ def test_fx_quantized_matmul_of_two_tensors():
     diffs = compare_layers(q, x)
     assert "quantized::matmul" in {d.kind for d in diffs}
     assert all(d.error <= 1 for d in diffs if d.unit == "quanta"), diffs
+
+
+def test_fx_quantized_transformer_encoder():
+    """Token ids in: embedding, attention (its matmuls and softmax stay float in FX's
+    graph), quantized linears, residual adds and layer norms."""
+    from . import zoo
+
+    torch.manual_seed(0)
+    model = zoo.TransformerEncoder().eval()
+    tokens = torch.randint(0, 100, (2, 16))
+    prepared = prepare_fx(model, get_default_qconfig_mapping("qnnpack"), (tokens,))
+    for _ in range(4):
+        prepared(torch.randint(0, 100, (2, 16)))
+    q = convert_fx(prepared)
+    conversion = convert(q, tokens)
+    stats = compare_in_quanta(run(conversion.module, (tokens,)), q(tokens),
+                              dequantized_scale(conversion))
+    # Each float island (attention, GELU) is requantized at a finer scale than the
+    # one-quantum differences of its input, and layer norms rescale them: over two layers
+    # they add up to a few quanta, as the layer-by-layer comparison shows.
+    assert stats.top1_agree and stats.max_quanta <= 6, stats
