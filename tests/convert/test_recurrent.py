@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from torch_nnapi.convert.errors import ConversionError
 
+from . import zoo
 from .harness import check, convert, nnapi_ops
 
 _LAYERS = {"lstm": (nn.LSTM, {}), "gru": (nn.GRU, {}), "rnn_tanh": (nn.RNN, {}),
@@ -132,66 +132,19 @@ def test_cell_decoder():
     assert {"LSTM", "RNN"} <= set(nnapi_ops(conversion))
 
 
-class TextClassifier(nn.Module):
-    """Token ids -> embedding -> bidirectional LSTM -> both directions' last states -> logits."""
-
-    def __init__(self, vocabulary: int = 50, width: int = 16, classes: int = 4):
-        super().__init__()
-        self.embed = nn.Embedding(vocabulary, width)
-        self.lstm = nn.LSTM(width, width, num_layers=2, batch_first=True, bidirectional=True,
-                            dropout=0.1)
-        self.head = nn.Linear(2 * width, classes)
-
-    def forward(self, tokens):
-        _, (h, _) = self.lstm(self.embed(tokens))
-        return self.head(torch.cat([h[-2], h[-1]], dim=1))
-
-
-class Seq2Seq(nn.Module):
-    """A GRU encoder whose final state starts a GRU decoder (teacher forcing)."""
-
-    def __init__(self, vocabulary: int = 30, width: int = 12):
-        super().__init__()
-        self.embed = nn.Embedding(vocabulary, width)
-        self.encoder = nn.GRU(width, width, batch_first=True)
-        self.decoder = nn.GRU(width, width, batch_first=True)
-        self.out = nn.Linear(width, vocabulary)
-
-    def forward(self, source, target):
-        _, state = self.encoder(self.embed(source))
-        decoded, _ = self.decoder(self.embed(target), state)
-        return F.log_softmax(self.out(decoded), dim=-1)
-
-
-class SpeechTagger(nn.Module):
-    """Audio features -> strided Conv1d front end -> 2-layer LSTM -> per-frame class scores."""
-
-    def __init__(self, features: int = 10, width: int = 16, classes: int = 5):
-        super().__init__()
-        self.frontend = nn.Sequential(nn.Conv1d(features, width, 3, stride=2, padding=1),
-                                      nn.ReLU())
-        self.lstm = nn.LSTM(width, width, num_layers=2)
-        self.head = nn.Linear(width, classes)
-
-    def forward(self, audio):  # [batch, features, frames]
-        frames = self.frontend(audio).permute(2, 0, 1)  # [time, batch, width]
-        encoded, _ = self.lstm(frames)
-        return self.head(encoded).log_softmax(-1)
-
-
 def test_text_classifier():
     torch.manual_seed(0)
-    check(TextClassifier(), torch.randint(0, 50, (2, 7)))
+    check(zoo.TextClassifier(), torch.randint(0, 50, (2, 7)))
 
 
 def test_sequence_to_sequence_gru():
     torch.manual_seed(0)
-    check(Seq2Seq(), (torch.randint(0, 30, (2, 6)), torch.randint(0, 30, (2, 4))))
+    check(zoo.Seq2Seq(), (torch.randint(0, 30, (2, 6)), torch.randint(0, 30, (2, 4))))
 
 
 def test_speech_tagger():
     torch.manual_seed(0)
-    check(SpeechTagger(), torch.randn(2, 10, 12))
+    check(zoo.SpeechTagger(), torch.randn(2, 10, 12))
 
 
 def _error(model, inputs, **options) -> str:

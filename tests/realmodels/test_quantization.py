@@ -12,16 +12,8 @@ import pytest
 import torch
 
 from ..convert.harness import compare_in_quanta, convert, dequantized_scale, run
-from ..convert.zoo import randomize_batchnorm
-from .torchvision_support import load_torchvision
+from .quantized import MODELS, quantized_model
 
-# name -> input size (inception_v3 needs at least 75x75)
-MODELS = {
-    "googlenet": 64, "inception_v3": 96, "mobilenet_v2": 64, "mobilenet_v3_large": 64,
-    "resnet18": 64, "resnet50": 64, "resnext101_32x8d": 64, "resnext101_64x4d": 64,
-    "shufflenet_v2_x0_5": 64, "shufflenet_v2_x1_0": 64, "shufflenet_v2_x1_5": 64,
-    "shufflenet_v2_x2_0": 64,
-}
 # torchvision's quantizable blocks own a FloatFunctional even where they do not use it (an
 # inverted residual block without a residual), whose observer then never runs.
 pytestmark = pytest.mark.filterwarnings(
@@ -29,27 +21,6 @@ pytestmark = pytest.mark.filterwarnings(
 
 FAST = "mobilenet_v3_large"  # hardswish, squeeze-excitation multiplies, residual adds
 MAX_QUANTA = 3
-
-
-def quantized_model(name: str) -> torch.nn.Module:
-    """``name`` quantized the eager way: fuse, prepare, calibrate, convert."""
-    quantization = load_torchvision().models.quantization
-    torch.manual_seed(0)
-    # torchvision initializes GoogLeNet and Inception v3 with a truncated normal of std 0.1,
-    # under which random activations grow to ~1e9 over their ~90 layers; PyTorch's default
-    # initialization keeps them in a range 8-bit quantization can represent.
-    options = {"aux_logits": False, "init_weights": False} \
-        if name in ("googlenet", "inception_v3") else {}
-    model = getattr(quantization, name)(weights=None, quantize=False, **options)
-    model = randomize_batchnorm(model).eval()
-    model.fuse_model(is_qat=False)
-    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
-    torch.ao.quantization.prepare(model, inplace=True)
-    size = MODELS[name]
-    with torch.no_grad():
-        for _ in range(3):
-            model(torch.randn(2, 3, size, size))
-    return torch.ao.quantization.convert(model, inplace=True)
 
 
 def check_quantized(name: str) -> None:
