@@ -196,8 +196,8 @@ def _cell(cx: Converter, mode: str, w: CellWeights) -> Cell:
 
 
 @dataclass(frozen=True)
-class Layout:
-    """How the layers are stacked and the sequence is laid out."""
+class LayerStack:
+    """How many layers and directions, and whether the batch comes first."""
 
     num_layers: int
     directions: int
@@ -264,22 +264,22 @@ def _used(cx: Converter, output: int) -> bool:
 
 
 def run_layers(cx: Converter, mode: str, x, states: Sequence, weights: Sequence[CellWeights],
-               layout: Layout) -> tuple:
+               stack: LayerStack) -> tuple:
     """The output sequence and the final states (None where nothing reads them) of a stack of
     recurrent layers, unrolled over time."""
     x = _float_input(x)
     if x.rank != 3:
         raise Unsupported(f"a recurrent layer on a {x.rank}-D input (3-D only)")
-    cells = layout.num_layers * layout.directions
+    cells = stack.num_layers * stack.directions
     initial = [_initial_states(cx, s, cells) for s in states]
-    inputs = _steps(cx, x, layout.time_dim)
+    inputs = _steps(cx, x, stack.time_dim)
     steps = len(inputs)
     finals: list[list[TensorValue]] = [[] for _ in states]
     outputs: list[list[TensorValue]] = []
-    for layer in range(layout.num_layers):
+    for layer in range(stack.num_layers):
         outputs = []
-        for direction in range(layout.directions):
-            k = layer * layout.directions + direction
+        for direction in range(stack.directions):
+            k = layer * stack.directions + direction
             cell = _cell(cx, mode, weights[k])
             state = tuple(init[k] for init in initial)
             step_outputs: list = [None] * steps
@@ -289,10 +289,10 @@ def run_layers(cx: Converter, mode: str, x, states: Sequence, weights: Sequence[
             for kept, s in zip(finals, state):
                 kept.append(s)
             outputs.append(step_outputs)
-        if layer + 1 < layout.num_layers:
+        if layer + 1 < stack.num_layers:
             inputs = [concatenate(cx, [o[t] for o in outputs], 1) for t in range(steps)] \
-                if layout.directions == 2 else outputs[0]
-    sequence = _joined_output(cx, outputs, layout.batch_first)
+                if stack.directions == 2 else outputs[0]
+    sequence = _joined_output(cx, outputs, stack.batch_first)
     return (sequence, *(_stacked(cx, f) if _used(cx, 1 + i) else None
                         for i, f in enumerate(finals)))
 
@@ -303,11 +303,12 @@ def _recurrent(cx: Converter, mode: str, x, states: Sequence, params, has_biases
         raise Unsupported("packed sequences (pack_padded_sequence)")
     if static_int(train, "train"):
         raise Unsupported("a recurrent layer in training mode")
-    layout = Layout(static_int(num_layers, "num_layers"), 2 if static_int(bidirectional,
-                    "bidirectional") else 1, bool(static_int(batch_first, "batch_first")))
+    directions = 2 if static_int(bidirectional, "bidirectional") else 1
+    stack = LayerStack(static_int(num_layers, "num_layers"), directions,
+                       bool(static_int(batch_first, "batch_first")))
     weights = _layer_weights(list(params), bool(static_int(has_biases, "has_biases")),
-                             layout.num_layers * layout.directions)
-    return run_layers(cx, mode, x, states, weights, layout)
+                             stack.num_layers * stack.directions)
+    return run_layers(cx, mode, x, states, weights, stack)
 
 
 _LAYER_NOTES = ("unrolled over time (static length): one operation per step{}; batch-first"
