@@ -74,6 +74,12 @@ def test_one_step_with_states_needs_feature_level_1(mode):
     assert conversion.model.feature_level == 1
 
 
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_unbatched_sequence(mode):
+    torch.manual_seed(0)
+    check(Layer(mode, num_layers=2), torch.randn(5, 4))
+
+
 def test_layers_without_biases_and_a_flexible_batch():
     torch.manual_seed(0)
     for mode in ("lstm", "gru"):
