@@ -22,8 +22,8 @@ from ..nnapi.errors import (
     OutOfMemoryError,
 )
 from ..nnapi.model import Lifetime, Model, Operation, element_count
-from ..nnapi.signatures import MatchFailure, match_signature, signature_of
-from .context import OMITTED, KernelContext, Shape, ValueNotKnown
+from ..nnapi.signatures import MatchFailure, SignatureMatch, match_signature, signature_of
+from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
 from .limits import check_tensor_sizes, is_allocation_failure
 from .registry import Kernel, kernel_for
 
@@ -59,6 +59,8 @@ class Step:
     position: int
     operation: Operation
     kernel: Kernel
+    # The operation's inputs and outputs by signature name, for its kernel.
+    binding: Binding
     # Output shapes settled at compile time from input shapes and constants only, valid
     # whenever the actual input shapes equal ``input_shapes``.
     static_outputs: list[Shape] | None = None
@@ -113,18 +115,19 @@ class Compilation:
         self._constants: list[Any] = [
             o.value if o.lifetime is Lifetime.CONSTANT else None for o in model.operands
         ]
-        self.steps = [self._step(i, op) for i, op in enumerate(model.operations)]
+        self.steps = [self._step(i, op, match)
+                      for i, (op, match) in enumerate(zip(model.operations, model.matches))]
         self.shapes = self._infer_static_shapes()
         self._plan_frees()
 
     # ---------------------------------------------------------------- compile time
 
-    def _step(self, position: int, operation: Operation) -> Step:
+    def _step(self, position: int, operation: Operation, match: SignatureMatch) -> Step:
         kernel = kernel_for(operation.type)
         if kernel is None:
             raise BadDataError(f"operation {position} ({operation.type.name}): the host runtime"
                                " has no kernel for this operation type")
-        return Step(position, operation, kernel)
+        return Step(position, operation, kernel, Binding(self.model.operands, operation, match))
 
     def _infer_static_shapes(self) -> list[Shape]:
         operands = self.model.operands
@@ -136,9 +139,7 @@ class Compilation:
             present = [i for i in op.inputs if operands[i].lifetime is not Lifetime.NO_VALUE]
             if not all(_fully_known(shapes[i], operands[i].is_scalar) for i in present):
                 continue
-            ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs,
-                                self._constants, shapes, self.model.relax_float32_to_float16,
-                                step.memo)
+            ctx = KernelContext(step.binding, self._constants, shapes, step.memo)
             try:
                 outs = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
             except ValueNotKnown:
@@ -236,8 +237,7 @@ class Compilation:
         computed: dict[int, np.ndarray] = {}  # substituted operands' own values
         for step in self.steps:
             op = step.operation
-            ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs, values,
-                                None, self.model.relax_float32_to_float16, step.memo)
+            ctx = KernelContext(step.binding, values, None, step.memo)
             start = time.perf_counter() if profile else 0.0
             try:
                 if step.static_outputs is not None and all(
