@@ -76,8 +76,8 @@ FAMILIES = {"recurrent": _recurrent, "quantized": _quantized}
 
 def _median_time(fn, runs: int) -> float:
     # Warm up: a converted module compiles on its first call; PyTorch's oneDNN recurrent
-    # kernels take seconds on each of their first few calls.
-    for _ in range(5):
+    # kernels take seconds on each of their first four or so calls.
+    for _ in range(10):
         fn()
     times = []
     for _ in range(runs):
