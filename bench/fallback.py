@@ -11,6 +11,8 @@ processes keep busy, 1 thread avoids OpenMP pools spinning against them).
 
 - ``ssdlite``: torchvision's SSDLite320 (MobileNetV3 backbone, random weights with varied
   scores; tests/convert/fallback_detection.py), its post-processing on the CPU.
+- ``faster_rcnn``: torchvision's fasterrcnn_mobilenet_v3_large_320_fpn the same way; the
+  RPN's proposal filters and the whole second stage (on the proposals it kept) on the CPU.
 - ``mobilenet_v2_pool``: MobileNetV2 of the test zoo with ``fallback_ops`` keeping the global
   average pool on the CPU (two regions: the features, the classifier).
 - ``resnet18_relu``: ResNet-18 with every ReLU kept on the CPU and ``max_regions=4``: many
@@ -38,10 +40,18 @@ from torch_nnapi.convert.api import convert_with_details  # noqa: E402
 from torch_nnapi.convert.bench import bench_module, thread_count  # noqa: E402
 
 
-def _ssdlite():
+def _detector(name: str):
     from tests.convert.fallback_detection import detector, image
 
-    return detector("ssdlite320_mobilenet_v3_large"), image(0), {}
+    return detector(name), image(0), {}
+
+
+def _ssdlite():
+    return _detector("ssdlite320_mobilenet_v3_large")
+
+
+def _faster_rcnn():
+    return _detector("fasterrcnn_mobilenet_v3_large_320_fpn")
 
 
 def _mobilenet_v2_pool():
@@ -56,7 +66,8 @@ def _resnet18_relu():
         "fallback_ops": ["aten::relu", "aten::relu_"], "max_regions": 4, "nhwc": True}
 
 
-MODELS = {"ssdlite": _ssdlite, "mobilenet_v2_pool": _mobilenet_v2_pool,
+MODELS = {"ssdlite": _ssdlite, "faster_rcnn": _faster_rcnn,
+          "mobilenet_v2_pool": _mobilenet_v2_pool,
           "resnet18_relu": _resnet18_relu}
 
 
