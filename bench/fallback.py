@@ -11,6 +11,8 @@ processes keep busy, 1 thread avoids OpenMP pools spinning against them).
 
 - ``ssdlite``: torchvision's SSDLite320 (MobileNetV3 backbone, random weights with varied
   scores; tests/convert/fallback_detection.py), its post-processing on the CPU.
+- ``faster_rcnn``: torchvision's fasterrcnn_mobilenet_v3_large_320_fpn the same way; the
+  RPN's proposal filters and the whole second stage (on the proposals it kept) on the CPU.
 - ``mobilenet_v2_pool``: MobileNetV2 of the test zoo with ``fallback_ops`` keeping the global
   average pool on the CPU (two regions: the features, the classifier).
 - ``resnet18_relu``: ResNet-18 with every ReLU kept on the CPU and ``max_regions=4``: many
@@ -52,10 +54,18 @@ class Options(TypedDict, total=False):
 Case = tuple[torch.nn.Module, torch.Tensor, Options]
 
 
-def _ssdlite() -> Case:
+def _detector(name: str) -> Case:
     from tests.convert.fallback_detection import detector, image
 
-    return detector("ssdlite320_mobilenet_v3_large"), image(0), {}
+    return detector(name), image(0), {}
+
+
+def _ssdlite() -> Case:
+    return _detector("ssdlite320_mobilenet_v3_large")
+
+
+def _faster_rcnn() -> Case:
+    return _detector("fasterrcnn_mobilenet_v3_large_320_fpn")
 
 
 def _mobilenet_v2_pool() -> Case:
@@ -70,7 +80,8 @@ def _resnet18_relu() -> Case:
         "fallback_ops": ["aten::relu", "aten::relu_"], "max_regions": 4, "nhwc": True}
 
 
-MODELS = {"ssdlite": _ssdlite, "mobilenet_v2_pool": _mobilenet_v2_pool,
+MODELS = {"ssdlite": _ssdlite, "faster_rcnn": _faster_rcnn,
+          "mobilenet_v2_pool": _mobilenet_v2_pool,
           "resnet18_relu": _resnet18_relu}
 
 

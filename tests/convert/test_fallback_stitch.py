@@ -47,3 +47,22 @@ def test_the_module_carries_its_report():
     assert data["version"] == 1 and len(data["regions"]) == 2
     assert report_of(conversion.module) == conversion.report
     assert data["schedule"] == ["region 0", "cpu 0", "region 1"]
+
+
+class LevelOffsets(torch.nn.Module):
+    """torchvision's RPN numbering the anchors it keeps per level: ``offset += count`` on a
+    tensor computed from sizes, a constant at conversion time, changed in place on the CPU."""
+
+    def forward(self, x):
+        kept, offset = [], 0
+        for level in x.split([2, 3, 2], 1):
+            count = torch.ones((), dtype=torch.long) * level.shape[1]
+            kept.append(fm.order(level) + offset)
+            offset += count
+        return torch.cat(kept)
+
+
+def test_a_constant_changed_in_place_starts_afresh_at_each_run():
+    conversion = partitioned(LevelOffsets(), image(shape=(1, 7, 4, 4)))
+    assert "torch.clone(CONSTANTS" in conversion.module.code
+    assert "add_" in conversion.module.code

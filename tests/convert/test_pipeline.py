@@ -136,6 +136,16 @@ def test_unsupported_ops_are_listed_together():
     assert "test_pipeline.py" in text  # the source location
 
 
+def test_an_overload_without_lowering_is_reported_with_its_schema():
+    class M(nn.Module):
+        def forward(self, x, out):
+            return torch.ops.aten.sigmoid.out(x, out=out) * 2
+
+    with pytest.raises(ConversionError) as info:
+        convert_with_details(M(), (torch.rand(2, 3), torch.rand(2, 3)))
+    assert "the overload aten::sigmoid.out(" in str(info.value)
+
+
 def test_serialization_round_trip():
     x = torch.randn(2, 3, 4, 5)
     conversion = convert_with_details(Arith(), (x, x))

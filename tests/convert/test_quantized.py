@@ -67,6 +67,7 @@ class Block(nn.Module):
 @pytest.mark.parametrize("nhwc", LAYOUTS)
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
 def test_fx_quantized_block(nhwc, per_channel):
+    torch.manual_seed(0)  # the input, independent of the tests that ran before
     x = torch.randn(1, 3, 12, 12)
     q = fx_quantize(Block(), x, per_channel)
     conversion = convert(q, x, nhwc=nhwc)
@@ -171,6 +172,10 @@ LAYERS = {
     "adaptive_avg_pool": lambda: nn.AdaptiveAvgPool2d(1),
     "upsample_nearest": lambda: nn.Upsample(scale_factor=2),
     "sigmoid": lambda: nn.Sigmoid(),
+    "layer_norm": lambda: nn.LayerNorm(6),
+    "group_norm": lambda: nn.GroupNorm(2, 4),
+    "softmax": lambda: Seq(nn.Conv2d(4, 4, 1), nn.Softmax(dim=1)),
+    "dropout": lambda: Seq(nn.Conv2d(4, 4, 1), nn.Dropout(0.3)),
 }
 
 
@@ -187,3 +192,128 @@ def test_per_channel_layer_within_one_quantum(name):
     x = torch.randn(1, 4, 6, 6) * 2
     model, qx = fx_quantized_io(LAYERS[name](), x, per_channel=True)
     check(model, qx)
+
+
+class TokenMixer(nn.Module):
+    """What FX makes of a transformer-style block: a quantized position embedding and layer
+    scale (constants), a residual sum that starts from 0 (quantized::add.Scalar2), layer norm
+    and a softmax between linear layers."""
+
+    def __init__(self, width: int = 8, tokens: int = 4):
+        super().__init__()
+        self.embed = nn.Linear(width, width)
+        self.position = nn.Parameter(torch.randn(1, tokens, width))
+        self.branches = nn.ModuleList([nn.Linear(width, width) for _ in range(2)])
+        self.norm = nn.LayerNorm(width)
+        self.layer_scale = nn.Parameter(torch.rand(width) + 0.5)
+        self.head = nn.Linear(width, width)
+
+    def forward(self, x):
+        x = self.embed(x) + self.position
+        total = 0
+        for branch in self.branches:
+            total = total + branch(x)
+        y = self.norm(total) * self.layer_scale
+        return self.head(torch.softmax(y, dim=-1))
+
+
+def test_fx_scalar_and_constant_operands_layer_norm_and_softmax():
+    x = torch.randn(2, 4, 8)
+    q = fx_quantize(TokenMixer(), x)
+    diffs = compare_layers(q, x)
+    assert {"quantized::add", "quantized::mul", "quantized::layer_norm"} <= {d.kind for d in diffs}
+    # one quantum per layer; layer norm doubles a difference of its input on this small width
+    for d in diffs:
+        assert d.unit != "quanta" or d.error <= 2, str(d)
+    conversion = convert(q, x)
+    stats = compare_in_quanta(run(conversion.module, (x,)), q(x), dequantized_scale(conversion))
+    assert stats.max_quanta <= 3, stats
+
+
+class EagerNorms(nn.Module):
+    """Eager-mode quantization of the normalizations, dropout and scalar arithmetic."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.instance_norm = nn.InstanceNorm2d(8, affine=True)
+        self.group_norm = nn.GroupNorm(2, 8)
+        self.layer_norm = nn.LayerNorm([4, 4])
+        self.dropout = nn.Dropout(0.2)
+        self.arithmetic = torch.ao.nn.quantized.FloatFunctional()
+        self.dequant = torch.ao.quantization.DeQuantStub()
+
+    def forward(self, x):
+        x = self.instance_norm(self.conv(self.quant(x)))
+        x = self.layer_norm(self.group_norm(x))
+        x = self.arithmetic.mul_scalar(self.arithmetic.add_scalar(x, 0.5), 1.5)
+        return self.dequant(self.dropout(x))
+
+
+# PyTorch's eager scalar ops never run their output observer (their output quantization is
+# derived from the input's), so converting the model warns about the unused observer.
+@pytest.mark.filterwarnings("ignore:must run observer before calling calculate_qparams")
+def test_eager_quantized_norms_dropout_and_scalars():
+    torch.manual_seed(0)
+    model = EagerNorms().eval()
+    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    torch.ao.quantization.prepare(model, inplace=True)
+    for _ in range(4):
+        model(torch.randn(2, 3, 6, 6))
+    torch.ao.quantization.convert(model, inplace=True)
+    x = torch.randn(1, 3, 6, 6)
+    diffs = compare_layers(model, x)
+    assert {"quantized::instance_norm", "quantized::group_norm", "quantized::layer_norm",
+            "quantized::add_scalar", "quantized::mul_scalar"} <= {d.kind for d in diffs}
+    for d in diffs:
+        assert d.unit != "quanta" or d.error <= 2, str(d)
+
+
+class Dropout(nn.Module):
+    def forward(self, q):
+        return torch.ops.quantized.dropout(q, 0.05, 128, 0.5, False)
+
+
+def test_quantized_dropout_is_the_identity():
+    conversion, _ = check(QuantizedOutput(Dropout()), torch.randn(1, 3, 4, 5))
+    assert nnapi_ops(conversion) == ["RESHAPE"]  # returning the input needs one copy
+
+
+class AttentionScores(nn.Module):
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.query = nn.Linear(width, width)
+        self.key = nn.Linear(width, width)
+
+    def forward(self, x):
+        return torch.matmul(self.query(x), self.key(x).transpose(-2, -1))
+
+
+def test_fx_quantized_matmul_of_two_tensors():
+    x = torch.randn(2, 4, 8)
+    q = fx_quantize(AttentionScores(), x)
+    diffs = compare_layers(q, x)
+    assert "quantized::matmul" in {d.kind for d in diffs}
+    assert all(d.error <= 1 for d in diffs if d.unit == "quanta"), diffs
+
+
+def test_fx_quantized_transformer_encoder():
+    """Token ids in: embedding, attention (its matmuls and softmax stay float in FX's
+    graph), quantized linears, residual adds and layer norms."""
+    from . import zoo
+
+    torch.manual_seed(0)
+    model = zoo.TransformerEncoder().eval()
+    tokens = torch.randint(0, 100, (2, 16))
+    prepared = prepare_fx(model, get_default_qconfig_mapping("qnnpack"), (tokens,))
+    for _ in range(4):
+        prepared(torch.randint(0, 100, (2, 16)))
+    q = convert_fx(prepared)
+    conversion = convert(q, tokens)
+    stats = compare_in_quanta(run(conversion.module, (tokens,)), q(tokens),
+                              dequantized_scale(conversion))
+    # Each float island (attention, GELU) is requantized at a finer scale than the
+    # one-quantum differences of its input, and layer norms rescale them: over two layers
+    # they add up to a few quanta, as the layer-by-layer comparison shows.
+    assert stats.top1_agree and stats.max_quanta <= 6, stats

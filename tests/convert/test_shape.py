@@ -82,3 +82,16 @@ def test_five_dimensional_tensors_are_reported():
 
     with pytest.raises(ConversionError, match="at most 4 dimensions"):
         convert_with_details(Fn(lambda x: x.unsqueeze(0) * 2), torch.randn(2, 3, 4, 5))
+
+
+def test_stack_of_traced_sizes_is_a_constant():
+    """torchvision's detection transform stacks image sizes, 0-dim tensors while tracing."""
+    def scale_by_largest_size(x):
+        if torch.jit.is_tracing():
+            sizes = torch.stack([x.shape[0], x.shape[1]])
+        else:
+            sizes = torch.tensor(x.shape[:2])
+        return x * sizes.to(torch.float32).max()
+
+    conversion, _ = check(Fn(scale_by_largest_size), torch.randn(2, 3))
+    assert nnapi_ops(conversion) == ["MUL"]

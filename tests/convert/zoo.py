@@ -345,3 +345,53 @@ def randomize_batchnorm(model: nn.Module, seed: int = 0) -> nn.Module:
             m.weight.data.copy_(torch.rand(m.num_features, generator=g) * 0.5 + 0.75)
             m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
     return model.eval()
+
+
+# ------------------------------------------------------------------------ sequence models
+
+
+class TextClassifier(nn.Module):
+    """Token ids -> embedding -> bidirectional LSTM -> both directions' last states -> logits."""
+
+    def __init__(self, vocabulary: int = 50, width: int = 16, classes: int = 4):
+        super().__init__()
+        self.embed = nn.Embedding(vocabulary, width)
+        self.lstm = nn.LSTM(width, width, num_layers=2, batch_first=True, bidirectional=True,
+                            dropout=0.1)
+        self.head = nn.Linear(2 * width, classes)
+
+    def forward(self, tokens):
+        _, (h, _) = self.lstm(self.embed(tokens))
+        return self.head(torch.cat([h[-2], h[-1]], dim=1))
+
+
+class Seq2Seq(nn.Module):
+    """A GRU encoder whose final state starts a GRU decoder (teacher forcing)."""
+
+    def __init__(self, vocabulary: int = 30, width: int = 12):
+        super().__init__()
+        self.embed = nn.Embedding(vocabulary, width)
+        self.encoder = nn.GRU(width, width, batch_first=True)
+        self.decoder = nn.GRU(width, width, batch_first=True)
+        self.out = nn.Linear(width, vocabulary)
+
+    def forward(self, source, target):
+        _, state = self.encoder(self.embed(source))
+        decoded, _ = self.decoder(self.embed(target), state)
+        return F.log_softmax(self.out(decoded), dim=-1)
+
+
+class SpeechTagger(nn.Module):
+    """Audio features -> strided Conv1d front end -> 2-layer LSTM -> per-frame class scores."""
+
+    def __init__(self, features: int = 10, width: int = 16, classes: int = 5):
+        super().__init__()
+        self.frontend = nn.Sequential(nn.Conv1d(features, width, 3, stride=2, padding=1),
+                                      nn.ReLU())
+        self.lstm = nn.LSTM(width, width, num_layers=2)
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, audio):  # [batch, features, frames]
+        frames = self.frontend(audio).permute(2, 0, 1)  # [time, batch, width]
+        encoded, _ = self.lstm(frames)
+        return self.head(encoded).log_softmax(-1)

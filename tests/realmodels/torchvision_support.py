@@ -12,19 +12,11 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import sys
 from types import ModuleType
 
 import pytest
 import torch
-
-
-def _box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    top_left = torch.maximum(a[:, None, :2], b[None, :, :2])
-    bottom_right = torch.minimum(a[:, None, 2:], b[None, :, 2:])
-    overlap = (bottom_right - top_left).clamp(min=0).prod(dim=2)
-    return overlap / (area_a[:, None] + area_b[None, :] - overlap)
 
 
 def _define_operators() -> None:
@@ -32,17 +24,24 @@ def _define_operators() -> None:
 
     @torch.library.custom_op("torchvision::nms", mutates_args=())
     def nms(dets: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
-        # Greedy: the best remaining box suppresses every box overlapping it by more than the
-        # threshold; the order is the scores' stable descending sort, as in torchvision's kernel.
+        # Greedy: the best remaining box suppresses every later box overlapping it by more
+        # than the threshold; the order is the scores' stable descending sort, as in
+        # torchvision's kernel. One row of overlaps at a time: detection models run NMS on
+        # tens of thousands of boxes, whose full IoU matrix would take gigabytes.
         order = torch.sort(scores, descending=True, stable=True).indices
-        iou = _box_iou(dets[order], dets[order])
+        boxes = dets[order]
+        area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
         suppressed = torch.zeros(len(order), dtype=torch.bool)
         keep = []
         for i in range(len(order)):
             if suppressed[i]:
                 continue
             keep.append(i)
-            suppressed |= iou[i] > iou_threshold
+            rest = boxes[i + 1:]
+            top_left = torch.maximum(boxes[i, :2], rest[:, :2])
+            bottom_right = torch.minimum(boxes[i, 2:], rest[:, 2:])
+            overlap = (bottom_right - top_left).clamp(min=0).prod(dim=1)
+            suppressed[i + 1:] |= overlap / (area[i] + area[i + 1:] - overlap) > iou_threshold
         return order[torch.tensor(keep, dtype=torch.long)]
 
     @torch.library.custom_op("torchvision::qnms", mutates_args=())
@@ -53,17 +52,19 @@ def _define_operators() -> None:
     def roi_align(input: torch.Tensor, rois: torch.Tensor, spatial_scale: float,
                   pooled_height: int, pooled_width: int, sampling_ratio: int,
                   aligned: bool) -> torch.Tensor:
-        from torchvision.ops.roi_align import _roi_align  # torchvision's own PyTorch version
+        # torchvision's own PyTorch version, without the torch.compile its module wraps it in
+        # (compiling takes a minute on the test machine)
+        from torchvision.ops.roi_align import _roi_align
 
-        return _roi_align(input, rois, spatial_scale, pooled_height, pooled_width,
-                          sampling_ratio, aligned)
+        return _roi_align.__wrapped__(input, rois, spatial_scale, pooled_height, pooled_width,
+                                      sampling_ratio, aligned)
 
     @roi_align.register_fake
     def _(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
         return input.new_empty((rois.shape[0], input.shape[1], pooled_height, pooled_width))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_torchvision() -> ModuleType:
     """``torchvision``, importable and with its operators defined; skips when not installed."""
     if importlib.util.find_spec("torchvision") is None:
@@ -75,12 +76,13 @@ def load_torchvision() -> ModuleType:
     import torchvision.ops.roi_align
 
     # torchvision asks whether its extension loaded before calling its operators; they exist.
-    # (A function, not a lambda: tracing a detection model scripts batched_nms, which calls
-    # it, and TorchScript compiles functions only.)
-    torchvision.extension._has_ops = _has_ops
-    torchvision.ops.roi_align._has_ops = _has_ops
+    # (torchvision.ops.roi_align is the function: the module is found in sys.modules.)
+    torchvision.extension._has_ops = _operators_defined
+    sys.modules["torchvision.ops.roi_align"]._has_ops = _operators_defined
     return torchvision
 
 
-def _has_ops() -> bool:
+def _operators_defined() -> bool:
+    """Stands for torchvision's ``_has_ops``; a plain function, because tracing a detection
+    model scripts the helpers that call it (``batched_nms``)."""
     return True

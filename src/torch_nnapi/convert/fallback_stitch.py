@@ -85,16 +85,19 @@ def _stitch(captured: Captured, part: Partition, module) -> torch._C.Graph:
     this = list(graph.inputs())[0]
     this.setType(module._c._type())
     end = graph.return_node()
+    placed = 0
     for v, constant in part.constants.items():
         if v in captured.values:
             old = ts_value(v)
             if old.uses():
                 with graph.insert_point_guard(next(iter(graph.nodes()))):
                     new = graph.insertConstant(constant)  # type: ignore[attr-defined]
+                if isinstance(constant, torch.Tensor) and _written(old):
+                    new = _fresh_copy(graph, new, end)
+                    placed += 1
                 old.replaceAllUsesWith(new)
-    # Everything that runs goes to the end in running order; what stays behind (the
-    # regions' nodes, shared nodes the CPU does not need) is then removed.
-    placed = 0
+    # Everything that runs goes to the end in running order (the fresh copies first); what
+    # stays behind (the regions' nodes, shared nodes the CPU does not need) is removed.
     for item in part.schedule:
         if isinstance(item, Region):
             placed += _call_region(graph, this, module, part.regions.index(item), item,
@@ -139,6 +142,43 @@ def _call_region(graph: torch._C.Graph, this: torch._C.Value, module, index: int
         ts_value(v).replaceAllUsesWith(out)
         current[v] = out
     return 4
+
+
+
+def _written(value: torch._C.Value) -> bool:
+    """Whether an op writes into ``value`` or into a view of it (``offset += n`` on a tensor
+    torchvision's RPN computed from sizes): read from each user's schema."""
+    for use in value.uses():
+        schema = _schema(use.user)
+        if schema is None or use.offset >= len(schema.arguments):
+            continue
+        alias = schema.arguments[use.offset].alias_info
+        if alias is None:
+            continue
+        if alias.is_write:
+            return True
+        views = [o for o in use.user.outputs() if isinstance(o.type(), torch._C.TensorType)]
+        if any(_written(v) for v in views):  # a view (select, slice...) shares the storage
+            return True
+    return False
+
+
+def _schema(node: torch._C.Node) -> Any:
+    try:
+        return torch._C.parse_schema(node.schema())
+    except RuntimeError:  # prim:: nodes and others without one ("(no schema)")
+        return None
+
+
+def _fresh_copy(graph: torch._C.Graph, constant: torch._C.Value, before: torch._C.Node
+                ) -> torch._C.Value:
+    """``constant`` cloned at each run, before ``before``: a constant changed in place would
+    carry the change into the next run."""
+    with graph.insert_point_guard(constant.node()):
+        none = graph.insertConstant(None)  # type: ignore[attr-defined]
+    clone = graph.create("aten::clone", [constant, none], 1).insertBefore(before)
+    clone.output().setType(constant.type())
+    return clone.output()
 
 
 def _node_map(original: torch._C.Graph, copy: torch._C.Graph) -> dict:

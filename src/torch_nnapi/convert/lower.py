@@ -9,6 +9,8 @@ poisoned (their readers are skipped), and one :class:`ConversionError` lists the
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -194,6 +196,12 @@ class Lowerer:
             self.unsupported.append(self._missing.pop(id(node)))
             self._poison(node)
             return
+        if not _takes(low.fn, len(args)):
+            self.unsupported.append(UnsupportedUse(
+                node.kind, f"the overload {node.schema or 'of this call'} has no lowering",
+                node.location))
+            self._poison(node)
+            return
         self.cx.node = node
         try:
             result = low.fn(self.cx, *args)
@@ -219,7 +227,8 @@ class Lowerer:
             return
         block = node.blocks[0] if cond else node.blocks[1]
         self._lower_nodes(block.nodes)
-        self._bind(node, tuple(self.resolve(v) for v in block.outputs))
+        results = tuple(self.resolve(v) for v in block.outputs)
+        self._bind(node, results[0] if len(results) == 1 else results)
 
     def _fold(self, node: Node, args: list) -> Any:
         """Evaluates an aten op whose inputs are all known constants, with PyTorch."""
@@ -398,6 +407,23 @@ def value_readers(graph: Graph) -> dict:
                 readers.setdefault(v, []).append(node)
     readers.setdefault(graph.output, []).append(None)
     return readers
+
+
+@functools.cache
+def _arity(fn) -> tuple[int, float]:
+    """How many arguments after the converter a lowering takes: (at least, at most)."""
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return sum(p.default is p.empty for p in params if p.kind is not p.VAR_POSITIONAL), \
+            math.inf
+    return sum(p.default is p.empty for p in params), len(params)
+
+
+def _takes(fn, count: int) -> bool:
+    """True when a lowering accepts ``count`` node inputs: an overload of the op with another
+    argument list is reported as unsupported instead of failing in the call."""
+    least, most = _arity(fn)
+    return least <= count <= most
 
 
 def _poisoned(a: Any) -> bool:

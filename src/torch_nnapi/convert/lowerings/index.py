@@ -134,7 +134,7 @@ def split_sizes(cx: Converter, x: TensorValue, dim: int, sizes: list[SymInt]) \
     return parts
 
 
-@lowering("aten::chunk", nnapi=("SPLIT", "STRIDED_SLICE"))
+@lowering("aten::chunk", "aten::unsafe_chunk", nnapi=("SPLIT", "STRIDED_SLICE"))
 def chunk(cx: Converter, x, chunks, dim=0):
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
@@ -148,7 +148,8 @@ def chunk(cx: Converter, x, chunks, dim=0):
     return split_sizes(cx, x, d, sizes)
 
 
-@lowering("aten::split", "aten::split_with_sizes", nnapi=("SPLIT", "STRIDED_SLICE"))
+@lowering("aten::split", "aten::split_with_sizes", "aten::unsafe_split",
+          "aten::unsafe_split_with_sizes", nnapi=("SPLIT", "STRIDED_SLICE"))
 def split(cx: Converter, x, split_size, dim=0):
     x = require_tensor(x)
     d = dim_index(dim, x.rank)

@@ -7,8 +7,12 @@ NNAPI's quantized CONV_2D / FULLY_CONNECTED take them.
 PyTorch's serialized NNAPI format (nnapi_model_loader.cpp) cannot carry per-channel
 quantization parameters, so a layer with per-channel weights runs as the float layer on
 dequantized weights between DEQUANTIZE and QUANTIZE; its output still matches PyTorch's
-within one quantum. hardswish and batch norm, which NNAPI level 3 cannot compute in 8 bits,
-run the same way in float.
+within one quantum. hardswish, batch, layer, group and instance norm and matmul, which NNAPI
+level 3 cannot compute in 8 bits, run the same way in float.
+
+The other operand of add and mul may be a number (the ``.Scalar`` overloads, e.g. a residual sum
+that starts from 0) or a quantized constant (FX quantizes parameters such as a position
+embedding or a layer scale ahead of time).
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from ._common import broadcast_operands, constant_float, require_tensor, static_
 from .activation import _hardsigmoid, float_of
 from .conv import ConvQuant, conv2d_tensor, conv_transpose
 from .elementwise import arithmetic
-from .linear import fully_connected
-from .norm import batch_norm
+from .linear import fully_connected, matmul_tensors
+from .norm import batch_norm, group_norm, instance_norm, layer_norm
+from .reduce import softmax
 from .scalars import SCALAR_TYPES
 from .shape import concatenate
 
@@ -176,40 +181,63 @@ def qlinear_relu(cx: Converter, x, packed, scale, zero_point):
     return quantized_linear(cx, x, packed, scale, zero_point, FuseCode.RELU)
 
 
+def _binary_operand(v):
+    """A quantized tensor of the model, or a quantized constant."""
+    if isinstance(v, torch.Tensor) and v.is_quantized:
+        return v
+    return quantized_input(v)
+
+
 def quantized_binary(cx: Converter, op: Op, a, b, scale, zero_point, fuse: FuseCode):
-    a, b = quantized_input(a), quantized_input(b)
+    a, b = _binary_operand(a), _binary_operand(b)
+    if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
+        raise Unsupported(f"{op.name} of two constants")
     out_scale, out_zp = _output_params(scale, zero_point)
     (ta, tb), shape, layout = broadcast_operands(cx, [a, b], "quint8")
     return cx.emit(op, dict(input0=ta, input1=tb, fuse_code=cx.i32(int(fuse))), shape, "quint8",
                    layout, out_scale, out_zp)
 
 
-@lowering("quantized::add", nnapi=("ADD",))
-def qadd(cx: Converter, a, b, scale, zero_point):
-    return quantized_binary(cx, Op.ADD, a, b, scale, zero_point, FuseCode.NONE)
-
-
-@lowering("quantized::add_relu", nnapi=("ADD",), notes="fused RELU")
-def qadd_relu(cx: Converter, a, b, scale, zero_point):
-    return quantized_binary(cx, Op.ADD, a, b, scale, zero_point, FuseCode.RELU)
-
-
-@lowering("quantized::mul", nnapi=("MUL",))
-def qmul(cx: Converter, a, b, scale, zero_point):
-    return quantized_binary(cx, Op.MUL, a, b, scale, zero_point, FuseCode.NONE)
-
-
-@lowering("quantized::mul_relu", nnapi=("MUL",), notes="fused RELU")
-def qmul_relu(cx: Converter, a, b, scale, zero_point):
-    return quantized_binary(cx, Op.MUL, a, b, scale, zero_point, FuseCode.RELU)
-
-
 def _scalar_in_float(cx: Converter, op: Op, a, b, fuse: FuseCode):
-    """quantized::add_scalar/mul_scalar: PyTorch derives the output quantization itself."""
+    """A quantized tensor and a number: PyTorch derives the output quantization itself."""
     a = quantized_input(a)
     out_scale, out_zp = cx.example_quant()
     y = arithmetic(cx, op, float_of(cx, a), constant_float(b, "scalar"), fuse)
     return quantize(cx, y, out_scale, out_zp)
+
+
+def _add_or_mul(cx: Converter, op: Op, fuse: FuseCode, a, b, scale, zero_point):
+    """Every overload of quantized::add/mul(_relu): (qa, qb, scale, zero_point), (qa, number)
+    and (number, qa)."""
+    if scale is None and zero_point is None:
+        tensor, number = (b, a) if isinstance(b, TensorValue) else (a, b)
+        return _scalar_in_float(cx, op, tensor, number, fuse)
+    return quantized_binary(cx, op, a, b, scale, zero_point, fuse)
+
+
+_BINARY_NOTES = "the other operand may be a number or a quantized constant"
+
+
+@lowering("quantized::add", nnapi=("ADD", "DEQUANTIZE", "QUANTIZE"), notes=_BINARY_NOTES)
+def qadd(cx: Converter, a, b, scale=None, zero_point=None):
+    return _add_or_mul(cx, Op.ADD, FuseCode.NONE, a, b, scale, zero_point)
+
+
+@lowering("quantized::add_relu", nnapi=("ADD", "DEQUANTIZE", "QUANTIZE"),
+          notes="fused RELU; " + _BINARY_NOTES)
+def qadd_relu(cx: Converter, a, b, scale=None, zero_point=None):
+    return _add_or_mul(cx, Op.ADD, FuseCode.RELU, a, b, scale, zero_point)
+
+
+@lowering("quantized::mul", nnapi=("MUL", "DEQUANTIZE", "QUANTIZE"), notes=_BINARY_NOTES)
+def qmul(cx: Converter, a, b, scale=None, zero_point=None):
+    return _add_or_mul(cx, Op.MUL, FuseCode.NONE, a, b, scale, zero_point)
+
+
+@lowering("quantized::mul_relu", nnapi=("MUL", "DEQUANTIZE", "QUANTIZE"),
+          notes="fused RELU; " + _BINARY_NOTES)
+def qmul_relu(cx: Converter, a, b, scale=None, zero_point=None):
+    return _add_or_mul(cx, Op.MUL, FuseCode.RELU, a, b, scale, zero_point)
 
 
 @lowering("quantized::add_scalar", nnapi=("DEQUANTIZE", "ADD", "QUANTIZE"))
@@ -225,6 +253,20 @@ def qadd_scalar_relu(cx: Converter, a, b):
 @lowering("quantized::mul_scalar", nnapi=("DEQUANTIZE", "MUL", "QUANTIZE"))
 def qmul_scalar(cx: Converter, a, b):
     return _scalar_in_float(cx, Op.MUL, a, b, FuseCode.NONE)
+
+
+@lowering("quantized::mul_scalar_relu", nnapi=("DEQUANTIZE", "MUL", "QUANTIZE"))
+def qmul_scalar_relu(cx: Converter, a, b):
+    return _scalar_in_float(cx, Op.MUL, a, b, FuseCode.RELU)
+
+
+@lowering("quantized::matmul", nnapi=("DEQUANTIZE", "MUL", "REDUCE_SUM", "QUANTIZE"),
+          notes="computed in float")
+def qmatmul(cx: Converter, a, b, scale, zero_point):
+    out_scale, out_zp = _output_params(scale, zero_point)
+    product = matmul_tensors(cx, float_of(cx, quantized_input(a)),
+                             float_of(cx, quantized_input(b)))
+    return quantize(cx, product, out_scale, out_zp)
 
 
 @lowering("quantized::cat", nnapi=("CONCATENATION",),
@@ -293,3 +335,37 @@ def qsigmoid(cx: Converter, x, scale, zero_point):
         return cx.emit(Op.LOGISTIC, dict(input=x), x.shape, "quint8", x.layout, out_scale, out_zp)
     f = float_of(cx, x)
     return quantize(cx, cx.emit_like(Op.LOGISTIC, dict(input=f), f), out_scale, out_zp)
+
+
+@lowering("quantized::layer_norm", nnapi=("DEQUANTIZE", "MEAN", "SUB", "MUL", "ADD", "RSQRT",
+                                          "QUANTIZE"), notes="computed in float")
+def qlayer_norm(cx: Converter, x, normalized_shape, weight, bias, eps, scale, zero_point):
+    return layer_norm(cx, quantized_input(x), normalized_shape, weight, bias, eps)
+
+
+@lowering("quantized::group_norm", nnapi=("DEQUANTIZE", "RESHAPE", "MEAN", "SUB", "MUL", "ADD",
+                                          "RSQRT", "QUANTIZE"), notes="computed in float")
+def qgroup_norm(cx: Converter, x, groups, weight, bias, eps, scale, zero_point):
+    return group_norm(cx, quantized_input(x), groups, weight, bias, eps)
+
+
+@lowering("quantized::instance_norm", nnapi=("DEQUANTIZE", "MEAN", "SUB", "MUL", "ADD", "RSQRT",
+                                             "QUANTIZE"), notes="computed in float")
+def qinstance_norm(cx: Converter, x, weight, bias, eps, scale, zero_point):
+    return instance_norm(cx, quantized_input(x), weight, bias, None, None, True, 0.1, eps)
+
+
+@lowering("quantized::softmax", nnapi=("SOFTMAX", "DEQUANTIZE", "QUANTIZE"),
+          notes="8-bit SOFTMAX when the output has NNAPI's fixed scale 1/256, else in float")
+def qsoftmax(cx: Converter, x, dim, scale, zero_point):
+    return softmax(cx, quantized_input(x), dim)
+
+
+@lowering("quantized::dropout", nnapi=(), notes="identity in eval mode")
+def qdropout(cx: Converter, x, scale, zero_point, p=0.5, training=False):
+    x = quantized_input(x)
+    if static_int(training, "training"):
+        raise Unsupported("dropout in training mode")
+    if (x.scale, x.zero_point) != _output_params(scale, zero_point):
+        raise Unsupported("a quantized dropout that changes the quantization")
+    return x

@@ -15,6 +15,7 @@ from ..symbolic import SymInt
 from ..values import TensorValue
 from . import lowering
 from ._common import dim_index, require_tensor
+from .activation import in_float
 from .elementwise import arithmetic, extremum
 from .pool import global_pool
 from .scalars import DTYPE_OF_CODE
@@ -175,6 +176,9 @@ def var_std(cx: Converter, x, dims=None, correction=None, keepdim=False, *rest):
     return var
 
 
+_SOFTMAX_QUANT = (1.0 / 256, 0)
+
+
 @lowering("aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
           nnapi=("SOFTMAX", "LOG_SOFTMAX"), notes="beta 1, any axis")
 def softmax(cx: Converter, x, dim, dtype=None, *rest):
@@ -193,6 +197,8 @@ def softmax(cx: Converter, x, dim, dtype=None, *rest):
         return cx.emit_like(Op.LOG_SOFTMAX, inputs, x)
     if x.is_quantized:
         scale, zero_point = cx.example_quant()
+        if (scale, zero_point) != _SOFTMAX_QUANT:  # NNAPI's 8-bit SOFTMAX has fixed ones
+            return in_float(cx, x, lambda f: softmax(cx, f, dim))
         return cx.emit(Op.SOFTMAX, inputs, x.shape, x.dtype, x.layout, scale, zero_point)
     return cx.emit_like(Op.SOFTMAX, inputs, x)
 

@@ -236,6 +236,14 @@ def cat(cx: Converter, items, dim=0):
 
 @lowering("aten::stack", nnapi=("RESHAPE", "CONCATENATION"))
 def stack(cx: Converter, items, dim=0):
+    if not items:
+        raise Unsupported("stack of an empty list")
+    if any(isinstance(v, Sym) for v in items):
+        raise Unsupported("stack of sizes that depend on a flexible input dimension")
+    # numbers are 0-dim tensors here (traced sizes: torch.stack([img.shape[0], ...]))
+    items = [torch.tensor(v) if isinstance(v, (int, float)) else v for v in items]
+    if not any(isinstance(v, TensorValue) for v in items):
+        return torch.stack(items, static_int(dim, "dim"))
     tensors = [cx.tensor(v) if not isinstance(v, TensorValue) else v for v in items]
     rank = tensors[0].rank
     d = dim_index(dim, rank + 1)

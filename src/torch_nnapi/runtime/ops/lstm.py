@@ -15,6 +15,7 @@ import numpy as np
 from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext, Shape
 from ..registry import register
+from ._memo import per_operation
 from ._recurrent import (
     LSTM_ACTIVATIONS,
     Activation,
@@ -57,10 +58,23 @@ def _load(ctx: KernelContext, at: LstmOperands, config: LstmConfig) -> LstmCell:
 # only in the 27-input form of API level 29)
 
 
-def _prepare_lstm(ctx: KernelContext) -> list[Shape]:
+# The inputs an LSTM step's cell depends on only by their shapes: with constant weights (an
+# unrolled layer), the checked configuration and stacked weights are read once and reused.
+_STEP_SHAPES = frozenset({"input", "output_state_in", "cell_state_in"})
+
+
+def _load_step_cell(ctx: KernelContext) -> LstmCell:
     batch, input_size = required_shape(ctx, "input", 2)
-    config = lstm_config(ctx, _SINGLE, batch, input_size)
-    _parameters(ctx)
+    return _load(ctx, _SINGLE, lstm_config(ctx, _SINGLE, batch, input_size))
+
+
+def _step_cell(ctx: KernelContext) -> LstmCell:
+    return per_operation(ctx, "cell", _load_step_cell, shape_only=_STEP_SHAPES)
+
+
+def _prepare_lstm(ctx: KernelContext) -> list[Shape]:
+    batch = required_shape(ctx, "input", 2)[0]
+    config = _step_cell(ctx).config
     return [(batch, len(config.gates) * config.num_cells), (batch, config.output_size),
             (batch, config.num_cells), (batch, config.output_size)]
 
@@ -68,9 +82,7 @@ def _prepare_lstm(ctx: KernelContext) -> list[Shape]:
 @register(Op.LSTM, prepare=_prepare_lstm)
 @ieee_float
 def lstm(ctx: KernelContext) -> list[np.ndarray]:
-    batch, input_size = ctx.input_shape("input")
-    config = lstm_config(ctx, _SINGLE, batch, input_size)
-    cell = _load(ctx, _SINGLE, config)
+    cell = _step_cell(ctx)
     _, h, c, scratch = cell.run(ctx.float_input("input")[None],
                                 ctx.float_input(_SINGLE.output_state),
                                 ctx.float_input(_SINGLE.cell_state))

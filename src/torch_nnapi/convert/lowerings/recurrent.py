@@ -1,0 +1,380 @@
+"""Recurrent layers: aten::lstm, gru, rnn_tanh, rnn_relu and their one-step cells.
+
+NNAPI's sequence operations do not fit PyTorch's layers as PyTorch Mobile loads models: the
+LSTM ones (UNIDIRECTIONAL/BIDIRECTIONAL_SEQUENCE_LSTM) take layer-normalization weights and
+BIDIRECTIONAL_SEQUENCE_RNN auxiliary inputs that a plain layer has to leave out, and PyTorch's
+serialized NNAPI format (nnapi_model_loader.cpp) cannot leave an operand out (every value it
+sets has a pointer); their final states also came only with feature level 4. So a layer is
+unrolled over its time steps, known at conversion time: the input is cut into steps once
+(SPLIT), every step is one cell, and the step outputs are joined (CONCATENATION); the last
+step's states are the final states. The cells:
+
+- LSTM: NNAPI's LSTM operation (feature level 1), which also outputs both states. It has no
+  way to leave out peephole weights and a projection either, so zero peephole weights and an
+  identity projection stand for absent ones; both are exact.
+- RNN with ReLU: NNAPI's RNN with a fused RELU.
+- RNN with tanh: NNAPI's RNN without activation (its activation is a fuse code: no tanh),
+  then TANH.
+- GRU (NNAPI has none): one FULLY_CONNECTED of the step input and the state computes the
+  reset and update gates' sums and the two halves of the candidate's, then
+  n = tanh(x W_in + b_in + r (h W_hn + b_hn)) and h' = n + z (h - n).
+
+A layer of T steps thus takes T operations (GRU: 11 T) plus a few to split and join; an LSTM
+or RNN of one time step (a streaming model feeding its states back) needs only feature level 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ...nnapi.codes import FuseCode
+from ...nnapi.codes import OperationType as Op
+from ..context import Converter
+from ..errors import Unsupported
+from ..values import TensorValue
+from . import lowering
+from ._common import require_tensor, static_int
+from .elementwise import arithmetic
+from .index import split_sizes
+from .shape import concatenate
+
+State = tuple[TensorValue, ...]  # (h,) or, for an LSTM, (h, c): each [batch, size]
+Cell = Callable[[TensorValue, State], State]
+
+_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+_LSTM_TANH = 4  # the LSTM operation's activation code for tanh
+_LSTM_GATES = ("input", "forget", "cell", "output")  # PyTorch's order of the stacked gates
+
+
+@dataclass(frozen=True)
+class CellWeights:
+    """One layer's weights in one direction, as PyTorch stores them (gates stacked)."""
+
+    w_ih: np.ndarray  # [gates * hidden, input]
+    w_hh: np.ndarray  # [gates * hidden, output]
+    b_ih: np.ndarray  # [gates * hidden] (zeros for a layer without biases)
+    b_hh: np.ndarray
+    w_hr: np.ndarray | None = None  # an LSTM's projection [output, hidden]
+
+    @property
+    def output_size(self) -> int:
+        return self.w_hh.shape[1]
+
+
+def _array(t, what: str) -> np.ndarray:
+    if not isinstance(t, torch.Tensor):
+        raise Unsupported(f"{what} computed by the model (only constant weights)")
+    return t.detach().float().contiguous().numpy()
+
+
+def _cell_weights(w_ih, w_hh, b_ih, b_hh, w_hr=None) -> CellWeights:
+    wi, wh = _array(w_ih, "weights"), _array(w_hh, "weights")
+    zeros = np.zeros(wi.shape[0], np.float32)
+    bi = zeros if b_ih is None else _array(b_ih, "biases")
+    bh = zeros if b_hh is None else _array(b_hh, "biases")
+    return CellWeights(wi, wh, bi, bh, None if w_hr is None else _array(w_hr, "weights"))
+
+
+def _layer_weights(params: Sequence, has_biases: bool, cells: int) -> list[CellWeights]:
+    """The flat parameter list of aten::lstm & co. (per layer and direction: w_ih, w_hh,
+    then b_ih, b_hh with biases, then an LSTM's projection) cut into ``cells`` cells."""
+    per_cell = 4 if has_biases else 2
+    if len(params) == cells * (per_cell + 1):
+        per_cell += 1  # projected LSTM (proj_size > 0)
+    elif len(params) != cells * per_cell:
+        raise Unsupported(f"{len(params)} parameters do not make {cells} recurrent cells")
+    result = []
+    for k in range(cells):
+        group = list(params[k * per_cell:(k + 1) * per_cell])
+        w_ih, w_hh = group[:2]
+        b_ih, b_hh = group[2:4] if has_biases else (None, None)
+        w_hr = group[-1] if per_cell in (3, 5) else None
+        result.append(_cell_weights(w_ih, w_hh, b_ih, b_hh, w_hr))
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Cells: built once per layer and direction (their constants shared by every step)
+
+
+def _float(cx: Converter, array: np.ndarray) -> TensorValue:
+    return cx.constant(np.ascontiguousarray(array, np.float32), "float32")
+
+
+def _lstm_cell(cx: Converter, w: CellWeights) -> Cell:
+    hidden = w.w_hh.shape[0] // 4
+    output_size = w.output_size
+    weights: dict[str, TensorValue] = {}
+    for source, matrix in (("input_to", w.w_ih), ("recurrent_to", w.w_hh)):
+        for gate, block in zip(_LSTM_GATES, np.split(matrix, 4)):
+            weights[f"{source}_{gate}_weights"] = _float(cx, block)
+    for gate, block in zip(_LSTM_GATES, np.split(w.b_ih + w.b_hh, 4)):
+        weights["cell_bias" if gate == "cell" else f"{gate}_gate_bias"] = _float(cx, block)
+    no_peephole = _float(cx, np.zeros(hidden, np.float32))
+    for gate in ("input", "forget", "output"):
+        weights[f"cell_to_{gate}_weights"] = no_peephole
+    weights["projection_weights"] = _float(
+        cx, w.w_hr if w.w_hr is not None else np.eye(hidden, dtype=np.float32))
+    weights["projection_bias"] = _float(cx, np.zeros(output_size, np.float32))
+
+    def step(x: TensorValue, state: State) -> State:
+        h, c = state
+        batch = x.shape[0]
+        outputs = {name: cx.new_tensor(shape, "float32") for name, shape in (
+            ("scratch_buffer", (batch, 4 * hidden)), ("output_state_out", (batch, output_size)),
+            ("cell_state_out", (batch, hidden)), ("output", (batch, output_size)))}
+        cx.operation(Op.LSTM, dict(input=x, **weights, output_state_in=h, cell_state_in=c,
+                                   activation=cx.i32(_LSTM_TANH), cell_clip=cx.f32(0.0),
+                                   proj_clip=cx.f32(0.0)), outputs)
+        return outputs["output_state_out"], outputs["cell_state_out"]
+
+    return step
+
+
+def _rnn_cell(cx: Converter, w: CellWeights, relu: bool) -> Cell:
+    weights = dict(weights=_float(cx, w.w_ih), recurrent_weights=_float(cx, w.w_hh),
+                   bias=_float(cx, w.b_ih + w.b_hh))
+    fuse = FuseCode.RELU if relu else FuseCode.NONE
+
+    def step(x: TensorValue, state: State) -> State:
+        (h,) = state
+        shape = (x.shape[0], w.w_hh.shape[0])
+        outputs = dict(hidden_state_out=cx.new_tensor(shape, "float32"),
+                       output=cx.new_tensor(shape, "float32"))
+        cx.operation(Op.RNN, dict(input=x, **weights, hidden_state_in=h,
+                                  fuse_code=cx.i32(int(fuse))), outputs)
+        new = outputs["hidden_state_out"]
+        return (new if relu else cx.emit_like(Op.TANH, dict(input=new), new),)
+
+    return step
+
+
+def _gru_cell(cx: Converter, w: CellWeights) -> Cell:
+    hidden = w.w_hh.shape[0] // 3
+    inputs = w.w_ih.shape[1]
+    # One product of [x, h] gives r's and z's sums, x W_in + b_in and h W_hn + b_hn.
+    matrix = np.zeros((4 * hidden, inputs + hidden), np.float32)
+    matrix[:2 * hidden, :inputs] = w.w_ih[:2 * hidden]
+    matrix[:2 * hidden, inputs:] = w.w_hh[:2 * hidden]
+    matrix[2 * hidden:3 * hidden, :inputs] = w.w_ih[2 * hidden:]
+    matrix[3 * hidden:, inputs:] = w.w_hh[2 * hidden:]
+    bias = np.concatenate([w.b_ih[:2 * hidden] + w.b_hh[:2 * hidden], w.b_ih[2 * hidden:],
+                           w.b_hh[2 * hidden:]])
+    weights, biases = _float(cx, matrix), _float(cx, bias)
+
+    def step(x: TensorValue, state: State) -> State:
+        (h,) = state
+        joined = concatenate(cx, [x, h], 1)
+        sums = cx.emit(Op.FULLY_CONNECTED, dict(input=joined, weights=weights, bias=biases,
+                                                fuse_code=cx.i32(0)),
+                       (x.shape[0], 4 * hidden), "float32")
+        r_sum, z_sum, x_part, h_part = split_sizes(cx, sums, 1, [hidden] * 4)
+        r = cx.emit_like(Op.LOGISTIC, dict(input=r_sum), r_sum)
+        z = cx.emit_like(Op.LOGISTIC, dict(input=z_sum), z_sum)
+        candidate = arithmetic(cx, Op.ADD, x_part, arithmetic(cx, Op.MUL, r, h_part))
+        n = cx.emit_like(Op.TANH, dict(input=candidate), candidate)
+        update = arithmetic(cx, Op.MUL, z, arithmetic(cx, Op.SUB, h, n))
+        return (arithmetic(cx, Op.ADD, n, update),)
+
+    return step
+
+
+def _cell(cx: Converter, mode: str, w: CellWeights) -> Cell:
+    if mode == "lstm":
+        return _lstm_cell(cx, w)
+    if mode == "gru":
+        return _gru_cell(cx, w)
+    return _rnn_cell(cx, w, relu=mode == "rnn_relu")
+
+
+# --------------------------------------------------------------------------------------------
+# Layers
+
+
+@dataclass(frozen=True)
+class LayerStack:
+    """How many layers and directions, and whether the batch comes first."""
+
+    num_layers: int
+    directions: int
+    batch_first: bool
+
+    @property
+    def time_dim(self) -> int:
+        return 1 if self.batch_first else 0
+
+
+def _float_input(x, what: str = "input") -> TensorValue:
+    x = require_tensor(x, what)
+    if x.dtype != "float32":
+        raise Unsupported(f"recurrent layers on {x.dtype} tensors (float32 only)")
+    return x
+
+
+def _steps(cx: Converter, x: TensorValue, time_dim: int) -> list[TensorValue]:
+    """The time steps of a [batch, time, features] or [time, batch, features] sequence, each
+    [batch, features]: one RESHAPE that puts each step's values in a block, one SPLIT."""
+    steps = static_int(x.shape[time_dim], "the number of time steps")
+    batch, features = x.shape[1 - time_dim], x.shape[2]
+    if steps == 1:
+        return [cx.reshape(x, (batch, features))]
+    if time_dim == 1:
+        return split_sizes(cx, cx.reshape(x, (batch, steps * features)), 1, [features] * steps)
+    return split_sizes(cx, cx.reshape(x, (steps * batch, features)), 0, [batch] * steps)
+
+
+def _joined_output(cx: Converter, outputs: list[list[TensorValue]], batch_first: bool) \
+        -> TensorValue:
+    """The layer's output sequence from each direction's step outputs [batch, size]."""
+    steps, batch = len(outputs[0]), outputs[0][0].shape[0]
+    size = sum(o[0].shape[1] for o in outputs)
+    if batch_first:  # [batch, time * size] in step order is [batch, time, size]
+        pieces = [o[t] for t in range(steps) for o in outputs]
+        return cx.reshape(concatenate(cx, pieces, 1), (batch, steps, size))
+    by_direction = [concatenate(cx, o, 0) for o in outputs]
+    return cx.reshape(concatenate(cx, by_direction, 1), (steps, batch, size))
+
+
+def _initial_states(cx: Converter, state, cells: int) -> list[TensorValue]:
+    """An initial state [cells, batch, size] cut into one [batch, size] per cell."""
+    if isinstance(state, torch.Tensor):
+        array = state.detach().float().numpy()
+        return [_float(cx, array[k]) for k in range(cells)]
+    state = _float_input(state, "initial state")
+    if state.rank != 3 or state.shape[0] != cells:
+        raise Unsupported(f"an initial state of shape {list(state.shape)} for {cells} cells")
+    batch, size = state.shape[1:]
+    if cells == 1:
+        return [cx.reshape(state, (batch, size))]
+    return split_sizes(cx, cx.reshape(state, (cells * batch, size)), 0, [batch] * cells)
+
+
+def _stacked(cx: Converter, finals: list[TensorValue]) -> TensorValue:
+    """Final states [batch, size] of every cell as PyTorch returns them: [cells, batch, size]."""
+    batch, size = finals[0].shape
+    return cx.reshape(concatenate(cx, finals, 0), (len(finals), batch, size))
+
+
+def _used(cx: Converter, output: int) -> bool:
+    return bool(cx.node is None or cx.users.get(cx.node.outputs[output]))
+
+
+def run_layers(cx: Converter, mode: str, x, states: Sequence, weights: Sequence[CellWeights],
+               stack: LayerStack) -> tuple:
+    """The output sequence and the final states (None where nothing reads them) of a stack of
+    recurrent layers, unrolled over time."""
+    x = _float_input(x)
+    if x.rank != 3:
+        raise Unsupported(f"a recurrent layer on a {x.rank}-D input (3-D only)")
+    cells = stack.num_layers * stack.directions
+    initial = [_initial_states(cx, s, cells) for s in states]
+    inputs = _steps(cx, x, stack.time_dim)
+    steps = len(inputs)
+    finals: list[list[TensorValue]] = [[] for _ in states]
+    outputs: list[list[TensorValue]] = []
+    for layer in range(stack.num_layers):
+        outputs = []
+        for direction in range(stack.directions):
+            k = layer * stack.directions + direction
+            cell = _cell(cx, mode, weights[k])
+            state = tuple(init[k] for init in initial)
+            step_outputs: list = [None] * steps
+            for t in (range(steps) if direction == 0 else range(steps - 1, -1, -1)):
+                state = cell(inputs[t], state)
+                step_outputs[t] = state[0]
+            for kept, s in zip(finals, state):
+                kept.append(s)
+            outputs.append(step_outputs)
+        if layer + 1 < stack.num_layers:
+            inputs = [concatenate(cx, [o[t] for o in outputs], 1) for t in range(steps)] \
+                if stack.directions == 2 else outputs[0]
+    sequence = _joined_output(cx, outputs, stack.batch_first)
+    return (sequence, *(_stacked(cx, f) if _used(cx, 1 + i) else None
+                        for i, f in enumerate(finals)))
+
+
+def _recurrent(cx: Converter, mode: str, x, states: Sequence, params, has_biases, num_layers,
+               dropout, train, bidirectional, batch_first) -> tuple:
+    if "batch_sizes" in getattr(cx.node, "schema", ""):
+        raise Unsupported("packed sequences (pack_padded_sequence)")
+    if static_int(train, "train"):
+        raise Unsupported("a recurrent layer in training mode")
+    directions = 2 if static_int(bidirectional, "bidirectional") else 1
+    stack = LayerStack(static_int(num_layers, "num_layers"), directions,
+                       bool(static_int(batch_first, "batch_first")))
+    weights = _layer_weights(list(params), bool(static_int(has_biases, "has_biases")),
+                             stack.num_layers * stack.directions)
+    return run_layers(cx, mode, x, states, weights, stack)
+
+
+_LAYER_NOTES = ("unrolled over time (static length): one operation per step{}; batch-first"
+                " or not, stacked, bidirectional, initial and final states")
+
+
+@lowering("aten::lstm", nnapi=("LSTM", "SPLIT", "CONCATENATION", "RESHAPE"),
+          notes=_LAYER_NOTES.format(" (LSTM, whose state outputs give h_n and c_n)")
+          + "; proj_size")
+def lstm(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+         batch_first=False):
+    if not isinstance(hx, (list, tuple)) or len(hx) != 2:
+        raise Unsupported("packed sequences (pack_padded_sequence)")
+    return _recurrent(cx, "lstm", x, hx, params, has_biases, num_layers, dropout, train,
+                      bidirectional, batch_first)
+
+
+@lowering("aten::gru", nnapi=("FULLY_CONNECTED", "LOGISTIC", "TANH", "MUL", "ADD", "SUB", "SPLIT",
+                              "CONCATENATION", "RESHAPE"),
+          notes=_LAYER_NOTES.format(": no NNAPI GRU, 11 operations a step"))
+def gru(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+        batch_first=False):
+    return _recurrent(cx, "gru", x, [hx], params, has_biases, num_layers, dropout, train,
+                      bidirectional, batch_first)
+
+
+@lowering("aten::rnn_tanh", "aten::rnn_relu",
+          nnapi=("RNN", "TANH", "SPLIT", "CONCATENATION", "RESHAPE"),
+          notes=_LAYER_NOTES.format(" (RNN; with tanh, RNN then TANH)"))
+def rnn(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+        batch_first=False):
+    mode = "rnn_relu" if cx.node.kind == "aten::rnn_relu" else "rnn_tanh"
+    return _recurrent(cx, mode, x, [hx], params, has_biases, num_layers, dropout, train,
+                      bidirectional, batch_first)
+
+
+# --------------------------------------------------------------------------------------------
+# One-step cells (nn.LSTMCell, nn.GRUCell, nn.RNNCell)
+
+
+def _one_step(cx: Converter, mode: str, x, states: Sequence, w_ih, w_hh, b_ih, b_hh) -> State:
+    x = _float_input(x)
+    if x.rank != 2:
+        raise Unsupported(f"a recurrent cell on a {x.rank}-D input (2-D only)")
+    cell = _cell(cx, mode, _cell_weights(w_ih, w_hh, b_ih, b_hh))
+    initial = []
+    for s in states:
+        if isinstance(s, torch.Tensor):
+            initial.append(_float(cx, s.detach().float().numpy()))
+        else:
+            initial.append(_float_input(s, "state"))
+    return cell(x, tuple(initial))
+
+
+@lowering("aten::lstm_cell", nnapi=("LSTM",))
+def lstm_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return _one_step(cx, "lstm", x, list(hx), w_ih, w_hh, b_ih, b_hh)
+
+
+@lowering("aten::gru_cell", nnapi=("CONCATENATION", "FULLY_CONNECTED", "SPLIT", "LOGISTIC",
+                                   "TANH", "MUL", "ADD", "SUB"))
+def gru_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return _one_step(cx, "gru", x, [hx], w_ih, w_hh, b_ih, b_hh)[0]
+
+
+@lowering("aten::rnn_tanh_cell", "aten::rnn_relu_cell", nnapi=("RNN", "TANH"))
+def rnn_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    mode = "rnn_relu" if cx.node.kind == "aten::rnn_relu_cell" else "rnn_tanh"
+    return _one_step(cx, mode, x, [hx], w_ih, w_hh, b_ih, b_hh)[0]

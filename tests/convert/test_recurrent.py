@@ -1,0 +1,182 @@
+"""Recurrent layers (LSTM, GRU, RNN with tanh or ReLU) and their one-step cells, unrolled over
+time; sequence models written the usual way."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from torch_nnapi.convert.errors import ConversionError
+
+from . import zoo
+from .harness import check, convert, nnapi_ops
+
+_LAYERS = {"lstm": (nn.LSTM, {}), "gru": (nn.GRU, {}), "rnn_tanh": (nn.RNN, {}),
+           "rnn_relu": (nn.RNN, {"nonlinearity": "relu"})}
+
+
+class Layer(nn.Module):
+    """A recurrent layer returning its output sequence and final states as one flat tuple."""
+
+    def __init__(self, mode: str, input_size: int = 4, hidden_size: int = 6, **options):
+        super().__init__()
+        cls, extra = _LAYERS[mode]
+        self.layer = cls(input_size, hidden_size, **extra, **options)
+
+    def forward(self, x, *states):
+        if not states:
+            output, final = self.layer(x)
+        else:
+            output, final = self.layer(x, states if len(states) == 2 else states[0])
+        return (output, *final) if isinstance(final, tuple) else (output, final)
+
+
+def _inputs(mode: str, batch_first: bool, cells: int, with_states: bool, steps: int = 5,
+            hidden: int = 6) -> tuple:
+    x = torch.randn(2, steps, 4) if batch_first else torch.randn(steps, 2, 4)
+    if not with_states:
+        return (x,)
+    count = 2 if mode == "lstm" else 1
+    return (x, *(torch.randn(cells, 2, hidden) for _ in range(count)))
+
+
+# (batch_first, bidirectional, num_layers, initial states)
+_CONFIGS = [(False, False, 1, False), (True, False, 2, True), (False, True, 2, True),
+            (True, True, 1, False), (True, True, 2, True)]
+
+
+@pytest.mark.parametrize("mode", list(_LAYERS))
+@pytest.mark.parametrize("batch_first,bidirectional,layers,with_states", _CONFIGS,
+                         ids=lambda v: str(v))
+def test_layer_outputs_and_final_states_match_eager(mode, batch_first, bidirectional, layers,
+                                                     with_states):
+    torch.manual_seed(0)
+    model = Layer(mode, num_layers=layers, batch_first=batch_first, bidirectional=bidirectional)
+    cells = layers * (2 if bidirectional else 1)
+    conversion, _ = check(model, _inputs(mode, batch_first, cells, with_states))
+    if mode == "lstm":
+        assert nnapi_ops(conversion).count("LSTM") == 5 * cells  # one per step and cell
+
+
+@pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
+def test_projected_lstm():
+    torch.manual_seed(0)
+    model = Layer("lstm", hidden_size=6, proj_size=3, num_layers=2, bidirectional=True)
+    check(model, (torch.randn(4, 2, 4), torch.randn(4, 2, 3), torch.randn(4, 2, 6)))
+
+
+@pytest.mark.parametrize("mode", ["lstm", "rnn_tanh", "rnn_relu"])
+def test_one_step_with_states_needs_feature_level_1(mode):
+    """A streaming model (one step, states fed back) uses NNAPI's own LSTM or RNN step."""
+    torch.manual_seed(0)
+    conversion, _ = check(Layer(mode), _inputs(mode, False, 1, True, steps=1))
+    assert conversion.model.feature_level == 1
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_unbatched_sequence(mode):
+    torch.manual_seed(0)
+    check(Layer(mode, num_layers=2), torch.randn(5, 4))
+
+
+def test_layers_without_biases_and_a_flexible_batch():
+    torch.manual_seed(0)
+    for mode in ("lstm", "gru"):
+        model = Layer(mode, bias=False, batch_first=True).eval()
+        example = _inputs(mode, True, 1, True)
+        states = {i: [1] for i in range(1, len(example))}
+        conversion = convert(model, example, flexible={0: [0], **states})
+        for batch in (1, 3):
+            xs = (torch.randn(batch, 5, 4),
+                  *(torch.randn(1, batch, 6) for _ in example[1:]))
+            with torch.no_grad():
+                expected = model(*xs)
+            for a, e in zip(conversion.module(*xs), expected):
+                assert (a - e).abs().max() <= 1e-5 * e.abs().max()
+
+
+class CellDecoder(nn.Module):
+    """A decoder loop over one-step cells: LSTMCell, then GRUCell and an RNNCell on top."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTMCell(4, 8)
+        self.gru = nn.GRUCell(8, 6)
+        self.rnn = nn.RNNCell(6, 5, nonlinearity="tanh")
+        self.head = nn.Linear(5, 3)
+
+    def step(self, x, h, c):
+        h, c = self.lstm(x, (h, c))
+        return self.head(self.rnn(self.gru(h))), h, c
+
+    def forward(self, x, h, c):
+        outputs = []
+        for t in range(x.shape[0]):
+            y, h, c = self.step(x[t], h, c)
+            outputs.append(y)
+        return torch.stack(outputs), h, c
+
+
+class CellStep(nn.Module):
+    def __init__(self, decoder: CellDecoder):
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, x, h, c):
+        return self.decoder.step(x, h, c)
+
+
+def test_cell_decoder():
+    """Traced, the cells decompose into linear, chunk and activations; scripted (one step:
+    loops do not convert), they stay aten::lstm_cell & co."""
+    torch.manual_seed(0)
+    model = CellDecoder().eval()
+    h, c = torch.randn(2, 8), torch.randn(2, 8)
+    check(model, (torch.randn(3, 2, 4), h, c))
+    conversion, _ = check(torch.jit.script(CellStep(model)), (torch.randn(2, 4), h, c))
+    assert {"LSTM", "RNN"} <= set(nnapi_ops(conversion))
+
+
+def test_text_classifier():
+    torch.manual_seed(0)
+    check(zoo.TextClassifier(), torch.randint(0, 50, (2, 7)))
+
+
+def test_sequence_to_sequence_gru():
+    torch.manual_seed(0)
+    check(zoo.Seq2Seq(), (torch.randint(0, 30, (2, 6)), torch.randint(0, 30, (2, 4))))
+
+
+def test_speech_tagger():
+    torch.manual_seed(0)
+    check(zoo.SpeechTagger(), torch.randn(2, 10, 12))
+
+
+def _error(model, inputs, **options) -> str:
+    with pytest.raises(ConversionError) as info:
+        convert(model.eval(), inputs, **options)
+    return str(info.value)
+
+
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")  # tracing a training model
+def test_unsupported_uses_are_named():
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 4)
+    message = _error(Layer("lstm", batch_first=True), (x,), flexible={0: [1]})
+    assert "aten::lstm" in message and "time steps depends on a flexible" in message
+    training = torch.jit.trace(Layer("gru").train(), (x,))
+    message = _error(training, (x,))
+    assert "aten::gru" in message and "training mode" in message
+
+    class Packed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(4, 6, batch_first=True)
+
+        def forward(self, x, lengths):
+            packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+            return self.lstm(packed)[1][0]
+
+    message = _error(Packed(), (x, torch.tensor([5, 3])))
+    assert "aten::_pack_padded_sequence" in message
