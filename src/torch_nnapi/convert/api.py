@@ -243,7 +243,9 @@ def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: i
                         for t in outputs],
         [_KINDS[t.dtype] for t in outputs], [float(t.scale) for t in outputs],
         [int(t.zero_point) for t in outputs], list(lowered.output_ranks),
-        list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level))
+        list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level),
+        input_groups=[list(t.groups) for t in lowered.inputs],
+        output_groups=[list(t.groups) for t in outputs])
 
 
 def _input_cast(t: TensorValue, spec) -> int:
@@ -255,7 +257,8 @@ def _input_cast(t: TensorValue, spec) -> int:
 
 
 def _output_nnapi_shape(t: TensorValue):
-    return t.nnapi_shape
+    """Every stored dimension (the wrapper merges the runs of ``t.groups`` itself)."""
+    return lay.apply(t.layout, t.shape)
 
 
 def _override_shape(t: TensorValue, shape, computed, index):

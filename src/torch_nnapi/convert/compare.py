@@ -18,6 +18,7 @@ from ..runtime import Compilation
 from . import layout as lay
 from .api import lower_graph
 from .capture import as_example_tuple, capture
+from .symbolic import hints
 from .values import TensorValue
 
 
@@ -49,7 +50,8 @@ def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
         a = x.int_repr().numpy() if x.is_quantized else x.numpy()
         if t.dtype == "int64":
             a = a.astype(np.int32)
-        inputs.append(np.ascontiguousarray(np.transpose(a, t.layout)) if a.ndim else a)
+        inputs.append(np.ascontiguousarray(np.transpose(a, t.layout)).reshape(
+            hints(t.nnapi_shape)) if a.ndim else a)
     result = Compilation(lowered.cx.model).run(inputs, keep_intermediates=True)
     diffs = []
     # operands whose fused activation comes later: until then PyTorch holds the value
@@ -74,7 +76,8 @@ def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
 
 def _diff(node, value, t: TensorValue, got: np.ndarray) -> LayerDiff:
     expected = value.tensor
-    array = np.transpose(got, lay.inverse(t.layout)) if t.rank else got.reshape(())
+    stored = got.reshape(hints(lay.apply(t.layout, t.shape)))  # runs of merged dims split
+    array = np.transpose(stored, lay.inverse(t.layout)) if t.rank else got.reshape(())
     if expected.is_quantized:
         error = float(np.abs(array.astype(np.int64) - expected.int_repr().numpy().astype(
             np.int64)).max()) if array.size else 0.0

@@ -79,8 +79,13 @@ class Lowerer:
     def run(self, relax_float32_to_float16: bool = False) -> Lowered:
         patterns.fuse(self.graph)
         self.cx.users = _readers(self.graph)
-        inputs = [self._add_input(i, v, s) for i, (v, s) in
-                  enumerate(zip(self.graph.inputs, self.specs))]
+        inputs = []
+        for i, (v, s) in enumerate(zip(self.graph.inputs, self.specs)):
+            try:
+                inputs.append(self._add_input(i, v, s))
+            except Unsupported as e:
+                raise ConversionError([UnsupportedUse("input", f"input {i}: {e}",
+                                                      "the model's inputs")]) from None
         self._find_missing_lowerings()
         self._lower_nodes(self.graph.nodes)
         self.unsupported.extend(self._missing.values())
@@ -89,7 +94,8 @@ class Lowerer:
         # PyTorch's NNAPI runtime cannot read back the dimensions of a 0-D output (it passes
         # no array): 0-D results leave NNAPI as [1] and the wrapper makes them 0-D again.
         ranks = [t.rank for t in outputs]
-        outputs = [self.cx.reshape(t, (1,)) if t.rank == 0 else t for t in outputs]
+        outputs = [self.cx.reshape(t, (1,)) if t.rank == 0 else
+                   self.cx.ungroup(t) if t.rank <= 4 else t for t in outputs]
         if self.unsupported:
             raise ConversionError(self.unsupported)
         model = self.cx.model
@@ -160,6 +166,8 @@ class Lowerer:
             return
         self.cx.node = node
         try:
+            if not low.any_rank:
+                args = [self._one_dim_each(a) for a in args]
             result = low.fn(self.cx, *args)
         except Unsupported as e:
             self.unsupported.append(UnsupportedUse(node.kind, str(e), node.location))
@@ -172,6 +180,14 @@ class Lowerer:
         self._bind(node, result)
         if low.in_place and node.inputs and isinstance(args[0], TensorValue):
             self.env[node.inputs[0]] = self.env[node.outputs[0]]
+
+    def _one_dim_each(self, a: Any) -> Any:
+        """``a`` with every tensor in an operand of one dimension per PyTorch dimension."""
+        if isinstance(a, TensorValue):
+            return self.cx.ungroup(a)
+        if isinstance(a, (list, tuple)) and any(isinstance(x, TensorValue) for x in a):
+            return type(a)(self._one_dim_each(x) for x in a)
+        return a
 
     def _lower_if(self, node: Node, args: list) -> None:
         cond = args[0]
@@ -312,7 +328,7 @@ class Lowerer:
             if copy.operand != t.operand:
                 return copy
         if t.is_float or t.is_quantized:
-            out = cx.new_tensor(t.shape, t.dtype, t.layout, t.scale, t.zero_point)
+            out = cx.new_tensor(t.shape, t.dtype, t.layout, t.scale, t.zero_point, t.groups)
             cx.operation(Op.RESHAPE, [t, cx.shape_vector(out.nnapi_shape or (1,))], [out])
             return out
         raise Unsupported(f"returning a {t.dtype} input unchanged")

@@ -21,7 +21,9 @@ from typing import List, Optional
 
 import torch
 
-FORMAT_VERSION = 2  # 2: input_casts may quantize (CAST_QUANTIZE, input_scales/zero_points)
+FORMAT_VERSION = 3  # 2: input_casts may quantize (CAST_QUANTIZE, input_scales/zero_points)
+# 3: input_groups/output_groups: NNAPI dimensions merging runs of dimensions (rank above 4);
+#    output_shapes give every stored dimension, not the merged ones
 
 # output_kinds: how an NNAPI output buffer is allocated and returned
 KIND_FLOAT32, KIND_QUINT8, KIND_INT32, KIND_INT64, KIND_BOOL, KIND_FLOAT16 = range(6)
@@ -54,6 +56,8 @@ class NnapiProgram(torch.nn.Module):
     output_map: List[int]
     compiled_shapes: List[List[int]]
     output_dims: List[List[int]]
+    input_groups: List[List[int]]
+    output_groups: List[List[int]]
 
     def __init__(self, ser_model: torch.Tensor, weights: List[torch.Tensor],
                  patch_offsets: List[int], patch_programs: List[List[int]],
@@ -65,7 +69,8 @@ class NnapiProgram(torch.nn.Module):
                  output_kinds: List[int], output_scales: List[float],
                  output_zero_points: List[int], output_ranks: List[int],
                  output_map: List[int], compilation_preference: int, relax_f32_to_f16: bool,
-                 feature_level: int):
+                 feature_level: int, *, input_groups: Optional[List[List[int]]] = None,
+                 output_groups: Optional[List[List[int]]] = None):
         super().__init__()
         self.ser_model = ser_model
         self.weights = weights
@@ -89,6 +94,10 @@ class NnapiProgram(torch.nn.Module):
         self.compilation_preference = compilation_preference
         self.relax_f32_to_f16 = relax_f32_to_f16
         self.feature_level = feature_level
+        # per input/output: run lengths of the stored (permuted) dimensions that one NNAPI
+        # dimension merges; [] when each is its own (every tensor of rank <= 4)
+        self.input_groups = input_groups or [[] for _ in input_shapes]
+        self.output_groups = output_groups or [[] for _ in output_shapes]
         self.format_version = FORMAT_VERSION
         self.comp = None
         self.compiled_shapes = []
@@ -171,9 +180,23 @@ class NnapiProgram(torch.nn.Module):
             model[self.patch_offsets[p]] = value
         return model
 
+    def _merged(self, dims: List[int], groups: List[int]) -> List[int]:
+        """``dims`` with each run of ``groups`` multiplied into one dimension."""
+        if len(groups) == 0:
+            return dims
+        merged: List[int] = []
+        start = 0
+        for g in groups:
+            size = 1
+            for d in range(start, start + g):
+                size = size * dims[d]
+            merged.append(size)
+            start += g
+        return merged
+
     @torch.jit.export
     def output_dimensions(self, shapes: List[List[int]]) -> List[List[int]]:
-        """The NNAPI-order dimensions of each output for these input shapes."""
+        """The stored (permuted, unmerged) dimensions of each output for these shapes."""
         dims: List[List[int]] = []
         for k in range(len(self.output_shapes)):
             dims.append([self._evaluate(p, shapes) for p in self.output_shapes[k]])
@@ -211,7 +234,10 @@ class NnapiProgram(torch.nn.Module):
                                               self.input_zero_points[i], torch.quint8)
             if len(self.input_perms[i]) > 0:
                 x = x.permute(self.input_perms[i])
-            ready.append(x.contiguous())
+            x = x.contiguous()
+            if len(self.input_groups[i]) > 0:
+                x = x.reshape(self._merged(list(x.size()), self.input_groups[i]))
+            ready.append(x)
         return ready
 
     @torch.jit.export
@@ -219,18 +245,19 @@ class NnapiProgram(torch.nn.Module):
         outs: List[torch.Tensor] = []
         for k in range(len(self.output_kinds)):
             kind = self.output_kinds[k]
+            size = self._merged(dims[k], self.output_groups[k])
             if kind == 1:
                 outs.append(torch._empty_affine_quantized(
-                    dims[k], scale=self.output_scales[k],
+                    size, scale=self.output_scales[k],
                     zero_point=self.output_zero_points[k], dtype=torch.quint8))
             elif kind == 2 or kind == 3:
-                outs.append(torch.empty(dims[k], dtype=torch.int32))
+                outs.append(torch.empty(size, dtype=torch.int32))
             elif kind == 4:
-                outs.append(torch.empty(dims[k], dtype=torch.bool))
+                outs.append(torch.empty(size, dtype=torch.bool))
             elif kind == 5:
-                outs.append(torch.empty(dims[k], dtype=torch.float16))
+                outs.append(torch.empty(size, dtype=torch.float16))
             else:
-                outs.append(torch.empty(dims[k], dtype=torch.float32))
+                outs.append(torch.empty(size, dtype=torch.float32))
         return outs
 
     @torch.jit.export
@@ -240,6 +267,8 @@ class NnapiProgram(torch.nn.Module):
         for i in range(len(self.output_map)):
             k = self.output_map[i]
             out = outs[k]
+            if len(self.output_groups[k]) > 0:
+                out = out.reshape(self.output_dims[k])
             if len(self.output_perms[k]) > 0:
                 out = out.permute(self.output_perms[k])
             if self.output_kinds[k] == 3:

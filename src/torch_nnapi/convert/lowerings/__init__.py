@@ -31,6 +31,10 @@ class Lowering:
     family: str
     nnapi: tuple[str, ...]  # NNAPI operations this lowering may emit
     notes: str
+    # True: takes tensors of any rank, whose NNAPI operands may merge dimensions
+    # (TensorValue.groups); otherwise the driver hands it operands with one dimension per
+    # PyTorch dimension and reports tensors of rank above 4 as unsupported
+    any_rank: bool = False
 
     @property
     def in_place(self) -> bool:
@@ -46,8 +50,9 @@ def is_in_place(kind: str) -> bool:
 
 
 def lowering(*kinds: str, nnapi: tuple[str, ...] | list[str] = (), notes: str = "",
-             family: str | None = None) -> Callable[[Callable], Callable]:
-    """Registers the decorated function as the lowering of each TorchScript op in ``kinds``."""
+             family: str | None = None, any_rank: bool = False) -> Callable[[Callable], Callable]:
+    """Registers the decorated function as the lowering of each TorchScript op in ``kinds``
+    (``any_rank``: see :class:`Lowering`)."""
     for name in nnapi:
         OperationType[name]  # a typo in an NNAPI operation name fails at import
 
@@ -56,7 +61,7 @@ def lowering(*kinds: str, nnapi: tuple[str, ...] | list[str] = (), notes: str = 
         for kind in kinds:
             if kind in LOWERINGS:
                 raise ValueError(f"{kind} already has a lowering in {LOWERINGS[kind].family}")
-            LOWERINGS[kind] = Lowering(kind, fn, fam, tuple(nnapi), notes)
+            LOWERINGS[kind] = Lowering(kind, fn, fam, tuple(nnapi), notes, any_rank)
         return fn
 
     return wrap
