@@ -154,7 +154,7 @@ class Lowerer:
         if node.kind == "prim::If":
             self._lower_if(node, args)
             return
-        folded = self._fold(node, args)
+        folded = self._fold_steps(node, args) if node.steps else self._fold(node, args)
         if folded is not _NOT_FOLDED:
             self._missing.pop(id(node), None)
             self._bind(node, folded)
@@ -221,6 +221,17 @@ class Lowerer:
         except Exception:  # noqa: BLE001 - not foldable: let the lowering handle it
             return _NOT_FOLDED
         return result
+
+    def _fold_steps(self, node: Node, args: list) -> Any:
+        """Evaluates a fused node (patterns.py) step by step when its input is constant."""
+        value, k = args[0], 1
+        for step in node.steps:
+            n = len(step.inputs) - 1
+            value = self._fold(step, [value, *args[k:k + n]])
+            k += n
+            if value is _NOT_FOLDED:
+                return _NOT_FOLDED
+        return value
 
     def _bind(self, node: Node, result: Any) -> None:
         outputs = node.outputs

@@ -65,7 +65,7 @@ def _exact_reciprocal(divisor, dtype: str):
     if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values == 0):
         return None
     mantissas, _ = np.frexp(np.abs(values))
-    reciprocals = 1.0 / values
+    reciprocals = np.asarray(1.0 / values)  # an array also for a 0-dim divisor
     exact = np.dtype(np.float16 if dtype == "float16" else np.float32)
     if not (np.all(mantissas == 0.5) and np.array_equal(values.astype(exact), values)
             and np.array_equal(reciprocals.astype(exact), reciprocals)):
@@ -223,10 +223,20 @@ def select(cx: Converter, condition, a, b, dtype: str) -> TensorValue:
     return cx.emit(Op.SELECT, [tc, ta, tb], shape, dtype, layout, groups=groups)
 
 
-@lowering("aten::logical_and", "aten::logical_or", nnapi=("LOGICAL_AND", "LOGICAL_OR"),
-          any_rank=True)
+_AND = ("aten::logical_and", "aten::__and__", "aten::bitwise_and")
+_OR = ("aten::logical_or", "aten::__or__", "aten::bitwise_or")
+
+
+@lowering(*_AND, *_OR, nnapi=("LOGICAL_AND", "LOGICAL_OR"), any_rank=True,
+          notes="bool tensors (& and | of bools too); numbers are folded")
 def logical_binary(cx: Converter, a, b):
-    op = Op.LOGICAL_AND if cx.node.kind == "aten::logical_and" else Op.LOGICAL_OR
+    is_and = cx.node.kind in _AND
+    if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
+        return (a & b) if is_and else (a | b)
+    if any(isinstance(v, TensorValue) and v.dtype != "bool" for v in (a, b)) \
+            and cx.node.kind != "aten::logical_and" and cx.node.kind != "aten::logical_or":
+        raise Unsupported("bitwise operations on integer tensors")
+    op = Op.LOGICAL_AND if is_and else Op.LOGICAL_OR
     (ta, tb), shape, layout, groups = broadcast(cx, [a, b], "bool")
     return cx.emit(op, [ta, tb], shape, "bool", layout, groups=groups)
 
@@ -266,9 +276,10 @@ def power(cx: Converter, a, b):
 _CASTABLE = ("float32", "float16", "int32", "int64")
 
 
-@lowering("aten::to", "aten::type_as", "aten::_to_copy", nnapi=("CAST",), any_rank=True,
-          notes="dtype conversions among float32, float16, int32, int64; device moves are"
-          " dropped")
+@lowering("aten::to", "aten::type_as", "aten::_to_copy",
+          nnapi=("CAST", "NOT_EQUAL", "SELECT"), any_rank=True,
+          notes="dtype conversions among float32, float16, int32, int64 (CAST) and bool"
+          " (x != 0; SELECT(x, 1, 0)); device moves are dropped")
 def to(cx: Converter, x, *args):
     from .scalars import DTYPE_OF_CODE
 
@@ -288,6 +299,11 @@ def to(cx: Converter, x, *args):
             return x  # a device or memory-format change only
     if target == x.dtype:
         return x
+    if target == "bool" and x.dtype in _CASTABLE:  # NNAPI's CAST takes no bool: x != 0
+        (t, zero), shape, layout, groups = broadcast(cx, [x, 0], x.dtype)
+        return cx.emit(Op.NOT_EQUAL, [t, zero], shape, "bool", layout, groups=groups)
+    if x.dtype == "bool" and target in _CASTABLE:
+        return select(cx, x, 1, 0, target)
     if target not in _CASTABLE or x.dtype not in _CASTABLE:
         raise Unsupported(f"conversion from {x.dtype} to {target}")
     return cx.cast(x, target)

@@ -23,6 +23,8 @@ from ._common import constant_float, require_tensor
 from ._contraction import contract
 from .conv import ConvQuant, bias_operand, filter_operand, output_type
 from .elementwise import arithmetic
+from .reduce import reduce
+from .shape import permute
 
 
 def _prod(dims) -> SymInt:
@@ -141,6 +143,66 @@ def addmm(cx: Converter, bias, a, b, beta=1, alpha=1):
     scaled_bias = bias if beta == 1.0 else (bias * beta if not isinstance(bias, TensorValue)
                                             else arithmetic(cx, Op.MUL, bias, beta))
     return arithmetic(cx, Op.ADD, product, scaled_bias)
+
+
+@lowering("aten::baddbmm", nnapi=("GROUPED_CONV_2D", "MUL", "ADD"), any_rank=True,
+          notes="beta * input + alpha * (batch1 @ batch2)")
+def baddbmm(cx: Converter, bias, batch1, batch2, beta=1, alpha=1):
+    beta = constant_float(beta, "beta")
+    alpha = constant_float(alpha, "alpha")
+    product = matmul_tensors(cx, batch1, batch2)
+    if alpha != 1.0:
+        product = arithmetic(cx, Op.MUL, product, alpha)
+    if beta == 0.0:
+        return product
+    scaled = bias if beta == 1.0 else (arithmetic(cx, Op.MUL, bias, beta)
+                                       if isinstance(bias, TensorValue) else bias * beta)
+    return arithmetic(cx, Op.ADD, product, scaled)
+
+
+@lowering("aten::einsum", nnapi=("GROUPED_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE",
+                                 "RESHAPE", "REDUCE_SUM"),
+          any_rank=True,
+          notes="operands contracted pairwise (one contraction each); indices of one operand"
+          " only summed first; no repeated index within an operand, no '...'")
+def einsum(cx: Converter, equation, operands, path=None):
+    if not isinstance(equation, str):
+        raise Unsupported("einsum without a constant equation")
+    spec = equation.replace(" ", "")
+    if "..." in spec:
+        raise Unsupported(f"einsum {equation!r}: '...' (broadcast dimensions)")
+    inputs, arrow, output = spec.partition("->")
+    labels = inputs.split(",")
+    operands = list(operands)
+    if len(labels) != len(operands):
+        raise Unsupported(f"einsum {equation!r} names {len(labels)} operands, got"
+                          f" {len(operands)}")
+    if not arrow:  # implicit output: indices seen once, sorted
+        counts = {c: inputs.count(c) for c in inputs if c != ","}
+        output = "".join(sorted(c for c, n in counts.items() if n == 1))
+    if any(len(set(s)) != len(s) for s in labels + [output]):
+        raise Unsupported(f"einsum {equation!r}: an index repeated within one operand")
+    tensors = [cx.tensor(t, dtype="float32") if not isinstance(t, TensorValue) else t
+               for t in operands]
+    value, have = tensors[0], labels[0]
+    for i in range(1, len(tensors)):
+        keep = set(output) | set("".join(labels[i + 1:]))  # still needed after this product
+        other, other_labels = _sum_own(cx, tensors[i], labels[i], set(have) | keep)
+        value, have = _sum_own(cx, value, have, set(other_labels) | keep)
+        result = "".join(dict.fromkeys(c for c in have + other_labels if c in keep))
+        value = contract(cx, value, other, have, other_labels, result)
+        have = result
+    value, have = _sum_own(cx, value, have, set(output))
+    return permute(cx, value, [have.index(c) for c in output])
+
+
+def _sum_own(cx: Converter, t: TensorValue, labels: str, needed: set) -> tuple:
+    """``t`` with the indices nothing else needs summed away (REDUCE_SUM)."""
+    summed = [d for d, c in enumerate(labels) if c not in needed]
+    if not summed:
+        return t, labels
+    out = reduce(cx, Op.REDUCE_SUM, t, summed, False)
+    return out, "".join(c for d, c in enumerate(labels) if d not in summed)
 
 
 @lowering("aten::matmul", "aten::mm", "aten::bmm",

@@ -14,8 +14,8 @@ from ..errors import Unsupported
 from ..symbolic import SymInt
 from ..values import TensorValue
 from . import lowering
-from ._common import dim_index, require_tensor
-from .elementwise import arithmetic, extremum
+from ._common import constant_float, dim_index, named_args, require_tensor
+from .elementwise import arithmetic, extremum, power
 from .pool import global_pool
 from .scalars import DTYPE_OF_CODE
 from .shape import squeeze
@@ -208,6 +208,35 @@ def var_std(cx: Converter, x, dims=None, correction=None, keepdim=False, *rest):
     if cx.node.kind == "aten::std":
         var = cx.emit_like(Op.SQRT, [var], var)
     return var
+
+
+@lowering("aten::linalg_vector_norm", "aten::norm", "aten::frobenius_norm",
+          nnapi=("MUL", "REDUCE_SUM", "SQRT", "ABS", "REDUCE_MAX", "REDUCE_MIN", "POW"),
+          any_rank=True, notes="ord 2: sqrt of the sum of squares; 1, inf, -inf and other"
+          " powers too")
+def vector_norm(cx: Converter, x, *args):
+    x = require_tensor(x)
+    a = named_args(cx, (x,) + args)
+    order = a.get("ord", a.get("p", 2))
+    order = 2.0 if order is None else constant_float(order, "norm order")
+    dims = reduce_dims(x, a.get("dim"))
+    keepdim = bool(a.get("keepdim", False))
+    if not x.is_float:
+        raise Unsupported(f"norm of a {x.dtype} tensor")
+    if order == 2.0:
+        squares = reduce(cx, Op.REDUCE_SUM, arithmetic(cx, Op.MUL, x, x), dims, keepdim)
+        return cx.emit_like(Op.SQRT, [squares], squares)
+    size = cx.emit_like(Op.ABS, [x], x)
+    if order == 1.0:
+        return reduce(cx, Op.REDUCE_SUM, size, dims, keepdim)
+    if order == float("inf"):
+        return reduce(cx, Op.REDUCE_MAX, size, dims, keepdim)
+    if order == float("-inf"):
+        return reduce(cx, Op.REDUCE_MIN, size, dims, keepdim)
+    if order == 0.0:
+        raise Unsupported("the zero norm (a count of non-zero elements)")
+    powered = reduce(cx, Op.REDUCE_SUM, power(cx, size, order), dims, keepdim)
+    return power(cx, powered, 1.0 / order)
 
 
 @lowering("aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",

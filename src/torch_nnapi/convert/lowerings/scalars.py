@@ -178,13 +178,11 @@ def floordiv(cx: Converter, a, b):
     return number_binary("floordiv", a, b)
 
 
-@lowering("aten::__and__", "aten::__or__", "aten::__xor__")
+@lowering("aten::__xor__")
 def logic(cx: Converter, a, b):
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         raise Unsupported("bitwise operations on tensors")
-    op = {"aten::__and__": operator.and_, "aten::__or__": operator.or_,
-          "aten::__xor__": operator.xor}[cx.node.kind]
-    return op(a, b)
+    return operator.xor(a, b)
 
 
 @lowering("aten::__not__")

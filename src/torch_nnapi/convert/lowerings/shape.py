@@ -19,6 +19,7 @@ from ..symbolic import Sym, SymInt
 from ..values import TensorValue
 from . import lowering
 from ._common import choose_layout, dim_index, require_tensor, static_int, tile
+from .index import strided_slice
 
 
 def _numel(shape) -> SymInt:
@@ -266,6 +267,29 @@ def stack(cx: Converter, items, dim=0):
     d = dim_index(dim, rank + 1)
     expanded = [unsqueeze(cx, t, d) for t in tensors]
     return concatenate(cx, expanded, d)
+
+
+@lowering("aten::roll", nnapi=("STRIDED_SLICE", "CONCATENATION"), any_rank=True,
+          notes="per rolled dimension: its two parts swapped (two slices, one CONCATENATION)")
+def roll(cx: Converter, x, shifts, dims=()):
+    x = require_tensor(x)
+    shifts = list(shifts) if isinstance(shifts, (list, tuple)) else [shifts]
+    dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+    if not dims:  # roll of the flattened tensor
+        flat = cx.reshape(x, (_numel(x.shape),))
+        return cx.reshape(roll(cx, flat, shifts, [0]), x.shape)
+    if len(shifts) != len(dims):
+        raise Unsupported(f"roll with {len(shifts)} shifts for {len(dims)} dimensions")
+    out = x
+    for shift, dim in zip(shifts, dims):
+        d = dim_index(dim, x.rank)
+        size = static_int(x.shape[d], "rolled dimension")
+        k = static_int(shift, "roll shift") % size
+        if k:  # out[i] = x[i - k]: the last k first
+            tail = strided_slice(cx, out, {d: (size - k, size, 1)})
+            head = strided_slice(cx, out, {d: (0, size - k, 1)})
+            out = concatenate(cx, [tail, head], d)
+    return out
 
 
 @lowering("aten::flip", nnapi=("GATHER",), notes="a GATHER per flipped dimension")
