@@ -72,3 +72,30 @@ def test_attention_scores_move_one_operand_at_most():
 def test_product_without_batch_is_a_fully_connected_layer():
     conversion, _ = check(Fn(lambda a, b: a @ b.t()), (torch.randn(5, 8), torch.randn(6, 8)))
     assert nnapi_ops(conversion) == ["FULLY_CONNECTED"]
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("B G H I D, B G H J D -> B G H I J", [(1, 4, 2, 6, 8), (1, 4, 2, 6, 8)]),  # MaxViT
+    ("bgij,bgjd->bgid", [(2, 3, 5, 6), (2, 3, 6, 4)]),
+    ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)]),
+    ("bij,bjk->bk", [(2, 3, 4), (2, 4, 5)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ijk->kij", [(3, 4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),
+])
+def test_einsum(equation, shapes):
+    torch.manual_seed(0)
+    check(Fn(lambda *xs: torch.einsum(equation, *xs) * 1), tuple(torch.randn(*s) for s in shapes))
+
+
+def test_einsum_of_batched_products_is_one_operation():
+    conversion, _ = check(Fn(lambda a, b: torch.einsum("bgij,bgjd->bgid", a, b)),
+                          (torch.randn(2, 3, 5, 6), torch.randn(2, 3, 6, 4)))
+    assert nnapi_ops(conversion).count("GROUPED_CONV_2D") == 1
+
+
+def test_baddbmm():
+    torch.manual_seed(0)
+    check(Fn(lambda b, x, y: torch.baddbmm(b, x, y, beta=0.5, alpha=2.0)),
+          (torch.randn(3, 1, 6), torch.randn(3, 5, 4), torch.randn(3, 4, 6)))

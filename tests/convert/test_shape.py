@@ -82,3 +82,10 @@ def test_five_dimensional_tensors_an_operation_cannot_take_are_reported():
 
     with pytest.raises(ConversionError, match="at most 4 dimensions"):
         convert_with_details(Fn(lambda x: x.unsqueeze(0).flip(1)), torch.randn(2, 3, 4, 5))
+
+
+def test_roll():
+    torch.manual_seed(0)
+    check(Fn(lambda x: torch.roll(x, shifts=(-2, 3), dims=(1, 2))), torch.randn(1, 8, 8, 5))
+    check(Fn(lambda x: torch.roll(x, 3)), torch.randn(4, 5))
+    check(Fn(lambda x: torch.roll(x, 1, 1)), torch.randn(1, 3, 4, 5), nhwc=True)

@@ -79,6 +79,9 @@ class Lowerer:
     def run(self, relax_float32_to_float16: bool = False) -> Lowered:
         patterns.fuse(self.graph)
         self.cx.users = _readers(self.graph)
+        walked = list(self.graph.walk())
+        self._order = {id(n): i for i, n in enumerate(walked)}
+        self._producers = {v: n for n in walked for v in n.outputs}
         inputs = []
         for i, (v, s) in enumerate(zip(self.graph.inputs, self.specs)):
             try:
@@ -166,6 +169,8 @@ class Lowerer:
             return
         self.cx.node = node
         try:
+            if low.in_place and isinstance(args[0], TensorValue):
+                self._check_not_a_shared_view(node)
             if not low.any_rank:
                 args = [self._one_dim_each(a) for a in args]
             result = low.fn(self.cx, *args)
@@ -180,6 +185,21 @@ class Lowerer:
         self._bind(node, result)
         if low.in_place and node.inputs and isinstance(args[0], TensorValue):
             self.env[node.inputs[0]] = self.env[node.outputs[0]]
+
+    def _check_not_a_shared_view(self, node: Node) -> None:
+        """An in-place op writes through a view (a slice, a reshape...) into the tensor it
+        views in PyTorch; the NNAPI model holds values, not views, so that write is lost
+        when the viewed tensor is read afterwards: refuse rather than answer wrongly."""
+        position = self._order[id(node)]
+        value = node.inputs[0]
+        producer = self._producers.get(value)
+        while producer is not None and producer.kind in _VIEWS:
+            base = producer.inputs[0]
+            if any(reader is None or self._order.get(id(reader), -1) > position
+                   for reader in self.cx.users.get(base, [])):
+                raise Unsupported(f"{node.kind} writes into a view ({producer.kind}) of a"
+                                  " tensor the model reads again afterwards")
+            producer = self._producers.get(base)
 
     def _one_dim_each(self, a: Any) -> Any:
         """``a`` with every tensor in an operand of one dimension per PyTorch dimension."""
@@ -340,7 +360,9 @@ class Lowerer:
                 return copy
         if t.is_float or t.is_quantized:
             out = cx.new_tensor(t.shape, t.dtype, t.layout, t.scale, t.zero_point, t.groups)
-            cx.operation(Op.RESHAPE, [t, cx.shape_vector(out.nnapi_shape or (1,))], [out])
+            cx.operation(Op.RESHAPE,
+                         dict(input=t, shape=cx.shape_vector(out.nnapi_shape or (1,))),
+                         dict(output=out))
             return out
         raise Unsupported(f"returning a {t.dtype} input unchanged")
 
@@ -348,6 +370,14 @@ class Lowerer:
         return [self.env[v] for v in self.graph.inputs if isinstance(self.env.get(v),
                                                                        TensorValue)]
 
+
+# Ops whose result shares memory with their first input in PyTorch.
+_VIEWS = {"aten::slice", "aten::select", "aten::narrow", "aten::view", "aten::reshape",
+          "aten::_reshape_alias", "aten::transpose", "aten::permute", "aten::t",
+          "aten::unsqueeze", "aten::squeeze", "aten::expand", "aten::as_strided",
+          "aten::diagonal", "aten::unflatten", "aten::flatten", "aten::view_as",
+          "aten::alias", "aten::detach", "aten::swapaxes", "aten::movedim",
+          "aten::unfold", "aten::numpy_T", "aten::expand_as", "aten::contiguous"}
 
 # Node kinds handled by the driver itself.
 _STRUCTURAL = {"prim::If"}

@@ -216,8 +216,8 @@ def tile(cx: Converter, x: TensorValue, multiples, shape) -> TensorValue:
         for position in run:
             product = product * multiples[x.layout[position]]
         nnapi_multiples.append(product)
-    return cx.emit(Op.TILE, [x, cx.int_vector(nnapi_multiples)], shape, x.dtype, x.layout,
-                   x.scale, x.zero_point, x.groups)
+    return cx.emit(Op.TILE, dict(input=x, multiples=cx.int_vector(nnapi_multiples)), shape,
+                   x.dtype, x.layout, x.scale, x.zero_point, x.groups)
 
 
 def _unit(d) -> bool:

@@ -169,8 +169,9 @@ def _emit(cx: Converter, place: _Placement, inp: TensorValue, inp_labels, filt: 
         w = cx.view_runs(filt, filter_order, (len(c), len(k)))
         order = [out_index[label] for label in before + c]
         layout, grouping = stored_layout(out_shape, order, (len(before), len(c)))
-        return cx.emit(Op.FULLY_CONNECTED, [x, w, bias, cx.i32(0)], out_shape, dtype, layout,
-                       groups=grouping)
+        return cx.emit(Op.FULLY_CONNECTED, dict(input=x, weights=w, bias=bias,
+                                                fuse_code=cx.i32(0)),
+                       out_shape, dtype, layout, groups=grouping)
     nchw = bool(after)
     if nchw:
         x_runs = (len(before), len(g) + len(k), len(after), 0)
@@ -183,13 +184,13 @@ def _emit(cx: Converter, place: _Placement, inp: TensorValue, inp_labels, filt: 
     zero, one = cx.i32(0), cx.i32(1)
     order = [out_index[label] for label in before + g + c + after]
     layout, grouping = stored_layout(out_shape, order, out_runs)
+    inputs = dict(input=x, filter=w, bias=bias, pad_left=zero, pad_right=zero, pad_top=zero,
+                  pad_bottom=zero, stride_w=one, stride_h=one, fuse_code=zero,
+                  nchw=cx.boolean(nchw))
     if _unit(groups):
-        return cx.emit(Op.CONV_2D, [x, w, bias, zero, zero, zero, zero, one, one, cx.i32(0),
-                                    cx.boolean(nchw)], out_shape, dtype, layout,
-                       groups=grouping)
-    return cx.emit(Op.GROUPED_CONV_2D, [x, w, bias, zero, zero, zero, zero, one, one,
-                                        cx.i32(groups), cx.i32(0), cx.boolean(nchw)],
-                   out_shape, dtype, layout, groups=grouping)
+        return cx.emit(Op.CONV_2D, inputs, out_shape, dtype, layout, groups=grouping)
+    return cx.emit(Op.GROUPED_CONV_2D, dict(inputs, num_groups=cx.i32(groups)), out_shape,
+                   dtype, layout, groups=grouping)
 
 
 def _full_layout(t: TensorValue, order: Sequence[int]) -> lay.Layout:

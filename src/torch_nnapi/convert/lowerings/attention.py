@@ -75,8 +75,8 @@ def softmax_last(cx: Converter, x: TensorValue) -> TensorValue:
     """SOFTMAX over the last dimension (beta 1)."""
     last = x.rank - 1
     x = cx.separate(x, [last]) if x.groups or x.rank > 4 else x
-    return cx.emit_like(Op.SOFTMAX, [x, cx.float_scalar(1.0, x), cx.i32(x.nnapi_axis(last))],
-                        x)
+    return cx.emit_like(Op.SOFTMAX, dict(input=x, beta=cx.float_scalar(1.0, x),
+                                         axis=cx.i32(x.nnapi_axis(last))), x)
 
 
 def _causal_mask(length, source) -> torch.Tensor:
@@ -102,8 +102,8 @@ def _additive_mask(cx: Converter, mask, like: TensorValue):
     zeros = cx.torch_constant(torch.zeros(shape), like.dtype, mask.layout, mask.groups)
     blocked = cx.torch_constant(torch.full(shape, float("-inf")), like.dtype, mask.layout,
                                 mask.groups)
-    return cx.emit(Op.SELECT, [mask, zeros, blocked], mask.shape, like.dtype, mask.layout,
-                   groups=mask.groups)
+    return cx.emit(Op.SELECT, dict(condition=mask, input1=zeros, input2=blocked), mask.shape,
+                   like.dtype, mask.layout, groups=mask.groups)
 
 
 def _grouped_query(cx: Converter, q: TensorValue, k: TensorValue, v: TensorValue, batch):

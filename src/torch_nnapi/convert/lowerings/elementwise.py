@@ -41,7 +41,8 @@ def arithmetic(cx: Converter, op: Op, a, b, fuse: FuseCode = FuseCode.NONE) -> T
         if reciprocal is not None:
             op, b = Op.MUL, reciprocal
     (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
-    return cx.emit(op, [ta, tb, cx.i32(int(fuse))], shape, dtype, layout, groups=groups)
+    return cx.emit(op, dict(input0=ta, input1=tb, fuse_code=cx.i32(int(fuse))), shape, dtype,
+                   layout, groups=groups)
 
 
 def _is_constant(v) -> bool:
@@ -130,7 +131,7 @@ def div(cx: Converter, a, b, rounding_mode=None):
         raise Unsupported(f"division with rounding_mode={rounding_mode!r}")
     out = arithmetic(cx, Op.DIV, a, b)
     if rounding_mode == "floor":
-        out = cx.emit_like(Op.FLOOR, [out], out)
+        out = cx.emit_like(Op.FLOOR, dict(input=out), out)
     return out
 
 
@@ -139,7 +140,7 @@ def floor_divide(cx: Converter, a, b):
     if both_numbers(a, b):
         return number_binary("floordiv", a, b)
     out = arithmetic(cx, Op.DIV, a, b)
-    return cx.emit_like(Op.FLOOR, [out], out)
+    return cx.emit_like(Op.FLOOR, dict(input=out), out)
 
 
 @lowering("aten::remainder", nnapi=("DIV", "FLOOR", "MUL", "SUB"), any_rank=True,
@@ -148,7 +149,7 @@ def remainder(cx: Converter, a, b):
     if both_numbers(a, b):
         return number_binary("remainder", a, b)
     q = arithmetic(cx, Op.DIV, a, b)
-    q = cx.emit_like(Op.FLOOR, [q], q)
+    q = cx.emit_like(Op.FLOOR, dict(input=q), q)
     return arithmetic(cx, Op.SUB, a, arithmetic(cx, Op.MUL, q, b))
 
 
@@ -169,9 +170,9 @@ def extremum(cx: Converter, op: Op, a, b) -> TensorValue:
             raise Unsupported(f"{op.name} of a quantized and a float tensor")
         (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
         scale, zp = cx.example_quant()
-        return cx.emit(op, [ta, tb], shape, dtype, layout, scale, zp, groups)
+        return cx.emit(op, dict(input0=ta, input1=tb), shape, dtype, layout, scale, zp, groups)
     (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
-    return cx.emit(op, [ta, tb], shape, dtype, layout, groups=groups)
+    return cx.emit(op, dict(input0=ta, input1=tb), shape, dtype, layout, groups=groups)
 
 
 def _quantized(v) -> bool:
@@ -193,7 +194,8 @@ def compare(cx: Converter, a, b):
         raise Unsupported("comparison of values that are not numbers or model tensors")
     dtype = result_dtype(a, b)
     (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
-    return cx.emit(_COMPARISONS[kind], [ta, tb], shape, "bool", layout, groups=groups)
+    return cx.emit(_COMPARISONS[kind], dict(input0=ta, input1=tb), shape, "bool", layout,
+                   groups=groups)
 
 
 @lowering("aten::where", nnapi=("SELECT", "TILE"), any_rank=True,
@@ -215,12 +217,13 @@ def select(cx: Converter, condition, a, b, dtype: str) -> TensorValue:
         # TILE takes no bool tensors: repeat the condition as 1.0 / 0.0, compare back
         repeated = expand_to(cx, select(cx, condition, 1.0, 0.0, "float32"), shape, "float32")
         (t, half), _, layout, groups = broadcast(cx, [repeated, 0.5], "float32")
-        condition = cx.emit(Op.GREATER, [t, half], repeated.shape, "bool", layout,
-                            groups=groups)
+        condition = cx.emit(Op.GREATER, dict(input0=t, input1=half), repeated.shape, "bool",
+                            layout, groups=groups)
     values = [expand_to(cx, v, shape, d) for v, d in ((condition, "bool"), (a, dtype),
                                                       (b, dtype))]
     (tc, ta, tb), shape, layout, groups = broadcast(cx, values, ["bool", dtype, dtype])
-    return cx.emit(Op.SELECT, [tc, ta, tb], shape, dtype, layout, groups=groups)
+    return cx.emit(Op.SELECT, dict(condition=tc, input1=ta, input2=tb), shape, dtype, layout,
+                   groups=groups)
 
 
 _AND = ("aten::logical_and", "aten::__and__", "aten::bitwise_and")
@@ -238,14 +241,14 @@ def logical_binary(cx: Converter, a, b):
         raise Unsupported("bitwise operations on integer tensors")
     op = Op.LOGICAL_AND if is_and else Op.LOGICAL_OR
     (ta, tb), shape, layout, groups = broadcast(cx, [a, b], "bool")
-    return cx.emit(op, [ta, tb], shape, "bool", layout, groups=groups)
+    return cx.emit(op, dict(input0=ta, input1=tb), shape, "bool", layout, groups=groups)
 
 
 @lowering("aten::logical_not", nnapi=("LOGICAL_NOT",), any_rank=True)
 def logical_not(cx: Converter, a):
     if not isinstance(a, TensorValue) or a.dtype != "bool":
         raise Unsupported("logical_not of a non-bool tensor")
-    return cx.emit_like(Op.LOGICAL_NOT, [a], a)
+    return cx.emit_like(Op.LOGICAL_NOT, dict(input=a), a)
 
 
 @lowering("aten::pow", "aten::pow_", nnapi=("MUL", "SQRT", "RSQRT", "DIV", "POW"), any_rank=True,
@@ -261,16 +264,16 @@ def power(cx: Converter, a, b):
         if e == 2.0:
             return arithmetic(cx, Op.MUL, a, a)
         if e == 0.5:
-            return cx.emit_like(Op.SQRT, [a], a)
+            return cx.emit_like(Op.SQRT, dict(input=a), a)
         if e == -0.5:
-            return cx.emit_like(Op.RSQRT, [a], a)
+            return cx.emit_like(Op.RSQRT, dict(input=a), a)
         if e == -1.0:
             return arithmetic(cx, Op.DIV, 1.0, a)
     dtype = result_dtype(a, b)
     if dtype not in _FLOATS:
         raise Unsupported("pow of integer tensors")
     (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
-    return cx.emit(Op.POW, [ta, tb], shape, dtype, layout, groups=groups)
+    return cx.emit(Op.POW, dict(base=ta, exponent=tb), shape, dtype, layout, groups=groups)
 
 
 _CASTABLE = ("float32", "float16", "int32", "int64")
@@ -301,7 +304,8 @@ def to(cx: Converter, x, *args):
         return x
     if target == "bool" and x.dtype in _CASTABLE:  # NNAPI's CAST takes no bool: x != 0
         (t, zero), shape, layout, groups = broadcast(cx, [x, 0], x.dtype)
-        return cx.emit(Op.NOT_EQUAL, [t, zero], shape, "bool", layout, groups=groups)
+        return cx.emit(Op.NOT_EQUAL, dict(input0=t, input1=zero), shape, "bool", layout,
+                       groups=groups)
     if x.dtype == "bool" and target in _CASTABLE:
         return select(cx, x, 1, 0, target)
     if target not in _CASTABLE or x.dtype not in _CASTABLE:

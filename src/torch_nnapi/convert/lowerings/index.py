@@ -74,8 +74,9 @@ def strided_slice(cx: Converter, x: TensorValue, slices: dict[int, tuple], shrin
                           for a, b in zip(out_shape, x.shape)):
         return x
     return cx.emit(Op.STRIDED_SLICE,
-                   [x, cx.int_vector(begin), cx.int_vector(end), cx.int_vector(strides),
-                    cx.i32(begin_mask), cx.i32(end_mask), cx.i32(shrink_mask)],
+                   dict(input=x, begin=cx.int_vector(begin), end=cx.int_vector(end),
+                        strides=cx.int_vector(strides), begin_mask=cx.i32(begin_mask),
+                        end_mask=cx.i32(end_mask), shrink_axis_mask=cx.i32(shrink_mask)),
                    out_shape, x.dtype, out_layout, x.scale, x.zero_point)
 
 
@@ -135,11 +136,11 @@ def _strided_slice_merged(cx: Converter, x: TensorValue, slices: dict[int, tuple
     groups = lay.normalize_groups(kept, len(out_shape)) if out_shape else ()
     if not shrink and all(_same(a, b) for a, b in zip(out_shape, x.shape)):
         return x
-    out = cx.emit(Op.STRIDED_SLICE,
-                  [x, cx.int_vector(begin), cx.int_vector(end), cx.int_vector(strides),
-                   cx.i32(0), cx.i32(end_mask), cx.i32(shrink_mask)],
-                  out_shape, x.dtype, out_layout, x.scale, x.zero_point, groups)
-    return out
+    return cx.emit(Op.STRIDED_SLICE,
+                   dict(input=x, begin=cx.int_vector(begin), end=cx.int_vector(end),
+                        strides=cx.int_vector(strides), begin_mask=cx.i32(0),
+                        end_mask=cx.i32(end_mask), shrink_axis_mask=cx.i32(shrink_mask)),
+                   out_shape, x.dtype, out_layout, x.scale, x.zero_point, groups)
 
 
 def _same(a: SymInt, b: SymInt) -> bool:
@@ -198,7 +199,8 @@ def split_sizes(cx: Converter, x: TensorValue, dim: int, sizes: list[SymInt]) \
         parts = [cx.new_tensor(tuple(s if i == dim else n for i, n in enumerate(x.shape)),
                                x.dtype, x.layout, x.scale, x.zero_point, x.groups)
                  for s in sizes]
-        cx.operation(Op.SPLIT, [x, cx.i32(axis), cx.i32(len(sizes))], parts)
+        cx.operation(Op.SPLIT, dict(input=x, axis=cx.i32(axis), num_splits=cx.i32(len(sizes))),
+                     dict(outputs=parts))
         return parts
     parts, start = [], 0
     for s in sizes:
@@ -248,8 +250,8 @@ def gather_indices(cx: Converter, x: TensorValue, dim: int, indices) -> TensorVa
     """GATHER along PyTorch dimension ``dim`` with constant indices (a list)."""
     idx = cx.constant(np.asarray(indices, np.int32).reshape(-1), "int32")
     shape = tuple(len(indices) if i == dim else n for i, n in enumerate(x.shape))
-    return cx.emit(Op.GATHER, [x, cx.i32(lay.axis(x.layout, dim)), idx], shape, x.dtype,
-                   x.layout, x.scale, x.zero_point)
+    return cx.emit(Op.GATHER, dict(input=x, axis=cx.i32(lay.axis(x.layout, dim)), indices=idx),
+                   shape, x.dtype, x.layout, x.scale, x.zero_point)
 
 
 def _index_operand(cx: Converter, index) -> TensorValue:
@@ -271,8 +273,8 @@ def index_select(cx: Converter, x, dim, index):
     if idx.rank != 1:
         raise Unsupported("index_select with a multi-dimensional index")
     shape = tuple(idx.shape[0] if i == d else n for i, n in enumerate(x.shape))
-    return cx.emit(Op.GATHER, [x, cx.i32(lay.axis(x.layout, d)), idx], shape, x.dtype,
-                   x.layout, x.scale, x.zero_point)
+    return cx.emit(Op.GATHER, dict(input=x, axis=cx.i32(lay.axis(x.layout, d)), indices=idx),
+                   shape, x.dtype, x.layout, x.scale, x.zero_point)
 
 
 @lowering("aten::embedding", nnapi=("GATHER",), notes="constant weight, int indices")
@@ -282,7 +284,7 @@ def embedding(cx: Converter, weight, indices, *rest):
     w = cx.torch_constant(weight.detach().float())
     idx = _index_operand(cx, indices)
     shape = tuple(idx.shape) + (w.shape[1],)
-    return cx.emit(Op.GATHER, [w, cx.i32(0), idx], shape, w.dtype)
+    return cx.emit(Op.GATHER, dict(input=w, axis=cx.i32(0), indices=idx), shape, w.dtype)
 
 
 @lowering("aten::index", nnapi=("GATHER",), notes="one index tensor (x[idx] or x[:, idx])")

@@ -45,11 +45,11 @@ def fully_connected(cx: Converter, x: TensorValue, weight, bias: np.ndarray | No
     if x.shape[-1] != in_features:
         raise Unsupported(f"input has {x.shape[-1]} features, the weight expects"
                           f" {in_features}")
-    if not lay.data_order_matches(x.layout, x.shape):
+    if x.groups or x.rank > 4 or not lay.data_order_matches(x.layout, x.shape):
         rows_first = _rows_then_features(x)
         if rows_first is not None:  # FULLY_CONNECTED keeps the rows' order: no TRANSPOSE
             return _fully_connected_rows(cx, x, rows_first, weight, bias, fuse, quant)
-        x = cx.contiguous(x)
+        x = cx.ungroup(cx.contiguous(x))
     original = x
     if x.rank == 1:
         x = cx.reshape(x, (1, in_features))
@@ -57,8 +57,9 @@ def fully_connected(cx: Converter, x: TensorValue, weight, bias: np.ndarray | No
     b = bias_operand(cx, np.zeros(out_features, np.float32) if bias is None else bias, x, quant)
     dtype, scale, zero_point = output_type(x, quant)
     batch = _prod(x.shape[:-1])
-    out = cx.emit(Op.FULLY_CONNECTED, [x, w, b, cx.i32(int(fuse))], (batch, out_features),
-                  dtype, None, scale, zero_point)
+    out = cx.emit(Op.FULLY_CONNECTED,
+                  dict(input=x, weights=w, bias=b, fuse_code=cx.i32(int(fuse))),
+                  (batch, out_features), dtype, None, scale, zero_point)
     target = tuple(original.shape[:-1]) + (out_features,)
     if tuple(target) != tuple(out.shape):
         out = cx.reshape(out, target)
@@ -89,8 +90,9 @@ def _fully_connected_rows(cx: Converter, x: TensorValue, rows: list[int], weight
     wide = not _is_unit(out_features)
     layout, groups = stored_layout(shape, rows + ([x.rank - 1] if wide else []),
                                    (len(rows), 1 if wide else 0))
-    return cx.emit(Op.FULLY_CONNECTED, [flat, w, b, cx.i32(int(fuse))], shape, dtype, layout,
-                   scale, zero_point, groups)
+    return cx.emit(Op.FULLY_CONNECTED,
+                   dict(input=flat, weights=w, bias=b, fuse_code=cx.i32(int(fuse))), shape,
+                   dtype, layout, scale, zero_point, groups)
 
 
 def _const_matrix(w) -> np.ndarray:

@@ -48,7 +48,8 @@ def reduce(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool
         scale, zero_point = cx.example_quant()
     else:
         scale, zero_point = x.scale, x.zero_point
-    return cx.emit(op, [x, axes, keep], shape, dtype or x.dtype, layout, scale, zero_point)
+    return cx.emit(op, dict(input=x, axes=axes, keep_dims=keep), shape, dtype or x.dtype, layout,
+                   scale, zero_point)
 
 
 def _reduce_merged(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool,
@@ -79,8 +80,8 @@ def _reduce_merged(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepd
         scale, zero_point = cx.example_quant()
     else:
         scale, zero_point = x.scale, x.zero_point
-    return cx.emit(op, [x, axes, keep], shape, dtype or x.dtype, layout, scale, zero_point,
-                   groups)
+    return cx.emit(op, dict(input=x, axes=axes, keep_dims=keep), shape, dtype or x.dtype,
+                   layout, scale, zero_point, groups)
 
 
 def _dtype_arg(x: TensorValue, dtype) -> TensorValue:
@@ -156,7 +157,7 @@ def arg_extremum(cx: Converter, x: TensorValue, d: int, keepdim: bool, is_max: b
         -> TensorValue:
     op = Op.ARGMAX if is_max else Op.ARGMIN
     shape = tuple(n for i, n in enumerate(x.shape) if i != d)
-    out = cx.emit(op, [x, cx.i32(lay.axis(x.layout, d))], shape, "int64",
+    out = cx.emit(op, dict(input=x, axis=cx.i32(lay.axis(x.layout, d))), shape, "int64",
                   lay.without_dims(x.layout, [d]))
     if keepdim:
         from .shape import unsqueeze
@@ -206,7 +207,7 @@ def var_std(cx: Converter, x, dims=None, correction=None, keepdim=False, *rest):
     if corr:
         var = arithmetic(cx, Op.MUL, var, n / (n - corr))
     if cx.node.kind == "aten::std":
-        var = cx.emit_like(Op.SQRT, [var], var)
+        var = cx.emit_like(Op.SQRT, dict(input=var), var)
     return var
 
 
@@ -225,8 +226,8 @@ def vector_norm(cx: Converter, x, *args):
         raise Unsupported(f"norm of a {x.dtype} tensor")
     if order == 2.0:
         squares = reduce(cx, Op.REDUCE_SUM, arithmetic(cx, Op.MUL, x, x), dims, keepdim)
-        return cx.emit_like(Op.SQRT, [squares], squares)
-    size = cx.emit_like(Op.ABS, [x], x)
+        return cx.emit_like(Op.SQRT, dict(input=squares), squares)
+    size = cx.emit_like(Op.ABS, dict(input=x), x)
     if order == 1.0:
         return reduce(cx, Op.REDUCE_SUM, size, dims, keepdim)
     if order == float("inf"):
@@ -250,14 +251,14 @@ def softmax(cx: Converter, x, dim, dtype=None, *rest):
     log = "log_softmax" in cx.node.kind
     if x.groups or x.rank > 4:
         x = cx.separate(x, [d])
-    axis = cx.i32(x.nnapi_axis(d))
+    inputs = dict(input=x, beta=cx.float_scalar(1.0, x), axis=cx.i32(x.nnapi_axis(d)))
     if log:
         if not x.is_float:
             raise Unsupported("log_softmax of a quantized tensor")
-        return cx.emit_like(Op.LOG_SOFTMAX, [x, cx.float_scalar(1.0, x), axis], x)
+        return cx.emit_like(Op.LOG_SOFTMAX, inputs, x)
     if x.is_quantized:
         scale, zero_point = cx.example_quant()
-        return cx.emit(Op.SOFTMAX, [x, cx.f32(1.0), axis], x.shape, x.dtype, x.layout, scale,
-                       zero_point)
-    return cx.emit_like(Op.SOFTMAX, [x, cx.float_scalar(1.0, x), axis], x)
+        return cx.emit(Op.SOFTMAX, inputs, x.shape, x.dtype, x.layout, scale, zero_point,
+                       x.groups)
+    return cx.emit_like(Op.SOFTMAX, inputs, x)
 

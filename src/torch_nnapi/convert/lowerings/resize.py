@@ -24,7 +24,7 @@ from ..symbolic import Sym
 from ..values import TensorValue
 from . import lowering
 from .elementwise import arithmetic
-from ._common import require_tensor, static_int
+from ._common import require_tensor, static_int, tile
 from .activation import in_float
 from .conv import spatial_input
 from .index import gather_indices
@@ -78,20 +78,22 @@ def _nearest2d(cx: Converter, x: TensorValue, sizes, factors) -> TensorValue:
     oh, ow = sizes
     n, c, h, w = x.shape
     if any(isinstance(d, Sym) for d in (h, w, oh, ow)):
-        if any(f is None or f != int(f) for f in factors):
-            raise Unsupported("nearest upsampling of a flexible dimension needs integer"
-                              " scale factors")
+        # NNAPI picks floor(dst * in / out), as PyTorch does for a given size or an integer
+        # scale factor (_sizes_and_scales refuses fractional ones, for which PyTorch uses
+        # 1 / factor instead)
         g, nchw = spatial_input(cx, x)
         return cx.emit(Op.RESIZE_NEAREST_NEIGHBOR,
-                       [g, cx.f32(factors[1]), cx.f32(factors[0]), cx.boolean(nchw)],
+                       dict(input=g, width=cx.i32(ow), height=cx.i32(oh),
+                            nchw=cx.boolean(nchw)),
                        (n, c, oh, ow), g.dtype, g.layout, g.scale, g.zero_point)
     maps = [nearest_map(h, oh, factors[0]), nearest_map(w, ow, factors[1])]
     if np.array_equal(maps[0], _nnapi_nearest_map(h, oh)) and \
             np.array_equal(maps[1], _nnapi_nearest_map(w, ow)):
         g, nchw = spatial_input(cx, x)
         return cx.emit(Op.RESIZE_NEAREST_NEIGHBOR,
-                       [g, cx.i32(ow), cx.i32(oh), cx.boolean(nchw)], (n, c, oh, ow), g.dtype,
-                       g.layout, g.scale, g.zero_point)
+                       dict(input=g, width=cx.i32(ow), height=cx.i32(oh),
+                            nchw=cx.boolean(nchw)),
+                       (n, c, oh, ow), g.dtype, g.layout, g.scale, g.zero_point)
     out = x
     for d, m, size, new in ((2, maps[0], h, oh), (3, maps[1], w, ow)):
         if size != new or not np.array_equal(m, np.arange(size)):
@@ -153,9 +155,10 @@ def _interpolate_axis(cx: Converter, x: TensorValue, dim: int, n: int, out: int,
                       arithmetic(cx, Op.MUL, high, torch.from_numpy(w1.reshape(shape))))
 
 
-@lowering("aten::upsample_bilinear2d", nnapi=("GATHER", "MUL", "ADD"),
-          notes="exact, any layout: per axis, the two neighbours gathered and weighted (static"
-          " sizes)")
+@lowering("aten::upsample_bilinear2d", nnapi=("GATHER", "MUL", "ADD", "TILE", "RESIZE_BILINEAR"),
+          notes="static sizes: exact in any layout, per axis the two neighbours gathered and"
+          " weighted; from 1x1: TILE; flexible sizes: RESIZE_BILINEAR's size form with"
+          " half_pixel_centers or align_corners (feature level 4)")
 def upsample_bilinear(cx: Converter, x, output_size, align_corners, *scales):
     x = require_tensor(x)
     if x.rank != 4:
@@ -163,13 +166,41 @@ def upsample_bilinear(cx: Converter, x, output_size, align_corners, *scales):
     factors = _scale_args(scales, 2)
     sizes, factors = _sizes_and_scales(x, output_size, factors, 2)
     n, c, h, w = x.shape
+    corners = bool(align_corners)
+    if _is_one(h) and _is_one(w):  # every output pixel is the input pixel
+        return tile(cx, x, [1, 1, sizes[0], sizes[1]], (n, c, sizes[0], sizes[1]))
+    if any(isinstance(d, Sym) for d in (h, w, *sizes)):
+        return _resize_bilinear(cx, x, sizes, corners)
     h = static_int(h, "bilinear upsampling height")
     w = static_int(w, "bilinear upsampling width")
     oh, ow = (static_int(s, "output size") for s in sizes)
-    corners = bool(align_corners)
 
     def compute(f):
         out = _interpolate_axis(cx, f, 3, w, ow, factors[1], corners)
         return _interpolate_axis(cx, out, 2, h, oh, factors[0], corners)
 
     return in_float(cx, x, compute)
+
+
+def _resize_bilinear(cx: Converter, x: TensorValue, sizes, corners: bool) -> TensorValue:
+    """RESIZE_BILINEAR to sizes known at load time. PyTorch samples input pixel
+    (dst + 0.5) * in / out - 0.5 (clamped at 0), or dst * (in - 1) / (out - 1) with
+    align_corners: NNAPI's half_pixel_centers and align_corners (feature level 4; level 3
+    has neither). With a scale factor PyTorch uses 1 / factor rather than in / out: the
+    same for the integer factors _sizes_and_scales lets through."""
+    n, c = x.shape[:2]
+    oh, ow = sizes
+
+    def compute(f):
+        g, nchw = spatial_input(cx, f)
+        return cx.emit(Op.RESIZE_BILINEAR,
+                       dict(input=g, width=cx.i32(ow), height=cx.i32(oh),
+                            nchw=cx.boolean(nchw), align_corners=cx.boolean(corners),
+                            half_pixel_centers=cx.boolean(not corners)),
+                       (n, c, oh, ow), g.dtype, g.layout)
+
+    return in_float(cx, x, compute)
+
+
+def _is_one(d) -> bool:
+    return not isinstance(d, Sym) and int(d) == 1
