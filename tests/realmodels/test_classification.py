@@ -20,8 +20,8 @@ TOO_LARGE = {"convnext_large", "regnet_y_128gf", "vit_h_14", "vit_l_16", "vit_l_
 # (input size, the other (height, width) the flexible conversion also runs at). Most models
 # take any size; AlexNet's and the VGGs' adaptive pooling to 6x6 / 7x7 needs a feature map
 # that is a multiple of it, which the converted model checks when it is loaded.
-DEFAULT_SIZES = (64, (96, 80))
-SIZES = {"alexnet": (224, (416, 224)), "inception_v3": (96, (128, 112)),
+DEFAULT_SIZES = (32, (48, 40))
+SIZES = {"alexnet": (224, (416, 224)), "inception_v3": (80, (96, 88)),
          **{name: (224, (448, 224)) for name in
             ("vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19",
              "vgg19_bn")}}

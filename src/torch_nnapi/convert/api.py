@@ -13,7 +13,7 @@ import torch
 from ..nnapi.codes import FeatureLevel, PreferenceCode
 from ..nnapi.model import Model
 from . import layout as lay
-from .capture import as_example_tuple, capture
+from .capture import Graph, as_example_tuple, capture
 from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
 from .levels import above, model_requirements, operation_levels
 from .lower import Lowered, example_spec, lower
@@ -76,7 +76,9 @@ def convert_with_details(
     return_shapes: Optional[Sequence[Optional[Sequence[int]]]] = None,
     target_level: Optional[int] = None,
 ) -> Conversion:
-    """Converts ``model`` and returns the module with the NNAPI model behind it.
+    """Converts ``model`` and returns the module with the NNAPI model behind it. ``model``
+    may also be a graph :func:`~torch_nnapi.convert.capture.capture` made of the model for
+    these example inputs (to convert one model several ways without capturing it again).
 
     - ``nhwc``: per input (or one value for all 4-D inputs): True hands the input to NNAPI
       channels-last (the module still takes it NCHW, as usual, and permutes it), which
@@ -102,7 +104,7 @@ def convert_with_details(
     if target_level is not None:
         target_level = int(FeatureLevel(int(target_level)))
     preference = _preference(compilation_preference)
-    graph = capture(model, examples)
+    graph = model if isinstance(model, Graph) else capture(model, examples)
     lowered = lower_graph(graph, examples, nhwc, flexible, relax_fp32_to_fp16)
     specs = lowered.specs
     cx = lowered.cx

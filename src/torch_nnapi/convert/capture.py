@@ -311,7 +311,9 @@ def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Co
     g.eraseInput(0)
     try:
         fn = torch._C._create_function_from_graph("torch_nnapi_probe", g)
-        with torch.no_grad():
+        # one run in the plain interpreter: the JIT's optimizing passes would cost far more
+        # than they save on a graph run once (seconds on large models)
+        with torch.no_grad(), torch.jit.optimized_execution(False):
             results = fn(*[x.clone() for x in examples])
     except Exception:  # noqa: BLE001 - probing is a check; conversion works without it
         return

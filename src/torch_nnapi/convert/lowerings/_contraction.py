@@ -24,7 +24,7 @@ import numpy as np
 
 from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
-from ..context import Converter, stored_layout
+from ..context import Converter, OperandRef, stored_layout
 from ..errors import Unsupported
 from ..symbolic import Sym, SymInt, hint
 from ..values import TensorValue
@@ -184,9 +184,9 @@ def _emit(cx: Converter, place: _Placement, inp: TensorValue, inp_labels, filt: 
     zero, one = cx.i32(0), cx.i32(1)
     order = [out_index[label] for label in before + g + c + after]
     layout, grouping = stored_layout(out_shape, order, out_runs)
-    inputs = dict(input=x, filter=w, bias=bias, pad_left=zero, pad_right=zero, pad_top=zero,
-                  pad_bottom=zero, stride_w=one, stride_h=one, fuse_code=zero,
-                  nchw=cx.boolean(nchw))
+    inputs: dict[str, OperandRef] = dict(
+        input=x, filter=w, bias=bias, pad_left=zero, pad_right=zero, pad_top=zero,
+        pad_bottom=zero, stride_w=one, stride_h=one, fuse_code=zero, nchw=cx.boolean(nchw))
     if _unit(groups):
         return cx.emit(Op.CONV_2D, inputs, out_shape, dtype, layout, groups=grouping)
     return cx.emit(Op.GROUPED_CONV_2D, dict(inputs, num_groups=cx.i32(groups)), out_shape,

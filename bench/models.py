@@ -1,0 +1,149 @@
+"""Conversion time and latency against eager for the model families of issue 9: torchvision
+CNNs, vision transformers (ViT, Swin, MaxViT), segmentation networks, and the tests' own
+transformers (text encoder, GPT-style decoder, Whisper-style audio encoder).
+
+For each model: the time ``torch_nnapi.convert`` takes (nn.Module to TorchScript module),
+then the median latency of the converted model through PyTorch's NNAPI runtime on
+torch-nnapi's libneuralnetworks.so (the host runtime directly when the library is not
+built) against eager PyTorch, both on 2 threads, and the output's error relative to its
+magnitude. Random weights with non-trivial batch norms (tests/realmodels/checks.py).
+
+    PYTHONPATH=src python3 bench/models.py [--runs 3] [--models swin_t,text_encoder]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "2"
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.convert import transformers  # noqa: E402
+from tests.realmodels.checks import nontrivial_weights  # noqa: E402
+from tests.realmodels.torchvision_support import load_torchvision  # noqa: E402
+
+from torch_nnapi.convert.api import convert_with_details  # noqa: E402
+from torch_nnapi.convert.host import run_on_host  # noqa: E402
+
+THREADS = 2
+
+
+class MainOutput(nn.Module):
+    """A segmentation model's "out" (torchvision returns a dict)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+def _torchvision(name: str, size: int, **options):
+    def make():
+        models = load_torchvision().models
+        model = models.get_model(name, weights=None, **options)
+        if "weights_backbone" in options:
+            model = MainOutput(model)
+        return nontrivial_weights(model), (torch.randn(1, 3, size, size),)
+    return make
+
+
+def _text_encoder():
+    ids = torch.randint(0, 120, (1, 32))
+    return transformers.TextEncoder().eval(), (ids, torch.ones_like(ids))
+
+
+# family -> model name -> factory returning (model, example inputs)
+FAMILIES = {
+    "cnn": {name: _torchvision(name, 224) for name in
+            ("resnet50", "mobilenet_v3_large", "efficientnet_b0", "convnext_tiny",
+             "regnet_y_400mf")},
+    "vision transformer": {"vit_b_16": _torchvision("vit_b_16", 224),
+                           "swin_t": _torchvision("swin_t", 224),
+                           "swin_v2_t": _torchvision("swin_v2_t", 256),
+                           "maxvit_t": _torchvision("maxvit_t", 224)},
+    "segmentation": {name: _torchvision(name, 224, weights_backbone=None) for name in
+                     ("lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large",
+                      "fcn_resnet50")},
+    "transformer": {"text_encoder": _text_encoder,
+                    "decoder": lambda: (transformers.Decoder().eval(),
+                                        (torch.randint(0, 100, (1, 32)),)),
+                    "audio_encoder": lambda: (transformers.AudioEncoder(frames=64).eval(),
+                                              (torch.randn(1, 16, 64),))},
+}
+
+
+def _median_time(fn, runs: int) -> float:
+    fn()  # warm up (and, for a converted module, compile)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _torch_runtime() -> bool:
+    try:
+        import torch_nnapi
+
+        return os.path.exists(torch_nnapi.library_path())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="timed runs per latency")
+    parser.add_argument("--models", default="", help="comma-separated names (default: all)")
+    args = parser.parse_args()
+    torch.set_num_threads(THREADS)
+    warnings.simplefilter("ignore")
+    wanted = set(filter(None, args.models.split(",")))
+    through_torch = _torch_runtime()
+    print(f"{THREADS} threads; converted models run on the"
+          f" {'torch NNAPI runtime + libneuralnetworks.so' if through_torch else 'host runtime'}")
+    header = (f"{'family':18} {'model':28} {'ops':>5} {'level':>5} {'convert s':>9}"
+              f" {'eager ms':>9} {'nnapi ms':>9} {'ratio':>6} {'error':>8}")
+    print(header)
+    print("-" * len(header))
+    for family, models in FAMILIES.items():
+        for name, make in models.items():
+            if wanted and name not in wanted:
+                continue
+            torch.manual_seed(0)
+            model, inputs = make()
+            conversion = convert_with_details(model, inputs)
+            module = conversion.module
+            with torch.no_grad():
+                eager = _median_time(lambda: model(*inputs), args.runs)
+                expected = model(*inputs)
+            if through_torch:
+                latency = _median_time(lambda: module(*inputs), args.runs)
+                actual = module(*inputs)
+            else:
+                latency = _median_time(lambda: run_on_host(module, *inputs), args.runs)
+                actual = run_on_host(module, *inputs)
+            error = float((actual - expected).abs().max() / expected.abs().max())
+            print(f"{family:18} {name:28} {len(conversion.model.operations):5}"
+                  f" {conversion.feature_level:5} {conversion.seconds:9.1f}"
+                  f" {eager * 1e3:9.1f} {latency * 1e3:9.1f} {latency / eager:5.1f}x"
+                  f" {error:8.1e}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
