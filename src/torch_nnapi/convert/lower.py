@@ -24,6 +24,7 @@ from .capture import ExampleTensor, Graph, Node, Value
 from .context import Converter
 from .errors import ConversionError, ConverterBug, Unsupported, UnsupportedUse
 from .lowerings import lowering_for
+from .merged import ungroup
 from .symbolic import Sym, hint, input_dim
 from .values import TensorValue, dtype_name
 
@@ -98,7 +99,7 @@ class Lowerer:
         # no array): 0-D results leave NNAPI as [1] and the wrapper makes them 0-D again.
         ranks = [t.rank for t in outputs]
         outputs = [self.cx.reshape(t, (1,)) if t.rank == 0 else
-                   self.cx.ungroup(t) if t.rank <= 4 else t for t in outputs]
+                   ungroup(self.cx, t) if t.rank <= 4 else t for t in outputs]
         if self.unsupported:
             raise ConversionError(self.unsupported)
         model = self.cx.model
@@ -204,7 +205,7 @@ class Lowerer:
     def _one_dim_each(self, a: Any) -> Any:
         """``a`` with every tensor in an operand of one dimension per PyTorch dimension."""
         if isinstance(a, TensorValue):
-            return self.cx.ungroup(a)
+            return ungroup(self.cx, a)
         if isinstance(a, (list, tuple)) and any(isinstance(x, TensorValue) for x in a):
             return type(a)(self._one_dim_each(x) for x in a)
         return a

@@ -11,6 +11,7 @@ from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
 from ..context import Converter, is_number
 from ..errors import Unsupported
+from ..merged import fit, regroup, with_rank
 from ..symbolic import Sym, SymInt, hint, hints
 from ..values import TensorValue, dtype_name
 
@@ -183,7 +184,7 @@ def broadcast(cx: Converter, values, dtype) -> Broadcast:
 def _expanded(cx: Converter, v, shape: tuple):
     """``v`` repeated to ``shape`` (TILE for model tensors, at conversion for constants)."""
     if isinstance(v, TensorValue):
-        v = cx.with_rank(v, len(shape))
+        v = with_rank(cx, v, len(shape))
         multiples = [want if _unit(have) else 1 for have, want in zip(v.shape, shape)]
         return tile(cx, v, multiples, shape)
     if isinstance(v, torch.Tensor):
@@ -202,7 +203,7 @@ def tile(cx: Converter, x: TensorValue, multiples, shape) -> TensorValue:
         # merged dimensions either all repeat (then all have size 1) or none does
         repeated = [not (isinstance(m, int) and m == 1) for m in multiples]
         try:
-            x = cx.fit(x, ["tiled" if r else None if _unit(n) else "kept"
+            x = fit(cx, x, ["tiled" if r else None if _unit(n) else "kept"
                            for r, n in zip(repeated, x.shape)])
         except Unsupported:  # too many alternations: one repeated dimension at a time
             for d in [d for d, r in enumerate(repeated) if r]:
@@ -234,8 +235,8 @@ def _align_merged(cx: Converter, v, rank: int, layout: lay.Layout, groups: lay.G
     if isinstance(v, TensorValue):
         if v.dtype != dtype and not v.is_quantized:
             v = cx.cast(v, dtype)
-        v = cx.to_layout(cx.with_rank(v, rank), layout)
-        return cx.regroup(v, groups)
+        v = cx.to_layout(with_rank(cx, v, rank), layout)
+        return regroup(cx, v, groups)
     if isinstance(v, torch.Tensor):
         if v.dim() > rank:
             raise Unsupported("a constant of higher rank than the result")

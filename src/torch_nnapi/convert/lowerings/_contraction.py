@@ -24,8 +24,9 @@ import numpy as np
 
 from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
-from ..context import Converter, OperandRef, stored_layout
+from ..context import Converter, OperandRef
 from ..errors import Unsupported
+from ..merged import stored_layout, view_runs
 from ..symbolic import Sym, SymInt, hint
 from ..values import TensorValue
 
@@ -165,8 +166,8 @@ def _emit(cx: Converter, place: _Placement, inp: TensorValue, inp_labels, filt: 
     out_index = {label: d for d, label in enumerate(out_labels)}
     out_shape = tuple(sizes[x] for x in out_labels)
     if not g and not after:  # one FULLY_CONNECTED
-        x = cx.view_runs(inp, input_order, (len(before), len(k)))
-        w = cx.view_runs(filt, filter_order, (len(c), len(k)))
+        x = view_runs(cx, inp, input_order, (len(before), len(k)))
+        w = view_runs(cx, filt, filter_order, (len(c), len(k)))
         order = [out_index[label] for label in before + c]
         layout, grouping = stored_layout(out_shape, order, (len(before), len(c)))
         return cx.emit(Op.FULLY_CONNECTED, dict(input=x, weights=w, bias=bias,
@@ -179,8 +180,8 @@ def _emit(cx: Converter, place: _Placement, inp: TensorValue, inp_labels, filt: 
     else:
         x_runs = (len(before), 0, 0, len(g) + len(k))
         out_runs = (len(before), 0, 0, len(g) + len(c))
-    x = cx.view_runs(inp, input_order, x_runs)
-    w = cx.view_runs(filt, filter_order, (len(g) + len(c), 0, 0, len(k)))
+    x = view_runs(cx, inp, input_order, x_runs)
+    w = view_runs(cx, filt, filter_order, (len(g) + len(c), 0, 0, len(k)))
     zero, one = cx.i32(0), cx.i32(1)
     order = [out_index[label] for label in before + g + c + after]
     layout, grouping = stored_layout(out_shape, order, out_runs)

@@ -19,6 +19,7 @@ import torch
 from ...nnapi.codes import OperationType as Op
 from ..context import Converter
 from ..errors import Unsupported
+from ..merged import separate
 from ..symbolic import Sym
 from ..values import TensorValue
 from . import lowering
@@ -74,7 +75,7 @@ def scaled_dot_product_attention(cx: Converter, query, key, value, attn_mask=Non
 def softmax_last(cx: Converter, x: TensorValue) -> TensorValue:
     """SOFTMAX over the last dimension (beta 1)."""
     last = x.rank - 1
-    x = cx.separate(x, [last]) if x.groups or x.rank > 4 else x
+    x = separate(cx, x, [last]) if x.groups or x.rank > 4 else x
     return cx.emit_like(Op.SOFTMAX, dict(input=x, beta=cx.float_scalar(1.0, x),
                                          axis=cx.i32(x.nnapi_axis(last))), x)
 

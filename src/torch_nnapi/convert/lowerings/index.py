@@ -15,6 +15,7 @@ from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
 from ..context import Converter
 from ..errors import Unsupported
+from ..merged import separate
 from ..symbolic import Sym, SymInt, ceil_div, sym_max, sym_min
 from ..values import TensorValue
 from . import lowering
@@ -103,7 +104,7 @@ def _strided_slice_merged(cx: Converter, x: TensorValue, slices: dict[int, tuple
     merged axis slices that axis in units of the inner size; others are separated first."""
     places = {d: _outer_of_run(x, d, slices[d][2]) for d in slices}
     if any(p is None for p in places.values()):
-        x = cx.separate(x, slices)
+        x = separate(cx, x, slices)
         places = {d: _outer_of_run(x, d, slices[d][2]) for d in slices}
     runs = lay.group_runs(x.groups, x.rank)
     nshape = x.nnapi_shape
@@ -190,7 +191,7 @@ def split_sizes(cx: Converter, x: TensorValue, dim: int, sizes: list[SymInt]) \
         if x.groups or x.rank > 4:  # equal parts of the outermost of a merged axis
             place = _outer_of_run(x, dim, 1)
             if place is None:
-                x = cx.separate(x, [dim])
+                x = separate(cx, x, [dim])
                 place = _outer_of_run(x, dim, 1)
             assert place is not None
             axis = place[0]

@@ -14,8 +14,9 @@ import torch
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
-from ..context import Converter, stored_layout
+from ..context import Converter
 from ..errors import Unsupported
+from ..merged import stored_layout, ungroup, view_runs
 from ..symbolic import SymInt
 from ..values import TensorValue
 from . import lowering
@@ -49,7 +50,7 @@ def fully_connected(cx: Converter, x: TensorValue, weight, bias: np.ndarray | No
         rows_first = _rows_then_features(x)
         if rows_first is not None:  # FULLY_CONNECTED keeps the rows' order: no TRANSPOSE
             return _fully_connected_rows(cx, x, rows_first, weight, bias, fuse, quant)
-        x = cx.ungroup(cx.contiguous(x))
+        x = ungroup(cx, cx.contiguous(x))
     original = x
     if x.rank == 1:
         x = cx.reshape(x, (1, in_features))
@@ -81,7 +82,7 @@ def _fully_connected_rows(cx: Converter, x: TensorValue, rows: list[int], weight
     """FULLY_CONNECTED of ``x`` whose rows are permuted but whose features are innermost:
     the result's rows are stored in the same order."""
     out_features, in_features = weight.shape
-    flat = cx.view_runs(x, rows + [x.rank - 1], (len(rows), 1))
+    flat = view_runs(cx, x, rows + [x.rank - 1], (len(rows), 1))
     w = filter_operand(cx, np.ascontiguousarray(weight), flat, quant)
     b = bias_operand(cx, np.zeros(out_features, np.float32) if bias is None else bias, flat,
                      quant)

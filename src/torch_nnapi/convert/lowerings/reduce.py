@@ -11,6 +11,7 @@ from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
 from ..context import Converter
 from ..errors import Unsupported
+from ..merged import fit, separate
 from ..symbolic import SymInt
 from ..values import TensorValue
 from . import lowering
@@ -55,7 +56,7 @@ def reduce(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool
 def _reduce_merged(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool,
                    dtype: str | None) -> TensorValue:
     try:
-        x = cx.fit(x, ["reduced" if d in dims else "kept" for d in range(x.rank)])
+        x = fit(cx, x, ["reduced" if d in dims else "kept" for d in range(x.rank)])
     except Unsupported:
         if len(dims) < 2:
             raise
@@ -250,7 +251,7 @@ def softmax(cx: Converter, x, dim, dtype=None, *rest):
     d = dim_index(dim, x.rank)
     log = "log_softmax" in cx.node.kind
     if x.groups or x.rank > 4:
-        x = cx.separate(x, [d])
+        x = separate(cx, x, [d])
     inputs = dict(input=x, beta=cx.float_scalar(1.0, x), axis=cx.i32(x.nnapi_axis(d)))
     if log:
         if not x.is_float:

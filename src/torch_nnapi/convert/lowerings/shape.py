@@ -15,6 +15,7 @@ from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
 from ..context import Converter
 from ..errors import Unsupported
+from ..merged import regroup, reshape_in_place, separate, with_rank
 from ..symbolic import Sym, SymInt
 from ..values import TensorValue
 from . import lowering
@@ -54,7 +55,7 @@ def reshape(cx: Converter, x, sizes, *rest):
 def view(cx: Converter, x: TensorValue, shape) -> TensorValue:
     """``x.view(shape)``: in the storage order ``x`` has when the view only splits or merges
     dimensions stored together (no TRANSPOSE), else as a contiguous reshape."""
-    return cx.reshape_in_place(x, shape) or cx.reshape(x, shape)
+    return reshape_in_place(cx, x, shape) or cx.reshape(x, shape)
 
 
 @lowering("aten::view_as", "aten::reshape_as", nnapi=("RESHAPE",), any_rank=True)
@@ -185,7 +186,7 @@ def expand(cx: Converter, x, sizes, *rest):
     if len(sizes) < x.rank:
         raise Unsupported("expand to fewer dimensions")
     if len(sizes) > x.rank:
-        x = cx.with_rank(x, len(sizes))
+        x = with_rank(cx, x, len(sizes))
     target = tuple(x.shape[i] if not isinstance(s, Sym) and int(s) == -1 else s
                    for i, s in enumerate(sizes))
     multiples = []
@@ -206,7 +207,7 @@ def repeat(cx: Converter, x, repeats):
     if len(repeats) < x.rank:
         raise Unsupported("repeat with fewer repeats than dimensions")
     if len(repeats) > x.rank:
-        x = cx.with_rank(x, len(repeats))
+        x = with_rank(cx, x, len(repeats))
     shape = tuple(d * r for d, r in zip(x.shape, repeats))
     return tile(cx, x, repeats, shape)
 
@@ -234,8 +235,8 @@ def concatenate(cx: Converter, items, dim, scale: float | None = None,
         raise Unsupported("cat of tensors of different dtypes")
     groups: lay.Groups = ()
     if rank > 4 or any(t.groups for t in operands):
-        groups = cx.separate(operands[0], [d]).groups
-        operands = [cx.regroup(t, groups) for t in operands]
+        groups = separate(cx, operands[0], [d]).groups
+        operands = [regroup(cx, t, groups) for t in operands]
     if len(operands) == 1 and scale is None:
         return operands[0]
     size: SymInt = 0
