@@ -142,3 +142,21 @@ def test_adaptive_pooling_windows_are_computed_at_load_time(nhwc):
                           run_inputs=sizes)
     with pytest.raises(Exception, match="multiple of 7"):
         run(conversion.module, (torch.randn(1, 3, 15, 21),))
+
+
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+@pytest.mark.parametrize("factors", [(2, 2), (3, 4), (1, 3), (5, 2)])
+def test_bilinear_upsampling_by_integer_factors_stays_below_level_4(nhwc, factors):
+    class Upsample(nn.Module):
+        def forward(self, x):
+            return F.interpolate(x, scale_factor=factors, mode="bilinear")
+
+    class Sized(nn.Module):  # the same by an explicit size
+        def forward(self, x):
+            return F.interpolate(x, size=(x.shape[2] * factors[0], x.shape[3] * factors[1]),
+                                 mode="bilinear")
+
+    for model in (Upsample(), Sized()):
+        conversion, _ = check(model, TWO_SIZES[0], nhwc=nhwc, flexible={0: [2, 3]},
+                              run_inputs=TWO_SIZES)
+        assert conversion.feature_level <= 3
