@@ -5,6 +5,7 @@ prototype's zero-sized conversion arguments; ``flexible`` here)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import pytest
@@ -241,7 +242,9 @@ def test_models_of_pytorch_nnapi_test(name):
     model = case.model().eval()
     inputs = case.inputs()
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        # the quantization modules turn their scale into a Python float while traced
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
         traced = torch.jit.trace(model, inputs)
         convert_model_to_nnapi(traced, _prototype_arguments(inputs, case.flexible))
         expected = model(*inputs)
