@@ -69,9 +69,9 @@ def _label_sizes(*operands) -> dict[str, SymInt]:
             raise Unsupported(f"{len(labels)} labels for a tensor of rank {t.rank}")
         for label, n in zip(labels, t.shape):
             seen = sizes.get(label)
-            if seen is None or _unit(seen):
+            if seen is None:
                 sizes[label] = n
-            elif not _unit(n) and not _same(seen, n):
+            elif not _same(seen, n):  # (a size-1 side would broadcast: not handled here)
                 raise Unsupported(f"dimension {label!r} has sizes {hint(seen)} and {hint(n)}")
     return sizes
 
@@ -187,11 +187,9 @@ def _emit(cx: Converter, place: _Placement, inp: TensorValue, inp_labels, filt: 
     layout, grouping = stored_layout(out_shape, order, out_runs)
     inputs: dict[str, OperandRef] = dict(
         input=x, filter=w, bias=bias, pad_left=zero, pad_right=zero, pad_top=zero,
-        pad_bottom=zero, stride_w=one, stride_h=one, fuse_code=zero, nchw=cx.boolean(nchw))
-    if _unit(groups):
-        return cx.emit(Op.CONV_2D, inputs, out_shape, dtype, layout, groups=grouping)
-    return cx.emit(Op.GROUPED_CONV_2D, dict(inputs, num_groups=cx.i32(groups)), out_shape,
-                   dtype, layout, groups=grouping)
+        pad_bottom=zero, stride_w=one, stride_h=one, num_groups=cx.i32(groups),
+        fuse_code=zero, nchw=cx.boolean(nchw))
+    return cx.emit(Op.GROUPED_CONV_2D, inputs, out_shape, dtype, layout, groups=grouping)
 
 
 def _full_layout(t: TensorValue, order: Sequence[int]) -> lay.Layout:

@@ -209,7 +209,7 @@ def _sum_own(cx: Converter, t: TensorValue, labels: str, needed: set) -> tuple:
 
 
 @lowering("aten::matmul", "aten::mm", "aten::bmm",
-          nnapi=("FULLY_CONNECTED", "GROUPED_CONV_2D", "CONV_2D", "TRANSPOSE", "RESHAPE"),
+          nnapi=("FULLY_CONNECTED", "GROUPED_CONV_2D", "TRANSPOSE", "RESHAPE"),
           any_rank=True,
           notes="constant right operand -> FULLY_CONNECTED; two model tensors -> one"
           " FULLY_CONNECTED, or one GROUPED_CONV_2D over the batch (transposes only where"
