@@ -12,7 +12,7 @@ import torch
 from torch_nnapi.convert import layout as lay
 from torch_nnapi.convert.errors import ConversionError
 
-from .harness import Fn, check, convert, nnapi_ops
+from .harness import Fn, check, convert, nnapi_ops, run
 
 CASES = {
     "relu": (lambda x: torch.relu(x), (2, 2, 3, 4, 5)),
@@ -113,3 +113,13 @@ def test_coarsest_groups_joins_size_one_dimensions():
     assert lay.coarsest_groups(["a", "a", None, "b", "b"]) == (3, 2)
     assert lay.coarsest_groups([None, "a", "b", None]) == (2, 2)
     assert lay.coarsest_groups([None, None]) == (2,)
+
+
+def test_rank_5_inputs_and_outputs_survive_save_and_load(tmp_path):
+    torch.manual_seed(0)
+    model = Fn(lambda x: x.transpose(1, 3) * 2)
+    x = torch.randn(2, 3, 4, 5, 6)
+    module = convert(model, (x,)).module
+    module.save(str(tmp_path / "rank5.pt"))
+    loaded = torch.jit.load(str(tmp_path / "rank5.pt"))
+    torch.testing.assert_close(run(loaded, (x,)), model(x))
