@@ -15,7 +15,7 @@ from ..nnapi.model import Model
 from . import layout as lay
 from .capture import Graph, as_example_tuple, capture
 from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
-from .levels import above, model_requirements, operation_levels
+from .levels import above, model_requirements, operation_levels, origin_of
 from .lower import Lowered, example_spec, lower
 from .serialize import SerializedModel, serialize
 from .symbolic import program
@@ -246,6 +246,9 @@ def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: i
         [_KINDS[t.dtype] for t in outputs], [float(t.scale) for t in outputs],
         [int(t.zero_point) for t in outputs], list(lowered.output_ranks),
         list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level),
+        input_dtypes=[getattr(torch, s.example.dtype) for s in specs],
+        operation_origins=[origin_of(cx.model, cx.origins, k)
+                           for k in range(len(cx.model.operations))],
         input_groups=[list(t.groups) for t in lowered.inputs],
         output_groups=[list(t.groups) for t in outputs])
 

@@ -48,7 +48,8 @@ def run_on_host(module, *inputs: torch.Tensor, relaxed_precision: str = "float32
     raw = [_to_torch(a, model.operands[o].type, model.operands[o].scale,
                      model.operands[o].zero_point)
            for a, o in zip(result.outputs, model.outputs)]
-    outs = list(prog.finish_outputs(raw))
+    dims = prog.output_dimensions(prog.check_inputs(inputs))
+    outs = list(prog.finish_outputs(raw, dims))
     returned = _shape_like_forward(module, outs)
     return (returned, result.timings) if profile else returned
 
