@@ -10,6 +10,11 @@ node's output value (or a tuple of them), emitting NNAPI operations through ``cx
 In-place variants (``aten::relu_``) share the function: the converter rebinds the mutated
 input to the result, so later readers of the input see the new value.
 
+A lowering registered with ``any_rank=True`` handles tensors of any rank, held in operands
+whose dimensions may merge several PyTorch dimensions (``TensorValue.groups``, merged.py);
+the driver hands the others operands with one dimension per PyTorch dimension, and reports a
+tensor of rank above 4 reaching them as unsupported.
+
 The registry is introspectable (``supported_ops()``): source op -> NNAPI ops, family, notes,
 which is what the README's tables are generated from.
 """
