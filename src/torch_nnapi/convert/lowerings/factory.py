@@ -34,6 +34,9 @@ def _filled(cx: Converter, size, value, dtype: torch.dtype):
         raise Unsupported("a fill value computed by the model")
     value = value.item() if isinstance(value, torch.Tensor) else value
     size = [size] if isinstance(size, (int, Sym)) else list(size)
+    if not all(isinstance(d, (int, Sym)) and not isinstance(d, bool) for d in size):
+        raise Unsupported("a size computed by the model (only sizes known at conversion or"
+                          " load time)")
     if not any(isinstance(d, Sym) for d in size):
         return torch.full([int(d) for d in size], value, dtype=dtype)
     if len(size) > 4:
