@@ -97,6 +97,5 @@ def test_small_maxvit():
     check_float_model(nontrivial_weights(model), 32, None)
 
 
-@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v3_small"])
-def test_small_inputs_of_convolutional_models(name):
-    check_float_model(build(name), 32, (48, 40))
+def test_resnet18_with_flexible_height_and_width():
+    check_float_model(build("resnet18"), 32, (48, 40))
