@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 
 from tests.convert.harness import assert_close, convert, run
-from torch_nnapi.convert.capture import capture
+from torch_nnapi.convert.capture import capture_script
 
 TOLERANCE = 1e-4  # relative to the output's magnitude, as the issue asks of real models
 
@@ -52,15 +52,15 @@ def check_float_model(model: nn.Module, size: int, other: tuple[int, int] | None
     seconds and the worst errors."""
     torch.manual_seed(0)
     x = torch.randn(1, 3, size, size)
-    graph = capture(model, (x,))  # both conversions lower the one captured graph
-    static = convert(graph, (x,), nhwc=False)
+    captured = capture_script(model, (x,))  # both conversions lower one captured graph
+    static = convert(captured, (x,), nhwc=False)
     results = {"seconds": static.seconds,
                "nchw": compare(static.module, model, x, "output (NCHW)")}
     if other is None:
-        flexible = convert(graph, (x,), nhwc=True)
+        flexible = convert(captured, (x,), nhwc=True)
         results["nhwc"] = compare(flexible.module, model, x, "output (NHWC)")
         return results
-    flexible = convert(graph, (x,), nhwc=True, flexible={0: [2, 3]})
+    flexible = convert(captured, (x,), nhwc=True, flexible={0: [2, 3]})
     results["nhwc"] = compare(flexible.module, model, x, "output (NHWC, flexible)")
     y = torch.randn(1, 3, *other)
     results["flexible"] = compare(flexible.module, model, y,
