@@ -209,14 +209,14 @@ def _adaptive_avg_matrices(cx: Converter, x: TensorValue, oh: int, ow: int) -> T
 
 
 def _adaptive_windows_at_load(cx: Converter, x: TensorValue, oh: int, ow: int,
-                              is_max: bool) -> TensorValue:
+                              is_max: bool) -> TensorValue | tuple[TensorValue, None]:
     """Adaptive pooling of flexible sizes: PyTorch's windows are all alike (size and stride
     in // out) when the input size is a multiple of the output size, which the model then
     requires (checked when it is loaded); the window is computed at load time."""
     n, c, h, w = x.shape
-    for size, out, name in ((h, oh, "height"), (w, ow, "width")):
-        cx.guard(size % out, 0, f"adaptive pooling to {oh}x{ow} needs the {name} of its input"
-                 f" to be a multiple of {out}")
+    for size, target, name in ((h, oh, "height"), (w, ow, "width")):
+        cx.guard(size % target, 0, f"adaptive pooling to {oh}x{ow} needs the {name} of its"
+                 f" input to be a multiple of {target}")
     kh, kw = h // oh, w // ow
     g, nchw = spatial_input(cx, x)
     zero = cx.i32(0)

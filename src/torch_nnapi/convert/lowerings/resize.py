@@ -194,8 +194,9 @@ def _resize_bilinear(cx: Converter, x: TensorValue, sizes, corners: bool) -> Ten
     same for the integer factors _sizes_and_scales lets through."""
     n, c = x.shape[:2]
     oh, ow = sizes
-    factors = [_integer_factor(x.shape[2], oh), _integer_factor(x.shape[3], ow)]
-    if not corners and None not in factors:
+    fh, fw = _integer_factor(x.shape[2], oh), _integer_factor(x.shape[3], ow)
+    if not corners and fh is not None and fw is not None:
+        factors = [fh, fw]
         return in_float(cx, x, lambda f: _upsample_by_integers(cx, f, factors))
 
     def compute(f):
