@@ -23,11 +23,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "2"
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 from functools import partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -35,6 +33,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._timing import median_time, torch_runtime_available  # noqa: E402
 from tests.convert import zoo  # noqa: E402
 from torch_nnapi.convert.api import Conversion, convert_with_details  # noqa: E402
 from torch_nnapi.convert.host import run_on_host  # noqa: E402
@@ -62,15 +61,6 @@ MODELS = {
 }
 
 
-def _median_time(fn: Callable[[], object], runs: int) -> float:
-    fn()  # warm up (and, for a converted module, compile)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
 
 def _prototype(model: torch.nn.Module, x: torch.Tensor) -> float | None:
     from torch.backends._nnapi.prepare import convert_model_to_nnapi
@@ -92,14 +82,6 @@ def _ours(model: torch.nn.Module, x: torch.Tensor) -> tuple[float, Conversion]:
     return seconds, conversion
 
 
-def _torch_runtime() -> bool:
-    try:
-        import torch_nnapi
-
-        return os.path.exists(torch_nnapi.library_path())
-    except Exception:  # noqa: BLE001
-        return False
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -109,7 +91,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(THREADS)
     warnings.simplefilter("ignore")
-    through_torch = _torch_runtime()
+    through_torch = torch_runtime_available()
     backend = "torch NNAPI runtime + libneuralnetworks.so" if through_torch else "host runtime"
     print(f"images 1x3x{args.size}x{args.size}, tokens 1x{min(args.size, 32)}, {THREADS} threads,"
           f" converted models run on the {backend}")
@@ -135,11 +117,11 @@ def main() -> int:
         proto = _prototype(model, x)
         module = conversion.module
         with torch.no_grad():
-            eager = _median_time(partial(model, x), args.runs)
+            eager = median_time(partial(model, x), args.runs)
         if through_torch:
-            latency = _median_time(partial(module, x), args.runs)
+            latency = median_time(partial(module, x), args.runs)
         else:
-            latency = _median_time(partial(run_on_host, module, x), args.runs)
+            latency = median_time(partial(run_on_host, module, x), args.runs)
         ratio = f"{ours / proto:6.2f}" if proto else "     -"
         if proto and ours > proto:
             slower.append(name)

@@ -18,11 +18,9 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "2"
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
@@ -30,6 +28,7 @@ from torch import nn  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._timing import median_time, torch_runtime_available  # noqa: E402
 from tests.convert import zoo  # noqa: E402
 from torch_nnapi.convert.api import Conversion, convert_with_details  # noqa: E402
 from torch_nnapi.convert.check import quantized_engine  # noqa: E402
@@ -79,26 +78,6 @@ def _quantized() -> list[Case]:
 FAMILIES = {"recurrent": _recurrent, "quantized": _quantized}
 
 
-def _median_time(fn: Callable[[], object], runs: int) -> float:
-    # Warm up: a converted module compiles on its first call; PyTorch's oneDNN recurrent
-    # kernels take seconds on each of their first four or so calls.
-    for _ in range(10):
-        fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def _torch_runtime() -> bool:
-    try:
-        import torch_nnapi
-
-        return os.path.exists(torch_nnapi.library_path())
-    except Exception:  # noqa: BLE001
-        return False
 
 
 def _latencies(model: nn.Module, module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...],
@@ -106,10 +85,10 @@ def _latencies(model: nn.Module, module: torch.jit.ScriptModule, inputs: tuple[t
     """Median seconds of eager PyTorch and of the converted module (through PyTorch's NNAPI
     runtime when it loads, else on the host runtime)."""
     with torch.no_grad():
-        eager = _median_time(lambda: model(*inputs), runs)
+        eager = median_time(lambda: model(*inputs), runs, warmup=10)
     if through_torch:
-        return eager, _median_time(lambda: module(*inputs), runs)
-    return eager, _median_time(lambda: run_on_host(module, *inputs), runs)
+        return eager, median_time(lambda: module(*inputs), runs, warmup=10)
+    return eager, median_time(lambda: run_on_host(module, *inputs), runs, warmup=10)
 
 
 def main() -> int:
@@ -119,7 +98,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(THREADS)
     warnings.simplefilter("ignore")
-    through_torch = _torch_runtime()
+    through_torch = torch_runtime_available()
     print(f"{THREADS} threads; converted models run on the"
           f" {'torch NNAPI runtime + libneuralnetworks.so' if through_torch else 'host runtime'}")
     header = (f"{'family':10} {'model':44} {'ops':>5} {'convert s':>10} {'eager ms':>9}"

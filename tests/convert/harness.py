@@ -63,8 +63,10 @@ def as_list(out):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def assert_close(actual, expected, what: str = "output") -> float:
-    """Float within 1e-5 of the output's magnitude; quantized within one quantum."""
+def assert_close(actual, expected, what: str = "output",
+                 tolerance: float = FLOAT_TOLERANCE) -> float:
+    """Float within ``tolerance`` (1e-5) of the output's magnitude; quantized within one
+    quantum."""
     worst = 0.0
     actual, expected = as_list(actual), as_list(expected)
     assert len(actual) == len(expected), f"{len(actual)} outputs, expected {len(expected)}"
@@ -87,7 +89,7 @@ def assert_close(actual, expected, what: str = "output") -> float:
             continue
         scale = max(e.abs().max().item(), 1e-30)
         err = (a.float() - e.float()).abs().max().item() / scale
-        assert err <= FLOAT_TOLERANCE, f"{what} {i}: relative error {err:.3g}"
+        assert err <= tolerance, f"{what} {i}: relative error {err:.3g}"
         worst = max(worst, err)
     return worst
 

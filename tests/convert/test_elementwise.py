@@ -74,3 +74,21 @@ def test_remainder():
 def test_dtype_conversions():
     check(Fn(lambda x: (x * 3).to(torch.int32).float() + x.to(torch.float32)), torch.randn(3, 4))
     check(Fn(lambda x, y: x.type_as(y) * y), (torch.randint(0, 5, (3, 4)), torch.randn(3, 4)))
+
+
+def test_bool_conversions_and_bitwise_logic_on_bools():
+    torch.manual_seed(0)
+    check(Fn(lambda x: (x * 3).long().bool().float() + 1), torch.randn(3, 4))
+    check(Fn(lambda t: ((t.bool() & (t > 1)) | (t == 0)).float()), torch.randint(0, 3, (3, 4)))
+
+
+def test_where_broadcasts_its_operands():
+    torch.manual_seed(0)
+    check(Fn(lambda x, y: torch.where(y > 0, x, -1.0)), (torch.randn(3, 4), torch.randn(4)))
+
+
+def test_division_by_a_computed_power_of_two_scale():
+    # x / (d // h) ** 0.5 with d taken from the shape: a 0-dim divisor (it used to crash)
+    conversion, _ = check(Fn(lambda x: x / (x.size(-1) // 4) ** 0.5), torch.randn(2, 64))
+    assert nnapi_ops(conversion) == ["MUL"]
+    check(Fn(lambda x: x / (x.size(-1) // 4) ** 0.5), torch.randn(2, 36))

@@ -11,7 +11,7 @@ from torch_nnapi.convert.api import convert_with_details
 from torch_nnapi.convert.errors import ConversionError
 
 from . import zoo
-from .harness import LAYOUTS, check, convert, run
+from .harness import LAYOUTS, check, convert, nnapi_ops, run
 
 SHAPES = [(1, 3, 32, 32), (2, 3, 48, 40), (1, 3, 17, 23)]
 
@@ -84,7 +84,79 @@ def test_static_dimensions_stay_checked():
 def test_what_flexible_dimensions_cannot_do_is_reported():
     class Bilinear(nn.Module):
         def forward(self, x):
-            return F.interpolate(x, scale_factor=2, mode="bilinear")
+            return F.interpolate(x, scale_factor=1.5, mode="bilinear")
 
-    with pytest.raises(ConversionError, match="flexible input dimension"):
+    with pytest.raises(ConversionError, match="non-integer scale factor"):
         convert_with_details(Bilinear(), torch.randn(1, 2, 8, 8), flexible={0: [2, 3]})
+
+
+TWO_SIZES = [torch.randn(1, 3, 5, 6), torch.randn(1, 3, 7, 4)]
+
+
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+@pytest.mark.parametrize("corners", [False, True])
+def test_bilinear_upsampling_to_load_time_sizes(nhwc, corners):
+    class Upsample(nn.Module):
+        def forward(self, x):
+            return F.interpolate(x, size=(x.shape[2] * 3 + 1, x.shape[3] * 2), mode="bilinear",
+                                 align_corners=corners)
+
+    conversion, _ = check(Upsample(), TWO_SIZES[0], nhwc=nhwc, flexible={0: [2, 3]},
+                          run_inputs=TWO_SIZES)
+    # PyTorch's pixel centres (or corners) need Android 11's flags on RESIZE_BILINEAR
+    assert nnapi_ops(conversion) == ["RESIZE_BILINEAR"] and conversion.feature_level == 4
+
+
+def test_bilinear_upsampling_of_a_pooled_pixel_is_a_tile():
+    class Pyramid(nn.Module):  # DeepLabV3's image pooling branch
+        def forward(self, x):
+            pooled = F.adaptive_avg_pool2d(x, 1)
+            return F.interpolate(pooled, size=x.shape[-2:], mode="bilinear") + x
+
+    conversion, _ = check(Pyramid(), TWO_SIZES[0], nhwc=True, flexible={0: [2, 3]},
+                          run_inputs=TWO_SIZES)
+    assert "TILE" in nnapi_ops(conversion) and conversion.feature_level <= 3
+
+
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+def test_nearest_upsampling_to_a_load_time_size(nhwc):
+    class Nearest(nn.Module):
+        def forward(self, x, like):
+            return F.interpolate(x, size=like.shape[-2:], mode="nearest")
+
+    shapes = [(torch.randn(1, 3, 5, 6), torch.randn(1, 1, 13, 17)),
+              (torch.randn(1, 3, 7, 4), torch.randn(1, 1, 29, 9))]
+    conversion, _ = check(Nearest(), shapes[0], nhwc=[nhwc, False],
+                          flexible={0: [2, 3], 1: [2, 3]}, run_inputs=shapes)
+    assert nnapi_ops(conversion) == ["RESIZE_NEAREST_NEIGHBOR"]
+
+
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+def test_adaptive_pooling_windows_are_computed_at_load_time(nhwc):
+    class Pools(nn.Module):
+        def forward(self, x):
+            return F.adaptive_avg_pool2d(x, (7, 7)), F.adaptive_max_pool2d(x, (7, 7))
+
+    sizes = [torch.randn(1, 3, 14, 21), torch.randn(1, 3, 28, 7)]
+    conversion, _ = check(Pools(), sizes[0], nhwc=nhwc, flexible={0: [2, 3]},
+                          run_inputs=sizes)
+    with pytest.raises(Exception, match="multiple of 7"):
+        run(conversion.module, (torch.randn(1, 3, 15, 21),))
+
+
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+@pytest.mark.parametrize("factors", [(2, 2), (3, 4), (1, 3), (5, 2)])
+def test_bilinear_upsampling_by_integer_factors_stays_below_level_4(nhwc, factors):
+    class Upsample(nn.Module):
+        def forward(self, x):
+            return F.interpolate(x, scale_factor=factors, mode="bilinear")
+
+    class Sized(nn.Module):  # the same by an explicit size
+        def forward(self, x):
+            return F.interpolate(x, size=(x.shape[2] * factors[0], x.shape[3] * factors[1]),
+                                 mode="bilinear")
+
+    for model in (Upsample(), Sized()):
+        conversion, _ = check(model, TWO_SIZES[0], nhwc=nhwc, flexible={0: [2, 3]},
+                              run_inputs=TWO_SIZES)
+        assert conversion.feature_level <= 3

@@ -36,3 +36,16 @@ REDUCTIONS = {
 def test_reduction(name, nhwc):
     torch.manual_seed(0)
     check(Fn(REDUCTIONS[name]), torch.randn(2, 3, 4, 5), nhwc=nhwc)
+
+
+@pytest.mark.parametrize("norm", [
+    lambda x: torch.linalg.vector_norm(x, dim=-1, keepdim=True),
+    lambda x: torch.nn.functional.normalize(x, dim=-1),
+    lambda x: x.norm(1, dim=1),
+    lambda x: torch.linalg.vector_norm(x, float("inf")).reshape(1),
+    lambda x: torch.linalg.vector_norm(x, float("-inf"), dim=0),
+    lambda x: torch.linalg.vector_norm(x, 3, dim=(0, 2)),
+], ids=["l2", "normalize", "l1", "max", "min", "l3"])
+def test_vector_norms(norm):
+    torch.manual_seed(0)
+    check(Fn(norm), torch.randn(2, 3, 8))

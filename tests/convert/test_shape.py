@@ -76,12 +76,12 @@ def test_cat_of_mixed_layouts_and_constants():
     check(M(), (torch.randn(1, 3, 4, 5), torch.randn(1, 1, 4, 5)), nhwc=[True, False])
 
 
-def test_five_dimensional_tensors_are_reported():
+def test_five_dimensional_tensors_an_operation_cannot_take_are_reported():
     from torch_nnapi.convert.api import convert_with_details
     from torch_nnapi.convert.errors import ConversionError
 
     with pytest.raises(ConversionError, match="at most 4 dimensions"):
-        convert_with_details(Fn(lambda x: x.unsqueeze(0) * 2), torch.randn(2, 3, 4, 5))
+        convert_with_details(Fn(lambda x: x.unsqueeze(0).flip(1)), torch.randn(2, 3, 4, 5))
 
 
 def test_stack_of_traced_sizes_is_a_constant():
@@ -95,3 +95,10 @@ def test_stack_of_traced_sizes_is_a_constant():
 
     conversion, _ = check(Fn(scale_by_largest_size), torch.randn(2, 3))
     assert nnapi_ops(conversion) == ["MUL"]
+
+
+def test_roll():
+    torch.manual_seed(0)
+    check(Fn(lambda x: torch.roll(x, shifts=(-2, 3), dims=(1, 2))), torch.randn(1, 8, 8, 5))
+    check(Fn(lambda x: torch.roll(x, 3)), torch.randn(4, 5))
+    check(Fn(lambda x: torch.roll(x, 1, 1)), torch.randn(1, 3, 4, 5), nhwc=True)

@@ -13,7 +13,7 @@ import torch
 from ..nnapi.codes import FeatureLevel, PreferenceCode
 from ..nnapi.model import Model
 from . import layout as lay
-from .capture import as_example_tuple, capture_script
+from .capture import Captured, as_example_tuple, capture_script
 from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
 from .fallback_partition import FallbackPolicy
 from .levels import above, model_requirements, operation_levels, origin_of
@@ -85,7 +85,9 @@ def convert_with_details(
     min_region_size: int = 1,
     max_regions: Optional[int] = None,
 ) -> Union[Conversion, "PartitionedConversion"]:
-    """Converts ``model`` and returns the module with the NNAPI model behind it.
+    """Converts ``model`` and returns the module with the NNAPI model behind it. ``model``
+    may also be what :func:`~torch_nnapi.convert.capture.capture_script` made of it for
+    these example inputs (to convert one model several ways without capturing it again).
 
     - ``nhwc``: per input (or one value for all 4-D inputs): True hands the input to NNAPI
       channels-last (the module still takes it NCHW, as usual, and permutes it), which
@@ -128,7 +130,7 @@ def convert_with_details(
         raise ValueError("fallback_ops, min_region_size and max_regions need fallback=True")
     policy = FallbackPolicy(frozenset(fallback_ops), int(min_region_size),
                             None if max_regions is None else int(max_regions), target_level)
-    captured = capture_script(model, examples)
+    captured = model if isinstance(model, Captured) else capture_script(model, examples)
     choices, flex = _nhwc_choices(examples, nhwc), _flexible_dims(examples, flexible)
     try:
         if fallback and _denied_kinds(captured.graph, policy):
@@ -309,7 +311,9 @@ def nnapi_program(lowered: Lowered, serialized: SerializedModel, preference: int
         list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level),
         input_dtypes=[getattr(torch, s.example.dtype) for s in specs],
         operation_origins=[origin_of(cx.model, cx.origins, k)
-                           for k in range(len(cx.model.operations))])
+                           for k in range(len(cx.model.operations))],
+        input_groups=[list(t.groups) for t in lowered.inputs],
+        output_groups=[list(t.groups) for t in outputs])
 
 
 def _input_cast(t: TensorValue, spec) -> int:
@@ -321,7 +325,8 @@ def _input_cast(t: TensorValue, spec) -> int:
 
 
 def _output_nnapi_shape(t: TensorValue):
-    return t.nnapi_shape
+    """Every stored dimension (the wrapper merges the runs of ``t.groups`` itself)."""
+    return lay.apply(t.layout, t.shape)
 
 
 def _override_shape(t: TensorValue, shape, computed, index):

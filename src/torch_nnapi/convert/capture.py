@@ -14,6 +14,7 @@ shape computation into an error naming the node instead of a wrong answer on a p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import warnings
@@ -114,7 +115,7 @@ def freeze(model, example_inputs: tuple) -> torch.jit.ScriptModule:
         script = model
     elif isinstance(model, torch.nn.Module):
         model = model.eval()
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _without_fused_attention():
             warnings.simplefilter("ignore", torch.jit.TracerWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
             script = torch.jit.trace(model, example_inputs, check_trace=False)
@@ -127,6 +128,23 @@ def freeze(model, example_inputs: tuple) -> torch.jit.ScriptModule:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         return torch.jit.freeze(script)
+
+
+@contextlib.contextmanager
+def _without_fused_attention():
+    """Traces nn.MultiheadAttention and nn.TransformerEncoderLayer through their composed
+    path (the same arithmetic) rather than their inference fast path, a single fused op
+    (``aten::_transformer_encoder_layer_fwd``) taken when no parameter needs gradients."""
+    mha = getattr(torch.backends, "mha", None)
+    if mha is None or not hasattr(mha, "set_fastpath_enabled"):
+        yield
+        return
+    enabled = mha.get_fastpath_enabled()
+    mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        mha.set_fastpath_enabled(enabled)
 
 
 def _is_frozen(script) -> bool:
@@ -416,7 +434,9 @@ def _run_probe(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool
     g.eraseInput(0)
     try:
         fn = torch._C._create_function_from_graph("torch_nnapi_probe", g)
-        with torch.no_grad():
+        # one run in the plain interpreter: the JIT's optimizing passes would cost far more
+        # than they save on a graph run once (seconds on large models)
+        with torch.no_grad(), torch.jit.optimized_execution(False):
             results = fn(*[x.clone() for x in examples])
     except Exception:  # noqa: BLE001 - the graph does not run on these inputs
         return None

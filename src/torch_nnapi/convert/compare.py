@@ -33,6 +33,7 @@ from ..runtime import Compilation
 from . import layout as lay
 from .api import lower_graph
 from .capture import as_example_tuple, capture
+from .symbolic import hints
 from .values import TensorValue
 
 
@@ -107,7 +108,10 @@ def _nnapi_array(x: torch.Tensor, t: TensorValue) -> np.ndarray:
     a = x.int_repr().numpy() if x.is_quantized else x.detach().numpy()
     if t.dtype == "int64":
         a = a.astype(np.int32)
-    return np.ascontiguousarray(np.transpose(a, t.layout)) if a.ndim else a
+    if not a.ndim:
+        return a
+    # merged dimensions (tensors of rank above 4) as the operand's
+    return np.ascontiguousarray(np.transpose(a, t.layout)).reshape(hints(t.nnapi_shape))
 
 
 def _references(compared, model, source: str = "tensor") -> dict[int, np.ndarray]:
@@ -133,7 +137,10 @@ def _references(compared, model, source: str = "tensor") -> dict[int, np.ndarray
 
 
 def _as_pytorch(got: np.ndarray, t: TensorValue) -> np.ndarray:
-    return np.transpose(got, lay.inverse(t.layout)) if t.rank else got.reshape(())
+    if not t.rank:
+        return got.reshape(())
+    stored = got.reshape(hints(lay.apply(t.layout, t.shape)))  # merged dimensions split
+    return np.transpose(stored, lay.inverse(t.layout))
 
 
 def _reference_array(x: torch.Tensor) -> np.ndarray:

@@ -27,6 +27,7 @@ from ..nnapi.signatures import signature_of
 from . import layout as lay
 from .binding import Named, Slot, bind, trimmed_length
 from .errors import ConverterBug, Unsupported
+from .merged import default_groups, is_one, reshape_merged, same_dim, transpose_merged
 from .symbolic import Sym, SymInt, hint
 from .values import NNAPI_TYPE_OF, TensorValue, dtype_name
 
@@ -85,6 +86,8 @@ class Converter:
         self.fused_activations: dict[int, object] = {}
         self._scalars: dict[tuple, int] = {}
         self._constants: dict[tuple, TensorValue] = {}
+        # (operand, NNAPI dims) -> the operand a RESHAPE made of it (merged views, reused)
+        self.regrouped: dict[tuple, int] = {}
 
     def allows(self, level: int) -> bool:
         """Whether a lowering may use an operation (or form) of feature level ``level``
@@ -95,8 +98,10 @@ class Converter:
 
     def new_tensor(self, shape: Sequence[SymInt], dtype: str,
                    layout: Optional[lay.Layout] = None, scale: float = 0.0,
-                   zero_point: int = 0) -> TensorValue:
-        """A fresh tensor operand with PyTorch shape ``shape`` stored in ``layout``."""
+                   zero_point: int = 0, groups: Sequence[int] = ()) -> TensorValue:
+        """A fresh tensor operand with PyTorch shape ``shape`` stored in ``layout``, its
+        NNAPI dimensions merging the runs ``groups`` of that order (layout.py); a tensor of
+        rank above 4 without ``groups`` gets :func:`default_groups`."""
         shape = tuple(shape)
         layout = tuple(layout) if layout is not None else lay.identity(len(shape))
         if len(layout) != len(shape):
@@ -105,44 +110,54 @@ class Converter:
             if not isinstance(d, Sym) and int(d) <= 0:
                 raise Unsupported(f"tensors with a dimension of size {d} cannot be expressed"
                                   " in NNAPI")
-        if len(shape) > 4:
+        if not groups and len(shape) > 4:
+            groups = default_groups(lay.apply(layout, shape))
+        groups = lay.normalize_groups(groups, len(shape)) if groups else ()
+        nshape = lay.merged_shape(layout, groups, shape) if groups else lay.apply(layout, shape)
+        if len(nshape) > 4:
             raise Unsupported(f"NNAPI tensors have at most 4 dimensions, this one would have"
-                              f" shape {[hint(d) for d in shape]}")
-        nshape = lay.apply(layout, shape)
+                              f" shape {[hint(d) for d in nshape]}")
         if dtype not in NNAPI_TYPE_OF:
             raise Unsupported(f"dtype {dtype} has no NNAPI equivalent")
         dims = tuple(0 if isinstance(d, Sym) else int(d) for d in nshape)
         index = self.model.add_operand(NNAPI_TYPE_OF[dtype], dims, scale, zero_point)
         if any(isinstance(d, Sym) for d in nshape):
             self.sym_dims[index] = tuple(nshape)
-        return TensorValue(index, shape, dtype, layout, float(scale), int(zero_point))
+        return TensorValue(index, shape, dtype, layout, float(scale), int(zero_point), groups)
 
     def constant(self, array, dtype: str, *, scale: float = 0.0, zero_point: int = 0,
                  layout: Optional[lay.Layout] = None, nnapi_type: OperandType | None = None,
-                 ) -> TensorValue:
-        """A constant tensor operand from ``array`` (PyTorch order), stored in ``layout``."""
+                 groups: Sequence[int] = ()) -> TensorValue:
+        """A constant tensor operand from ``array`` (PyTorch order), stored in ``layout``
+        (its dimensions merging the runs ``groups`` of that order)."""
         array = np.asarray(array)
         shape = tuple(array.shape)
         layout = tuple(layout) if layout is not None else lay.identity(len(shape))
+        if not groups and len(shape) > 4:
+            groups = default_groups(lay.apply(layout, shape))
+        groups = lay.normalize_groups(groups, len(shape)) if groups else ()
         stored = np.ascontiguousarray(np.transpose(array, layout) if shape else array.reshape(1))
+        if groups:
+            stored = stored.reshape(lay.merged_shape(layout, groups, shape))
         op_type = nnapi_type if nnapi_type is not None else NNAPI_TYPE_OF[dtype]
         stored = stored.astype(_np_dtype(op_type), copy=False)
         key = None
         if stored.nbytes <= _SMALL_CONSTANT_BYTES:
-            key = (op_type, dtype, stored.shape, float(scale), int(zero_point), layout,
+            key = (op_type, dtype, shape, float(scale), int(zero_point), layout, groups,
                    hashlib.sha1(stored.tobytes()).hexdigest())
             found = self._constants.get(key)
             if found is not None:
                 return found
         index = self.model.add_operand(op_type, stored.shape, scale, zero_point)
         self.model.set_operand_value(index, stored, copy=False)
-        value = TensorValue(index, shape, dtype, layout, float(scale), int(zero_point))
+        value = TensorValue(index, shape, dtype, layout, float(scale), int(zero_point), groups)
         if key is not None:
             self._constants[key] = value
         return value
 
     def torch_constant(self, t: torch.Tensor, dtype: Optional[str] = None,
-                       layout: Optional[lay.Layout] = None) -> TensorValue:
+                       layout: Optional[lay.Layout] = None, groups: Sequence[int] = ()
+                       ) -> TensorValue:
         """A constant operand holding a PyTorch tensor (converted to ``dtype`` if given)."""
         if t.is_quantized:
             if t.qscheme() not in (torch.per_tensor_affine, torch.per_tensor_symmetric) \
@@ -150,21 +165,21 @@ class Converter:
                 raise Unsupported(f"constant quantized tensors of type {t.dtype} with"
                                   f" {t.qscheme()} are not supported here")
             return self.constant(t.int_repr().numpy(), "quint8", scale=t.q_scale(),
-                                 zero_point=t.q_zero_point(), layout=layout)
+                                 zero_point=t.q_zero_point(), layout=layout, groups=groups)
         target = dtype or _constant_dtype(t)
         array = t.detach().to(_torch_dtype(target)).contiguous().numpy()
         if target == "int64":
             if array.size and (array.min() < -2**31 or array.max() >= 2**31):
                 raise Unsupported("an int64 constant does not fit NNAPI's int32")
             array = array.astype(np.int32)
-        return self.constant(array, target, layout=layout)
+        return self.constant(array, target, layout=layout, groups=groups)
 
     # The value types FILL makes, and the scalar type of its value for each.
     _FILL_VALUES = {"float32": OperandType.FLOAT32, "float16": OperandType.FLOAT16,
                     "int32": OperandType.INT32, "int64": OperandType.INT32}
 
-    def _fill(self, t: torch.Tensor, dtype: Optional[str],
-              layout: Optional[lay.Layout]) -> Optional[TensorValue]:
+    def _fill(self, t: torch.Tensor, dtype: Optional[str], layout: Optional[lay.Layout],
+              groups: Sequence[int] = ()) -> Optional[TensorValue]:
         """A FILL (feature level 4, when allowed) in place of a constant that is large (more
         than NNAPI copies into a model, MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES bytes) and holds
         one value: the model then carries a shape and the value instead of every element.
@@ -185,7 +200,7 @@ class Converter:
             if not -2**31 <= int(value) < 2**31:
                 return None
             value = int(value)
-        out = self.new_tensor(tuple(t.shape), target, layout)
+        out = self.new_tensor(tuple(t.shape), target, layout, groups=groups)
         shape = self.int_vector(self.model.operands[out.operand].dimensions)
         self.operation(Op.FILL, dict(shape=shape, value=self.scalar(scalar_type, value)),
                        {"output": out})
@@ -322,17 +337,20 @@ class Converter:
 
     def emit(self, op: OperationType, inputs: Named[OperandRef], shape: Sequence[SymInt],
              dtype: str, layout: Optional[lay.Layout] = None, scale: float = 0.0,
-             zero_point: int = 0) -> TensorValue:
+             zero_point: int = 0, groups: Sequence[int] = ()) -> TensorValue:
         """Adds an operation with one output (named ``output``) and returns that output."""
-        out = self.new_tensor(shape, dtype, layout, scale, zero_point)
+        out = self.new_tensor(shape, dtype, layout, scale, zero_point, groups)
         self.operation(op, inputs, {"output": out})
         return out
 
     def emit_like(self, op: OperationType, inputs: Named[OperandRef],
                   like: TensorValue, shape: Optional[Sequence[SymInt]] = None) -> TensorValue:
-        """One-output operation whose output has ``like``'s dtype, layout and quantization."""
+        """One-output operation whose output has ``like``'s dtype, layout and quantization
+        (and merged dimensions, when the shape is the same)."""
+        same = shape is None or tuple(shape) == tuple(like.shape)
         return self.emit(op, inputs, like.shape if shape is None else shape, like.dtype,
-                         like.layout, like.scale, like.zero_point)
+                         like.layout, like.scale, like.zero_point,
+                         like.groups if same else ())
 
     def example(self, output: int = 0):
         """PyTorch's example of the current node's output (shape, dtype, quantization)."""
@@ -361,9 +379,11 @@ class Converter:
                                else None)
             if like is not None and v.dim() < like.rank:
                 v = v.reshape((1,) * (like.rank - v.dim()) + tuple(v.shape))
-            layout = like.layout if like is not None and v.dim() == like.rank else None
-            filled = self._fill(v, target, layout)
-            return filled if filled is not None else self.torch_constant(v, target, layout)
+            layout, groups = ((like.layout, like.groups)
+                              if like is not None and v.dim() == like.rank else (None, ()))
+            filled = self._fill(v, target, layout, groups)
+            return (filled if filled is not None
+                    else self.torch_constant(v, target, layout, groups))
         if is_number(v):
             if isinstance(v, Sym):
                 raise Unsupported(f"{what}: a flexible dimension used as a tensor value")
@@ -371,17 +391,20 @@ class Converter:
                                ("float32" if isinstance(v, float) else "int64"))
             rank = like.rank if like is not None else 1
             return self.constant(np.full((1,) * max(rank, 1), v), target,
-                                 layout=like.layout if like is not None and like.rank else None)
+                                 layout=like.layout if like is not None and like.rank else None,
+                                 groups=like.groups if like is not None else ())
         raise Unsupported(f"{what} must be a tensor, got {type(v).__name__}")
 
     def to_layout(self, t: TensorValue, layout: lay.Layout) -> TensorValue:
         """``t`` with its data in ``layout``: a RESHAPE if only size-1 dims move, else a
-        TRANSPOSE; nothing if it is already there."""
+        TRANSPOSE (several for tensors of rank above 4); nothing if it is already there."""
         layout = tuple(layout)
         if t.layout == layout or t.rank <= 1:
             return t
-        moved = [d for d in t.layout if not _is_one(t.shape[d])]
-        wanted = [d for d in layout if not _is_one(t.shape[d])]
+        if t.groups or t.rank > 4:
+            return transpose_merged(self, t, layout)
+        moved = [d for d in t.layout if not is_one(t.shape[d])]
+        wanted = [d for d in layout if not is_one(t.shape[d])]
         if moved == wanted:
             out = self.new_tensor(t.shape, t.dtype, layout, t.scale, t.zero_point)
             self.operation(Op.RESHAPE, dict(input=t, shape=self.shape_vector(out.nnapi_shape)),
@@ -402,8 +425,11 @@ class Converter:
         return self.int_vector(shape)
 
     def reshape(self, t: TensorValue, shape: Sequence[SymInt]) -> TensorValue:
-        """``t.reshape(shape)`` (PyTorch semantics); the result is contiguous."""
+        """``t.reshape(shape)`` (PyTorch semantics); the result is contiguous. A result of
+        rank above 4 reuses ``t``'s operand when its dimensions are runs of the new shape."""
         shape = tuple(shape)
+        if t.groups or t.rank > 4 or len(shape) > 4:
+            return reshape_merged(self, t, shape)
         if t.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
             return self._reshape_integers(t, shape)
         if not lay.data_order_matches(t.layout, t.shape):
@@ -426,9 +452,9 @@ class Converter:
         if lay.is_identity(t.layout) and t.rank > 0:
             inserted, k = [], 0
             for i, d in enumerate(shape):
-                if k < t.rank and _same_dim(t.shape[k], d):
+                if k < t.rank and same_dim(t.shape[k], d):
                     k += 1
-                elif _is_one(d):
+                elif is_one(d):
                     inserted.append(i)
                 else:
                     break
@@ -448,21 +474,11 @@ class Converter:
     def cast(self, t: TensorValue, dtype: str) -> TensorValue:
         if t.dtype == dtype or NNAPI_TYPE_OF[t.dtype] == NNAPI_TYPE_OF[dtype]:
             return t.with_(dtype=dtype) if t.dtype != dtype else t
-        return self.emit(Op.CAST, dict(input=t), t.shape, dtype, t.layout)
+        return self.emit(Op.CAST, dict(input=t), t.shape, dtype, t.layout, groups=t.groups)
 
 
 def _index(x: OperandRef) -> int:
     return x.operand if isinstance(x, TensorValue) else int(x)
-
-
-def _is_one(d) -> bool:
-    return not isinstance(d, Sym) and int(d) == 1
-
-
-def _same_dim(a, b) -> bool:
-    if isinstance(a, Sym) or isinstance(b, Sym):
-        return isinstance(a, Sym) and a == b
-    return int(a) == int(b)
 
 
 def _np_dtype(op_type: OperandType) -> np.dtype:

@@ -27,6 +27,7 @@ from .capture import ExampleTensor, Graph, Node, Value
 from .context import Converter
 from .errors import ConversionError, ConverterBug, Unsupported, UnsupportedUse
 from .lowerings import lowering_for
+from .merged import ungroup
 from .symbolic import Sym, hint, input_dim
 from .values import TensorValue, dtype_name
 
@@ -100,8 +101,16 @@ class Lowerer:
     def run(self, relax_float32_to_float16: bool = False) -> Lowered:
         patterns.fuse(self.graph)
         self.cx.users = value_readers(self.graph)
-        inputs = [self._add_input(i, v, s) for i, (v, s) in
-                  enumerate(zip(self.graph.inputs, self.specs))]
+        walked = list(self.graph.walk())
+        self._order = {id(n): i for i, n in enumerate(walked)}
+        self._producers = {v: n for n in walked for v in n.outputs}
+        inputs = []
+        for i, (v, s) in enumerate(zip(self.graph.inputs, self.specs)):
+            try:
+                inputs.append(self._add_input(i, v, s))
+            except Unsupported as e:
+                raise ConversionError([UnsupportedUse("input", f"input {i}: {e}",
+                                                      "the model's inputs")]) from None
         self._find_missing_lowerings()
         self._lower_nodes(self.graph.nodes)
         self.unsupported.extend(self._missing.values())
@@ -110,7 +119,8 @@ class Lowerer:
         # PyTorch's NNAPI runtime cannot read back the dimensions of a 0-D output (it passes
         # no array): 0-D results leave NNAPI as [1] and the wrapper makes them 0-D again.
         ranks = [t.rank for t in outputs]
-        outputs = [self.cx.reshape(t, (1,)) if t.rank == 0 else t for t in outputs]
+        outputs = [self.cx.reshape(t, (1,)) if t.rank == 0 else
+                   ungroup(self.cx, t) if t.rank <= 4 else t for t in outputs]
         if self.unsupported:
             raise ConversionError(self.unsupported)
         model = self.cx.model
@@ -186,7 +196,7 @@ class Lowerer:
         if node.kind == "prim::If":
             self._lower_if(node, args)
             return
-        folded = self._fold(node, args)
+        folded = self._fold_steps(node, args) if node.steps else self._fold(node, args)
         if folded is not _NOT_FOLDED:
             self._missing.pop(id(node), None)
             self._bind(node, folded)
@@ -204,6 +214,10 @@ class Lowerer:
             return
         self.cx.node = node
         try:
+            if low.in_place and isinstance(args[0], TensorValue):
+                self._check_not_a_shared_view(node)
+            if not low.any_rank:
+                args = [self._one_dim_each(a) for a in args]
             result = low.fn(self.cx, *args)
         except Unsupported as e:
             self.unsupported.append(UnsupportedUse(node.kind, str(e), node.location))
@@ -216,6 +230,29 @@ class Lowerer:
         self._bind(node, result)
         if low.in_place and node.inputs and isinstance(args[0], TensorValue):
             self.env[node.inputs[0]] = self.env[node.outputs[0]]
+
+    def _check_not_a_shared_view(self, node: Node) -> None:
+        """An in-place op writes through a view (a slice, a reshape...) into the tensor it
+        views in PyTorch; the NNAPI model holds values, not views, so that write is lost
+        when the viewed tensor is read afterwards: refuse rather than answer wrongly."""
+        position = self._order[id(node)]
+        value = node.inputs[0]
+        producer = self._producers.get(value)
+        while producer is not None and producer.kind in _VIEWS:
+            base = producer.inputs[0]
+            if any(reader is None or self._order.get(id(reader), -1) > position
+                   for reader in self.cx.users.get(base, [])):
+                raise Unsupported(f"{node.kind} writes into a view ({producer.kind}) of a"
+                                  " tensor the model reads again afterwards")
+            producer = self._producers.get(base)
+
+    def _one_dim_each(self, a: Any) -> Any:
+        """``a`` with every tensor in an operand of one dimension per PyTorch dimension."""
+        if isinstance(a, TensorValue):
+            return ungroup(self.cx, a)
+        if isinstance(a, (list, tuple)) and any(isinstance(x, TensorValue) for x in a):
+            return type(a)(self._one_dim_each(x) for x in a)
+        return a
 
     def _lower_if(self, node: Node, args: list) -> None:
         cond = args[0]
@@ -251,6 +288,17 @@ class Lowerer:
         except Exception:  # noqa: BLE001 - not foldable: let the lowering handle it
             return _NOT_FOLDED
         return result
+
+    def _fold_steps(self, node: Node, args: list) -> Any:
+        """Evaluates a fused node (patterns.py) step by step when its input is constant."""
+        value, k = args[0], 1
+        for step in node.steps:
+            n = len(step.inputs) - 1
+            value = self._fold(step, [value, *args[k:k + n]])
+            k += n
+            if value is _NOT_FOLDED:
+                return _NOT_FOLDED
+        return value
 
     def _bind(self, node: Node, result: Any) -> None:
         outputs = node.outputs
@@ -358,7 +406,7 @@ class Lowerer:
             if copy.operand != t.operand:
                 return copy
         if t.is_float or t.is_quantized:
-            out = cx.new_tensor(t.shape, t.dtype, t.layout, t.scale, t.zero_point)
+            out = cx.new_tensor(t.shape, t.dtype, t.layout, t.scale, t.zero_point, t.groups)
             cx.operation(Op.RESHAPE,
                          dict(input=t, shape=cx.shape_vector(out.nnapi_shape or (1,))),
                          dict(output=out))
@@ -369,6 +417,14 @@ class Lowerer:
         return [self.env[v] for v in self.graph.inputs if isinstance(self.env.get(v),
                                                                        TensorValue)]
 
+
+# Ops whose result shares memory with their first input in PyTorch.
+_VIEWS = {"aten::slice", "aten::select", "aten::narrow", "aten::view", "aten::reshape",
+          "aten::_reshape_alias", "aten::transpose", "aten::permute", "aten::t",
+          "aten::unsqueeze", "aten::squeeze", "aten::expand", "aten::as_strided",
+          "aten::diagonal", "aten::unflatten", "aten::flatten", "aten::view_as",
+          "aten::alias", "aten::detach", "aten::swapaxes", "aten::movedim",
+          "aten::unfold", "aten::numpy_T", "aten::expand_as", "aten::contiguous"}
 
 # Node kinds handled by the driver itself.
 _STRUCTURAL = {"prim::If"}

@@ -1,10 +1,12 @@
 """Graph patterns lowered as a whole.
 
 ShuffleNet's channel shuffle, ``x.view(n, g, c // g, h, w).transpose(1, 2).contiguous()
-.view(n, c, h, w)``, passes through a 5-D tensor, which NNAPI cannot hold (rank 4 at most),
-yet is exactly one CHANNEL_SHUFFLE. :func:`fuse` replaces such chains (each intermediate
-read only by the next step) by one node whose lowering checks the sizes and emits
-CHANNEL_SHUFFLE, or lowers the original steps one by one when they are something else.
+.view(n, c, h, w)``, passes through a 5-D tensor (which the converter holds in an operand
+merging dimensions, layout.py), yet is exactly one CHANNEL_SHUFFLE. :func:`fuse` replaces
+such chains (each intermediate read only by the next step) by one node whose lowering
+checks the sizes and emits CHANNEL_SHUFFLE, or lowers the original steps one by one when
+they are something else (Swin's and MaxViT's window partitions); a chain of constants is
+folded step by step.
 """
 
 from __future__ import annotations

@@ -35,7 +35,9 @@ class TensorValue:
     """A tensor of the PyTorch graph, held by NNAPI operand ``operand``.
 
     ``shape`` is PyTorch's (logical) shape, with :class:`Sym` entries for flexible
-    dimensions; ``layout`` says how the NNAPI operand's dimensions are ordered.
+    dimensions; ``layout`` says how the NNAPI operand's dimensions are ordered, and
+    ``groups`` which runs of that order one NNAPI dimension merges (``()``: none; see
+    ``layout.py``), so tensors of any rank live in operands of rank at most 4.
     """
 
     operand: int
@@ -44,6 +46,7 @@ class TensorValue:
     layout: lay.Layout
     scale: float = 0.0
     zero_point: int = 0
+    groups: lay.Groups = ()
 
     @property
     def rank(self) -> int:
@@ -56,7 +59,27 @@ class TensorValue:
     @property
     def nnapi_shape(self) -> tuple[SymInt, ...]:
         """The NNAPI operand's dimensions (() for a 0-D tensor, as NNAPI reductions give)."""
+        if self.groups:
+            return lay.merged_shape(self.layout, self.groups, self.shape)
         return lay.apply(self.layout, self.shape)
+
+    @property
+    def is_grouped(self) -> bool:
+        """True when an NNAPI dimension merges several PyTorch dimensions."""
+        return bool(self.groups)
+
+    def nnapi_axis(self, torch_dim: int) -> int:
+        """The NNAPI axis holding PyTorch dimension ``torch_dim``, which must not be merged
+        with another dimension of size above 1."""
+        position = lay.axis(self.layout, torch_dim)
+        for axis, run in enumerate(lay.group_runs(self.groups, self.rank)):
+            if position in run:
+                others = [self.shape[self.layout[p]] for p in run if p != position]
+                if any(not (isinstance(d, int) and d == 1) for d in others):
+                    raise ValueError(f"dimension {torch_dim} is merged with others in"
+                                     f" NNAPI axis {axis}")
+                return axis
+        raise ValueError(f"dimension {torch_dim} is out of range for rank {self.rank}")
 
     @property
     def is_float(self) -> bool:

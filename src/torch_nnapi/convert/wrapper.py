@@ -27,7 +27,8 @@ import torch
 
 # 2: input_casts may quantize (CAST_QUANTIZE, input_scales/zero_points); 3: the compilation
 # lives in a submodule that saves as nothing, weight and input dtypes are checked, and each
-# operation's PyTorch origin is recorded
+# operation's PyTorch origin is recorded; input_groups/output_groups: NNAPI dimensions merging
+# runs of dimensions (rank above 4), output_shapes give every stored dimension
 FORMAT_VERSION = 3
 
 # output_kinds: how an NNAPI output buffer is allocated and returned
@@ -157,6 +158,8 @@ class NnapiProgram(torch.nn.Module):
     input_dtypes: List[int]
     dtype_names: Dict[int, str]
     operation_origins: List[str]
+    input_groups: List[List[int]]
+    output_groups: List[List[int]]
 
     def __init__(self, ser_model: torch.Tensor, weights: List[torch.Tensor],
                  patch_offsets: List[int], patch_programs: List[List[int]],
@@ -169,7 +172,9 @@ class NnapiProgram(torch.nn.Module):
                  output_zero_points: List[int], output_ranks: List[int],
                  output_map: List[int], compilation_preference: int, relax_f32_to_f16: bool,
                  feature_level: int, *, input_dtypes: Optional[List[torch.dtype]] = None,
-                 operation_origins: Optional[List[str]] = None):
+                 operation_origins: Optional[List[str]] = None,
+                 input_groups: Optional[List[List[int]]] = None,
+                 output_groups: Optional[List[List[int]]] = None):
         super().__init__()
         self.ser_model = ser_model
         self.weights = weights
@@ -193,6 +198,10 @@ class NnapiProgram(torch.nn.Module):
         self.compilation_preference = compilation_preference
         self.relax_f32_to_f16 = relax_f32_to_f16
         self.feature_level = feature_level
+        # per input/output: run lengths of the stored (permuted) dimensions that one NNAPI
+        # dimension merges; [] when each is its own (every tensor of rank <= 4)
+        self.input_groups = input_groups or [[] for _ in input_shapes]
+        self.output_groups = output_groups or [[] for _ in output_shapes]
         self.format_version = FORMAT_VERSION
         self.compiled = CompiledModel()
         self.weight_dtypes = [dtype_code(w.dtype) for w in weights]
@@ -321,9 +330,23 @@ class NnapiProgram(torch.nn.Module):
             model[self.patch_offsets[p]] = value
         return model
 
+    def _merged(self, dims: List[int], groups: List[int]) -> List[int]:
+        """``dims`` with each run of ``groups`` multiplied into one dimension."""
+        if len(groups) == 0:
+            return dims
+        merged: List[int] = []
+        start = 0
+        for g in groups:
+            size = 1
+            for d in range(start, start + g):
+                size = size * dims[d]
+            merged.append(size)
+            start += g
+        return merged
+
     @torch.jit.export
     def output_dimensions(self, shapes: List[List[int]]) -> List[List[int]]:
-        """The NNAPI-order dimensions of each output for these input shapes."""
+        """The stored (permuted, unmerged) dimensions of each output for these shapes."""
         dims: List[List[int]] = []
         for k in range(len(self.output_shapes)):
             dims.append([self._evaluate(p, shapes) for p in self.output_shapes[k]])
@@ -359,7 +382,10 @@ class NnapiProgram(torch.nn.Module):
                                               self.input_zero_points[i], torch.quint8)
             if len(self.input_perms[i]) > 0:
                 x = x.permute(self.input_perms[i])
-            ready.append(x.contiguous())
+            x = x.contiguous()
+            if len(self.input_groups[i]) > 0:
+                x = x.reshape(self._merged(list(x.size()), self.input_groups[i]))
+            ready.append(x)
         return ready
 
     @torch.jit.export
@@ -367,27 +393,33 @@ class NnapiProgram(torch.nn.Module):
         outs: List[torch.Tensor] = []
         for k in range(len(self.output_kinds)):
             kind = self.output_kinds[k]
+            size = self._merged(dims[k], self.output_groups[k])
             if kind == 1:
                 outs.append(torch._empty_affine_quantized(
-                    dims[k], scale=self.output_scales[k],
+                    size, scale=self.output_scales[k],
                     zero_point=self.output_zero_points[k], dtype=torch.quint8))
             elif kind == 2 or kind == 3:
-                outs.append(torch.empty(dims[k], dtype=torch.int32))
+                outs.append(torch.empty(size, dtype=torch.int32))
             elif kind == 4:
-                outs.append(torch.empty(dims[k], dtype=torch.bool))
+                outs.append(torch.empty(size, dtype=torch.bool))
             elif kind == 5:
-                outs.append(torch.empty(dims[k], dtype=torch.float16))
+                outs.append(torch.empty(size, dtype=torch.float16))
             else:
-                outs.append(torch.empty(dims[k], dtype=torch.float32))
+                outs.append(torch.empty(size, dtype=torch.float32))
         return outs
 
     @torch.jit.export
-    def finish_outputs(self, outs: List[torch.Tensor]) -> List[torch.Tensor]:
-        """NNAPI outputs in PyTorch's order, dtype and rank, in the model's return order."""
+    def finish_outputs(self, outs: List[torch.Tensor],
+                       dims: List[List[int]]) -> List[torch.Tensor]:
+        """NNAPI outputs in PyTorch's order, dtype and rank, in the model's return order.
+        ``dims``: the outputs' stored dimensions for the inputs run (output_dimensions),
+        which outputs merging dimensions (rank above 4) are split back into."""
         results: List[torch.Tensor] = []
         for i in range(len(self.output_map)):
             k = self.output_map[i]
             out = outs[k]
+            if len(self.output_groups[k]) > 0:
+                out = out.reshape(dims[k])
             if len(self.output_perms[k]) > 0:
                 out = out.permute(self.output_perms[k])
             if self.output_kinds[k] == 3:
@@ -405,7 +437,7 @@ class NnapiProgram(torch.nn.Module):
         assert comp is not None
         outs = self.allocate_outputs(self.compiled.output_dims)
         comp.run(self.prepare_inputs(args), outs)
-        return self.finish_outputs(outs)
+        return self.finish_outputs(outs, self.compiled.output_dims)
 
 
 def build_module(program: NnapiProgram, input_count: int, returns: str,

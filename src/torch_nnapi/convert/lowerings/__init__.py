@@ -10,6 +10,11 @@ node's output value (or a tuple of them), emitting NNAPI operations through ``cx
 In-place variants (``aten::relu_``) share the function: the converter rebinds the mutated
 input to the result, so later readers of the input see the new value.
 
+A lowering registered with ``any_rank=True`` handles tensors of any rank, held in operands
+whose dimensions may merge several PyTorch dimensions (``TensorValue.groups``, merged.py);
+the driver hands the others operands with one dimension per PyTorch dimension, and reports a
+tensor of rank above 4 reaching them as unsupported.
+
 The registry is introspectable (``supported_ops()``): source op -> NNAPI ops, family, notes,
 which is what the README's tables are generated from.
 """
@@ -31,6 +36,10 @@ class Lowering:
     family: str
     nnapi: tuple[str, ...]  # NNAPI operations this lowering may emit
     notes: str
+    # True: takes tensors of any rank, whose NNAPI operands may merge dimensions
+    # (TensorValue.groups); otherwise the driver hands it operands with one dimension per
+    # PyTorch dimension and reports tensors of rank above 4 as unsupported
+    any_rank: bool = False
 
     @property
     def in_place(self) -> bool:
@@ -46,8 +55,9 @@ def is_in_place(kind: str) -> bool:
 
 
 def lowering(*kinds: str, nnapi: tuple[str, ...] | list[str] = (), notes: str = "",
-             family: str | None = None) -> Callable[[Callable], Callable]:
-    """Registers the decorated function as the lowering of each TorchScript op in ``kinds``."""
+             family: str | None = None, any_rank: bool = False) -> Callable[[Callable], Callable]:
+    """Registers the decorated function as the lowering of each TorchScript op in ``kinds``
+    (``any_rank``: see :class:`Lowering`)."""
     for name in nnapi:
         OperationType[name]  # a typo in an NNAPI operation name fails at import
 
@@ -56,7 +66,7 @@ def lowering(*kinds: str, nnapi: tuple[str, ...] | list[str] = (), notes: str = 
         for kind in kinds:
             if kind in LOWERINGS:
                 raise ValueError(f"{kind} already has a lowering in {LOWERINGS[kind].family}")
-            LOWERINGS[kind] = Lowering(kind, fn, fam, tuple(nnapi), notes)
+            LOWERINGS[kind] = Lowering(kind, fn, fam, tuple(nnapi), notes, any_rank)
         return fn
 
     return wrap

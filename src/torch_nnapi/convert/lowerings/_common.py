@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import torch
 
 from ...nnapi.codes import FuseCode
+from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
 from ..context import Converter, is_number
 from ..errors import Unsupported
-from ..symbolic import Sym, SymInt
+from ..merged import fit, regroup, with_rank
+from ..symbolic import Sym, SymInt, hint, hints
 from ..values import TensorValue, dtype_name
 
 _DUMMY_DTYPES = {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32,
@@ -138,18 +140,152 @@ def align(cx: Converter, v, rank: int, layout: lay.Layout, dtype: str) -> Tensor
     raise Unsupported(f"expected a tensor or a number, got {type(v).__name__}")
 
 
-def broadcast_operands(cx: Converter, values, dtype):
-    """Operands ready for an NNAPI broadcast operation, and the output shape and layout.
-    ``dtype`` is one dtype for all operands or a list with one per operand."""
+class Broadcast(NamedTuple):
+    """Operands ready for an NNAPI broadcast operation, and its output's shape, layout and
+    merged dimensions (TensorValue.groups)."""
+
+    operands: list
+    shape: tuple
+    layout: lay.Layout
+    groups: lay.Groups
+
+
+def broadcast(cx: Converter, values, dtype) -> Broadcast:
+    """Brings ``values`` (model tensors, constants, numbers) to a common shape and layout.
+    ``dtype`` is one dtype for all operands or a list with one per operand. Tensors of
+    rank above 4 work in NNAPI dimensions that merge runs of dimensions each operand
+    either has in full or broadcasts as a whole."""
     shapes = [shape_of(v) for v in values]
     out_shape = broadcast_shapes(*shapes)
     rank = len(out_shape)
-    if rank > 4:
-        raise Unsupported(f"NNAPI broadcasts tensors of rank at most 4, got rank {rank}")
     layout = choose_layout(values, rank)
     dtypes = [dtype] * len(values) if isinstance(dtype, str) else list(dtype)
-    operands = [align(cx, v, rank, layout, d) for v, d in zip(values, dtypes)]
-    return operands, out_shape, layout
+    if rank <= 4 and not any(isinstance(v, TensorValue) and v.groups for v in values):
+        return Broadcast([align(cx, v, rank, layout, d) for v, d in zip(values, dtypes)],
+                         out_shape, layout, ())
+    classes = [None if _unit(n) else tuple(not _unit(_aligned(s, rank)[d]) for s in shapes)
+               for d, n in enumerate(out_shape)]
+    stored = [classes[d] for d in layout]
+    groups = lay.coarsest_groups(stored)
+    for v in values:  # keep a full-size operand's own merging when it fits
+        if isinstance(v, TensorValue) and v.rank == rank and v.layout == layout and \
+                v.groups and lay.groups_respect(v.groups, stored) and len(v.nnapi_shape) <= 4:
+            groups = v.groups
+            break
+    if len(groups) > 4:
+        # full and broadcast dimensions alternate too often: repeat the smaller operands
+        values = [_expanded(cx, v, out_shape) for v in values]
+        return broadcast(cx, values, dtype)
+    groups = lay.normalize_groups(groups, rank)
+    operands = [_align_merged(cx, v, rank, layout, groups, d) for v, d in zip(values, dtypes)]
+    return Broadcast(operands, out_shape, layout, groups)
+
+
+def _expanded(cx: Converter, v, shape: tuple):
+    """``v`` repeated to ``shape`` (TILE for model tensors, at conversion for constants)."""
+    if isinstance(v, TensorValue):
+        v = with_rank(cx, v, len(shape))
+        multiples = [want if _unit(have) else 1 for have, want in zip(v.shape, shape)]
+        return tile(cx, v, multiples, shape)
+    if isinstance(v, torch.Tensor):
+        if any(isinstance(d, Sym) for d in shape):
+            raise Unsupported("broadcasting a constant over flexible dimensions of a tensor"
+                              " of rank above 4")
+        return v.expand(*hints(shape)).contiguous()
+    return v
+
+
+def tile(cx: Converter, x: TensorValue, multiples, shape) -> TensorValue:
+    """TILE of ``x`` by ``multiples`` (per PyTorch dimension) to ``shape``."""
+    if all(not isinstance(m, Sym) and int(m) == 1 for m in multiples):
+        return x
+    if x.groups or x.rank > 4:
+        # merged dimensions either all repeat (then all have size 1) or none does
+        repeated = [not (isinstance(m, int) and m == 1) for m in multiples]
+        try:
+            x = fit(cx, x, ["tiled" if r else None if _unit(n) else "kept"
+                           for r, n in zip(repeated, x.shape)])
+        except Unsupported:  # too many alternations: one repeated dimension at a time
+            for d in [d for d, r in enumerate(repeated) if r]:
+                step = [m if i == d else 1 for i, m in enumerate(multiples)]
+                x = tile(cx, x, step, tuple(n if i == d else x.shape[i]
+                                            for i, n in enumerate(shape)))
+            return x
+    nnapi_multiples = []
+    for run in lay.group_runs(x.groups, x.rank):
+        product: SymInt = 1
+        for position in run:
+            product = product * multiples[x.layout[position]]
+        nnapi_multiples.append(product)
+    return cx.emit(Op.TILE, dict(input=x, multiples=cx.int_vector(nnapi_multiples)), shape,
+                   x.dtype, x.layout, x.scale, x.zero_point, x.groups)
+
+
+def _unit(d) -> bool:
+    return not isinstance(d, Sym) and int(d) == 1
+
+
+def _aligned(shape, rank: int) -> tuple:
+    return (1,) * (rank - len(shape)) + tuple(shape)
+
+
+def _align_merged(cx: Converter, v, rank: int, layout: lay.Layout, groups: lay.Groups,
+                  dtype: str) -> TensorValue:
+    """``v`` stored in ``layout`` in an operand whose dimensions merge ``groups``."""
+    if isinstance(v, TensorValue):
+        if v.dtype != dtype and not v.is_quantized:
+            v = cx.cast(v, dtype)
+        v = cx.to_layout(with_rank(cx, v, rank), layout)
+        return regroup(cx, v, groups)
+    if isinstance(v, torch.Tensor):
+        if v.dim() > rank:
+            raise Unsupported("a constant of higher rank than the result")
+        array = v.detach().reshape(_aligned(tuple(v.shape), rank))
+        return cx.torch_constant(array, dtype, layout, groups)
+    if is_number(v):
+        return cx.tensor(v, like=TensorValue(-1, (1,) * rank, dtype, layout, groups=groups),
+                         dtype=dtype)
+    raise Unsupported(f"expected a tensor or a number, got {type(v).__name__}")
+
+
+def broadcast_operands(cx: Converter, values, dtype):
+    """Operands ready for an NNAPI broadcast operation, and the output shape and layout,
+    for operations on tensors of rank at most 4 (see :func:`broadcast`)."""
+    operands, shape, layout, groups = broadcast(cx, values, dtype)
+    if groups:
+        raise Unsupported(f"NNAPI broadcasts tensors of rank at most 4, got shape"
+                          f" {[hint(d) for d in shape]}")
+    return operands, shape, layout
+
+
+def named_args(cx: Converter, args) -> dict:
+    """The node's inputs by the names of its schema's arguments (defaults filled in), for
+    ops whose overloads take different argument lists (``arange(end)``,
+    ``arange(start, end, step)``)."""
+    if cx.node is None or not cx.node.schema:
+        raise Unsupported("the operator's schema is unknown")
+    schema = torch._C.parse_schema(cx.node.schema)
+    named = {arg.name: value for arg, value in zip(schema.arguments, args)}
+    for arg in schema.arguments[len(args):]:
+        if arg.has_default_value():
+            named[arg.name] = arg.default_value
+    return named
+
+
+def expand_to(cx: Converter, v, shape: tuple, dtype: str) -> TensorValue:
+    """``v`` (model tensor, constant or number) as a model operand of exactly ``shape``:
+    what NNAPI operations without broadcasting (SELECT) need."""
+    if isinstance(v, TensorValue):
+        if v.dtype != dtype:
+            v = cx.cast(v, dtype)
+        return _expanded(cx, v, shape)
+    if isinstance(v, torch.Tensor) or is_number(v):
+        array = torch.as_tensor(v)
+        array = array.reshape(_aligned(tuple(array.shape), len(shape)))
+        if not any(isinstance(d, Sym) for d in shape):
+            return cx.torch_constant(array.expand(*hints(shape)).contiguous(), dtype)
+        return _expanded(cx, cx.torch_constant(array, dtype), shape)
+    raise Unsupported(f"expected a tensor or a number, got {type(v).__name__}")
 
 
 def require_tensor(v, what: str = "input") -> TensorValue:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from ...nnapi.codes import FeatureLevel, FuseCode
@@ -41,13 +40,14 @@ _QUANT_OK = (Op.RELU, Op.LOGISTIC, Op.TANH)
 
 def float_of(cx: Converter, x: TensorValue) -> TensorValue:
     """A float32 view of a quantized tensor (DEQUANTIZE)."""
-    return cx.emit(Op.DEQUANTIZE, dict(input=x), x.shape, "float32", x.layout)
+    return cx.emit(Op.DEQUANTIZE, dict(input=x), x.shape, "float32", x.layout, groups=x.groups)
 
 
 def requantize_like_output(cx: Converter, y: TensorValue) -> TensorValue:
     """QUANTIZE ``y`` with the quantization PyTorch gave the node's output."""
     scale, zero_point = cx.example_quant()
-    return cx.emit(Op.QUANTIZE, dict(input=y), y.shape, "quint8", y.layout, scale, zero_point)
+    return cx.emit(Op.QUANTIZE, dict(input=y), y.shape, "quint8", y.layout, scale, zero_point,
+                   y.groups)
 
 
 def in_float(cx: Converter, x: TensorValue, compute) -> TensorValue:
@@ -74,7 +74,8 @@ def unary(cx: Converter, op: Op, x: TensorValue) -> TensorValue:
         if op not in _QUANT_OK:
             return in_float(cx, x, lambda f: unary(cx, op, f))
         scale, zero_point = cx.example_quant()
-        return cx.emit(op, dict(input=x), x.shape, x.dtype, x.layout, scale, zero_point)
+        return cx.emit(op, dict(input=x), x.shape, x.dtype, x.layout, scale, zero_point,
+                       x.groups)
     if not x.is_float:
         if op in (Op.ABS, Op.NEG) and x.dtype in ("int32", "int64"):
             return cx.emit_like(op, dict(input=x), x)
@@ -87,17 +88,19 @@ def simple_unary(cx: Converter, x):
 
 
 for _kind, _op in _UNARY.items():  # registered one by one so each lists its own NNAPI op
-    lowering(_kind, nnapi=(_op.name,))(simple_unary)
+    lowering(_kind, nnapi=(_op.name,), any_rank=True)(simple_unary)
 
 
-@lowering("aten::floor", "aten::floor_", nnapi=("FLOOR",))
+@lowering("aten::floor", "aten::floor_", nnapi=("FLOOR",),
+          any_rank=True)
 def floor(cx: Converter, x):
     if not isinstance(x, TensorValue):
         return math.floor(x)
     return in_float(cx, x, lambda f: cx.emit_like(Op.FLOOR, dict(input=f), f))
 
 
-@lowering("aten::ceil", "aten::ceil_", nnapi=("NEG", "FLOOR"), notes="-floor(-x)")
+@lowering("aten::ceil", "aten::ceil_", nnapi=("NEG", "FLOOR"),
+          any_rank=True, notes="-floor(-x)")
 def ceil(cx: Converter, x):
     if not isinstance(x, TensorValue):
         return math.ceil(x)
@@ -128,18 +131,21 @@ def clamp_tensor(cx: Converter, x: TensorValue, low, high) -> TensorValue:
     return out
 
 
-@lowering("aten::hardtanh", "aten::hardtanh_", nnapi=("RELU1", "RELU6", "MAXIMUM", "MINIMUM"))
+@lowering("aten::hardtanh", "aten::hardtanh_", nnapi=("RELU1", "RELU6", "MAXIMUM", "MINIMUM"),
+          any_rank=True)
 def hardtanh(cx: Converter, x, low=-1.0, high=1.0):
     return clamp_tensor(cx, require_tensor(x), low, high)
 
 
-@lowering("aten::relu6", "aten::relu6_", nnapi=("RELU6",))
+@lowering("aten::relu6", "aten::relu6_", nnapi=("RELU6",),
+          any_rank=True)
 def relu6(cx: Converter, x):
     return clamp_tensor(cx, require_tensor(x), 0.0, 6.0)
 
 
 @lowering("aten::clamp", "aten::clamp_", "aten::clip", "aten::clip_",
           nnapi=("RELU", "RELU1", "RELU6", "MAXIMUM", "MINIMUM"),
+          any_rank=True,
           notes="constant bounds")
 def clamp(cx: Converter, x, low=None, high=None):
     if isinstance(low, TensorValue) or isinstance(high, TensorValue):
@@ -147,17 +153,20 @@ def clamp(cx: Converter, x, low=None, high=None):
     return clamp_tensor(cx, require_tensor(x), low, high)
 
 
-@lowering("aten::clamp_min", "aten::clamp_min_", nnapi=("RELU", "MAXIMUM"))
+@lowering("aten::clamp_min", "aten::clamp_min_", nnapi=("RELU", "MAXIMUM"),
+          any_rank=True)
 def clamp_min(cx: Converter, x, low):
     return clamp_tensor(cx, require_tensor(x), low, None)
 
 
-@lowering("aten::clamp_max", "aten::clamp_max_", nnapi=("MINIMUM",))
+@lowering("aten::clamp_max", "aten::clamp_max_", nnapi=("MINIMUM",),
+          any_rank=True)
 def clamp_max(cx: Converter, x, high):
     return clamp_tensor(cx, require_tensor(x), None, high)
 
 
 @lowering("aten::hardsigmoid", "aten::hardsigmoid_", nnapi=("ADD", "MUL"),
+          any_rank=True,
           notes="relu6(x + 3) / 6: ADD with fused RELU6, then MUL")
 def hardsigmoid(cx: Converter, x):
     x = require_tensor(x)
@@ -170,6 +179,7 @@ def _hardsigmoid(cx: Converter, x: TensorValue) -> TensorValue:
 
 
 @lowering("aten::hardswish", "aten::hardswish_", nnapi=("ADD", "MUL", "DIV", "HARD_SWISH"),
+          any_rank=True,
           notes="x * relu6(x + 3) / 6; one HARD_SWISH with target_level=4")
 def hardswish(cx: Converter, x):
     x = require_tensor(x)
@@ -188,22 +198,25 @@ def hard_swish(cx: Converter, x: TensorValue) -> TensorValue:
     if not x.is_quantized:
         return cx.emit_like(Op.HARD_SWISH, dict(input=x), x)
     scale, zero_point = cx.example_quant()
-    return cx.emit(Op.HARD_SWISH, dict(input=x), x.shape, x.dtype, x.layout, scale, zero_point)
+    return cx.emit(Op.HARD_SWISH, dict(input=x), x.shape, x.dtype, x.layout, scale, zero_point,
+                   x.groups)
 
 
-@lowering("aten::silu", "aten::silu_", nnapi=("LOGISTIC", "MUL"), notes="x * sigmoid(x)")
+@lowering("aten::silu", "aten::silu_", nnapi=("LOGISTIC", "MUL"),
+          any_rank=True, notes="x * sigmoid(x)")
 def silu(cx: Converter, x):
     x = require_tensor(x)
     return in_float(cx, x, lambda f: arithmetic(cx, Op.MUL, f, unary(cx, Op.LOGISTIC, f)))
 
 
-@lowering("aten::leaky_relu", "aten::leaky_relu_", nnapi=("PRELU",))
+@lowering("aten::leaky_relu", "aten::leaky_relu_", nnapi=("PRELU",),
+          any_rank=True)
 def leaky_relu(cx: Converter, x, slope=0.01):
     x = require_tensor(x)
     alpha = constant_float(slope, "negative_slope")
 
     def compute(f):
-        a = cx.constant(np.full((1,) * f.rank, alpha, np.float32), f.dtype, layout=f.layout)
+        a = cx.tensor(alpha, like=f)
         return cx.emit_like(Op.PRELU, dict(input=f, alpha=a), f)
 
     return in_float(cx, x, compute)
@@ -230,7 +243,7 @@ def prelu(cx: Converter, x, weight):
 
 
 @lowering("aten::elu", "aten::elu_",
-          nnapi=("EXP", "SUB", "MUL", "MINIMUM", "RELU", "ADD", "ELU"),
+          nnapi=("EXP", "SUB", "MUL", "MINIMUM", "RELU", "ADD", "ELU"), any_rank=True,
           notes="relu(x) + alpha * (exp(min(x, 0)) - 1); one ELU with target_level=4")
 def elu(cx: Converter, x, alpha=1.0, scale=1.0, input_scale=1.0):
     x = require_tensor(x)
@@ -254,7 +267,7 @@ def elu(cx: Converter, x, alpha=1.0, scale=1.0, input_scale=1.0):
 
 
 @lowering("aten::selu", "aten::selu_",
-          nnapi=("EXP", "SUB", "MUL", "MINIMUM", "RELU", "ADD", "ELU"),
+          nnapi=("EXP", "SUB", "MUL", "MINIMUM", "RELU", "ADD", "ELU"), any_rank=True,
           notes="elu with SELU's constants")
 def selu(cx: Converter, x):
     return elu(cx, x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
@@ -267,6 +280,7 @@ _ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 
 @lowering("aten::gelu", "aten::gelu_", nnapi=("ABS", "MUL", "ADD", "DIV", "EXP", "NEG", "TANH"),
+          any_rank=True,
           notes="exact: 0.5 * (x + |x| * erf(|x| / sqrt 2)) with a 1.5e-7 erf approximation;"
           " approximate='tanh' uses TANH")
 def gelu(cx: Converter, x, approximate="none"):
@@ -302,6 +316,7 @@ def _gelu_tanh(cx: Converter, x: TensorValue) -> TensorValue:
 
 
 @lowering("aten::softplus", nnapi=("EXP", "ADD", "LOG", "MUL", "DIV", "MAXIMUM"),
+          any_rank=True,
           notes="log(1 + exp(beta x)) / beta, linear above the threshold")
 def softplus(cx: Converter, x, beta=1.0, threshold=20.0):
     x = require_tensor(x)

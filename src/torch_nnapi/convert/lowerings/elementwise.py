@@ -16,7 +16,7 @@ from ..context import Converter
 from ..errors import Unsupported
 from ..values import TensorValue
 from . import lowering
-from ._common import broadcast_operands, constant_float, result_dtype
+from ._common import broadcast, broadcast_shapes, constant_float, expand_to, result_dtype, shape_of
 from .scalars import both_numbers, compare_numbers, number_binary
 
 _FLOATS = ("float32", "float16")
@@ -40,9 +40,9 @@ def arithmetic(cx: Converter, op: Op, a, b, fuse: FuseCode = FuseCode.NONE) -> T
         reciprocal = _exact_reciprocal(b, dtype)
         if reciprocal is not None:
             op, b = Op.MUL, reciprocal
-    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
+    (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
     return cx.emit(op, dict(input0=ta, input1=tb, fuse_code=cx.i32(int(fuse))), shape, dtype,
-                   layout)
+                   layout, groups=groups)
 
 
 def _is_constant(v) -> bool:
@@ -66,7 +66,7 @@ def _exact_reciprocal(divisor, dtype: str):
     if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values == 0):
         return None
     mantissas, _ = np.frexp(np.abs(values))
-    reciprocals = 1.0 / values
+    reciprocals = np.asarray(1.0 / values)  # an array also for a 0-dim divisor
     exact = np.dtype(np.float16 if dtype == "float16" else np.float32)
     if not (np.all(mantissas == 0.5) and np.array_equal(values.astype(exact), values)
             and np.array_equal(reciprocals.astype(exact), reciprocals)):
@@ -88,7 +88,7 @@ def _scaled(cx: Converter, b, alpha):
     return b * alpha
 
 
-@lowering("aten::add", "aten::add_", nnapi=("ADD", "MUL"),
+@lowering("aten::add", "aten::add_", nnapi=("ADD", "MUL"), any_rank=True,
           notes="alpha != 1 adds a MUL; number operands are folded")
 def add(cx: Converter, a, b, alpha=None):
     if both_numbers(a, b):
@@ -98,21 +98,21 @@ def add(cx: Converter, a, b, alpha=None):
     return arithmetic(cx, Op.ADD, a, _scaled(cx, b, alpha))
 
 
-@lowering("aten::sub", "aten::sub_", nnapi=("SUB", "MUL"))
+@lowering("aten::sub", "aten::sub_", nnapi=("SUB", "MUL"), any_rank=True)
 def sub(cx: Converter, a, b, alpha=None):
     if both_numbers(a, b):
         return number_binary("sub", a, b)
     return arithmetic(cx, Op.SUB, a, _scaled(cx, b, alpha))
 
 
-@lowering("aten::rsub", nnapi=("SUB", "MUL"), notes="b - alpha * a")
+@lowering("aten::rsub", nnapi=("SUB", "MUL"), any_rank=True, notes="b - alpha * a")
 def rsub(cx: Converter, a, b, alpha=None):
     if both_numbers(a, b):
         return number_binary("sub", b, a)
     return arithmetic(cx, Op.SUB, b, _scaled(cx, a, alpha))
 
 
-@lowering("aten::mul", "aten::mul_", nnapi=("MUL",))
+@lowering("aten::mul", "aten::mul_", nnapi=("MUL",), any_rank=True)
 def mul(cx: Converter, a, b):
     if both_numbers(a, b):
         return number_binary("mul", a, b)
@@ -120,8 +120,8 @@ def mul(cx: Converter, a, b):
 
 
 @lowering("aten::div", "aten::div_", "aten::true_divide", "aten::true_divide_",
-          nnapi=("DIV", "FLOOR"), notes="rounding_mode='floor' adds FLOOR; 'trunc' is not"
-          " supported")
+          nnapi=("DIV", "FLOOR"), any_rank=True,
+          notes="rounding_mode='floor' adds FLOOR; 'trunc' is not supported")
 def div(cx: Converter, a, b, rounding_mode=None):
     if both_numbers(a, b):
         if rounding_mode == "floor":
@@ -135,7 +135,7 @@ def div(cx: Converter, a, b, rounding_mode=None):
     return out
 
 
-@lowering("aten::floor_divide", "aten::floor_divide_", nnapi=("DIV", "FLOOR"))
+@lowering("aten::floor_divide", "aten::floor_divide_", nnapi=("DIV", "FLOOR"), any_rank=True)
 def floor_divide(cx: Converter, a, b):
     if both_numbers(a, b):
         return number_binary("floordiv", a, b)
@@ -143,7 +143,7 @@ def floor_divide(cx: Converter, a, b):
     return cx.emit_like(Op.FLOOR, dict(input=out), out)
 
 
-@lowering("aten::remainder", nnapi=("DIV", "FLOOR", "MUL", "SUB"),
+@lowering("aten::remainder", nnapi=("DIV", "FLOOR", "MUL", "SUB"), any_rank=True,
           notes="a - floor(a / b) * b")
 def remainder(cx: Converter, a, b):
     if both_numbers(a, b):
@@ -153,12 +153,12 @@ def remainder(cx: Converter, a, b):
     return arithmetic(cx, Op.SUB, a, arithmetic(cx, Op.MUL, q, b))
 
 
-@lowering("aten::minimum", "aten::fmin", nnapi=("MINIMUM",))
+@lowering("aten::minimum", "aten::fmin", nnapi=("MINIMUM",), any_rank=True)
 def minimum(cx: Converter, a, b):
     return extremum(cx, Op.MINIMUM, a, b)
 
 
-@lowering("aten::maximum", "aten::fmax", nnapi=("MAXIMUM",))
+@lowering("aten::maximum", "aten::fmax", nnapi=("MAXIMUM",), any_rank=True)
 def maximum(cx: Converter, a, b):
     return extremum(cx, Op.MAXIMUM, a, b)
 
@@ -168,11 +168,11 @@ def extremum(cx: Converter, op: Op, a, b) -> TensorValue:
     if _quantized(a) or _quantized(b):
         if not (_quantized(a) and _quantized(b)):
             raise Unsupported(f"{op.name} of a quantized and a float tensor")
-        (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
+        (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
         scale, zp = cx.example_quant()
-        return cx.emit(op, dict(input0=ta, input1=tb), shape, dtype, layout, scale, zp)
-    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
-    return cx.emit(op, dict(input0=ta, input1=tb), shape, dtype, layout)
+        return cx.emit(op, dict(input0=ta, input1=tb), shape, dtype, layout, scale, zp, groups)
+    (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
+    return cx.emit(op, dict(input0=ta, input1=tb), shape, dtype, layout, groups=groups)
 
 
 def _quantized(v) -> bool:
@@ -184,7 +184,7 @@ _COMPARISONS = {"aten::eq": Op.EQUAL, "aten::ne": Op.NOT_EQUAL, "aten::lt": Op.L
                 "aten::ge": Op.GREATER_EQUAL}
 
 
-@lowering(*_COMPARISONS, nnapi=tuple(op.name for op in _COMPARISONS.values()),
+@lowering(*_COMPARISONS, nnapi=tuple(op.name for op in _COMPARISONS.values()), any_rank=True,
           notes="number comparisons are folded")
 def compare(cx: Converter, a, b):
     kind = cx.node.kind
@@ -193,40 +193,65 @@ def compare(cx: Converter, a, b):
     if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
         raise Unsupported("comparison of values that are not numbers or model tensors")
     dtype = result_dtype(a, b)
-    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
-    return cx.emit(_COMPARISONS[kind], dict(input0=ta, input1=tb), shape, "bool", layout)
+    (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
+    return cx.emit(_COMPARISONS[kind], dict(input0=ta, input1=tb), shape, "bool", layout,
+                   groups=groups)
 
 
-@lowering("aten::where", nnapi=("SELECT",), notes="where(cond, a, b)")
+@lowering("aten::where", nnapi=("SELECT", "TILE"), any_rank=True,
+          notes="where(cond, a, b); operands broadcast by TILE (SELECT needs equal shapes)")
 def where(cx: Converter, condition, a=None, b=None):
     if a is None:
         raise Unsupported("where(condition) (nonzero indices have a data-dependent shape)")
-    dtype = result_dtype(a, b)
-    (tc, ta, tb), shape, layout = broadcast_operands(cx, [condition, a, b],
-                                                     ["bool", dtype, dtype])
-    if tc.dtype != "bool":
-        raise Unsupported("where() needs a bool condition")
-    if tuple(ta.shape) != tuple(shape) or tuple(tb.shape) != tuple(shape) \
-            or tuple(tc.shape) != tuple(shape):
-        raise Unsupported("where() with broadcasting (NNAPI SELECT needs equal shapes)")
-    return cx.emit(Op.SELECT, dict(condition=tc, input1=ta, input2=tb), shape, dtype, layout)
+    return select(cx, condition, a, b, result_dtype(a, b))
 
 
-@lowering("aten::logical_and", "aten::logical_or", nnapi=("LOGICAL_AND", "LOGICAL_OR"))
+def select(cx: Converter, condition, a, b, dtype: str) -> TensorValue:
+    """SELECT(condition, a, b) with PyTorch broadcasting: operands whose shape is not the
+    result's are repeated to it first."""
+    if not (isinstance(condition, TensorValue) and condition.dtype == "bool") and not (
+            isinstance(condition, torch.Tensor) and condition.dtype == torch.bool):
+        raise Unsupported("where() and masked_fill() need a bool condition")
+    shape = broadcast_shapes(shape_of(condition), shape_of(a), shape_of(b))
+    if isinstance(condition, TensorValue) and tuple(condition.shape) != tuple(shape):
+        # TILE takes no bool tensors: repeat the condition as 1.0 / 0.0, compare back
+        repeated = expand_to(cx, select(cx, condition, 1.0, 0.0, "float32"), shape, "float32")
+        (t, half), _, layout, groups = broadcast(cx, [repeated, 0.5], "float32")
+        condition = cx.emit(Op.GREATER, dict(input0=t, input1=half), repeated.shape, "bool",
+                            layout, groups=groups)
+    values = [expand_to(cx, v, shape, d) for v, d in ((condition, "bool"), (a, dtype),
+                                                      (b, dtype))]
+    (tc, ta, tb), shape, layout, groups = broadcast(cx, values, ["bool", dtype, dtype])
+    return cx.emit(Op.SELECT, dict(condition=tc, input1=ta, input2=tb), shape, dtype, layout,
+                   groups=groups)
+
+
+_AND = ("aten::logical_and", "aten::__and__", "aten::bitwise_and")
+_OR = ("aten::logical_or", "aten::__or__", "aten::bitwise_or")
+
+
+@lowering(*_AND, *_OR, nnapi=("LOGICAL_AND", "LOGICAL_OR"), any_rank=True,
+          notes="bool tensors (& and | of bools too); numbers are folded")
 def logical_binary(cx: Converter, a, b):
-    op = Op.LOGICAL_AND if cx.node.kind == "aten::logical_and" else Op.LOGICAL_OR
-    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], "bool")
-    return cx.emit(op, dict(input0=ta, input1=tb), shape, "bool", layout)
+    is_and = cx.node.kind in _AND
+    if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
+        return (a & b) if is_and else (a | b)
+    if any(isinstance(v, TensorValue) and v.dtype != "bool" for v in (a, b)) \
+            and cx.node.kind != "aten::logical_and" and cx.node.kind != "aten::logical_or":
+        raise Unsupported("bitwise operations on integer tensors")
+    op = Op.LOGICAL_AND if is_and else Op.LOGICAL_OR
+    (ta, tb), shape, layout, groups = broadcast(cx, [a, b], "bool")
+    return cx.emit(op, dict(input0=ta, input1=tb), shape, "bool", layout, groups=groups)
 
 
-@lowering("aten::logical_not", nnapi=("LOGICAL_NOT",))
+@lowering("aten::logical_not", nnapi=("LOGICAL_NOT",), any_rank=True)
 def logical_not(cx: Converter, a):
     if not isinstance(a, TensorValue) or a.dtype != "bool":
         raise Unsupported("logical_not of a non-bool tensor")
-    return cx.emit(Op.LOGICAL_NOT, dict(input=a), a.shape, "bool", a.layout)
+    return cx.emit_like(Op.LOGICAL_NOT, dict(input=a), a)
 
 
-@lowering("aten::pow", "aten::pow_", nnapi=("MUL", "SQRT", "RSQRT", "DIV", "POW"),
+@lowering("aten::pow", "aten::pow_", nnapi=("MUL", "SQRT", "RSQRT", "DIV", "POW"), any_rank=True,
           notes="exponents 2, 0.5, -0.5, -1 use cheaper ops; others POW")
 def power(cx: Converter, a, b):
     if both_numbers(a, b):
@@ -247,16 +272,17 @@ def power(cx: Converter, a, b):
     dtype = result_dtype(a, b)
     if dtype not in _FLOATS:
         raise Unsupported("pow of integer tensors")
-    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
-    return cx.emit(Op.POW, dict(base=ta, exponent=tb), shape, dtype, layout)
+    (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
+    return cx.emit(Op.POW, dict(base=ta, exponent=tb), shape, dtype, layout, groups=groups)
 
 
 _CASTABLE = ("float32", "float16", "int32", "int64")
 
 
-@lowering("aten::to", "aten::type_as", "aten::_to_copy", nnapi=("CAST",),
-          notes="dtype conversions among float32, float16, int32, int64; device moves are"
-          " dropped")
+@lowering("aten::to", "aten::type_as", "aten::_to_copy",
+          nnapi=("CAST", "NOT_EQUAL", "SELECT"), any_rank=True,
+          notes="dtype conversions among float32, float16, int32, int64 (CAST) and bool"
+          " (x != 0; SELECT(x, 1, 0)); device moves are dropped")
 def to(cx: Converter, x, *args):
     from .scalars import DTYPE_OF_CODE
 
@@ -276,6 +302,12 @@ def to(cx: Converter, x, *args):
             return x  # a device or memory-format change only
     if target == x.dtype:
         return x
+    if target == "bool" and x.dtype in _CASTABLE:  # NNAPI's CAST takes no bool: x != 0
+        (t, zero), shape, layout, groups = broadcast(cx, [x, 0], x.dtype)
+        return cx.emit(Op.NOT_EQUAL, dict(input0=t, input1=zero), shape, "bool", layout,
+                       groups=groups)
+    if x.dtype == "bool" and target in _CASTABLE:
+        return select(cx, x, 1, 0, target)
     if target not in _CASTABLE or x.dtype not in _CASTABLE:
         raise Unsupported(f"conversion from {x.dtype} to {target}")
     return cx.cast(x, target)

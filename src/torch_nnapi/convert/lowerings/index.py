@@ -15,6 +15,7 @@ from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
 from ..context import Converter
 from ..errors import Unsupported
+from ..merged import separate
 from ..symbolic import Sym, SymInt, ceil_div, sym_max, sym_min
 from ..values import TensorValue
 from . import lowering
@@ -44,6 +45,8 @@ def strided_slice(cx: Converter, x: TensorValue, slices: dict[int, tuple], shrin
         -> TensorValue:
     """STRIDED_SLICE of ``x``: ``slices`` maps a PyTorch dim to (start, end, step) with
     clamped non-negative bounds; ``shrink`` dims (each a one-element slice) are removed."""
+    if x.groups or x.rank > 4:
+        return _strided_slice_merged(cx, x, slices, shrink)
     begin, end, strides = [], [], []
     begin_mask = end_mask = shrink_mask = 0
     shape = list(x.shape)
@@ -78,13 +81,76 @@ def strided_slice(cx: Converter, x: TensorValue, slices: dict[int, tuple], shrin
                    out_shape, x.dtype, out_layout, x.scale, x.zero_point)
 
 
+def _outer_of_run(x: TensorValue, dim: int, step: int) -> tuple[int, SymInt] | None:
+    """(NNAPI axis, size of the dimensions merged inside it) when ``dim`` can be sliced on
+    its merged axis: the outermost of its run (a slice of it is a contiguous range of the
+    merged axis) with step 1, or alone in its run; else None."""
+    position = lay.axis(x.layout, dim)
+    for axis, run in enumerate(lay.group_runs(x.groups, x.rank)):
+        if position in run:
+            inner: SymInt = 1
+            for p in run:
+                if p != position:
+                    inner = inner * x.shape[x.layout[p]]
+            if _same(inner, 1) or (position == run[0] and step == 1):
+                return axis, inner
+            return None
+    return None
+
+
+def _strided_slice_merged(cx: Converter, x: TensorValue, slices: dict[int, tuple],
+                          shrink) -> TensorValue:
+    """strided_slice of an operand merging dimensions: a sliced dimension outermost in its
+    merged axis slices that axis in units of the inner size; others are separated first."""
+    places = {d: _outer_of_run(x, d, slices[d][2]) for d in slices}
+    if any(p is None for p in places.values()):
+        x = separate(cx, x, slices)
+        places = {d: _outer_of_run(x, d, slices[d][2]) for d in slices}
+    runs = lay.group_runs(x.groups, x.rank)
+    nshape = x.nnapi_shape
+    begin: list[SymInt] = [0] * len(runs)
+    end: list[SymInt] = list(nshape)
+    strides = [1] * len(runs)
+    shape = list(x.shape)
+    shrink_mask = 0
+    sizes = [len(run) for run in runs]
+    for d, (start, stop, step) in slices.items():
+        place = places[d]
+        assert place is not None  # every sliced dimension is separate now
+        axis, inner = place
+        begin[axis], end[axis], strides[axis] = start * inner, stop * inner, step
+        length = stop - start
+        shape[d] = sym_max(ceil_div(length, step), 0) if isinstance(length, Sym) else \
+            max(-(-length // step), 0)
+        if d in shrink:
+            sizes[axis] -= 1
+            if sizes[axis] == 0 and _same(inner, 1) and len(runs[axis]) == 1:
+                shrink_mask |= 1 << axis
+    end_mask = 0
+    for axis in range(len(runs)):
+        if _same(end[axis], nshape[axis]):
+            end_mask |= 1 << axis
+            end[axis] = 0
+    out_shape = tuple(n for d, n in enumerate(shape) if d not in shrink)
+    out_layout = lay.without_dims(x.layout, list(shrink)) if shrink else x.layout
+    kept = [n for axis, n in enumerate(sizes) if not shrink_mask & (1 << axis)]
+    groups = lay.normalize_groups(kept, len(out_shape)) if out_shape else ()
+    if not shrink and all(_same(a, b) for a, b in zip(out_shape, x.shape)):
+        return x
+    return cx.emit(Op.STRIDED_SLICE,
+                   dict(input=x, begin=cx.int_vector(begin), end=cx.int_vector(end),
+                        strides=cx.int_vector(strides), begin_mask=cx.i32(0),
+                        end_mask=cx.i32(end_mask), shrink_axis_mask=cx.i32(shrink_mask)),
+                   out_shape, x.dtype, out_layout, x.scale, x.zero_point, groups)
+
+
 def _same(a: SymInt, b: SymInt) -> bool:
     if isinstance(a, Sym) or isinstance(b, Sym):
         return isinstance(a, Sym) and a == b
     return int(a) == int(b)
 
 
-@lowering("aten::slice", nnapi=("STRIDED_SLICE",))
+@lowering("aten::slice", nnapi=("STRIDED_SLICE",), any_rank=True)
 def slice_(cx: Converter, x, dim=0, start=None, end=None, step=1):
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
@@ -97,7 +163,7 @@ def slice_(cx: Converter, x, dim=0, start=None, end=None, step=1):
     return strided_slice(cx, x, {d: (s, e, step)})
 
 
-@lowering("aten::narrow", nnapi=("STRIDED_SLICE",))
+@lowering("aten::narrow", nnapi=("STRIDED_SLICE",), any_rank=True)
 def narrow(cx: Converter, x, dim, start, length):
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
@@ -105,7 +171,8 @@ def narrow(cx: Converter, x, dim, start, length):
     return strided_slice(cx, x, {d: (s, s + length, 1)})
 
 
-@lowering("aten::select", nnapi=("STRIDED_SLICE",), notes="shrink-axis mask removes the dim")
+@lowering("aten::select", nnapi=("STRIDED_SLICE",), any_rank=True,
+          notes="shrink-axis mask removes the dim")
 def select(cx: Converter, x, dim, index):
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
@@ -121,9 +188,18 @@ def split_sizes(cx: Converter, x: TensorValue, dim: int, sizes: list[SymInt]) \
     if len(sizes) == 1:
         return [x]
     if all(not isinstance(s, Sym) for s in sizes) and len(set(sizes)) == 1:
-        axis = lay.axis(x.layout, dim)
+        if x.groups or x.rank > 4:  # equal parts of the outermost of a merged axis
+            place = _outer_of_run(x, dim, 1)
+            if place is None:
+                x = separate(cx, x, [dim])
+                place = _outer_of_run(x, dim, 1)
+            assert place is not None
+            axis = place[0]
+        else:
+            axis = lay.axis(x.layout, dim)
         parts = [cx.new_tensor(tuple(s if i == dim else n for i, n in enumerate(x.shape)),
-                               x.dtype, x.layout, x.scale, x.zero_point) for s in sizes]
+                               x.dtype, x.layout, x.scale, x.zero_point, x.groups)
+                 for s in sizes]
         cx.operation(Op.SPLIT, dict(input=x, axis=cx.i32(axis), num_splits=cx.i32(len(sizes))),
                      dict(outputs=parts))
         return parts
@@ -134,7 +210,8 @@ def split_sizes(cx: Converter, x: TensorValue, dim: int, sizes: list[SymInt]) \
     return parts
 
 
-@lowering("aten::chunk", "aten::unsafe_chunk", nnapi=("SPLIT", "STRIDED_SLICE"))
+@lowering("aten::chunk", "aten::unsafe_chunk", nnapi=("SPLIT", "STRIDED_SLICE"),
+          any_rank=True)
 def chunk(cx: Converter, x, chunks, dim=0):
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
@@ -149,7 +226,7 @@ def chunk(cx: Converter, x, chunks, dim=0):
 
 
 @lowering("aten::split", "aten::split_with_sizes", "aten::unsafe_split",
-          "aten::unsafe_split_with_sizes", nnapi=("SPLIT", "STRIDED_SLICE"))
+          "aten::unsafe_split_with_sizes", nnapi=("SPLIT", "STRIDED_SLICE"), any_rank=True)
 def split(cx: Converter, x, split_size, dim=0):
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
@@ -164,7 +241,7 @@ def split(cx: Converter, x, split_size, dim=0):
     return split_sizes(cx, x, d, sizes)
 
 
-@lowering("aten::unbind", nnapi=("STRIDED_SLICE",))
+@lowering("aten::unbind", nnapi=("STRIDED_SLICE",), any_rank=True)
 def unbind(cx: Converter, x, dim=0):
     x = require_tensor(x)
     d = dim_index(dim, x.rank)

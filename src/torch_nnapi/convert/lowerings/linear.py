@@ -3,8 +3,7 @@
 With a constant weight matrix (linear, addmm, matmul by a parameter) the product is one
 FULLY_CONNECTED, which flattens leading dimensions itself; a RESHAPE restores them. A
 product of two model tensors (attention's ``q @ k.transpose(-2, -1)``) has no batched
-matmul at feature level 3: it becomes a broadcast MUL and a REDUCE_SUM over the shared
-dimension, arranged so that a transposed operand needs no TRANSPOSE.
+matmul at feature level 3: it is one FULLY_CONNECTED or GROUPED_CONV_2D (_contraction.py).
 """
 
 from __future__ import annotations
@@ -17,12 +16,16 @@ from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
 from ..context import Converter
 from ..errors import Unsupported
+from ..merged import stored_layout, ungroup, view_runs
 from ..symbolic import SymInt
 from ..values import TensorValue
 from . import lowering
-from ._common import broadcast_shapes, constant_float, require_tensor
+from ._common import constant_float, require_tensor
+from ._contraction import contract
 from .conv import ConvQuant, bias_operand, filter_operand, output_type
 from .elementwise import arithmetic
+from .reduce import reduce
+from .shape import permute
 
 
 def _prod(dims) -> SymInt:
@@ -43,8 +46,11 @@ def fully_connected(cx: Converter, x: TensorValue, weight, bias: np.ndarray | No
     if x.shape[-1] != in_features:
         raise Unsupported(f"input has {x.shape[-1]} features, the weight expects"
                           f" {in_features}")
-    if not lay.data_order_matches(x.layout, x.shape):
-        x = cx.contiguous(x)
+    if x.groups or x.rank > 4 or not lay.data_order_matches(x.layout, x.shape):
+        rows_first = _rows_then_features(x)
+        if rows_first is not None:  # FULLY_CONNECTED keeps the rows' order: no TRANSPOSE
+            return _fully_connected_rows(cx, x, rows_first, weight, bias, fuse, quant)
+        x = ungroup(cx, cx.contiguous(x))
     original = x
     if x.rank == 1:
         x = cx.reshape(x, (1, in_features))
@@ -61,11 +67,40 @@ def fully_connected(cx: Converter, x: TensorValue, weight, bias: np.ndarray | No
     return out
 
 
+def _rows_then_features(x: TensorValue) -> list[int] | None:
+    """The stored order of ``x``'s other size-above-1 dimensions when its last dimension
+    (the features) is stored innermost; else None."""
+    last = x.rank - 1
+    stored = [d for d in x.layout if not _is_unit(x.shape[d])]
+    if x.rank < 2 or not stored or stored[-1] != last:
+        return None
+    return stored[:-1]
+
+
+def _fully_connected_rows(cx: Converter, x: TensorValue, rows: list[int], weight, bias,
+                          fuse: FuseCode, quant: ConvQuant | None) -> TensorValue:
+    """FULLY_CONNECTED of ``x`` whose rows are permuted but whose features are innermost:
+    the result's rows are stored in the same order."""
+    out_features, in_features = weight.shape
+    flat = view_runs(cx, x, rows + [x.rank - 1], (len(rows), 1))
+    w = filter_operand(cx, np.ascontiguousarray(weight), flat, quant)
+    b = bias_operand(cx, np.zeros(out_features, np.float32) if bias is None else bias, flat,
+                     quant)
+    dtype, scale, zero_point = output_type(flat, quant)
+    shape = tuple(x.shape[:-1]) + (out_features,)
+    wide = not _is_unit(out_features)
+    layout, groups = stored_layout(shape, rows + ([x.rank - 1] if wide else []),
+                                   (len(rows), 1 if wide else 0))
+    return cx.emit(Op.FULLY_CONNECTED,
+                   dict(input=flat, weights=w, bias=b, fuse_code=cx.i32(int(fuse))), shape,
+                   dtype, layout, scale, zero_point, groups)
+
+
 def _const_matrix(w) -> np.ndarray:
     return w.detach().float().contiguous().numpy()
 
 
-@lowering("aten::linear", nnapi=("FULLY_CONNECTED", "RESHAPE"),
+@lowering("aten::linear", nnapi=("FULLY_CONNECTED", "RESHAPE"), any_rank=True,
           notes="constant weight -> FULLY_CONNECTED; otherwise as matmul")
 def linear(cx: Converter, x, weight, bias=None):
     x = require_tensor(x)
@@ -113,10 +148,72 @@ def addmm(cx: Converter, bias, a, b, beta=1, alpha=1):
     return arithmetic(cx, Op.ADD, product, scaled_bias)
 
 
+@lowering("aten::baddbmm", nnapi=("GROUPED_CONV_2D", "MUL", "ADD"), any_rank=True,
+          notes="beta * input + alpha * (batch1 @ batch2)")
+def baddbmm(cx: Converter, bias, batch1, batch2, beta=1, alpha=1):
+    beta = constant_float(beta, "beta")
+    alpha = constant_float(alpha, "alpha")
+    product = matmul_tensors(cx, batch1, batch2)
+    if alpha != 1.0:
+        product = arithmetic(cx, Op.MUL, product, alpha)
+    if beta == 0.0:
+        return product
+    scaled = bias if beta == 1.0 else (arithmetic(cx, Op.MUL, bias, beta)
+                                       if isinstance(bias, TensorValue) else bias * beta)
+    return arithmetic(cx, Op.ADD, product, scaled)
+
+
+@lowering("aten::einsum", nnapi=("GROUPED_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE",
+                                 "RESHAPE", "REDUCE_SUM"),
+          any_rank=True,
+          notes="operands contracted pairwise (one contraction each); indices of one operand"
+          " only summed first; no repeated index within an operand, no '...'")
+def einsum(cx: Converter, equation, operands, path=None):
+    if not isinstance(equation, str):
+        raise Unsupported("einsum without a constant equation")
+    spec = equation.replace(" ", "")
+    if "..." in spec:
+        raise Unsupported(f"einsum {equation!r}: '...' (broadcast dimensions)")
+    inputs, arrow, output = spec.partition("->")
+    labels = inputs.split(",")
+    operands = list(operands)
+    if len(labels) != len(operands):
+        raise Unsupported(f"einsum {equation!r} names {len(labels)} operands, got"
+                          f" {len(operands)}")
+    if not arrow:  # implicit output: indices seen once, sorted
+        counts = {c: inputs.count(c) for c in inputs if c != ","}
+        output = "".join(sorted(c for c, n in counts.items() if n == 1))
+    if any(len(set(s)) != len(s) for s in labels + [output]):
+        raise Unsupported(f"einsum {equation!r}: an index repeated within one operand")
+    tensors = [cx.tensor(t, dtype="float32") if not isinstance(t, TensorValue) else t
+               for t in operands]
+    value, have = tensors[0], labels[0]
+    for i in range(1, len(tensors)):
+        keep = set(output) | set("".join(labels[i + 1:]))  # still needed after this product
+        other, other_labels = _sum_own(cx, tensors[i], labels[i], set(have) | keep)
+        value, have = _sum_own(cx, value, have, set(other_labels) | keep)
+        result = "".join(dict.fromkeys(c for c in have + other_labels if c in keep))
+        value = contract(cx, value, other, have, other_labels, result)
+        have = result
+    value, have = _sum_own(cx, value, have, set(output))
+    return permute(cx, value, [have.index(c) for c in output])
+
+
+def _sum_own(cx: Converter, t: TensorValue, labels: str, needed: set) -> tuple:
+    """``t`` with the indices nothing else needs summed away (REDUCE_SUM)."""
+    summed = [d for d, c in enumerate(labels) if c not in needed]
+    if not summed:
+        return t, labels
+    out = reduce(cx, Op.REDUCE_SUM, t, summed, False)
+    return out, "".join(c for d, c in enumerate(labels) if d not in summed)
+
+
 @lowering("aten::matmul", "aten::mm", "aten::bmm",
-          nnapi=("FULLY_CONNECTED", "MUL", "REDUCE_SUM", "RESHAPE"),
-          notes="constant right operand -> FULLY_CONNECTED; two model tensors -> MUL +"
-          " REDUCE_SUM (at most one batch dimension after flattening)")
+          nnapi=("FULLY_CONNECTED", "GROUPED_CONV_2D", "TRANSPOSE", "RESHAPE"),
+          any_rank=True,
+          notes="constant right operand -> FULLY_CONNECTED; two model tensors -> one"
+          " FULLY_CONNECTED, or one GROUPED_CONV_2D over the batch (transposes only where"
+          " an operand is not stored in a usable order)")
 def matmul(cx: Converter, a, b):
     if isinstance(b, torch.Tensor) and isinstance(a, TensorValue):
         w = _const_matrix(b)
@@ -136,64 +233,29 @@ def matmul(cx: Converter, a, b):
 
 
 def matmul_tensors(cx: Converter, a, b) -> TensorValue:
-    """``a @ b`` with PyTorch's matmul broadcasting, as MUL + REDUCE_SUM."""
+    """``a @ b`` with PyTorch's matmul broadcasting, as one contraction (_contraction.py:
+    a FULLY_CONNECTED, or a GROUPED_CONV_2D whose groups are the batch)."""
     like = a if isinstance(a, TensorValue) else b
     like = require_tensor(like)
     if not like.is_float:
         raise Unsupported(f"matmul of {like.dtype} tensors")
     a = cx.tensor(a, dtype=like.dtype)
     b = cx.tensor(b, dtype=like.dtype)
-    squeeze_rows = a.rank == 1
-    squeeze_cols = b.rank == 1
-    if squeeze_rows:
-        a = cx.reshape(a, (1, a.shape[0]))
-    if squeeze_cols:
-        b = cx.reshape(b, (b.shape[0], 1))
-    m, k = a.shape[-2:]
-    k2, n = b.shape[-2:]
-    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    flat = _prod(batch)
-    # b's transpose is free when b is stored transposed (e.g. k.transpose(-2, -1))
-    bt = b.with_(shape=b.shape[:-2] + (n, k2),
-                 layout=lay.compose(b.layout, tuple(range(b.rank - 2)) + (b.rank - 1,
-                                                                          b.rank - 2)))
-    use_bt = lay.data_order_matches(bt.layout, bt.shape)
-    lead = (flat,) if batch else ()
-    if use_bt:
-        a4 = _flat_batch(cx, a, batch, lead, (m, 1, k))
-        b4 = _flat_batch(cx, bt, batch, lead, (1, n, k))
-        reduce_axis = len(lead) + 2
-    else:
-        a4 = _flat_batch(cx, a, batch, lead, (m, k, 1))
-        b4 = _flat_batch(cx, b, batch, lead, (1, k2, n))
-        reduce_axis = len(lead) + 1
-    product_shape = broadcast_shapes(a4.shape, b4.shape)
-    if len(product_shape) > 4:
-        raise Unsupported("matmul with more than one batch dimension after broadcasting")
-    product = cx.emit(Op.MUL, dict(input0=a4, input1=b4, fuse_code=cx.i32(0)), product_shape,
-                      like.dtype)
-    out_shape = lead + (m, n)
-    out = cx.emit(Op.REDUCE_SUM, dict(input=product, axes=cx.int_vector([reduce_axis]),
-                                      keep_dims=cx.boolean(False)),
-                  out_shape, like.dtype)
-    final = tuple(batch) + (m, n)
-    if squeeze_rows:
-        final = final[:-2] + (n,)
-    if squeeze_cols:
-        final = final[:-1]
-    if tuple(final) != tuple(out.shape):
-        out = cx.reshape(out, final)
-    return out
+    batch = max(a.rank, b.rank) - 2
+    a_labels = [f"a{i}" for i in range(a.rank - 2)] + (["m", "k"] if a.rank >= 2 else ["k"])
+    b_labels = [f"b{i}" for i in range(b.rank - 2)] + (["k", "n"] if b.rank >= 2 else ["k"])
+    out_labels = []
+    for i in range(batch):  # broadcast batch dimensions, aligned on the right
+        ia, ib = i - (batch - (a.rank - 2)), i - (batch - (b.rank - 2))
+        sa = a.shape[ia] if ia >= 0 else 1
+        sb = b.shape[ib] if ib >= 0 else 1
+        if ia >= 0 and ib >= 0 and (_is_unit(sa) == _is_unit(sb)):
+            b_labels[ib] = a_labels[ia]  # the same dimension in both
+        out_labels.append(a_labels[ia] if ib < 0 or (ia >= 0 and not _is_unit(sa))
+                          else b_labels[ib])
+    out_labels += (["m"] if a.rank >= 2 else []) + (["n"] if b.rank >= 2 else [])
+    return contract(cx, a, b, a_labels, b_labels, out_labels)
 
 
-def _flat_batch(cx: Converter, t: TensorValue, batch, lead, tail) -> TensorValue:
-    """``t`` reshaped to ``lead + tail``: its batch dimensions broadcast and flattened."""
-    own_batch = t.shape[:-2]
-    if tuple(own_batch) != tuple(batch) and any(d != 1 for d in own_batch if isinstance(d, int)):
-        if len(own_batch) and tuple(own_batch) != tuple(batch):
-            raise Unsupported("matmul broadcasting between different batch shapes")
-    if not own_batch or all(isinstance(d, int) and d == 1 for d in own_batch):
-        shape = ((1,) if lead else ()) + tail
-    else:
-        shape = lead + tail
-    return cx.reshape(t, shape)
+def _is_unit(d) -> bool:
+    return isinstance(d, int) and d == 1

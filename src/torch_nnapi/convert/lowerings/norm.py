@@ -84,7 +84,7 @@ def normalize(cx: Converter, x: TensorValue, dims: list[int], eps: float) -> Ten
     return arithmetic(cx, Op.MUL, dev, inv)
 
 
-@lowering("aten::layer_norm", nnapi=("MEAN", "SUB", "MUL", "ADD", "RSQRT"),
+@lowering("aten::layer_norm", nnapi=("MEAN", "SUB", "MUL", "ADD", "RSQRT"), any_rank=True,
           notes="composed (no LAYER_NORMALIZATION before level 4)")
 def layer_norm(cx: Converter, x, normalized_shape, weight=None, bias=None, eps=1e-5, *rest):
     x = require_tensor(x)

@@ -208,10 +208,34 @@ def _adaptive_avg_matrices(cx: Converter, x: TensorValue, oh: int, ow: int) -> T
     return in_float(cx, x, compute)
 
 
+def _adaptive_windows_at_load(cx: Converter, x: TensorValue, oh: int, ow: int,
+                              is_max: bool) -> TensorValue | tuple[TensorValue, None]:
+    """Adaptive pooling of flexible sizes: PyTorch's windows are all alike (size and stride
+    in // out) when the input size is a multiple of the output size, which the model then
+    requires (checked when it is loaded); the window is computed at load time."""
+    n, c, h, w = x.shape
+    for size, target, name in ((h, oh, "height"), (w, ow, "width")):
+        cx.guard(size % target, 0, f"adaptive pooling to {oh}x{ow} needs the {name} of its"
+                 f" input to be a multiple of {target}")
+    kh, kw = h // oh, w // ow
+    g, nchw = spatial_input(cx, x)
+    zero = cx.i32(0)
+    op = Op.MAX_POOL_2D if is_max else Op.AVERAGE_POOL_2D
+    out = cx.emit(op, dict(input=g, pad_left=zero, pad_right=zero, pad_top=zero,
+                           pad_bottom=zero, stride_w=cx.i32(kw), stride_h=cx.i32(kh),
+                           filter_w=cx.i32(kw), filter_h=cx.i32(kh),
+                           fuse_code=cx.i32(int(FuseCode.NONE)), nchw=cx.boolean(nchw)),
+                  (n, c, oh, ow), g.dtype, g.layout, g.scale, g.zero_point)
+    if is_max and len(cx.node.outputs) > 1:
+        return out, None
+    return out
+
+
 @lowering("aten::adaptive_avg_pool2d", "aten::adaptive_max_pool2d",
           nnapi=("MEAN", "REDUCE_MAX", "AVERAGE_POOL_2D", "MAX_POOL_2D", "FULLY_CONNECTED"),
-          notes="1x1 (any input, flexible too); sizes dividing the input as fixed windows;"
-          " other average sizes as averaging-matrix products")
+          notes="1x1 (any input, flexible too); sizes dividing the input as fixed windows"
+          " (flexible inputs: computed at load time, which checks the division); other"
+          " average sizes as averaging-matrix products")
 def adaptive_pool(cx: Converter, x, output_size):
     x = require_tensor(x)
     is_max = cx.node.kind == "aten::adaptive_max_pool2d"
@@ -234,7 +258,7 @@ def adaptive_pool(cx: Converter, x, output_size):
                           (n, c, 1, 1), x.dtype, x.layout, x.scale, x.zero_point)
     else:
         if isinstance(h, Sym) or isinstance(w, Sym):
-            raise Unsupported("adaptive pooling of a flexible dimension to a size other than 1")
+            return _adaptive_windows_at_load(cx, x, oh, ow, is_max)
         if h % oh or w % ow:
             if is_max:
                 raise Unsupported(f"adaptive max pooling from {h}x{w} to {oh}x{ow} (the input"

@@ -11,14 +11,16 @@ from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
 from ..context import Converter
 from ..errors import Unsupported
+from ..merged import fit, separate
 from ..symbolic import SymInt
 from ..values import TensorValue
 from . import lowering
-from ._common import dim_index, require_tensor
+from ._common import constant_float, dim_index, named_args, require_tensor
 from .activation import in_float
-from .elementwise import arithmetic, extremum
+from .elementwise import arithmetic, extremum, power
 from .pool import global_pool
 from .scalars import DTYPE_OF_CODE
+from .shape import squeeze
 
 
 def reduce_dims(x: TensorValue, dims) -> list[int]:
@@ -32,7 +34,10 @@ def reduce_dims(x: TensorValue, dims) -> list[int]:
 def reduce(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool,
            dtype: str | None = None) -> TensorValue:
     """One NNAPI reduction of PyTorch dims ``dims``; MEAN takes keep_dims as INT32, the
-    REDUCE_* ops as BOOL."""
+    REDUCE_* ops as BOOL. Merged dimensions (tensors of rank above 4) each hold reduced
+    dimensions only or kept ones only."""
+    if x.groups or x.rank > 4:
+        return _reduce_merged(cx, op, x, dims, keepdim, dtype)
     axes = cx.int_vector([lay.axis(x.layout, d) for d in dims])
     keep = cx.i32(int(keepdim)) if op == Op.MEAN else cx.boolean(keepdim)
     if keepdim:
@@ -49,6 +54,38 @@ def reduce(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool
                    scale, zero_point)
 
 
+def _reduce_merged(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool,
+                   dtype: str | None) -> TensorValue:
+    try:
+        x = fit(cx, x, ["reduced" if d in dims else "kept" for d in range(x.rank)])
+    except Unsupported:
+        if len(dims) < 2:
+            raise
+        # reduced and kept dimensions alternate too often: one dimension at a time (exact
+        # for sums, extrema and means of equal-sized parts), the reduced ones kept as 1
+        for d in dims:
+            x = _reduce_merged(cx, op, x, [d], True, dtype)
+        return x if keepdim else squeeze(cx, x, dims)
+    runs = lay.group_runs(x.groups, x.rank)
+    reduced = [axis for axis, run in enumerate(runs) if run and x.layout[run[0]] in dims]
+    axes = cx.int_vector(reduced)
+    keep = cx.i32(int(keepdim)) if op == Op.MEAN else cx.boolean(keepdim)
+    if keepdim:
+        shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
+        layout, groups = x.layout, x.groups
+    else:
+        shape = tuple(n for i, n in enumerate(x.shape) if i not in dims)
+        layout = lay.without_dims(x.layout, dims)
+        sizes = [len(run) for axis, run in enumerate(runs) if axis not in reduced]
+        groups = lay.normalize_groups(sizes, len(shape)) if shape else ()
+    if x.is_quantized and op == Op.MEAN:
+        scale, zero_point = cx.example_quant()
+    else:
+        scale, zero_point = x.scale, x.zero_point
+    return cx.emit(op, dict(input=x, axes=axes, keep_dims=keep), shape, dtype or x.dtype,
+                   layout, scale, zero_point, groups)
+
+
 def _dtype_arg(x: TensorValue, dtype) -> TensorValue:
     if dtype is None:
         return x
@@ -58,14 +95,14 @@ def _dtype_arg(x: TensorValue, dtype) -> TensorValue:
     return x
 
 
-@lowering("aten::mean", nnapi=("MEAN", "AVERAGE_POOL_2D", "RESHAPE"),
+@lowering("aten::mean", nnapi=("MEAN", "AVERAGE_POOL_2D", "RESHAPE"), any_rank=True,
           notes="over H and W of a channels-last tensor: AVERAGE_POOL_2D (feature level 1)")
 def mean(cx: Converter, x, dims=None, keepdim=False, dtype=None):
     x = _dtype_arg(require_tensor(x), dtype)
     if not (x.is_float or x.is_quantized):
         raise Unsupported(f"mean of a {x.dtype} tensor")
     dims = reduce_dims(x, dims)
-    if x.rank == 4 and dims == [2, 3] and (not x.is_quantized
+    if x.rank == 4 and not x.groups and dims == [2, 3] and (not x.is_quantized
                                            or cx.example_quant() == (x.scale, x.zero_point)):
         pooled = global_pool(cx, Op.AVERAGE_POOL_2D, x)
         if pooled is not None:
@@ -73,7 +110,7 @@ def mean(cx: Converter, x, dims=None, keepdim=False, dtype=None):
     return reduce(cx, Op.MEAN, x, dims, bool(keepdim))
 
 
-@lowering("aten::sum", nnapi=("REDUCE_SUM",))
+@lowering("aten::sum", nnapi=("REDUCE_SUM",), any_rank=True)
 def sum_(cx: Converter, x, dims=None, keepdim=False, dtype=None):
     x = require_tensor(x)
     if isinstance(dims, int) and not isinstance(dims, bool) and dtype is None \
@@ -85,7 +122,7 @@ def sum_(cx: Converter, x, dims=None, keepdim=False, dtype=None):
     return reduce(cx, Op.REDUCE_SUM, x, reduce_dims(x, dims), bool(keepdim))
 
 
-@lowering("aten::prod", nnapi=("REDUCE_PROD",))
+@lowering("aten::prod", nnapi=("REDUCE_PROD",), any_rank=True)
 def prod(cx: Converter, x, dim=None, keepdim=False, dtype=None):
     x = _dtype_arg(require_tensor(x), dtype)
     if not x.is_float:
@@ -93,7 +130,7 @@ def prod(cx: Converter, x, dim=None, keepdim=False, dtype=None):
     return reduce(cx, Op.REDUCE_PROD, x, reduce_dims(x, dim), bool(keepdim))
 
 
-@lowering("aten::amax", "aten::amin", nnapi=("REDUCE_MAX", "REDUCE_MIN"))
+@lowering("aten::amax", "aten::amin", nnapi=("REDUCE_MAX", "REDUCE_MIN"), any_rank=True)
 def amax(cx: Converter, x, dims=None, keepdim=False):
     x = require_tensor(x)
     op = Op.REDUCE_MAX if cx.node.kind == "aten::amax" else Op.REDUCE_MIN
@@ -152,7 +189,7 @@ def _numel(shape) -> SymInt:
     return n
 
 
-@lowering("aten::var", "aten::std", nnapi=("MEAN", "SUB", "MUL", "SQRT"),
+@lowering("aten::var", "aten::std", nnapi=("MEAN", "SUB", "MUL", "SQRT"), any_rank=True,
           notes="two-pass; correction must be static")
 def var_std(cx: Converter, x, dims=None, correction=None, keepdim=False, *rest):
     x = require_tensor(x)
@@ -176,11 +213,40 @@ def var_std(cx: Converter, x, dims=None, correction=None, keepdim=False, *rest):
     return var
 
 
+@lowering("aten::linalg_vector_norm", "aten::norm", "aten::frobenius_norm",
+          nnapi=("MUL", "REDUCE_SUM", "SQRT", "ABS", "REDUCE_MAX", "REDUCE_MIN", "POW"),
+          any_rank=True, notes="ord 2: sqrt of the sum of squares; 1, inf, -inf and other"
+          " powers too")
+def vector_norm(cx: Converter, x, *args):
+    x = require_tensor(x)
+    a = named_args(cx, (x,) + args)
+    order = a.get("ord", a.get("p", 2))
+    order = 2.0 if order is None else constant_float(order, "norm order")
+    dims = reduce_dims(x, a.get("dim"))
+    keepdim = bool(a.get("keepdim", False))
+    if not x.is_float:
+        raise Unsupported(f"norm of a {x.dtype} tensor")
+    if order == 2.0:
+        squares = reduce(cx, Op.REDUCE_SUM, arithmetic(cx, Op.MUL, x, x), dims, keepdim)
+        return cx.emit_like(Op.SQRT, dict(input=squares), squares)
+    size = cx.emit_like(Op.ABS, dict(input=x), x)
+    if order == 1.0:
+        return reduce(cx, Op.REDUCE_SUM, size, dims, keepdim)
+    if order == float("inf"):
+        return reduce(cx, Op.REDUCE_MAX, size, dims, keepdim)
+    if order == float("-inf"):
+        return reduce(cx, Op.REDUCE_MIN, size, dims, keepdim)
+    if order == 0.0:
+        raise Unsupported("the zero norm (a count of non-zero elements)")
+    powered = reduce(cx, Op.REDUCE_SUM, power(cx, size, order), dims, keepdim)
+    return power(cx, powered, 1.0 / order)
+
+
 _SOFTMAX_QUANT = (1.0 / 256, 0)
 
 
 @lowering("aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
-          nnapi=("SOFTMAX", "LOG_SOFTMAX"), notes="beta 1, any axis")
+          nnapi=("SOFTMAX", "LOG_SOFTMAX"), any_rank=True, notes="beta 1, any axis")
 def softmax(cx: Converter, x, dim, dtype=None, *rest):
     x = require_tensor(x)
     if isinstance(dtype, bool):
@@ -188,9 +254,9 @@ def softmax(cx: Converter, x, dim, dtype=None, *rest):
     x = _dtype_arg(x, dtype)
     d = dim_index(dim, x.rank)
     log = "log_softmax" in cx.node.kind
-    if x.rank > 4:
-        raise Unsupported("softmax of a tensor of rank above 4")
-    inputs = dict(input=x, beta=cx.float_scalar(1.0, x), axis=cx.i32(lay.axis(x.layout, d)))
+    if x.groups or x.rank > 4:
+        x = separate(cx, x, [d])
+    inputs = dict(input=x, beta=cx.float_scalar(1.0, x), axis=cx.i32(x.nnapi_axis(d)))
     if log:
         if not x.is_float:
             raise Unsupported("log_softmax of a quantized tensor")
@@ -199,6 +265,7 @@ def softmax(cx: Converter, x, dim, dtype=None, *rest):
         scale, zero_point = cx.example_quant()
         if (scale, zero_point) != _SOFTMAX_QUANT:  # NNAPI's 8-bit SOFTMAX has fixed ones
             return in_float(cx, x, lambda f: softmax(cx, f, dim))
-        return cx.emit(Op.SOFTMAX, inputs, x.shape, x.dtype, x.layout, scale, zero_point)
+        return cx.emit(Op.SOFTMAX, inputs, x.shape, x.dtype, x.layout, scale, zero_point,
+                       x.groups)
     return cx.emit_like(Op.SOFTMAX, inputs, x)
 

@@ -20,14 +20,15 @@ import torch
 from ...nnapi.codes import OperationType as Op
 from ..context import Converter
 from ..errors import Unsupported
-from ..symbolic import Sym
+from ..symbolic import Sym, hint
 from ..values import TensorValue
 from . import lowering
 from .elementwise import arithmetic
-from ._common import require_tensor, static_int
+from ._common import require_tensor, static_int, tile
 from .activation import in_float
 from .conv import spatial_input
-from .index import gather_indices
+from .index import gather_indices, strided_slice
+from .shape import concatenate
 
 
 def _sizes_and_scales(x: TensorValue, output_size, scales, dims: int):
@@ -78,12 +79,12 @@ def _nearest2d(cx: Converter, x: TensorValue, sizes, factors) -> TensorValue:
     oh, ow = sizes
     n, c, h, w = x.shape
     if any(isinstance(d, Sym) for d in (h, w, oh, ow)):
-        if any(f is None or f != int(f) for f in factors):
-            raise Unsupported("nearest upsampling of a flexible dimension needs integer"
-                              " scale factors")
+        # NNAPI picks floor(dst * in / out), as PyTorch does for a given size or an integer
+        # scale factor (_sizes_and_scales refuses fractional ones, for which PyTorch uses
+        # 1 / factor instead)
         g, nchw = spatial_input(cx, x)
         return cx.emit(Op.RESIZE_NEAREST_NEIGHBOR,
-                       dict(input=g, width=cx.f32(factors[1]), height=cx.f32(factors[0]),
+                       dict(input=g, width=cx.i32(ow), height=cx.i32(oh),
                             nchw=cx.boolean(nchw)),
                        (n, c, oh, ow), g.dtype, g.layout, g.scale, g.zero_point)
     maps = [nearest_map(h, oh, factors[0]), nearest_map(w, ow, factors[1])]
@@ -155,9 +156,13 @@ def _interpolate_axis(cx: Converter, x: TensorValue, dim: int, n: int, out: int,
                       arithmetic(cx, Op.MUL, high, torch.from_numpy(w1.reshape(shape))))
 
 
-@lowering("aten::upsample_bilinear2d", nnapi=("GATHER", "MUL", "ADD"),
-          notes="exact, any layout: per axis, the two neighbours gathered and weighted (static"
-          " sizes)")
+@lowering("aten::upsample_bilinear2d",
+          nnapi=("GATHER", "MUL", "ADD", "TILE", "RESIZE_BILINEAR", "STRIDED_SLICE",
+                 "CONCATENATION"),
+          notes="static sizes: exact in any layout, per axis the two neighbours gathered and"
+          " weighted; from 1x1: TILE; flexible sizes: RESIZE_BILINEAR's size form, by integer"
+          " factors at twice the size then every other pixel (level 2), else with"
+          " half_pixel_centers or align_corners (feature level 4)")
 def upsample_bilinear(cx: Converter, x, output_size, align_corners, *scales):
     x = require_tensor(x)
     if x.rank != 4:
@@ -165,13 +170,86 @@ def upsample_bilinear(cx: Converter, x, output_size, align_corners, *scales):
     factors = _scale_args(scales, 2)
     sizes, factors = _sizes_and_scales(x, output_size, factors, 2)
     n, c, h, w = x.shape
+    corners = bool(align_corners)
+    if _is_one(h) and _is_one(w):  # every output pixel is the input pixel
+        return tile(cx, x, [1, 1, sizes[0], sizes[1]], (n, c, sizes[0], sizes[1]))
+    if any(isinstance(d, Sym) for d in (h, w, *sizes)):
+        return _resize_bilinear(cx, x, sizes, corners)
     h = static_int(h, "bilinear upsampling height")
     w = static_int(w, "bilinear upsampling width")
     oh, ow = (static_int(s, "output size") for s in sizes)
-    corners = bool(align_corners)
 
     def compute(f):
         out = _interpolate_axis(cx, f, 3, w, ow, factors[1], corners)
         return _interpolate_axis(cx, out, 2, h, oh, factors[0], corners)
 
     return in_float(cx, x, compute)
+
+
+def _resize_bilinear(cx: Converter, x: TensorValue, sizes, corners: bool) -> TensorValue:
+    """RESIZE_BILINEAR to sizes known at load time. PyTorch samples input pixel
+    (dst + 0.5) * in / out - 0.5 (clamped at 0), or dst * (in - 1) / (out - 1) with
+    align_corners: NNAPI's half_pixel_centers and align_corners (feature level 4; level 3
+    has neither). With a scale factor PyTorch uses 1 / factor rather than in / out: the
+    same for the integer factors _sizes_and_scales lets through."""
+    n, c = x.shape[:2]
+    oh, ow = sizes
+    fh, fw = _integer_factor(x.shape[2], oh), _integer_factor(x.shape[3], ow)
+    if not corners and fh is not None and fw is not None:
+        factors = [fh, fw]
+        return in_float(cx, x, lambda f: _upsample_by_integers(cx, f, factors))
+
+    def compute(f):
+        g, nchw = spatial_input(cx, f)
+        return cx.emit(Op.RESIZE_BILINEAR,
+                       dict(input=g, width=cx.i32(ow), height=cx.i32(oh),
+                            nchw=cx.boolean(nchw), align_corners=cx.boolean(corners),
+                            half_pixel_centers=cx.boolean(not corners)),
+                       (n, c, oh, ow), g.dtype, g.layout)
+
+    return in_float(cx, x, compute)
+
+
+def _integer_factor(size, out) -> int | None:
+    """k when ``out`` is ``size * k`` for every input shape (k a positive integer)."""
+    if hint(size) <= 0 or hint(out) % hint(size):
+        return None
+    k = hint(out) // hint(size)
+    return k if _same(size * k, out) else None
+
+
+def _upsample_by_integers(cx: Converter, x: TensorValue, factors: list[int]) -> TensorValue:
+    """Bilinear upsampling by integer factors with PyTorch's half-pixel centres, exactly, at
+    feature level 1-2: output pixel d samples input (d + 0.5) / k - 0.5 = e / (2k) with
+    e = 2d + 1 - k, which NNAPI's RESIZE_BILINEAR (sampling e * in / out) gives at pixel e
+    of an image twice the output size; the pixels below e = 0 (PyTorch clamps them to the
+    first input pixel) repeat pixel 0. So: one RESIZE_BILINEAR to twice the output size,
+    then per axis every other pixel from 2 * n0 + 1 - k and n0 copies of pixel 0."""
+    n, c, h, w = x.shape
+    g, nchw = spatial_input(cx, x)
+    twice = (2 * h * factors[0], 2 * w * factors[1])
+    big = cx.emit(Op.RESIZE_BILINEAR,
+                  dict(input=g, width=cx.i32(twice[1]), height=cx.i32(twice[0]),
+                       nchw=cx.boolean(nchw)),
+                  (n, c) + twice, g.dtype, g.layout)
+    out = big
+    for dim, k, size in ((2, factors[0], h), (3, factors[1], w)):
+        if k == 1:
+            out = strided_slice(cx, out, {dim: (0, 2 * size, 2)})
+            continue
+        copies = (k - 1 + 1) // 2  # outputs whose source lies before pixel 0
+        start = 2 * copies + 1 - k
+        kept = strided_slice(cx, out, {dim: (start, start + 2 * (size * k - copies), 2)})
+        first = strided_slice(cx, out, {dim: (0, 1, 1)})
+        out = concatenate(cx, [first] * copies + [kept], dim)
+    return out
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        return isinstance(a, Sym) and a == b
+    return int(a) == int(b)
+
+
+def _is_one(d) -> bool:
+    return not isinstance(d, Sym) and int(d) == 1

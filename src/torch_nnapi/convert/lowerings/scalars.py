@@ -64,17 +64,17 @@ def number_binary(op: str, a, b):
 # ------------------------------------------------------------------------ containers
 
 
-@lowering("prim::ListConstruct", notes="lists are folded at conversion time")
+@lowering("prim::ListConstruct", notes="lists are folded at conversion time", any_rank=True)
 def list_construct(cx: Converter, *items):
     return list(items)
 
 
-@lowering("prim::TupleConstruct")
+@lowering("prim::TupleConstruct", any_rank=True)
 def tuple_construct(cx: Converter, *items):
     return tuple(items)
 
 
-@lowering("prim::ListUnpack", "prim::TupleUnpack")
+@lowering("prim::ListUnpack", "prim::TupleUnpack", any_rank=True)
 def unpack(cx: Converter, items):
     n = len(cx.node.outputs)
     if len(items) != n:
@@ -82,7 +82,7 @@ def unpack(cx: Converter, items):
     return tuple(items)
 
 
-@lowering("prim::TupleIndex", "aten::__getitem__")
+@lowering("prim::TupleIndex", "aten::__getitem__", any_rank=True)
 def getitem(cx: Converter, items, index):
     if isinstance(index, Sym) or isinstance(items, TensorValue):
         raise Unsupported("indexing needs a list and an index known at conversion time")
@@ -91,14 +91,14 @@ def getitem(cx: Converter, items, index):
     return items[int(index)]
 
 
-@lowering("aten::len")
+@lowering("aten::len", any_rank=True)
 def length(cx: Converter, items):
     if isinstance(items, TensorValue):
         return items.shape[0]
     return len(items)
 
 
-@lowering("aten::list")
+@lowering("aten::list", any_rank=True)
 def list_copy(cx: Converter, items):
     return list(items)
 
@@ -106,7 +106,8 @@ def list_copy(cx: Converter, items):
 # ------------------------------------------------------------------------ tensor metadata
 
 
-@lowering("aten::size", notes="sizes are known at conversion time or resolved at load time")
+@lowering("aten::size", notes="sizes are known at conversion time or resolved at load time",
+          any_rank=True)
 def size(cx: Converter, t, dim=None):
     if not isinstance(t, TensorValue):
         t = _as_shape_source(t)
@@ -117,12 +118,12 @@ def size(cx: Converter, t, dim=None):
     return t.shape[int(dim)]
 
 
-@lowering("aten::dim")
+@lowering("aten::dim", any_rank=True)
 def dim(cx: Converter, t):
     return _as_shape_source(t).rank if not isinstance(t, TensorValue) else t.rank
 
 
-@lowering("aten::numel")
+@lowering("aten::numel", any_rank=True)
 def numel(cx: Converter, t):
     t = t if isinstance(t, TensorValue) else _as_shape_source(t)
     n = 1
@@ -131,13 +132,13 @@ def numel(cx: Converter, t):
     return n
 
 
-@lowering("prim::dtype")
+@lowering("prim::dtype", any_rank=True)
 def dtype(cx: Converter, t):
     name = t.dtype if isinstance(t, TensorValue) else str(t.dtype).replace("torch.", "")
     return SCALAR_TYPES[name]
 
 
-@lowering("prim::device")
+@lowering("prim::device", any_rank=True)
 def device(cx: Converter, t):
     return "cpu"
 
@@ -177,13 +178,11 @@ def floordiv(cx: Converter, a, b):
     return number_binary("floordiv", a, b)
 
 
-@lowering("aten::__and__", "aten::__or__", "aten::__xor__")
+@lowering("aten::__xor__")
 def logic(cx: Converter, a, b):
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         raise Unsupported("bitwise operations on tensors")
-    op = {"aten::__and__": operator.and_, "aten::__or__": operator.or_,
-          "aten::__xor__": operator.xor}[cx.node.kind]
-    return op(a, b)
+    return operator.xor(a, b)
 
 
 @lowering("aten::__not__")
@@ -225,20 +224,20 @@ def compare_numbers(kind: str, a, b) -> bool:
 
 @lowering("prim::unchecked_cast", "aten::detach", "aten::contiguous", "aten::clone",
           "aten::lift_fresh", "aten::alias", "prim::data", "aten::detach_",
-          notes="identity: no NNAPI operation")
+          notes="identity: no NNAPI operation", any_rank=True)
 def identity(cx: Converter, x, *rest):
     return x
 
 
 @lowering("aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::alpha_dropout",
-          "aten::feature_alpha_dropout", notes="identity in eval mode")
+          "aten::feature_alpha_dropout", notes="identity in eval mode", any_rank=True)
 def dropout(cx: Converter, x, p=0.0, train=False):
     if train is True:
         raise Unsupported("dropout in training mode")
     return x
 
 
-@lowering("aten::warn", notes="dropped")
+@lowering("aten::warn", notes="dropped", any_rank=True)
 def warn(cx: Converter, *args):
     return None
 

@@ -15,10 +15,12 @@ from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
 from ..context import Converter
 from ..errors import Unsupported
+from ..merged import regroup, reshape_in_place, separate, with_rank
 from ..symbolic import Sym, SymInt
 from ..values import TensorValue
 from . import lowering
-from ._common import choose_layout, dim_index, require_tensor, static_int
+from ._common import choose_layout, dim_index, require_tensor, static_int, tile
+from .index import strided_slice
 
 
 def _numel(shape) -> SymInt:
@@ -41,22 +43,28 @@ def resolve_shape(x: TensorValue, sizes) -> tuple[SymInt, ...]:
 
 
 @lowering("aten::reshape", "aten::view", "aten::_reshape_alias", "aten::_unsafe_view",
-          nnapi=("RESHAPE", "TRANSPOSE"),
+          nnapi=("RESHAPE", "TRANSPOSE"), any_rank=True,
           notes="a TRANSPOSE first only if the data is not in PyTorch order")
 def reshape(cx: Converter, x, sizes, *rest):
     x = require_tensor(x)
     if not isinstance(sizes, (list, tuple)):
         sizes = [sizes]
-    return cx.reshape(x, resolve_shape(x, sizes))
+    return view(cx, x, resolve_shape(x, sizes))
 
 
-@lowering("aten::view_as", "aten::reshape_as", nnapi=("RESHAPE",))
+def view(cx: Converter, x: TensorValue, shape) -> TensorValue:
+    """``x.view(shape)``: in the storage order ``x`` has when the view only splits or merges
+    dimensions stored together (no TRANSPOSE), else as a contiguous reshape."""
+    return reshape_in_place(cx, x, shape) or cx.reshape(x, shape)
+
+
+@lowering("aten::view_as", "aten::reshape_as", nnapi=("RESHAPE",), any_rank=True)
 def reshape_as(cx: Converter, x, other):
     shape = other.shape if isinstance(other, TensorValue) else tuple(other.shape)
-    return cx.reshape(require_tensor(x), shape)
+    return view(cx, require_tensor(x), shape)
 
 
-@lowering("aten::flatten", nnapi=("RESHAPE", "TRANSPOSE"))
+@lowering("aten::flatten", nnapi=("RESHAPE", "TRANSPOSE"), any_rank=True)
 def flatten(cx: Converter, x, start=0, end=-1):
     x = require_tensor(x)
     if x.rank == 0:
@@ -66,15 +74,15 @@ def flatten(cx: Converter, x, start=0, end=-1):
     if s > e:
         raise Unsupported("flatten with start_dim > end_dim")
     shape = x.shape[:s] + (_numel(x.shape[s:e + 1]),) + x.shape[e + 1:]
-    return cx.reshape(x, shape)
+    return view(cx, x, shape)
 
 
-@lowering("aten::unflatten", nnapi=("RESHAPE",))
+@lowering("aten::unflatten", nnapi=("RESHAPE",), any_rank=True)
 def unflatten(cx: Converter, x, dim, sizes):
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
     inner = resolve_shape(x.with_(shape=(x.shape[d],)), sizes)
-    return cx.reshape(x, x.shape[:d] + inner + x.shape[d + 1:])
+    return view(cx, x, x.shape[:d] + inner + x.shape[d + 1:])
 
 
 def relayout_reshape(cx: Converter, x: TensorValue, shape, layout) -> TensorValue:
@@ -87,7 +95,7 @@ def relayout_reshape(cx: Converter, x: TensorValue, shape, layout) -> TensorValu
     return out
 
 
-@lowering("aten::squeeze", "aten::squeeze_", nnapi=("RESHAPE",),
+@lowering("aten::squeeze", "aten::squeeze_", nnapi=("RESHAPE",), any_rank=True,
           notes="keeps the layout (squeezed dims have size 1)")
 def squeeze(cx: Converter, x, dims=None):
     x = require_tensor(x)
@@ -102,10 +110,24 @@ def squeeze(cx: Converter, x, dims=None):
     shape = tuple(n for d, n in enumerate(x.shape) if d not in drop)
     if not shape:
         return cx.reshape(x, ())
-    return relayout_reshape(cx, x, shape, lay.without_dims(x.layout, drop))
+    layout = lay.without_dims(x.layout, drop)
+    if x.groups:
+        return _drop_unit_dims(cx, x, drop, shape, layout)
+    return relayout_reshape(cx, x, shape, layout)
 
 
-@lowering("aten::unsqueeze", "aten::unsqueeze_", nnapi=("RESHAPE",))
+def _drop_unit_dims(cx: Converter, x: TensorValue, drop, shape, layout) -> TensorValue:
+    """squeeze of a merged operand: the same operand, fewer PyTorch dimensions."""
+    sizes = list(lay.group_sizes(x.groups, x.rank))
+    runs = lay.group_runs(x.groups, x.rank)
+    for position, d in enumerate(x.layout):
+        if d in drop:
+            sizes[next(i for i, run in enumerate(runs) if position in run)] -= 1
+    # a merged dimension left without PyTorch dimensions stays, as a size-1 NNAPI dimension
+    return x.with_(shape=shape, layout=layout, groups=lay.normalize_groups(sizes, len(shape)))
+
+
+@lowering("aten::unsqueeze", "aten::unsqueeze_", nnapi=("RESHAPE",), any_rank=True)
 def unsqueeze(cx: Converter, x, dim):
     x = require_tensor(x)
     d = dim_index(dim, x.rank + 1)
@@ -114,10 +136,17 @@ def unsqueeze(cx: Converter, x, dim):
     # put the new dimension where PyTorch's next dimension is stored (or last)
     position = renumbered.index(d + 1) if d < x.rank else len(renumbered)
     layout = tuple(renumbered[:position] + [d] + renumbered[position:])
+    if x.groups or x.rank >= 4:  # the new size-1 dimension joins a merged one
+        sizes = list(lay.group_sizes(x.groups, x.rank))
+        runs = lay.group_runs(x.groups, x.rank)
+        neighbour = max(position - 1, 0)
+        sizes[next(i for i, run in enumerate(runs) if neighbour in run)] += 1
+        return x.with_(shape=shape, layout=layout,
+                       groups=lay.normalize_groups(sizes, len(shape)))
     return relayout_reshape(cx, x, shape, layout)
 
 
-@lowering("aten::permute", nnapi=(), notes="no operation: changes the layout")
+@lowering("aten::permute", nnapi=(), notes="no operation: changes the layout", any_rank=True)
 def permute(cx: Converter, x, dims):
     x = require_tensor(x)
     perm = [dim_index(d, x.rank) for d in dims]
@@ -127,7 +156,7 @@ def permute(cx: Converter, x, dims):
 
 
 @lowering("aten::transpose", "aten::transpose_", "aten::swapaxes", "aten::swapdims",
-          nnapi=(), notes="no operation: changes the layout")
+          nnapi=(), notes="no operation: changes the layout", any_rank=True)
 def transpose(cx: Converter, x, d0, d1):
     x = require_tensor(x)
     a, b = dim_index(d0, x.rank), dim_index(d1, x.rank)
@@ -136,7 +165,8 @@ def transpose(cx: Converter, x, d0, d1):
     return permute(cx, x, perm)
 
 
-@lowering("aten::t", "aten::numpy_T", nnapi=(), notes="no operation: changes the layout")
+@lowering("aten::t", "aten::numpy_T", nnapi=(), notes="no operation: changes the layout",
+          any_rank=True)
 def t(cx: Converter, x):
     x = require_tensor(x)
     if x.rank < 2:
@@ -144,7 +174,8 @@ def t(cx: Converter, x):
     return permute(cx, x, list(reversed(range(x.rank))))
 
 
-@lowering("aten::expand", "aten::expand_as", "aten::broadcast_to", nnapi=("TILE", "RESHAPE"))
+@lowering("aten::expand", "aten::expand_as", "aten::broadcast_to", nnapi=("TILE", "RESHAPE"),
+          any_rank=True)
 def expand(cx: Converter, x, sizes, *rest):
     x = require_tensor(x)
     if isinstance(sizes, TensorValue):
@@ -155,7 +186,7 @@ def expand(cx: Converter, x, sizes, *rest):
     if len(sizes) < x.rank:
         raise Unsupported("expand to fewer dimensions")
     if len(sizes) > x.rank:
-        x = cx.reshape(x, (1,) * (len(sizes) - x.rank) + tuple(x.shape))
+        x = with_rank(cx, x, len(sizes))
     target = tuple(x.shape[i] if not isinstance(s, Sym) and int(s) == -1 else s
                    for i, s in enumerate(sizes))
     multiples = []
@@ -169,22 +200,14 @@ def expand(cx: Converter, x, sizes, *rest):
     return tile(cx, x, multiples, target)
 
 
-def tile(cx: Converter, x: TensorValue, multiples, shape) -> TensorValue:
-    if all(not isinstance(m, Sym) and int(m) == 1 for m in multiples):
-        return x
-    nnapi_multiples = lay.apply(x.layout, multiples)
-    return cx.emit(Op.TILE, dict(input=x, multiples=cx.int_vector(nnapi_multiples)), shape,
-                   x.dtype, x.layout, x.scale, x.zero_point)
-
-
-@lowering("aten::repeat", nnapi=("TILE", "RESHAPE"))
+@lowering("aten::repeat", nnapi=("TILE", "RESHAPE"), any_rank=True)
 def repeat(cx: Converter, x, repeats):
     x = require_tensor(x)
     repeats = list(repeats)
     if len(repeats) < x.rank:
         raise Unsupported("repeat with fewer repeats than dimensions")
     if len(repeats) > x.rank:
-        x = cx.reshape(x, (1,) * (len(repeats) - x.rank) + tuple(x.shape))
+        x = with_rank(cx, x, len(repeats))
     shape = tuple(d * r for d, r in zip(x.shape, repeats))
     return tile(cx, x, repeats, shape)
 
@@ -210,6 +233,10 @@ def concatenate(cx: Converter, items, dim, scale: float | None = None,
         operands.append(cx.to_layout(t, layout))
     if any(t.dtype != dtype for t in operands):
         raise Unsupported("cat of tensors of different dtypes")
+    groups: lay.Groups = ()
+    if rank > 4 or any(t.groups for t in operands):
+        groups = separate(cx, operands[0], [d]).groups
+        operands = [regroup(cx, t, groups) for t in operands]
     if len(operands) == 1 and scale is None:
         return operands[0]
     size: SymInt = 0
@@ -225,16 +252,18 @@ def concatenate(cx: Converter, items, dim, scale: float | None = None,
                 scale, zero_point = operands[0].scale, operands[0].zero_point
     else:
         scale, zero_point = 0.0, 0
-    return cx.emit(Op.CONCATENATION, dict(inputs=operands, axis=cx.i32(lay.axis(layout, d))),
-                   shape, dtype, layout, scale, zero_point)
+    return cx.emit(Op.CONCATENATION,
+                   dict(inputs=operands, axis=cx.i32(operands[0].nnapi_axis(d))), shape, dtype,
+                   layout, scale, zero_point, groups)
 
 
-@lowering("aten::cat", "aten::concat", "aten::concatenate", nnapi=("CONCATENATION",))
+@lowering("aten::cat", "aten::concat", "aten::concatenate", nnapi=("CONCATENATION",),
+          any_rank=True)
 def cat(cx: Converter, items, dim=0):
     return concatenate(cx, list(items), dim)
 
 
-@lowering("aten::stack", nnapi=("RESHAPE", "CONCATENATION"))
+@lowering("aten::stack", nnapi=("RESHAPE", "CONCATENATION"), any_rank=True)
 def stack(cx: Converter, items, dim=0):
     if not items:
         raise Unsupported("stack of an empty list")
@@ -249,6 +278,29 @@ def stack(cx: Converter, items, dim=0):
     d = dim_index(dim, rank + 1)
     expanded = [unsqueeze(cx, t, d) for t in tensors]
     return concatenate(cx, expanded, d)
+
+
+@lowering("aten::roll", nnapi=("STRIDED_SLICE", "CONCATENATION"), any_rank=True,
+          notes="per rolled dimension: its two parts swapped (two slices, one CONCATENATION)")
+def roll(cx: Converter, x, shifts, dims=()):
+    x = require_tensor(x)
+    shifts = list(shifts) if isinstance(shifts, (list, tuple)) else [shifts]
+    dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+    if not dims:  # roll of the flattened tensor
+        flat = cx.reshape(x, (_numel(x.shape),))
+        return cx.reshape(roll(cx, flat, shifts, [0]), x.shape)
+    if len(shifts) != len(dims):
+        raise Unsupported(f"roll with {len(shifts)} shifts for {len(dims)} dimensions")
+    out = x
+    for shift, dim in zip(shifts, dims):
+        d = dim_index(dim, x.rank)
+        size = static_int(x.shape[d], "rolled dimension")
+        k = static_int(shift, "roll shift") % size
+        if k:  # out[i] = x[i - k]: the last k first
+            tail = strided_slice(cx, out, {d: (size - k, size, 1)})
+            head = strided_slice(cx, out, {d: (0, size - k, 1)})
+            out = concatenate(cx, [tail, head], d)
+    return out
 
 
 @lowering("aten::flip", nnapi=("GATHER",), notes="a GATHER per flipped dimension")

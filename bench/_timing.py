@@ -1,0 +1,32 @@
+"""What the benchmark scripts share: median wall-clock time of a call, and whether converted
+modules can run through PyTorch's NNAPI runtime on torch-nnapi's library."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+
+def median_time(fn: Callable[[], object], runs: int, warmup: int = 1) -> float:
+    """Median seconds of ``runs`` calls after ``warmup`` untimed ones (a converted module
+    compiles on its first call; oneDNN's first recurrent calls take seconds each)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def torch_runtime_available() -> bool:
+    """True when libneuralnetworks.so is built, so PyTorch's NNAPI runtime can load it."""
+    try:
+        import torch_nnapi
+
+        return os.path.exists(torch_nnapi.library_path())
+    except Exception:  # noqa: BLE001 - an unbuilt or broken install means the host runtime
+        return False
