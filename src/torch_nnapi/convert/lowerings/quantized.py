@@ -45,7 +45,8 @@ def quantized_input(x) -> TensorValue:
 
 
 def quantize(cx: Converter, f: TensorValue, scale: float, zero_point: int) -> TensorValue:
-    return cx.emit(Op.QUANTIZE, dict(input=f), f.shape, "quint8", f.layout, scale, zero_point)
+    return cx.emit(Op.QUANTIZE, dict(input=f), f.shape, "quint8", f.layout, scale, zero_point,
+                   f.groups)
 
 
 def _output_params(scale, zero_point) -> tuple[float, int]:
