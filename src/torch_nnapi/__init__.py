@@ -16,11 +16,16 @@ def library_path() -> str:
 
 
 def __getattr__(name: str):
-    """``torch_nnapi.convert(...)`` without importing torch until it is used."""
-    if name == "convert":
-        import importlib
+    """``torch_nnapi.convert(...)``, ``quantize(...)`` and ``trace_to_code(...)`` without
+    importing torch until one is used."""
+    import importlib
 
+    if name == "convert":
         return importlib.import_module(".convert", __name__)  # a callable package
+    if name == "quantize":
+        return importlib.import_module(".quantization.api", __name__).quantize
+    if name == "trace_to_code":
+        return importlib.import_module(".convert.codegen", __name__).trace_to_code
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -13,8 +13,8 @@ import torch
 from ..nnapi.codes import FeatureLevel, PreferenceCode
 from ..nnapi.model import Model
 from . import layout as lay
-from .capture import as_example_tuple, capture
 from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
+from .frontend import Flexible, capture_model, flexible_per_input
 from .levels import above, model_requirements, operation_levels
 from .lower import Lowered, example_spec, lower
 from .serialize import SerializedModel, serialize
@@ -59,18 +59,20 @@ class Conversion:
         return int(self.model.feature_level)
 
 
-def convert(model, example_inputs, **options) -> torch.jit.ScriptModule:
-    """Converts ``model`` (an nn.Module, traced here, or a ScriptModule) to a TorchScript
-    module that runs it through NNAPI. See :func:`convert_with_details` for the options."""
+def convert(model, example_inputs=None, **options) -> torch.jit.ScriptModule:
+    """Converts ``model`` (an nn.Module, traced or exported here, a ScriptModule, or an
+    ExportedProgram) to a TorchScript module that runs it through NNAPI. See
+    :func:`convert_with_details` for the options."""
     return convert_with_details(model, example_inputs, **options).module
 
 
 def convert_with_details(
     model,
-    example_inputs,
+    example_inputs=None,
     *,
+    capture: Optional[str] = None,
     nhwc: Union[None, bool, Sequence[Optional[bool]]] = None,
-    flexible: Union[None, Mapping[int, Sequence[int]], Sequence[Sequence[int]]] = None,
+    flexible: Flexible = None,
     compilation_preference: Union[str, int] = "sustained_speed",
     relax_fp32_to_fp16: bool = False,
     return_shapes: Optional[Sequence[Optional[Sequence[int]]]] = None,
@@ -78,6 +80,11 @@ def convert_with_details(
 ) -> Conversion:
     """Converts ``model`` and returns the module with the NNAPI model behind it.
 
+    - ``capture``: the front-end, ``"trace"`` (torch.jit.trace and freeze; the default for
+      an nn.Module) or ``"export"`` (torch.export; always for an ExportedProgram, whose
+      example inputs are used when ``example_inputs`` is None, and for the GraphModules
+      that ``torch_nnapi.quantize`` and PT2E return). An exported program's symbolic
+      dimensions (``torch.export.Dim``) are flexible dimensions.
     - ``nhwc``: per input (or one value for all 4-D inputs): True hands the input to NNAPI
       channels-last (the module still takes it NCHW, as usual, and permutes it), which
       channel-last convolutions then keep; False keeps PyTorch's order (NNAPI's NCHW layout
@@ -98,12 +105,13 @@ def convert_with_details(
       PyTorch code it comes from. Default: no limit.
     """
     start = time.perf_counter()
-    examples = as_example_tuple(example_inputs)
     if target_level is not None:
         target_level = int(FeatureLevel(int(target_level)))
     preference = _preference(compilation_preference)
-    graph = capture(model, examples)
-    lowered = lower_graph(graph, examples, nhwc, flexible, relax_fp32_to_fp16)
+    captured = capture_model(model, example_inputs, capture_mode=capture, flexible=flexible)
+    examples = captured.examples
+    lowered = lower_graph(captured.graph, examples, nhwc, captured.flexible,
+                          relax_fp32_to_fp16)
     specs = lowered.specs
     cx = lowered.cx
     if target_level is not None:
@@ -121,7 +129,7 @@ def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False) -> 
     level 1. NNAPI's NCHW layout flag needs level 3, while channels-last convolutions and
     pools need level 1, and the wrapper permutes the input on the host either way."""
     choices = _nhwc_choices(examples, nhwc)
-    flex = _flexible_dims(examples, flexible)
+    flex = flexible_per_input(examples, flexible)
 
     def attempt(open_as: bool) -> Lowered:
         specs = [example_spec(x, open_as if c is None else c, f)
@@ -177,27 +185,6 @@ def _nhwc_choices(examples: tuple, nhwc) -> list[Optional[bool]]:
             c = True
         result.append(c if x.dim() == 4 or c else False)
     return result
-
-
-def _flexible_dims(examples, flexible) -> list[tuple]:
-    n = len(examples)
-    if flexible is None:
-        flex = [()] * n
-    elif isinstance(flexible, Mapping):
-        for k in flexible:
-            if not 0 <= int(k) < n:
-                raise ValueError(f"flexible names input {k}, but the model has {n} inputs")
-        flex = [tuple(flexible.get(i, ())) for i in range(n)]
-    else:
-        flex = [tuple(f or ()) for f in flexible]
-        if len(flex) != n:
-            raise ValueError(f"flexible has {len(flex)} entries for {n} inputs")
-    for i, (x, dims) in enumerate(zip(examples, flex)):
-        for d in dims:
-            if not -x.dim() <= d < x.dim():
-                raise ValueError(f"flexible dimension {d} of input {i} is out of range for"
-                                 f" its shape {list(x.shape)}")
-    return flex
 
 
 def _preference(value) -> int:

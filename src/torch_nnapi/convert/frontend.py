@@ -1,0 +1,120 @@
+"""The front-ends that capture a PyTorch model as the graph the lowerings walk.
+
+``"trace"`` (``capture.py``): torch.jit.trace and freeze, what PyTorch Mobile's existing apps
+run. ``"export"`` (``capture_export.py``): torch.export, what PyTorch recommends today, and
+the form PT2E quantization produces. An ``ExportedProgram`` (or the GraphModule of one) is
+always captured through export; an ``nn.Module`` through tracing unless asked otherwise.
+Both give the same :class:`Graph`, whose PT2E quantize/dequantize patterns are then folded
+into quantized operations (``qdq.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from . import qdq
+from .capture import Graph, as_example_tuple, capture
+from .capture_export import capture_exported, export_module, flexible_dims, is_exported
+
+CAPTURES = ("trace", "export")
+
+Flexible = Mapping[int, Sequence[int]] | Sequence[Sequence[int]] | None
+
+
+@dataclass
+class Captured:
+    graph: Graph
+    examples: tuple
+    flexible: list[tuple[int, ...]]  # per input, the dimensions resolved at load time
+    front_end: str  # "trace" or "export"
+
+
+def example_inputs_of(model, example_inputs) -> tuple:
+    """The example inputs as a tuple; an ExportedProgram's own when none are given."""
+    if example_inputs is None and isinstance(model, torch.export.ExportedProgram) \
+            and model.example_inputs is not None:
+        args, kwargs = model.example_inputs
+        if kwargs:
+            raise TypeError("the exported program takes keyword inputs; converted models"
+                            " take positional tensors")
+        return tuple(args)
+    if example_inputs is None:
+        raise TypeError("example_inputs are needed to convert this model")
+    return as_example_tuple(example_inputs)
+
+
+def front_end_of(model, capture_mode: str | None) -> str:
+    """"export" or "trace": ``capture_mode`` checked against the model, or the default."""
+    exported = is_exported(model)
+    if capture_mode is None:
+        return "export" if exported else "trace"
+    if capture_mode not in CAPTURES:
+        raise ValueError(f"capture must be one of {', '.join(CAPTURES)}, got {capture_mode!r}")
+    if capture_mode == "trace" and isinstance(model, torch.export.ExportedProgram):
+        raise ValueError("an ExportedProgram is captured with capture='export'")
+    if capture_mode == "export" and isinstance(model, torch.jit.ScriptModule):
+        raise ValueError("a TorchScript module cannot be exported: use capture='trace'")
+    return capture_mode
+
+
+def flexible_per_input(examples: tuple, flexible: Flexible) -> list[tuple[int, ...]]:
+    """``flexible`` as one tuple of non-negative dimensions per input, checked."""
+    n = len(examples)
+    if flexible is None:
+        flex = [()] * n
+    elif isinstance(flexible, Mapping):
+        for k in flexible:
+            if not 0 <= int(k) < n:
+                raise ValueError(f"flexible names input {k}, but the model has {n} inputs")
+        flex = [tuple(flexible.get(i, ())) for i in range(n)]
+    else:
+        flex = [tuple(f or ()) for f in flexible]
+        if len(flex) != n:
+            raise ValueError(f"flexible has {len(flex)} entries for {n} inputs")
+    result = []
+    for i, (x, dims) in enumerate(zip(examples, flex)):
+        for d in dims:
+            if not -x.dim() <= d < x.dim():
+                raise ValueError(f"flexible dimension {d} of input {i} is out of range for"
+                                 f" its shape {list(x.shape)}")
+        result.append(tuple(sorted({d % x.dim() for d in dims})))
+    return result
+
+
+def capture_model(model, example_inputs, *, capture_mode: str | None = None,
+                  flexible: Flexible = None, keep_values: bool = False) -> Captured:
+    """Captures ``model`` with the chosen front-end, probed on the example inputs; with
+    ``keep_values`` every value keeps its example tensor (layer-by-layer comparison)."""
+    examples = example_inputs_of(model, example_inputs)
+    for i, x in enumerate(examples):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"example input {i} must be a tensor, got {type(x).__name__}")
+    mode = front_end_of(model, capture_mode)
+    flex = flexible_per_input(examples, flexible)
+    if mode == "trace":
+        graph = capture(model, examples, keep_values)
+    else:
+        program = model if is_exported(model) else export_module(model, examples, flex)
+        flex = _merged(flex, flexible_dims(program))
+        graph = capture_exported(program, examples, keep_values)
+    qdq.fold(graph)
+    return Captured(graph, examples, flex, mode)
+
+
+def _merged(requested: list[tuple[int, ...]], symbolic: list[tuple[int, ...]]
+            ) -> list[tuple[int, ...]]:
+    """The exported program's symbolic dimensions are flexible; asking for a dimension
+    flexible that the program fixed is an error."""
+    if len(symbolic) != len(requested):
+        raise TypeError(f"the exported model takes {len(symbolic)} inputs, but"
+                        f" {len(requested)} example inputs were given")
+    for i, (want, have) in enumerate(zip(requested, symbolic)):
+        fixed = sorted(set(want) - set(have))
+        if fixed:
+            raise ValueError(f"input {i} dimension {fixed[0]} cannot be flexible: the exported"
+                             " program has a fixed size there (export it with a"
+                             " torch.export.Dim for that dimension)")
+    return [tuple(sorted(set(w) | set(h))) for w, h in zip(requested, symbolic)]
