@@ -6,6 +6,9 @@ flexible: resolved at load time, 224 is the size the conversion is checked with)
 default the converter chooses, channels-last when that lowers the feature level), a dtype
 (``float32``, ``int64``, ``int32``), or ``quint8=SCALE,ZERO_POINT`` for a quantized input.
 
+The model is a TorchScript file, a pickled ``nn.Module`` (traced, or exported with
+``--capture export``) or a ``.pt2`` file saved by ``torch.export.save`` (always exported).
+
 ``--target-level N`` fails the conversion, listing the operations at fault, when the result
 would need a higher NNAPI feature level than N (1: Android 8.1, 2: Android 9, 3: Android 10).
 """
@@ -91,9 +94,12 @@ def layout_options(specs: list[InputSpec]) -> dict:
 
 
 def load_model(path: str):
-    """A TorchScript file, or a whole nn.Module saved with torch.save."""
+    """A TorchScript file, a whole nn.Module saved with torch.save, or an ExportedProgram
+    saved with torch.export.save (a ``.pt2`` file)."""
     import torch
 
+    if path.endswith(".pt2"):
+        return torch.export.load(path)
     try:
         return torch.jit.load(path, map_location="cpu")
     except RuntimeError:
@@ -105,10 +111,18 @@ def load_model(path: str):
     return model
 
 
+def add_capture_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--capture", choices=["trace", "export"], default=None,
+                   help="how an nn.Module is captured: torch.jit.trace (default) or"
+                        " torch.export; a .pt2 file is always exported")
+
+
 def _configure(p: argparse.ArgumentParser) -> None:
     from ..nnapi.codes import FeatureLevel
 
-    p.add_argument("model", help="TorchScript file (torch.jit.save) or a pickled nn.Module")
+    p.add_argument("model", help="TorchScript file (torch.jit.save), a pickled nn.Module or"
+                                 " a .pt2 file (torch.export.save)")
+    add_capture_option(p)
     p.add_argument("-o", "--output", required=True, help="where to save the converted module")
     p.add_argument("--input", action="append", required=True, metavar="SPEC",
                    help="an input: 1x3x224x224, ?-prefixed dims flexible, options :nhwc,"
@@ -143,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     examples = example_inputs(specs)
     options = dict(layout_options(specs), compilation_preference=args.preference,
-                   relax_fp32_to_fp16=args.fp16)
+                   relax_fp32_to_fp16=args.fp16, capture=args.capture)
     try:
         conversion = convert_with_details(model, examples, target_level=args.target_level,
                                           **options)
@@ -195,6 +209,8 @@ def _check(model, module, examples) -> None:
 
     from .run_cmd import run_module
 
+    if isinstance(model, torch.export.ExportedProgram):
+        model = model.module()
     with torch.no_grad():
         expected = model(*examples)
     actual, _, backend = run_module(module, examples)

@@ -356,8 +356,9 @@ def _type_of(val: Any) -> str:
 _FRAME = re.compile(r'File "(.+?)", line (\d+), in (\S+)')
 
 
-def source_location(n: torch.fx.Node) -> str:
-    """``file:line (function), module path``: the innermost frame of the user's code."""
+def source_location(n: torch.fx.Node, depth: int = 3) -> str:
+    """``file:line (function), module path``: the innermost frame of the user's code. A node
+    quantization inserted (no stack of its own) is placed at the op whose tensor it reads."""
     frames = _FRAME.findall(n.meta.get("stack_trace") or "")
     stack = n.meta.get("nn_module_stack") or {}
     scope = ""
@@ -368,7 +369,14 @@ def source_location(n: torch.fx.Node) -> str:
         user = [f for f in frames if not f[0].startswith((_TORCH_DIR, _OWN_DIR))]
         file, line, function = (user or frames)[-1]
         return f"{file}:{line} ({function}){scope}"
+    if depth and n.all_input_nodes:
+        found = source_location(n.all_input_nodes[0], depth - 1)
+        if not found.startswith("<"):
+            return found if found.endswith(_INSERTED) else found + _INSERTED
     return f"<node {n.name}>{scope}"
+
+
+_INSERTED = " (inserted by quantization)"
 
 
 # ------------------------------------------------------------------------------ batch norms

@@ -17,7 +17,7 @@ import torch
 from ..runtime import Compilation
 from . import layout as lay
 from .api import lower_graph
-from .capture import as_example_tuple, capture
+from .frontend import capture_model
 from .values import TensorValue
 
 
@@ -38,9 +38,10 @@ class LayerDiff:
 
 def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
     """Converts ``model`` and compares every intermediate tensor with eager PyTorch."""
-    examples = as_example_tuple(example_inputs)
-    graph = capture(model, examples, keep_values=True)
-    lowered = lower_graph(graph, examples, options.get("nhwc"), options.get("flexible"),
+    captured = capture_model(model, example_inputs, capture_mode=options.get("capture"),
+                             flexible=options.get("flexible"), keep_values=True)
+    graph, examples = captured.graph, captured.examples
+    lowered = lower_graph(graph, examples, options.get("nhwc"), captured.flexible,
                           bool(options.get("relax_fp32_to_fp16", False)))
     inputs = []
     for x, t in zip(examples, lowered.inputs):
@@ -55,6 +56,7 @@ def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
     # operands whose fused activation comes later: until then PyTorch holds the value
     # before the activation, which the NNAPI model never materializes
     before_activation = dict(lowered.cx.fused_activations)
+    quanta = island_quanta(graph)
     for node in graph.walk():
         for v in node.outputs:
             t = lowered.values.get(v)
@@ -66,23 +68,40 @@ def compare_layers(model, example_inputs, **options) -> list[LayerDiff]:
                 got = result.value(t.operand)
             except KeyError:
                 continue
-            diffs.append(_diff(node, v, t, got))
+            diffs.append(_diff(node, v, t, got, quanta.get(v, 0.0)))
         for operand in [o for o, activation in before_activation.items() if activation is node]:
             del before_activation[operand]
     return diffs
 
 
-def _diff(node, value, t: TensorValue, got: np.ndarray) -> LayerDiff:
+def island_quanta(graph) -> dict:
+    """Float values computed from dequantized ones (a float island of a quantized model),
+    with the quantum they are measured in: the dequantized tensor's scale, the largest when
+    several meet. NNAPI and PyTorch may round a quantized value one quantum apart, and the
+    island's float arithmetic carries that difference on."""
+    quanta: dict = {}
+    for node in graph.walk():
+        if node.kind == "aten::dequantize":
+            scale = getattr(node.inputs[0].example, "scale", 0.0)
+        else:
+            scale = max((quanta[v] for v in node.inputs if v in quanta), default=0.0)
+        if scale:
+            for v in node.outputs:
+                if getattr(v.example, "dtype", "") in ("float32", "float16"):
+                    quanta[v] = scale
+    return quanta
+
+
+def _diff(node, value, t: TensorValue, got: np.ndarray, quantum: float) -> LayerDiff:
     expected = value.tensor
     array = np.transpose(got, lay.inverse(t.layout)) if t.rank else got.reshape(())
-    if expected.is_quantized:
-        error = float(np.abs(array.astype(np.int64) - expected.int_repr().numpy().astype(
+    if expected.is_quantized or t.is_quantized:  # PT2E keeps quantized values as integers
+        stored = expected.int_repr() if expected.is_quantized else expected
+        error = float(np.abs(array.astype(np.int64) - stored.numpy().astype(
             np.int64)).max()) if array.size else 0.0
         unit = "quanta"
-    elif node.kind == "aten::dequantize" and getattr(node.inputs[0].example, "scale", 0.0):
-        # exactly (q - zero point) * scale on both sides: the difference is in quanta
+    elif quantum:  # dequantized, or computed in float from dequantized values
         e = expected.float().numpy()
-        quantum = node.inputs[0].example.scale
         error = round(float(np.abs(array.astype(np.float64) - e).max()) / quantum, 3) \
             if e.size else 0.0
         unit = "quanta"
