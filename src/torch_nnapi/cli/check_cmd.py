@@ -21,7 +21,6 @@ from ._commands import command
 
 def _configure(p: argparse.ArgumentParser) -> None:
     from ..nnapi.codes import FeatureLevel
-
     from .convert_cmd import add_capture_option
 
     p.add_argument("model", help="the original model: a TorchScript file, a pickled nn.Module"
@@ -135,8 +134,8 @@ def _islands(report, locations: int = 3) -> list[str]:
         return []
     if not report.float_islands:
         return ["float islands: none (every operation runs in 8 bits)"]
-    lines = [f"float islands: {len(report.float_islands)} (computed in float between"
-             " DEQUANTIZE and QUANTIZE)"]
+    count = len(report.float_islands)
+    lines = [f"float islands: {count} (computed in float between DEQUANTIZE and QUANTIZE)"]
     groups: dict[tuple, list] = {}
     for island in report.float_islands:
         key = tuple(sorted({(s["kind"], s["reason"]) for s in island.sources}))

@@ -16,18 +16,16 @@ from typing import Any
 
 import torch
 from torch.fx import GraphModule
-from torchao.quantization.pt2e import (
-    move_exported_model_to_eval,
-    move_exported_model_to_train,
-)
-from torchao.quantization.pt2e.quantize_pt2e import (
-    convert_pt2e,
-    prepare_pt2e,
-    prepare_qat_pt2e,
-)
 
 from ..convert.capture_export import export_module, is_exported
 from ..convert.frontend import Flexible, example_inputs_of, flexible_per_input
+from ._torchao import (
+    convert_pt2e,
+    move_exported_model_to_eval,
+    move_exported_model_to_train,
+    prepare_pt2e,
+    prepare_qat_pt2e,
+)
 from .quantizer import NnapiQuantizer
 
 Calibration = Callable[[GraphModule], Any] | Iterable[Any] | None
@@ -38,7 +36,6 @@ class Quantized:
     """What :func:`quantize_with_details` produced; :func:`quantize` returns ``model``."""
 
     model: GraphModule
-    prepared: GraphModule  # observed, before convert_pt2e (for trace_to_code)
     seconds: float  # export, preparation, calibration and conversion
     calibration_seconds: float
 
@@ -84,7 +81,7 @@ def quantize(model, example_inputs=None, calibration: Calibration = None, *,
 def quantize_with_details(model, example_inputs=None, calibration: Calibration = None, *,
                           target_level: int = 3, flexible: Flexible = None,
                           observer: str = "histogram") -> Quantized:
-    """:func:`quantize`, also returning the prepared model and the times taken."""
+    """:func:`quantize`, also returning the times taken."""
     start = time.perf_counter()
     prepared = prepare(model, example_inputs, target_level=target_level, flexible=flexible,
                        observer=observer)
@@ -93,7 +90,7 @@ def quantize_with_details(model, example_inputs=None, calibration: Calibration =
     calibrate(prepared, examples if calibration is None else calibration)
     calibration_seconds = time.perf_counter() - calibrating
     quantized = convert_prepared(prepared)
-    return Quantized(quantized, prepared, time.perf_counter() - start, calibration_seconds)
+    return Quantized(quantized, time.perf_counter() - start, calibration_seconds)
 
 
 def calibrate(prepared: GraphModule, calibration) -> None:

@@ -20,24 +20,22 @@ from __future__ import annotations
 
 import torch
 from torch.fx import GraphModule, Node
-from torchao.quantization.pt2e.fake_quantize import FakeQuantize
-from torchao.quantization.pt2e.observer import (
+
+from . import policy
+from ._torchao import (
+    Q_ANNOTATION_KEY,
+    DerivedQuantizationSpec,
+    FakeQuantize,
+    FixedQParamsQuantizationSpec,
     HistogramObserver,
     MinMaxObserver,
     MovingAverageMinMaxObserver,
-)
-from torchao.quantization.pt2e.quantizer import (
-    DerivedQuantizationSpec,
-    FixedQParamsQuantizationSpec,
     QuantizationAnnotation,
     QuantizationSpec,
     QuantizationSpecBase,
     Quantizer,
     SharedQuantizationSpec,
 )
-from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
-
-from . import policy
 
 OBSERVERS = ("histogram", "minmax")
 
