@@ -18,6 +18,7 @@ path. The graph is probed like the traced one: run once on the example inputs (a
 
 from __future__ import annotations
 
+import inspect
 import operator
 import os
 import re
@@ -48,6 +49,11 @@ _RENAMED = {"aten::sym_size": "aten::size", "aten::sym_numel": "aten::numel"}
 _DROPPED = {"aten::_assert_scalar", "aten::sym_constrain_range",
             "aten::sym_constrain_range_for_size", "aten::_assert_tensor_metadata",
             "aten::_assert_async"}
+# Core ATen ops whose extra outputs (pooling indices, batch statistics) are rarely read: with
+# those unread they are the TorchScript op named here, with a single output.
+_SINGLE_OUTPUT = {"aten::max_pool2d_with_indices": "aten::max_pool2d",
+                  "aten::_native_batch_norm_legit_no_training":
+                      "aten::_native_batch_norm_legit_no_training"}
 _CONVOLUTIONS = ("aten::conv1d", "aten::conv2d", "aten::convolution", "aten::_convolution")
 _BATCH_NORMS = ("aten::batch_norm", "aten::_native_batch_norm_legit_no_training")
 
@@ -74,17 +80,32 @@ def export_module(model: torch.nn.Module, examples: tuple,
     if any(flexible):
         dynamic = tuple({d % x.dim(): torch.export.Dim.DYNAMIC for d in dims} or None
                         for x, dims in zip(examples, flexible))
+        # export fixes dimensions of size 0 and 1 whatever it is told: trace with 2 there;
+        # copies, as export marks the tensors it is given as dynamic
+        examples = tuple(_widened(x, dims).clone() for x, dims in zip(examples, flexible))
     try:
         program = torch.export.export(model, examples, dynamic_shapes=dynamic, strict=False)
-    except Exception as e:
+    except Exception as e:  # torch.export's own errors are long and varied: one line
+        fixed = _fixed_dimension(e, model)
+        if fixed is not None:
+            raise ValueError(f"input {fixed[0]} dimension {fixed[1]} cannot be flexible: the"
+                             " model fixes it") from e
         raise ValueError(f"torch.export could not capture the model: {_first_line(e)}") from e
     found = flexible_dims(program)
     for i, (x, dims) in enumerate(zip(examples, flexible)):
         for d in dims:
             if d % x.dim() not in found[i]:
                 raise ValueError(f"input {i} dimension {d % x.dim()} cannot be flexible: the"
-                                 f" exported model specializes it to {x.shape[d]}")
+                                 " exported model specializes it")
     return program
+
+
+def _widened(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    """``x`` repeated to size 2 along the flexible dimensions where it has size 1."""
+    for d in dims:
+        if x.shape[d] == 1:
+            x = torch.cat([x, x], d)
+    return x
 
 
 def flexible_dims(program) -> list[tuple[int, ...]]:
@@ -175,6 +196,11 @@ class _Copier:
             if kind in _DROPPED:
                 return
             args = _schema_arguments(target, n)
+            single = _SINGLE_OUTPUT.get(kind)
+            if single is not None and all(u.target is operator.getitem and u.args[1] == 0
+                                          for u in n.users):
+                self._node(n, single, [self.value(a, n) for a in args], "", outputs=1)
+                return
             self._node(n, kind, [self.value(a, n) for a in args], str(target._schema))
             return
         kind = _PYTHON_OPS.get(target)
@@ -185,8 +211,11 @@ class _Copier:
             kind = f"{prefix}::{name}"
         self._node(n, kind, [self.value(a, n) for a in n.args])
 
-    def _node(self, n: torch.fx.Node, kind: str, inputs: list[Value], schema: str = "") -> None:
+    def _node(self, n: torch.fx.Node, kind: str, inputs: list[Value], schema: str = "",
+              outputs: int | None = None) -> None:
         val = n.meta.get("val")
+        if outputs is not None and isinstance(val, (tuple, list)):
+            val = list(val[:outputs]) if outputs > 1 else val[0]
         location = source_location(n)
         if isinstance(val, (tuple, list)) and not _returns_list(n):
             outputs = [Value(f"{n.name}.{i}", _type_of(v), "") for i, v in enumerate(val)]
@@ -336,7 +365,7 @@ def _returns_list(n: torch.fx.Node) -> bool:
     if not isinstance(target, torch._ops.OpOverload):
         return False
     returns = target._schema.returns
-    return len(returns) == 1 and str(returns[0].type).endswith("[]")
+    return len(returns) == 1 and returns[0].type.kind() == "ListType"
 
 
 def _is_namedtuple(t) -> bool:
@@ -372,7 +401,9 @@ def source_location(n: torch.fx.Node, depth: int = 3) -> str:
     if depth and n.all_input_nodes:
         found = source_location(n.all_input_nodes[0], depth - 1)
         if not found.startswith("<"):
-            return found if found.endswith(_INSERTED) else found + _INSERTED
+            inserted = isinstance(n.target, torch._ops.OpOverload) \
+                and n.target._schema.name.startswith("quantized_decomposed::")
+            return found + _INSERTED if inserted and not found.endswith(_INSERTED) else found
     return f"<node {n.name}>{scope}"
 
 
@@ -439,6 +470,22 @@ def _folded_parameters(conv: Node, bn: Node) -> tuple[torch.Tensor, torch.Tensor
             shift = shift + b.double() * scale
         weight = (w.double() * scale.reshape((-1,) + (1,) * (w.dim() - 1))).to(w.dtype)
     return weight, shift.to(w.dtype)
+
+
+_VIOLATED = re.compile(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]")
+
+
+def _fixed_dimension(e: BaseException, model) -> tuple[int, int] | None:
+    """(input, dimension) a constraint violation of torch.export names, if it names one."""
+    found = _VIOLATED.search(str(e)) if "onstraint" in str(e) else None
+    if found is None:
+        return None
+    try:
+        names = list(inspect.signature(model.forward).parameters)
+    except (TypeError, ValueError):
+        return None
+    name, dim = found.group(1), int(found.group(2))
+    return (names.index(name), dim) if name in names else None
 
 
 def _first_line(e: BaseException) -> str:
