@@ -26,7 +26,7 @@ from ._torchao import (
     prepare_pt2e,
     prepare_qat_pt2e,
 )
-from .quantizer import NnapiQuantizer
+from .quantizer import NnapiQuantizer, require_eval_mode
 
 Calibration = Callable[[GraphModule], Any] | Iterable[Any] | None
 
@@ -46,6 +46,7 @@ def prepare(model, example_inputs=None, *, target_level: int = 3, flexible: Flex
     with the NNAPI quantizer): run it on calibration data, then :func:`convert_prepared`."""
     graph_module = _exported(model, example_inputs, flexible, train=False)
     quantizer = NnapiQuantizer(target_level, observer=observer)
+    require_eval_mode(graph_module)  # before prepare_pt2e folds batch norms into convolutions
     return prepare_pt2e(graph_module, quantizer)
 
 

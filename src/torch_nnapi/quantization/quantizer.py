@@ -111,11 +111,19 @@ class NnapiQuantizer(Quantizer):
         # QUANTIZE, needed to re-enter 8 bits after a float op, came with level 3
         return self.target_level >= 3 or not any(x in float_nodes for x in inputs)
 
+    def _input(self, x: Node) -> QuantizationSpecBase:
+        """An input edge keeps the quantization its producer's output has (a fixed one
+        included: no requantization between them), else gets its own observer."""
+        annotation = x.meta.get(Q_ANNOTATION_KEY)
+        if annotation is not None and annotation.output_qspec is not None:
+            return SharedQuantizationSpec(x)
+        return self.act_qspec
+
     def _annotate_conv(self, node: Node) -> None:
         x, weight = node.args[0], node.args[1]
         bias = node.args[2] if len(node.args) > 2 else None
         qspecs: dict[Node, QuantizationSpecBase | None] = {
-            x: self.act_qspec, weight: self.weight_qspec}
+            x: self._input(x), weight: self.weight_qspec}
         if isinstance(bias, Node):
             qspecs[bias] = DerivedQuantizationSpec(
                 derived_from=[(x, node), (weight, node)], derive_qparams_fn=bias_qparams,
@@ -127,7 +135,7 @@ class NnapiQuantizer(Quantizer):
     _annotate_linear = _annotate_conv
 
     def _annotate_binary(self, node: Node) -> None:
-        _annotate(node, {x: self.act_qspec for x in node.args[:2]}, None)
+        _annotate(node, {x: self._input(x) for x in node.args[:2]}, None)
         self._annotate_output(node)
 
     def _annotate_output(self, node: Node) -> None:
@@ -153,17 +161,17 @@ class NnapiQuantizer(Quantizer):
     def _annotate_cat(self, node: Node) -> None:
         items = [x for x in node.args[0] if isinstance(x, Node)]
         if self.target_level >= 3:
-            _annotate(node, {x: self.act_qspec for x in items}, self.act_qspec)
+            _annotate(node, {x: self._input(x) for x in items}, self.act_qspec)
             return
         first = items[0]
         shared = SharedQuantizationSpec((first, node))
-        qspecs: dict[Node, QuantizationSpecBase | None] = {first: self.act_qspec}
+        qspecs: dict[Node, QuantizationSpecBase | None] = {first: self._input(first)}
         qspecs.update({x: shared for x in items[1:]})
         _annotate(node, qspecs, shared)
 
     def _annotate_same(self, node: Node) -> None:
         x = node.args[0]
-        _annotate(node, {x: self.act_qspec}, SharedQuantizationSpec((x, node)))
+        _annotate(node, {x: self._input(x)}, SharedQuantizationSpec((x, node)))
 
     def _annotate_fixed(self, node: Node) -> None:
         found = policy.RULES[kind_of(node)]
@@ -172,20 +180,27 @@ class NnapiQuantizer(Quantizer):
             dtype=self.act_dtype, scale=scale, zero_point=zero_point,
             quant_min=self.act_range[0], quant_max=self.act_range[1],
             qscheme=torch.per_tensor_affine)
-        _annotate(node, {node.args[0]: self.act_qspec}, output)
+        _annotate(node, {node.args[0]: self._input(node.args[0])}, output)
 
     # ------------------------------------------------------------------ validation
 
     def validate(self, model: GraphModule) -> None:
-        """Post-training quantization of a model exported in training mode would calibrate
-        batch statistics, not the running ones NNAPI uses: refuse it with a clear error."""
-        if self.is_qat:
-            return
-        for node in model.graph.nodes:
-            if kind_of(node) == "aten::batch_norm" and len(node.args) > 5 \
-                    and node.args[5] is True:
-                raise ValueError(f"{node.name}: the model was exported in training mode; call"
-                                 " model.eval() before quantizing (or use prepare_qat)")
+        """Post-training quantization calibrates what inference computes: a batch norm or
+        dropout left in training mode would calibrate something else."""
+        if not self.is_qat:
+            require_eval_mode(model)
+
+
+def require_eval_mode(model: GraphModule) -> None:
+    """Raises ValueError naming the first batch norm or dropout in training mode."""
+    for node in model.graph.nodes:
+        kind = kind_of(node)
+        training = (kind == "aten::batch_norm" and len(node.args) > 5 and node.args[5]) or \
+            (kind in ("aten::dropout", "aten::dropout_") and len(node.args) > 2
+             and node.args[2]) or kind == "aten::_native_batch_norm_legit"
+        if training:
+            raise ValueError(f"{node.name}: the model was exported in training mode; call"
+                             " model.eval() before quantizing (or use prepare_qat)")
 
 
 def kind_of(node: Node) -> str:
@@ -225,4 +240,4 @@ def _is_constant(x) -> bool:
     return isinstance(x, Node) and x.op == "get_attr"
 
 
-__all__ = ["NnapiQuantizer", "bias_qparams", "kind_of"]
+__all__ = ["NnapiQuantizer", "bias_qparams", "kind_of", "require_eval_mode"]
