@@ -7,6 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import torch_nnapi
 from torch_nnapi.convert.api import convert_with_details
 from torch_nnapi.convert.capture_export import capture_exported
 from torch_nnapi.convert.errors import ConversionError
@@ -62,10 +63,10 @@ def test_exported_program_is_taken_with_its_own_example_inputs():
     model = zoo.randomize_batchnorm(Heads())
     x = torch.randn(1, 3, 16, 20)
     program = torch.export.export(model, (x,))
-    conversion = convert_with_details(program)  # example_inputs from the program
+    module = torch_nnapi.convert(program)  # example_inputs from the program
     with torch.no_grad():
         expected = model(x)
-    actual = run(conversion.module, (x,))
+    actual = run(module, (x,))
     assert all(torch.allclose(a.float(), e.float(), atol=1e-5)
                for a, e in zip(actual, expected))
 
