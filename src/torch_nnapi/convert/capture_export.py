@@ -187,9 +187,10 @@ class _Copier:
     def _call(self, n: torch.fx.Node) -> None:
         target = n.target
         if target is operator.getitem:
-            source, index = n.args
-            produced = self.values[source]
-            self.values[n] = produced[index] if isinstance(produced, list) else produced
+            source, index = list(n.args)
+            produced = self.values[source]  # type: ignore[index]
+            self.values[n] = produced[int(index)] if isinstance(produced,  # type: ignore[arg-type]
+                                                                list) else produced
             return
         if isinstance(target, torch._ops.OpOverload):
             kind = _RENAMED.get(target._schema.name, target._schema.name)
@@ -199,23 +200,24 @@ class _Copier:
             single = _SINGLE_OUTPUT.get(kind)
             if single is not None and all(u.target is operator.getitem and u.args[1] == 0
                                           for u in n.users):
-                self._node(n, single, [self.value(a, n) for a in args], "", outputs=1)
+                self._node(n, single, [self.value(a, n) for a in args], "", keep=1)
                 return
             self._node(n, kind, [self.value(a, n) for a in args], str(target._schema))
             return
-        kind = _PYTHON_OPS.get(target)
-        if kind is None:
+        python_kind: str | None = _PYTHON_OPS.get(target)  # type: ignore[arg-type]
+        if python_kind is None:
             name = getattr(target, "__name__", type(target).__name__)
             prefix = "higher_order" if isinstance(target, torch._ops.HigherOrderOperator) \
                 else "python"
-            kind = f"{prefix}::{name}"
-        self._node(n, kind, [self.value(a, n) for a in n.args])
+            python_kind = f"{prefix}::{name}"
+        self._node(n, python_kind, [self.value(a, n) for a in n.args])
 
     def _node(self, n: torch.fx.Node, kind: str, inputs: list[Value], schema: str = "",
-              outputs: int | None = None) -> None:
+              keep: int | None = None) -> None:
+        """A node for ``n`` (its first ``keep`` outputs when given)."""
         val = n.meta.get("val")
-        if outputs is not None and isinstance(val, (tuple, list)):
-            val = list(val[:outputs]) if outputs > 1 else val[0]
+        if keep is not None and isinstance(val, (tuple, list)):
+            val = list(val[:keep]) if keep > 1 else val[0]
         location = source_location(n)
         if isinstance(val, (tuple, list)) and not _returns_list(n):
             outputs = [Value(f"{n.name}.{i}", _type_of(v), "") for i, v in enumerate(val)]
@@ -444,7 +446,7 @@ def fold_batch_norms(graph: Graph) -> None:
 
 
 def _folded_parameters(conv: Node, bn: Node) -> tuple[torch.Tensor, torch.Tensor] | None:
-    values = [v.constant if v.is_constant else NO_CONSTANT for v in bn.inputs]
+    values: list[Any] = [v.constant if v.is_constant else NO_CONSTANT for v in bn.inputs]
     if bn.kind == "aten::batch_norm":
         _, gamma, beta, mean, var, training, _, eps, _ = values
         if training is not False:
@@ -452,7 +454,7 @@ def _folded_parameters(conv: Node, bn: Node) -> tuple[torch.Tensor, torch.Tensor
     else:
         _, gamma, beta, mean, var, _, eps = values
     w = conv.inputs[1].constant if conv.inputs[1].is_constant else None
-    b = conv.inputs[2].constant if conv.inputs[2].is_constant else NO_CONSTANT
+    b: Any = conv.inputs[2].constant if conv.inputs[2].is_constant else NO_CONSTANT
     transposed = conv.kind in ("aten::convolution", "aten::_convolution") \
         and conv.inputs[6].constant is not False
     if not isinstance(w, torch.Tensor) or b is NO_CONSTANT or transposed \

@@ -359,6 +359,8 @@ def _verify(model, examples: tuple, path: str, weights_path: str) -> float:
     """The largest absolute difference between the generated model and the original."""
     spec = importlib.util.spec_from_file_location(
         f"torch_nnapi_generated_{abs(hash(os.path.abspath(path)))}", path)
+    if spec is None or spec.loader is None:
+        raise CodegenError(f"the generated {path} cannot be imported")
     generated_module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(generated_module)
@@ -378,12 +380,13 @@ def _verify(model, examples: tuple, path: str, weights_path: str) -> float:
         raise CodegenError(f"the generated {path} returns {len(actual)} values, the model"
                            f" {len(expected)}")
     error = 0.0
-    for e, a in zip(expected, actual):
-        if isinstance(e, torch.Tensor):
-            if e.shape != a.shape:
-                raise CodegenError(f"the generated {path} returns shape {list(a.shape)},"
-                                   f" the model {list(e.shape)}")
-            error = max(error, float((a.double() - e.double()).abs().max()) if e.numel() else 0)
-        elif e != a:
-            raise CodegenError(f"the generated {path} returns {a!r}, the model {e!r}")
+    for want, got in zip(expected, actual):
+        if isinstance(want, torch.Tensor):
+            if want.shape != got.shape:
+                raise CodegenError(f"the generated {path} returns shape {list(got.shape)},"
+                                   f" the model {list(want.shape)}")
+            if want.numel():
+                error = max(error, float((got.double() - want.double()).abs().max()))
+        elif want != got:
+            raise CodegenError(f"the generated {path} returns {got!r}, the model {want!r}")
     return error

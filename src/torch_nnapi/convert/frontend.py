@@ -63,6 +63,7 @@ def front_end_of(model, capture_mode: str | None) -> str:
 def flexible_per_input(examples: tuple, flexible: Flexible) -> list[tuple[int, ...]]:
     """``flexible`` as one tuple of non-negative dimensions per input, checked."""
     n = len(examples)
+    flex: list[tuple[int, ...]]
     if flexible is None:
         flex = [()] * n
     elif isinstance(flexible, Mapping):

@@ -142,6 +142,7 @@ class _Folder:
         if end is None:
             return
         constants = [v.constant for v in node.inputs[3:]]
+        params: ConvParams | LinearParams
         if node.kind == "aten::linear":
             kind, params = "quantized::linear", LinearParams(weight, bias_value)
         elif node.kind == "aten::conv2d":

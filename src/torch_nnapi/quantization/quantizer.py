@@ -18,6 +18,8 @@ levels 1 and 2, which have no QUANTIZE, whatever follows a float op stays float 
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch.fx import GraphModule, Node
 
@@ -120,8 +122,9 @@ class NnapiQuantizer(Quantizer):
         return self.act_qspec
 
     def _annotate_conv(self, node: Node) -> None:
-        x, weight = node.args[0], node.args[1]
-        bias = node.args[2] if len(node.args) > 2 else None
+        args = _args(node)
+        x, weight = args[0], args[1]
+        bias = args[2] if len(args) > 2 else None
         qspecs: dict[Node, QuantizationSpecBase | None] = {
             x: self._input(x), weight: self.weight_qspec}
         if isinstance(bias, Node):
@@ -135,7 +138,7 @@ class NnapiQuantizer(Quantizer):
     _annotate_linear = _annotate_conv
 
     def _annotate_binary(self, node: Node) -> None:
-        _annotate(node, {x: self._input(x) for x in node.args[:2]}, None)
+        _annotate(node, {x: self._input(x) for x in _args(node)[:2]}, None)
         self._annotate_output(node)
 
     def _annotate_output(self, node: Node) -> None:
@@ -159,7 +162,7 @@ class NnapiQuantizer(Quantizer):
         return True
 
     def _annotate_cat(self, node: Node) -> None:
-        items = [x for x in node.args[0] if isinstance(x, Node)]
+        items = [x for x in _args(node)[0] if isinstance(x, Node)]
         if self.target_level >= 3:
             _annotate(node, {x: self._input(x) for x in items}, self.act_qspec)
             return
@@ -170,17 +173,21 @@ class NnapiQuantizer(Quantizer):
         _annotate(node, qspecs, shared)
 
     def _annotate_same(self, node: Node) -> None:
-        x = node.args[0]
+        x = _args(node)[0]
         _annotate(node, {x: self._input(x)}, SharedQuantizationSpec((x, node)))
 
     def _annotate_fixed(self, node: Node) -> None:
         found = policy.RULES[kind_of(node)]
-        scale, zero_point = policy.fixed_output(found.nnapi, self.operand_type)
+        fixed = policy.fixed_output(found.nnapi, self.operand_type)
+        if fixed is None:  # the policy lists only operations whose signature fixes one
+            raise ValueError(f"{found.nnapi.name} has no fixed {self.operand_type.name} output")
+        scale, zero_point = fixed
         output = FixedQParamsQuantizationSpec(
             dtype=self.act_dtype, scale=scale, zero_point=zero_point,
             quant_min=self.act_range[0], quant_max=self.act_range[1],
             qscheme=torch.per_tensor_affine)
-        _annotate(node, {node.args[0]: self._input(node.args[0])}, output)
+        x = _args(node)[0]
+        _annotate(node, {x: self._input(x)}, output)
 
     # ------------------------------------------------------------------ validation
 
@@ -221,13 +228,17 @@ def _annotate(node: Node, input_qspecs: dict, output_qspec) -> None:
         input_qspec_map=input_qspecs, output_qspec=output_qspec, _annotated=True)
 
 
+def _args(node: Node) -> list[Any]:
+    return list(node.args)
+
+
 def _activation_inputs(node: Node, role: str) -> list:
+    args = _args(node)
     if role == "cat":
-        items = node.args[0]
-        return list(items) if all(isinstance(x, Node) for x in items) else []
+        return list(args[0]) if all(isinstance(x, Node) for x in args[0]) else []
     if role == "binary":
-        return list(node.args[:2]) if all(isinstance(x, Node) for x in node.args[:2]) else []
-    x = node.args[0] if node.args else None
+        return args[:2] if all(isinstance(x, Node) for x in args[:2]) else []
+    x = args[0] if args else None
     return [x] if isinstance(x, Node) else []
 
 
