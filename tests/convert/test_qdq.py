@@ -50,6 +50,21 @@ class Mixed(nn.Module):
         return torch.softmax(y.flatten(1), 1)
 
 
+class Movement(nn.Module):
+    """Resizing, padding, pooling, permutes and reshapes, a mean, a tanh."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = F.interpolate(self.a(x), scale_factor=2, mode="nearest")
+        y = self.b(F.avg_pool2d(F.pad(y, (1, 1, 1, 1)), 2))
+        z = y.permute(0, 2, 3, 1).squeeze(0).unsqueeze(0)
+        return torch.tanh(z.mean((1, 2)))
+
+
 class HardSwish(nn.Module):
     def __init__(self):
         super().__init__()
@@ -119,6 +134,17 @@ def test_fixed_output_scales_and_concatenation():
         out = model.operands[op.outputs[0]]
         assert (out.type, out.scale, out.zero_point) == (_Q8, *params), name
     assert _types(conversion, "MUL") == {_Q8} and _types(conversion, "CONCATENATION") == {_Q8}
+    _matches(quantized, conversion, x)
+
+
+def test_data_movement_keeps_8_bits():
+    x = torch.randn(1, 3, 8, 8)
+    quantized = _quantized(Movement(), x)
+    conversion = convert_with_details(quantized, (x,))
+    ops = nnapi_ops(conversion)
+    assert "QUANTIZE" not in ops and ops.count("DEQUANTIZE") == 1, ops
+    for name in ("RESIZE_NEAREST_NEIGHBOR", "PAD", "AVERAGE_POOL_2D", "MEAN", "TANH"):
+        assert _types(conversion, name) == {_Q8}, name
     _matches(quantized, conversion, x)
 
 

@@ -42,7 +42,7 @@ SAME_QUANT = ("aten::relu", "aten::relu_", "aten::relu6", "aten::relu6_", "aten:
               "aten::reshape", "aten::_unsafe_view", "aten::squeeze", "aten::unsqueeze",
               "aten::contiguous", "aten::clone", "aten::dropout", "aten::dropout_",
               "aten::permute", "aten::transpose", "aten::pad", "aten::constant_pad_nd",
-              "aten::pixel_shuffle", "aten::upsample_nearest2d")
+              "aten::upsample_nearest2d")
 # Ops whose NNAPI output quantization is fixed; folded when the model's matches.
 _FIXED = {"aten::sigmoid": "quantized::sigmoid", "aten::sigmoid_": "quantized::sigmoid",
           "aten::softmax": None, "aten::_softmax": None, "aten::tanh": None,

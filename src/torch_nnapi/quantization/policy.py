@@ -57,7 +57,6 @@ def _rules() -> dict[str, QuantRule]:
         "aten::_unsafe_view", "aten::squeeze", "aten::unsqueeze", "aten::contiguous",
         "aten::clone", "aten::dropout", "aten::dropout_", "aten::permute", "aten::transpose")
     add("same", Op.PAD, "aten::pad", "aten::constant_pad_nd")
-    add("same", Op.DEPTH_TO_SPACE, "aten::pixel_shuffle")
     add("same", Op.RESIZE_NEAREST_NEIGHBOR, "aten::upsample_nearest2d")
     add("fixed", Op.LOGISTIC, "aten::sigmoid", "aten::sigmoid_")
     add("fixed", Op.SOFTMAX, "aten::softmax", "aten::_softmax")
