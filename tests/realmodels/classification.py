@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 
+import pytest
 import torch
 import torch.nn as nn
 
@@ -42,3 +43,24 @@ def build(name: str, seed: int = 0) -> tuple[nn.Module, torch.Tensor]:
     with torch.no_grad():
         model = randomize_batchnorm(model, seed)
     return model, torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(seed))
+
+
+def require_memory(model: nn.Module, copies: int) -> None:
+    """Skips the test when the machine lacks the memory for ``copies`` of the model's weights
+    (a conversion holds several: the model, its capture, the NNAPI constants, the artifact)."""
+    need = copies * sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    available = _available_memory()
+    if available is not None and need > available:
+        pytest.skip(f"needs about {need / 2**30:.0f} GB of free memory for {copies} copies of"
+                    f" the weights, {available / 2**30:.0f} GB available")
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None

@@ -14,7 +14,7 @@ from torch_nnapi.convert.errors import ConversionError
 from torch_nnapi.quantization import policy, quantize_with_details
 
 from ..convert.harness import compare_in_quanta, dequantized_scale, run
-from .classification import build, classification_models
+from .classification import build, classification_models, require_memory
 
 FLOAT_TOLERANCE = 1e-4  # relative: float sums over a whole network, in another order
 
@@ -35,6 +35,7 @@ def _outcome(model, x, capture: str) -> tuple:
 
 def _export_as_trace(name: str) -> None:
     model, x = build(name)
+    require_memory(model, 5)
     exported = _outcome(model, x, "export")
     assert exported == _outcome(model, x, "trace")
 
@@ -138,6 +139,7 @@ def test_quantized_signed(name):
 
 def _round_trip(name: str, directory) -> None:
     model, x = build(name)
+    require_memory(model, 4)
     result = trace_to_code(model, (x,), str(directory / f"{name}.py"))
     assert result.max_error <= 1e-5
 
