@@ -161,13 +161,13 @@ class _Copier:
             if n.op == "placeholder":
                 self._placeholder(n)
             elif n.op == "get_attr":
-                self.values[n] = _constant(n.name, _get_attr(self.module, n.target))
+                self.values[n] = _constant(n.name, get_attribute(self.module, n.target))
             elif n.op == "call_function":
                 self._call(n)
             elif n.op == "call_module":
                 if n.target != "_guards_fn":  # export's check of the input shapes
-                    self._node(n, f"call_module::{type(self.module.get_submodule(n.target)).__name__}",
-                               [self.value(a, n) for a in n.args])
+                    submodule = type(self.module.get_submodule(n.target)).__name__
+                    self._node(n, f"call_module::{submodule}", [self.value(a, n) for a in n.args])
             elif n.op == "output":
                 return Graph(self.inputs, self.nodes, self._output(n))
         raise ValueError("the exported graph has no output")
@@ -342,7 +342,8 @@ def _constant(name: str, value: Any) -> Value:
     return Value(name, type(value).__name__, "", constant=value)
 
 
-def _get_attr(module: torch.nn.Module, target: str) -> Any:
+def get_attribute(module: torch.nn.Module, target: str) -> Any:
+    """The attribute a ``get_attr`` node reads (a dotted path)."""
     obj: Any = module
     for part in target.split("."):
         obj = getattr(obj, part)

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from .capture_export import export_module, is_exported
+from .capture_export import export_module, get_attribute, is_exported
 from .codegen_ops import QUANT_HELPERS, CodegenError, literal, render_call
 from .frontend import example_inputs_of
 
@@ -193,7 +193,7 @@ class _Writer:
         attribute = _identifier(target)
         if attribute in self.state:
             return attribute
-        value = _get_attr(self.module, target)
+        value = get_attribute(self.module, target)
         if not isinstance(value, torch.Tensor):
             raise CodegenError(f"attribute {target} is a {type(value).__name__}, not a tensor")
         self.state[attribute] = value.detach().clone()
@@ -343,13 +343,6 @@ def _identifier(text: str) -> str:
     if not name or name[0].isdigit() or keyword.iskeyword(name):
         name = "v_" + name
     return name
-
-
-def _get_attr(module, target: str):
-    obj = module
-    for part in target.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 # ------------------------------------------------------------------------------ checking
