@@ -7,15 +7,18 @@ quantization (PT2E observers, calibrated on random inputs) and ``--stage quantiz
 quantized (quantize/dequantize around what NNAPI runs in 8 bits), i.e. what ``convert``
 gets from ``torch_nnapi.quantize``. The file is imported and checked against the model.
 
-Exit code 0: written and matching; 1: the model cannot be written (the node is named).
+Exit code 0: written and matching; 1: the model cannot be captured or written (the node is
+named); the other codes as for every command.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ._commands import command
+from ._errors import CliError, ExitCode, bad_file
+from ._inputs import add_input_options, example_inputs, parse_input
+from ._loading import check_input_count, load_model, output_path
 
 STAGES = ("float", "prepared", "quantized")
 
@@ -25,9 +28,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("model", help="a pickled nn.Module or a .pt2 file (torch.export.save)")
     p.add_argument("-o", "--output", required=True, help="the Python file to write")
-    p.add_argument("--input", action="append", required=True, metavar="SPEC",
-                   help="an input as for convert: 1x3x224x224, ?-prefixed dims flexible"
-                        " (repeat per input)")
+    add_input_options(p, required=True, files=False)
     p.add_argument("--weights", help="the weights file (default: OUTPUT with .pth)")
     p.add_argument("--class-name", help="the module's class name (default: the model's)")
     p.add_argument("--stage", choices=STAGES, default="float",
@@ -46,32 +47,41 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..convert.codegen import trace_to_code
-    from .convert_cmd import example_inputs, load_model, parse_input
+    from ..convert.codegen_ops import CodegenError
+    from ..convert.errors import CaptureError
 
     specs = [parse_input(text) for text in args.input]
+    output_path(args.output, args.model)
+    if args.weights:
+        output_path(args.weights, args.model)
+    if args.calibration < 1:
+        raise CliError("--calibration must be 1 or more", ExitCode.USAGE)
     model = load_model(args.model)
     if isinstance(model, torch.jit.ScriptModule):
-        print(f"torch-nnapi codegen: error: {args.model} is a TorchScript module; codegen"
-              " takes a pickled nn.Module or a .pt2 file (torch.export can capture those)",
-              file=sys.stderr)
-        return 1
+        raise bad_file(f"model {args.model}: a TorchScript module, which torch.export cannot"
+                       " capture", "give the pickled nn.Module or a .pt2 file")
+    check_input_count(model, len(specs))
     examples = example_inputs(specs)
     flexible = {i: list(s.flexible) for i, s in enumerate(specs) if s.flexible}
     class_name = args.class_name or _class_name(model)
-    if args.stage != "float":
-        from ..quantization.api import calibrate, convert_prepared, prepare
+    try:
+        if args.stage != "float":
+            from ..quantization.api import calibrate, convert_prepared, prepare
 
-        model = prepare(model, examples, target_level=args.target_level, flexible=flexible)
-        calibrate(model, [example_inputs(specs) for _ in range(args.calibration)])
-        if args.stage == "quantized":
-            model = convert_prepared(model)
-    elif flexible:
-        from ..convert.capture_export import export_module
-        from ..convert.frontend import flexible_per_input
+            model = prepare(model, examples, target_level=args.target_level, flexible=flexible)
+            calibrate(model, [tuple(s.example(1000 * batch + i) for i, s in enumerate(specs))
+                              for batch in range(1, args.calibration + 1)])
+            if args.stage == "quantized":
+                model = convert_prepared(model)
+        elif flexible:
+            from ..convert.capture_export import export_module
+            from ..convert.frontend import flexible_per_input
 
-        model = export_module(model, examples, flexible_per_input(examples, flexible))
-    result = trace_to_code(model, examples, args.output, class_name=class_name,
-                           weights_path=args.weights)
+            model = export_module(model, examples, flexible_per_input(examples, flexible))
+        result = trace_to_code(model, examples, args.output, class_name=class_name,
+                               weights_path=args.weights)
+    except (CaptureError, CodegenError) as e:
+        raise CliError(str(e), ExitCode.CANNOT_CONVERT) from None
     print(f"wrote {result.path} (class {result.class_name}) and {result.weights_path};"
           f" it matches the model within {result.max_error:.1e}")
     return 0

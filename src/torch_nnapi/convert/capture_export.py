@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from .capture import NO_CONSTANT, Graph, Node, Value, example_of
+from .errors import CaptureError, ConverterBug
 from .lowerings.scalars import SCALAR_TYPES
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -88,15 +89,16 @@ def export_module(model: torch.nn.Module, examples: tuple,
     except Exception as e:  # torch.export's own errors are long and varied: one line
         fixed = _fixed_dimension(e, model)
         if fixed is not None:
-            raise ValueError(f"input {fixed[0]} dimension {fixed[1]} cannot be flexible: the"
-                             " model fixes it") from e
-        raise ValueError(f"torch.export could not capture the model: {_first_line(e)}") from e
+            raise CaptureError(f"input {fixed[0]} dimension {fixed[1]} cannot be flexible: the"
+                               " model fixes it") from e
+        raise CaptureError(f"torch.export could not capture the model: {_first_line(e)}")\
+            from e
     found = flexible_dims(program)
     for i, (x, dims) in enumerate(zip(examples, flexible)):
         for d in dims:
             if d % x.dim() not in found[i]:
-                raise ValueError(f"input {i} dimension {d % x.dim()} cannot be flexible: the"
-                                 " exported model specializes it")
+                raise CaptureError(f"input {i} dimension {d % x.dim()} cannot be flexible:"
+                                   " the exported model specializes it")
     return program
 
 
@@ -170,7 +172,7 @@ class _Copier:
                     self._node(n, f"call_module::{submodule}", [self.value(a, n) for a in n.args])
             elif n.op == "output":
                 return Graph(self.inputs, self.nodes, self._output(n))
-        raise ValueError("the exported graph has no output")
+        raise CaptureError("the exported graph has no output")
 
     def _placeholder(self, n: torch.fx.Node) -> None:
         kind, target = self.input_kinds.get(n.name, ("USER_INPUT", None))
@@ -181,8 +183,8 @@ class _Copier:
         elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR", "CUSTOM_OBJ"):
             self.values[n] = _constant(n.name, self.state[target])
         else:
-            raise ValueError(f"the exported program has an input of kind {kind} ({n.name}),"
-                             " which a converted model cannot take")
+            raise CaptureError(f"the exported program has an input of kind {kind} ({n.name}),"
+                               " which a converted model cannot take")
 
     def _call(self, n: torch.fx.Node) -> None:
         target = n.target
@@ -239,7 +241,7 @@ class _Copier:
         if isinstance(a, torch.fx.Node):
             found = self.values.get(a)
             if found is None:
-                raise ValueError(f"{user.name} reads {a.name}, which the converter dropped")
+                raise ConverterBug(f"{user.name} reads {a.name}, which the converter dropped")
             if isinstance(found, list):
                 return self._list(found, user)
             return found
@@ -323,7 +325,7 @@ def _schema_arguments(op: torch._ops.OpOverload, n: torch.fx.Node) -> list:
         elif arg.has_default_value():
             result.append(arg.default_value)
         else:
-            raise ValueError(f"{n.name} ({op}) lacks its argument {arg.name!r}")
+            raise CaptureError(f"{n.name} ({op}) lacks its argument {arg.name!r}")
     return result
 
 

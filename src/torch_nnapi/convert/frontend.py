@@ -18,6 +18,7 @@ import torch
 from . import qdq
 from .capture import Graph, as_example_tuple, capture
 from .capture_export import capture_exported, export_module, flexible_dims, is_exported
+from .errors import CaptureError
 
 CAPTURES = ("trace", "export")
 
@@ -54,9 +55,9 @@ def front_end_of(model, capture_mode: str | None) -> str:
     if capture_mode not in CAPTURES:
         raise ValueError(f"capture must be one of {', '.join(CAPTURES)}, got {capture_mode!r}")
     if capture_mode == "trace" and isinstance(model, torch.export.ExportedProgram):
-        raise ValueError("an ExportedProgram is captured with capture='export'")
+        raise CaptureError("an ExportedProgram is captured with capture='export'")
     if capture_mode == "export" and isinstance(model, torch.jit.ScriptModule):
-        raise ValueError("a TorchScript module cannot be exported: use capture='trace'")
+        raise CaptureError("a TorchScript module cannot be exported: use capture='trace'")
     return capture_mode
 
 
@@ -86,9 +87,11 @@ def flexible_per_input(examples: tuple, flexible: Flexible) -> list[tuple[int, .
 
 
 def capture_model(model, example_inputs, *, capture_mode: str | None = None,
-                  flexible: Flexible = None, keep_values: bool = False) -> Captured:
+                  flexible: Flexible = None, keep_values: bool = False,
+                  alternate: str | None = None) -> Captured:
     """Captures ``model`` with the chosen front-end, probed on the example inputs; with
-    ``keep_values`` every value keeps its example tensor (layer-by-layer comparison)."""
+    ``keep_values`` every value keeps its example tensor (layer-by-layer comparison), and
+    with ``alternate`` (a quantized engine; TorchScript capture) that engine's too."""
     examples = example_inputs_of(model, example_inputs)
     for i, x in enumerate(examples):
         if not isinstance(x, torch.Tensor):
@@ -96,7 +99,7 @@ def capture_model(model, example_inputs, *, capture_mode: str | None = None,
     mode = front_end_of(model, capture_mode)
     flex = flexible_per_input(examples, flexible)
     if mode == "trace":
-        graph = capture(model, examples, keep_values)
+        graph = capture(model, examples, keep_values, alternate)
     else:
         program = model if is_exported(model) else export_module(model, examples, flex)
         flex = _merged(flex, flexible_dims(program))
@@ -115,7 +118,7 @@ def _merged(requested: list[tuple[int, ...]], symbolic: list[tuple[int, ...]]
     for i, (want, have) in enumerate(zip(requested, symbolic)):
         fixed = sorted(set(want) - set(have))
         if fixed:
-            raise ValueError(f"input {i} dimension {fixed[0]} cannot be flexible: the exported"
-                             " program has a fixed size there (export it with a"
-                             " torch.export.Dim for that dimension)")
+            raise CaptureError(f"input {i} dimension {fixed[0]} cannot be flexible: the"
+                               " exported program has a fixed size there (export it with a"
+                               " torch.export.Dim for that dimension)")
     return [tuple(sorted(set(w) | set(h))) for w, h in zip(requested, symbolic)]

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..nnapi.codes import OperandType, PreferenceCode
-from ..nnapi.errors import BadDataError, BadStateError, NnapiError, OpFailedError
+from ..nnapi.errors import (
+    BadDataError,
+    BadStateError,
+    NnapiError,
+    OpFailedError,
+    OutOfMemoryError,
+)
 from ..nnapi.model import Lifetime, Model, Operation, element_count
+from ..nnapi.signatures import MatchFailure, match_signature, signature_of
 from .context import OMITTED, KernelContext, Shape, ValueNotKnown
+from .limits import check_tensor_sizes, is_allocation_failure
 from .registry import Kernel, kernel_for
 
 RELAXED_PRECISIONS = ("float32", "float16")
@@ -36,9 +44,13 @@ def _conflicts(declared: Shape, actual: Shape) -> bool:
 
 
 def _prefixed(error: Exception, where: str) -> NnapiError:
-    """Re-raises a kernel's error with the operation it happened in."""
+    """Re-raises a kernel's error with the operation it happened in (once)."""
     if isinstance(error, NnapiError):
-        return type(error)(f"{where}: {error}", error.code)
+        message = str(error)
+        return type(error)(message if message.startswith(where) else f"{where}: {message}",
+                           error.code)
+    if is_allocation_failure(error):
+        return OutOfMemoryError(f"{where}: {type(error).__name__}: {error}")
     return OpFailedError(f"{where}: {type(error).__name__}: {error}")
 
 
@@ -150,6 +162,11 @@ class Compilation:
             if _conflicts(declared, shape):
                 raise error(f"{step.where}: output {pos} ({self.model.describe_operand(o)}) is"
                             f" declared {list(declared)} but the inputs give {list(shape)}")
+        try:
+            check_tensor_sizes(shapes, [self.model.operands[o].info.dtype for o in outputs],
+                               "output")
+        except NnapiError as e:
+            raise _prefixed(e, step.where) from None
 
     def _plan_frees(self) -> None:
         """Drops each temporary after its last reader, so big models run in little memory."""
@@ -172,23 +189,51 @@ class Compilation:
         return Execution(self)
 
     def run(self, inputs: Sequence[Any], *, keep_intermediates: bool = False,
-            profile: bool = False) -> ExecutionResult:
-        """Executes once: ``inputs`` in model-input order (None for an omitted input)."""
+            profile: bool = False,
+            substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
+        """Executes once: ``inputs`` in model-input order (None for an omitted input).
+
+        ``substitutes`` replaces what operations compute for some operands: the operations
+        reading them get the substitute, the result keeps the computed value (to check each
+        layer on its reference input, ``convert.compare``)."""
         if len(inputs) != len(self.model.inputs):
             raise BadDataError(f"the model has {len(self.model.inputs)} inputs, got"
                                f" {len(inputs)}")
         execution = Execution(self)
         for i, value in enumerate(inputs):
             execution.set_input(i, value)
-        return execution.compute(keep_intermediates=keep_intermediates, profile=profile)
+        return execution.compute(keep_intermediates=keep_intermediates, profile=profile,
+                                 substitutes=substitutes)
 
-    def _execute(self, inputs: Sequence[Any], keep_intermediates: bool,
-                 profile: bool) -> ExecutionResult:
+    def check_omitted(self, omitted: set[int]) -> None:
+        """Model inputs omitted at execution (``omitted``: their operands) may only feed
+        inputs their operations' signatures let be omitted: BAD_DATA before anything runs
+        (a kernel would otherwise fail on the missing value)."""
+        operands = self.model.operands
+        for step in self.steps:
+            op = step.operation
+            if not omitted.intersection(op.inputs):
+                continue
+            flags = [i in omitted or operands[i].lifetime is Lifetime.NO_VALUE
+                     for i in op.inputs]
+            match = match_signature(signature_of(op.type), [operands[i].type for i in op.inputs],
+                                    [operands[o].type for o in op.outputs], flags)
+            if isinstance(match, MatchFailure):
+                operand = op.inputs[match.position] \
+                    if match.direction == "input" and 0 <= match.position < len(op.inputs) \
+                    else None
+                which = f" (model input {self.model.inputs.index(operand)} is omitted)" \
+                    if operand in omitted else ""
+                raise BadDataError(f"{step.where}: {match.message}{which}")
+
+    def _execute(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
+                 substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         operands = self.model.operands
         values = list(self._constants)
         for index, value in zip(self.model.inputs, inputs):
             values[index] = value
         timings: list[OperationTiming] = []
+        computed: dict[int, np.ndarray] = {}  # substituted operands' own values
         for step in self.steps:
             op = step.operation
             ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs, values,
@@ -220,6 +265,8 @@ class Compilation:
                         f" expected {operand.info.dtype}{list(shape)} (a kernel bug)")
                 if self.emulate_float16 and operand.type == OperandType.TENSOR_FLOAT32:
                     array = array.astype(np.float16).astype(np.float32)
+                if substitutes is not None and o in substitutes:
+                    computed[o], array = array, substitutes[o]
                 values[o] = array
             if profile:
                 timings.append(OperationTiming(step.position, op.type.name,
@@ -232,6 +279,7 @@ class Compilation:
         if keep_intermediates:
             kept = {i: v for i, v in enumerate(values)
                     if v is not None and v is not OMITTED}
+            kept.update(computed)
         else:
             kept = dict(zip(self.model.outputs, outputs))
         return ExecutionResult(outputs, kept, timings)
@@ -266,14 +314,19 @@ class Execution:
             return
         self._inputs[index] = _as_input_array(value, operand, dimensions, where)
 
-    def compute(self, *, keep_intermediates: bool = False, profile: bool = False) \
-            -> ExecutionResult:
+    def compute(self, *, keep_intermediates: bool = False, profile: bool = False,
+                substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         if self.result is not None:
             raise BadStateError("an execution computes only once; create a new one")
         unset = [i for i, s in enumerate(self._set) if not s]
         if unset:
             raise BadDataError(f"model inputs {unset} were not set")
-        self.result = self.compilation._execute(self._inputs, keep_intermediates, profile)
+        model = self.compilation.model
+        omitted = {model.inputs[i] for i, v in enumerate(self._inputs) if v is OMITTED}
+        if omitted:
+            self.compilation.check_omitted(omitted)
+        self.result = self.compilation._execute(self._inputs, keep_intermediates, profile,
+                                                substitutes)
         return self.result
 
 
