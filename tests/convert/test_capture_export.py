@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import torch_nnapi
 from torch_nnapi.convert.api import convert_with_details
 from torch_nnapi.convert.capture_export import capture_exported
-from torch_nnapi.convert.errors import ConversionError
+from torch_nnapi.convert.errors import CaptureError, ConversionError
 
 from . import zoo
 from .harness import check, nnapi_ops, run
@@ -122,6 +122,8 @@ def test_front_end_choice_is_checked():
         convert_with_details(scripted, (x,), capture="export")
     with pytest.raises(TypeError, match="takes 1 inputs, but 2 example inputs"):
         convert_with_details(program, (x, x))
+    with pytest.raises(CaptureError, match="fallback=True needs capture='trace'"):
+        convert_with_details(program, (x,), fallback=True)
 
 
 # run_decompositions deep-copies the program, and torch's own copy of its tree specs warns

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from . import qdq
-from .capture import Graph, as_example_tuple, capture
+from .capture import Captured, Graph, as_example_tuple, capture_script
 from .capture_export import capture_exported, export_module, flexible_dims, is_exported
 from .errors import CaptureError
 
@@ -26,11 +26,13 @@ Flexible = Mapping[int, Sequence[int]] | Sequence[Sequence[int]] | None
 
 
 @dataclass
-class Captured:
+class CapturedModel:
     graph: Graph
     examples: tuple
     flexible: list[tuple[int, ...]]  # per input, the dimensions resolved at load time
     front_end: str  # "trace" or "export"
+    script: Captured | None = None  # the TorchScript capture (trace), which the CPU
+    # fallback partitions
 
 
 def example_inputs_of(model, example_inputs) -> tuple:
@@ -88,7 +90,7 @@ def flexible_per_input(examples: tuple, flexible: Flexible) -> list[tuple[int, .
 
 def capture_model(model, example_inputs, *, capture_mode: str | None = None,
                   flexible: Flexible = None, keep_values: bool = False,
-                  alternate: str | None = None) -> Captured:
+                  alternate: str | None = None) -> CapturedModel:
     """Captures ``model`` with the chosen front-end, probed on the example inputs; with
     ``keep_values`` every value keeps its example tensor (layer-by-layer comparison), and
     with ``alternate`` (a quantized engine; TorchScript capture) that engine's too."""
@@ -98,14 +100,16 @@ def capture_model(model, example_inputs, *, capture_mode: str | None = None,
             raise TypeError(f"example input {i} must be a tensor, got {type(x).__name__}")
     mode = front_end_of(model, capture_mode)
     flex = flexible_per_input(examples, flexible)
+    script = None
     if mode == "trace":
-        graph = capture(model, examples, keep_values, alternate)
+        script = capture_script(model, examples, keep_values, alternate=alternate)
+        graph = script.graph
     else:
         program = model if is_exported(model) else export_module(model, examples, flex)
         flex = _merged(flex, flexible_dims(program))
         graph = capture_exported(program, examples, keep_values)
     qdq.fold(graph)
-    return Captured(graph, examples, flex, mode)
+    return CapturedModel(graph, examples, flex, mode, script)
 
 
 def _merged(requested: list[tuple[int, ...]], symbolic: list[tuple[int, ...]]
