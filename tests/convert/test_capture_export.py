@@ -122,8 +122,6 @@ def test_front_end_choice_is_checked():
         convert_with_details(scripted, (x,), capture="export")
     with pytest.raises(TypeError, match="takes 1 inputs, but 2 example inputs"):
         convert_with_details(program, (x, x))
-    with pytest.raises(CaptureError, match="fallback=True needs capture='trace'"):
-        convert_with_details(program, (x,), fallback=True)
 
 
 # run_decompositions deep-copies the program, and torch's own copy of its tree specs warns
@@ -165,6 +163,50 @@ def test_control_flow_operators_are_reported_by_name():
 
     with pytest.raises(ConversionError, match="higher_order::cond x1"):
         convert_with_details(Branch(), (torch.randn(4),), capture="export")
+
+
+class ConvCumsum(nn.Module):
+    """A convolution, then cumsum (no NNAPI lowering), then more NNAPI work."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(torch.cumsum(self.conv(x), 2)) * 2
+
+
+def test_cpu_fallback_partitions_the_exported_graph():
+    """The CPU parts of an exported model run as a TorchScript trace of the exported graph,
+    its Dims flexible in the regions too."""
+    torch.manual_seed(0)
+    model, x = ConvCumsum().eval(), torch.randn(1, 3, 12, 16)
+    dims = {"x": {2: torch.export.Dim.DYNAMIC, 3: torch.export.Dim.DYNAMIC}}
+    program = torch.export.export(model, (x,), dynamic_shapes=dims)
+    with pytest.raises(ConversionError, match="fallback=True.* would convert the model into 2"
+                       " NNAPI regions"):
+        convert_with_details(program)
+    conversion = convert_with_details(program, fallback=True)
+    assert [c.kind for c in conversion.report.cpu] == ["aten::cumsum"]
+    assert len(conversion.regions) == 2
+    for y in (x, torch.randn(1, 3, 20, 8)):
+        with torch.no_grad():
+            assert torch.allclose(run(conversion.module, (y,)), model(y), atol=1e-5)
+    ops = convert_with_details(model, (x,), capture="export", fallback=True,
+                               fallback_ops=["aten::relu"])
+    assert [c.kind for c in ops.report.cpu] == ["aten::cumsum", "aten::relu"]
+    with torch.no_grad():
+        assert torch.allclose(run(ops.module, (x,)), model(x), atol=1e-5)
+
+
+def test_cpu_fallback_refuses_exported_control_flow():
+    """A trace would keep only the branch the example input takes."""
+    class Branch(nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda t: t + 1, lambda t: t - 1, (x,))
+
+    with pytest.raises(CaptureError, match="cannot hold the exported cond"):
+        convert_with_details(Branch(), (torch.randn(4),), capture="export", fallback=True)
 
 
 def test_probe_records_every_value():

@@ -16,7 +16,8 @@ from . import layout as lay
 from .errors import (CaptureError, ConversionError, ConverterBug, FeatureLevelError,
                      UnsupportedUse)
 from .fallback_partition import FallbackPolicy
-from .frontend import Flexible, capture_model, flexible_per_input, front_end_of
+from .frontend import (CapturedModel, Flexible, capture_model, flexible_per_input,
+                       script_capture)
 from .levels import above, model_requirements, operation_levels, origin_of
 from .lower import Lowered, Lowerer, LowererFactory, example_spec, lower
 from .serialize import SerializedModel, serialize
@@ -133,11 +134,8 @@ def convert_with_details(
         raise ValueError("fallback_ops, min_region_size and max_regions need fallback=True")
     policy = FallbackPolicy(frozenset(fallback_ops), int(min_region_size),
                             None if max_regions is None else int(max_regions), target_level)
-    if fallback and front_end_of(model, capture) == "export":
-        raise CaptureError("fallback=True needs capture='trace': the CPU parts of the model"
-                           " run as TorchScript")
     front = capture_model(model, example_inputs, capture_mode=capture, flexible=flexible)
-    examples, captured = front.examples, front.script
+    examples = front.examples
     choices, flex = _nhwc_choices(examples, nhwc), front.flexible
     try:
         if fallback and _denied_kinds(front.graph, policy):
@@ -147,16 +145,16 @@ def convert_with_details(
         if target_level is not None:
             require_level(cx.model, cx.origins, target_level)
     except (ConversionError, ConverterBug) as e:
-        from .fallback import convert_partitioned, fallback_hint
+        from .fallback import convert_partitioned
 
         if not fallback:
-            if isinstance(e, ConversionError) and captured is not None:
-                e.with_hint(fallback_hint(captured, examples, policy, nhwc=choices,
-                                          flexible=flex, relax=relax_fp32_to_fp16))
+            if isinstance(e, ConversionError):
+                e.with_hint(_fallback_hint(front, policy, choices, relax_fp32_to_fp16))
             raise
         if return_shapes is not None:
             raise ValueError("return_shapes applies to a model that converts whole; this one"
                              " needs the CPU fallback") from None
+        captured = script_capture(front)
         return convert_partitioned(captured, examples, policy, nhwc=choices, flexible=flex,
                                    preference=preference, relax=relax_fp32_to_fp16,
                                    start=start)
@@ -164,6 +162,19 @@ def convert_with_details(
     prog = nnapi_program(lowered, serialized, preference, relax_fp32_to_fp16, return_shapes)
     module = build_module(prog, len(examples), lowered.returns, len(lowered.output_map))
     return Conversion(module, cx.model, serialized, lowered, time.perf_counter() - start)
+
+
+def _fallback_hint(front: CapturedModel, policy: FallbackPolicy, nhwc, relax: bool) -> str:
+    """What ``fallback=True`` would make of the model; for the export front-end, a line
+    saying why not when the exported program cannot be traced for it."""
+    from .fallback import fallback_hint
+
+    try:
+        captured = script_capture(front)
+    except CaptureError as e:
+        return f"fallback=True cannot help: {e}"
+    return fallback_hint(captured, front.examples, policy, nhwc=nhwc, flexible=front.flexible,
+                         relax=relax)
 
 
 def _denied_kinds(graph, policy: FallbackPolicy) -> set[str]:

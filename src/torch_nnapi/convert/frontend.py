@@ -10,6 +10,7 @@ into quantized operations (``qdq.py``).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,8 @@ class CapturedModel:
     front_end: str  # "trace" or "export"
     script: Captured | None = None  # the TorchScript capture (trace), which the CPU
     # fallback partitions
+    program: torch.export.ExportedProgram | torch.fx.GraphModule | None = None  # what the
+    # export front-end captured from
 
 
 def example_inputs_of(model, example_inputs) -> tuple:
@@ -109,7 +112,38 @@ def capture_model(model, example_inputs, *, capture_mode: str | None = None,
         flex = _merged(flex, flexible_dims(program))
         graph = capture_exported(program, examples, keep_values)
     qdq.fold(graph)
-    return CapturedModel(graph, examples, flex, mode, script)
+    return CapturedModel(graph, examples, flex, mode, script,
+                         None if mode == "trace" else program)
+
+
+def script_capture(front: CapturedModel) -> Captured:
+    """The TorchScript capture the CPU fallback partitions (its CPU nodes run as
+    TorchScript): the trace itself, or for the export front-end a trace of the exported
+    graph, whose ATen calls become the TorchScript nodes (what export captured, not the
+    Python source again)."""
+    if front.script is not None:
+        return front.script
+    program = front.program
+    assert program is not None, "a capture without TorchScript comes from export"
+    module = program.module() if isinstance(program, torch.export.ExportedProgram) \
+        else program
+    for node in module.graph.nodes:  # tracing would keep only the branch the example takes
+        if isinstance(node.target, torch._ops.HigherOrderOperator):
+            raise CaptureError(f"the CPU fallback runs the model as TorchScript, which cannot"
+                               f" hold the exported {node.target.name()} ({node.name}):"
+                               " convert the nn.Module with capture='trace'")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            # traced as is: an exported module refuses .eval() and has no training mode
+            traced = torch.jit.trace(module, front.examples, check_trace=False)
+    except Exception as e:  # noqa: BLE001 - tracing fails in many ways; say which
+        raise CaptureError("the CPU fallback runs the model as TorchScript, and tracing the"
+                           f" exported program failed: {type(e).__name__}: {e}") from None
+    script = capture_script(traced, front.examples)
+    qdq.fold(script.graph)
+    return script
 
 
 def _merged(requested: list[tuple[int, ...]], symbolic: list[tuple[int, ...]]
