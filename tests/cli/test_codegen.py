@@ -68,6 +68,22 @@ def test_convert_and_check_an_exported_program_file(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[-1].startswith("result: OK")
 
 
+def test_convert_and_check_an_exported_program_with_the_fallback(tmp_path, capsys):
+    from ..convert.test_capture_export import ConvCumsum
+
+    x = torch.randn(1, 3, 8, 8)
+    program = tmp_path / "cumsum.pt2"
+    torch.export.save(torch.export.export(ConvCumsum().eval(), (x,)), str(program))
+    out = tmp_path / "cumsum_nnapi.pt"
+    assert main(["convert", str(program), "-o", str(out), "--input", "1x3x8x8"]) == 1
+    assert "would convert the model into 2 NNAPI regions" in capsys.readouterr().err
+    assert main(["convert", str(program), "-o", str(out), "--input", "1x3x8x8",
+                 "--fallback"]) == 0
+    assert "into 2 NNAPI regions (3 operations), 1 node on the CPU" in capsys.readouterr().out
+    assert main(["check", str(program), "--input", "1x3x8x8", "--fallback"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("result: OK, converts into 2")
+
+
 def test_check_lists_float_islands(tmp_path, capsys):
     from torch_nnapi.quantization import quantize
 
