@@ -199,6 +199,23 @@ def test_cpu_fallback_partitions_the_exported_graph():
         assert torch.allclose(run(ops.module, (x,)), model(x), atol=1e-5)
 
 
+def test_cpu_fallback_of_a_pt2e_quantized_model():
+    """A PT2E-quantized model with an op NNAPI lacks: the regions pass quint8 tensors
+    around the CPU's cumsum and the result is PyTorch's. (Freezing the trace folds the
+    weights' dequantize into float constants, so the convolution runs in float.)"""
+    from torch_nnapi.quantization import quantize
+
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 8, 8)
+    quantized = quantize(ConvCumsum().eval(), (x,), observer="minmax")
+    conversion = convert_with_details(quantized, (x,), fallback=True)
+    assert [c.kind for c in conversion.report.cpu] == ["aten::cumsum"]
+    model = conversion.regions[0].result.cx.model
+    assert model.operands[model.operations[0].inputs[0]].type.name == "TENSOR_QUANT8_ASYMM"
+    with torch.no_grad():
+        assert torch.equal(run(conversion.module, (x,)), quantized(x))
+
+
 def test_cpu_fallback_refuses_exported_control_flow():
     """A trace would keep only the branch the example input takes."""
     class Branch(nn.Module):
