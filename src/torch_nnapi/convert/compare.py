@@ -62,7 +62,8 @@ def compare_layers(model, example_inputs, *, alternate: Optional[str] = None,
                              alternate=alternate)
     graph, examples = captured.graph, captured.examples
     lowered = lower_graph(graph, examples, options.get("nhwc"), captured.flexible,
-                          bool(options.get("relax_fp32_to_fp16", False)))
+                          bool(options.get("relax_fp32_to_fp16", False)),
+                          options.get("target_level"))
     model_ = lowered.cx.model
     inputs = []
     for x, held in zip(examples, lowered.inputs):

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..nnapi.codes import OperandType, PreferenceCode
+from ..nnapi.codes import MAXIMUM_LOOP_TIMEOUT_NS, OperandType, PreferenceCode
 from ..nnapi.errors import (
     BadDataError,
     BadStateError,
@@ -22,12 +22,19 @@ from ..nnapi.errors import (
     OutOfMemoryError,
 )
 from ..nnapi.model import Lifetime, Model, Operation, element_count
-from ..nnapi.signatures import MatchFailure, match_signature, signature_of
-from .context import OMITTED, KernelContext, Shape, ValueNotKnown
+from ..nnapi.signatures import MatchFailure, SignatureMatch, match_signature, signature_of
+from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
 from .limits import check_tensor_sizes, is_allocation_failure
+from .timeouts import NO_LIMITS, RunLimits
 from .registry import Kernel, kernel_for
 
 RELAXED_PRECISIONS = ("float32", "float16")
+
+
+def _has_shape(value: Any, shape: Shape) -> bool:
+    """Whether an input value fits the shape its step was prepared for (values without a
+    shape, omitted inputs and model references, always do)."""
+    return not isinstance(value, np.ndarray) or value.shape == shape
 
 
 def _fully_known(shape: Shape, is_scalar: bool) -> bool:
@@ -59,6 +66,8 @@ class Step:
     position: int
     operation: Operation
     kernel: Kernel
+    # The operation's inputs and outputs by signature name, for its kernel.
+    binding: Binding
     # Output shapes settled at compile time from input shapes and constants only, valid
     # whenever the actual input shapes equal ``input_shapes``.
     static_outputs: list[Shape] | None = None
@@ -96,10 +105,17 @@ class ExecutionResult:
 
 
 class Compilation:
-    """A finished Model prepared for execution on the host."""
+    """A finished Model prepared for execution on the host, with the models its IF and WHILE
+    operations call compiled too.
+
+    ``relax`` overrides the model's relaxComputationFloat32toFloat16 (a called model computes
+    as its caller says); ``called`` shares the compilations of called models between a model
+    and those it calls, so that a model called from several places compiles once.
+    """
 
     def __init__(self, model: Model, *, preference: PreferenceCode | int =
-                 PreferenceCode.FAST_SINGLE_ANSWER, relaxed_precision: str = "float32"):
+                 PreferenceCode.FAST_SINGLE_ANSWER, relaxed_precision: str = "float32",
+                 relax: bool | None = None, called: dict[int, "Compilation"] | None = None):
         if not model.finished:
             raise BadStateError("a model must be finished before it is compiled")
         try:
@@ -109,22 +125,33 @@ class Compilation:
         if relaxed_precision not in RELAXED_PRECISIONS:
             raise BadDataError(f"relaxed_precision must be one of {RELAXED_PRECISIONS}")
         self.model = model
-        self.emulate_float16 = model.relax_float32_to_float16 and relaxed_precision == "float16"
+        self.relax = model.relax_float32_to_float16 if relax is None else relax
+        self.emulate_float16 = self.relax and relaxed_precision == "float16"
+        called = {} if called is None else called
+        for inner in model.referenced_models():  # each after the models it calls
+            if id(inner) not in called:
+                called[id(inner)] = Compilation(inner, preference=self.preference,
+                                                relaxed_precision=relaxed_precision,
+                                                relax=self.relax, called=called)
+        # Constant values, and for MODEL operands the compilation of the model they name.
         self._constants: list[Any] = [
-            o.value if o.lifetime is Lifetime.CONSTANT else None for o in model.operands
+            o.value if o.lifetime is Lifetime.CONSTANT
+            else called[id(o.model)] if o.lifetime is Lifetime.REFERENCED_MODEL else None
+            for o in model.operands
         ]
-        self.steps = [self._step(i, op) for i, op in enumerate(model.operations)]
+        self.steps = [self._step(i, op, match)
+                      for i, (op, match) in enumerate(zip(model.operations, model.matches))]
         self.shapes = self._infer_static_shapes()
         self._plan_frees()
 
     # ---------------------------------------------------------------- compile time
 
-    def _step(self, position: int, operation: Operation) -> Step:
+    def _step(self, position: int, operation: Operation, match: SignatureMatch) -> Step:
         kernel = kernel_for(operation.type)
         if kernel is None:
             raise BadDataError(f"operation {position} ({operation.type.name}): the host runtime"
                                " has no kernel for this operation type")
-        return Step(position, operation, kernel)
+        return Step(position, operation, kernel, Binding(self.model.operands, operation, match))
 
     def _infer_static_shapes(self) -> list[Shape]:
         operands = self.model.operands
@@ -136,9 +163,7 @@ class Compilation:
             present = [i for i in op.inputs if operands[i].lifetime is not Lifetime.NO_VALUE]
             if not all(_fully_known(shapes[i], operands[i].is_scalar) for i in present):
                 continue
-            ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs,
-                                self._constants, shapes, self.model.relax_float32_to_float16,
-                                step.memo)
+            ctx = KernelContext(step.binding, self._constants, shapes, step.memo)
             try:
                 outs = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
             except ValueNotKnown:
@@ -189,9 +214,10 @@ class Compilation:
         return Execution(self)
 
     def run(self, inputs: Sequence[Any], *, keep_intermediates: bool = False,
-            profile: bool = False,
+            profile: bool = False, limits: RunLimits = NO_LIMITS,
             substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         """Executes once: ``inputs`` in model-input order (None for an omitted input).
+        ``limits`` bounds the run (the models IF and WHILE call run within their caller's).
 
         ``substitutes`` replaces what operations compute for some operands: the operations
         reading them get the substitute, the result keeps the computed value (to check each
@@ -203,7 +229,7 @@ class Compilation:
         for i, value in enumerate(inputs):
             execution.set_input(i, value)
         return execution.compute(keep_intermediates=keep_intermediates, profile=profile,
-                                 substitutes=substitutes)
+                                 limits=limits, substitutes=substitutes)
 
     def check_omitted(self, omitted: set[int]) -> None:
         """Model inputs omitted at execution (``omitted``: their operands) may only feed
@@ -227,6 +253,7 @@ class Compilation:
                 raise BadDataError(f"{step.where}: {match.message}{which}")
 
     def _execute(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
+                 limits: RunLimits = NO_LIMITS,
                  substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         operands = self.model.operands
         values = list(self._constants)
@@ -235,25 +262,28 @@ class Compilation:
         timings: list[OperationTiming] = []
         computed: dict[int, np.ndarray] = {}  # substituted operands' own values
         for step in self.steps:
+            limits.check_deadline()
             op = step.operation
-            ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs, values,
-                                None, self.model.relax_float32_to_float16, step.memo)
+            ctx = KernelContext(step.binding, values, None, step.memo, limits)
             start = time.perf_counter() if profile else 0.0
             try:
+                shapes: Sequence[Shape] | None = None
                 if step.static_outputs is not None and all(
-                        values[i] is OMITTED or values[i] is None or values[i].shape == s
-                        for i, s in zip(op.inputs, step.input_shapes)):
+                        _has_shape(values[i], s) for i, s in zip(op.inputs, step.input_shapes)):
                     shapes = step.static_outputs
-                else:
+                elif not step.kernel.shaped_by_execution:
                     shapes = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
                     self._check_outputs(step, shapes, OpFailedError)
                 results = step.kernel.execute(ctx)
+                if isinstance(results, np.ndarray):
+                    results = (results,)
+                if shapes is None:  # the kernel's results decide (IF, WHILE)
+                    shapes = [tuple(r.shape) for r in results]
+                    self._check_outputs(step, shapes, OpFailedError)
             except NnapiError as e:
                 raise _prefixed(e, step.where) from e
             except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
                 raise _prefixed(e, step.where) from e
-            if isinstance(results, np.ndarray):
-                results = (results,)
             if len(results) != len(op.outputs):
                 raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
                                     f" expected {len(op.outputs)}")
@@ -277,8 +307,7 @@ class Compilation:
         outputs = [values[o] for o in self.model.outputs]
         kept: dict[int, np.ndarray] = {}
         if keep_intermediates:
-            kept = {i: v for i, v in enumerate(values)
-                    if v is not None and v is not OMITTED}
+            kept = {i: v for i, v in enumerate(values) if isinstance(v, np.ndarray)}
             kept.update(computed)
         else:
             kept = dict(zip(self.model.outputs, outputs))
@@ -293,6 +322,24 @@ class Execution:
         self._inputs: list[Any] = [None] * len(compilation.model.inputs)
         self._set = [False] * len(compilation.model.inputs)
         self.result: ExecutionResult | None = None
+        self.timeout_ns = 0  # 0: no limit
+        self.loop_timeout_ns = NO_LIMITS.loop_timeout_ns
+
+    def set_timeout(self, duration_ns: int) -> None:
+        """Stops the compute with MissedDeadlineError once it has run ``duration_ns``
+        nanoseconds (0: never)."""
+        self._check_not_run()
+        self.timeout_ns = int(duration_ns)
+
+    def set_loop_timeout(self, duration_ns: int) -> None:
+        """Stops the compute with MissedDeadlineError when a WHILE loop runs longer than
+        ``duration_ns`` (default 2 s, at most 15 s: longer values mean 15 s)."""
+        self._check_not_run()
+        self.loop_timeout_ns = min(int(duration_ns), MAXIMUM_LOOP_TIMEOUT_NS)
+
+    def _check_not_run(self) -> None:
+        if self.result is not None:
+            raise BadStateError("the execution has already run")
 
     def set_input(self, index: int, value: Any, dimensions: Sequence[int] | None = None) -> None:
         """Sets model input ``index``: an array, a bytes-like buffer, or None (omitted).
@@ -315,7 +362,10 @@ class Execution:
         self._inputs[index] = _as_input_array(value, operand, dimensions, where)
 
     def compute(self, *, keep_intermediates: bool = False, profile: bool = False,
+                limits: RunLimits | None = None,
                 substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
+        """Runs the model. Its limits are the execution's timeouts, or ``limits`` when given
+        (a model called by IF or WHILE runs within its caller's)."""
         if self.result is not None:
             raise BadStateError("an execution computes only once; create a new one")
         unset = [i for i, s in enumerate(self._set) if not s]
@@ -325,8 +375,10 @@ class Execution:
         omitted = {model.inputs[i] for i, v in enumerate(self._inputs) if v is OMITTED}
         if omitted:
             self.compilation.check_omitted(omitted)
+        if limits is None:
+            limits = RunLimits.starting_now(self.loop_timeout_ns, self.timeout_ns)
         self.result = self.compilation._execute(self._inputs, keep_intermediates, profile,
-                                                substitutes)
+                                                limits, substitutes)
         return self.result
 
 

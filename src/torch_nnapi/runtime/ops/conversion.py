@@ -3,10 +3,12 @@
 CAST ignores quantization parameters (a TENSOR_QUANT8_ASYMM tensor is plain uint8). To an
 integer type it truncates toward zero and saturates to the type's range, NaN giving 0 (the
 reference clamps to 0..255 for uint8; for int32 this is what ARM's conversion instruction
-does where C++ leaves it undefined). To a float type it rounds to nearest even.
+does where C++ leaves it undefined). To a float type it rounds to nearest even. Since API 30
+it also copies six other types to themselves.
 
 QUANTIZE computes ``zeroPoint + round(x / scale)`` in float32, rounding halves away from
-zero, then saturates to 0..255; NaN becomes 255 as in the reference's min/max chain.
+zero, then saturates to the output type's range (uint8, or int8 since API 30); NaN becomes
+the upper bound as in the reference's min/max chain.
 DEQUANTIZE computes ``scale * (q - zeroPoint)`` in float32 (per channel for
 TENSOR_QUANT8_SYMM_PER_CHANNEL) and rounds to float16 when the output is float16.
 """
@@ -25,12 +27,12 @@ from ._common import check_rank
 
 def _prepare(ctx: KernelContext) -> list[Shape]:
     if ctx.operation == Op.DEQUANTIZE:
-        return [check_rank(ctx, 0, range(0, 5), "input")]
-    return [ctx.input_shape(0)]
+        return [check_rank(ctx, "input", range(0, 5))]
+    return [ctx.input_shape("input")]
 
 
 def _cast(ctx: KernelContext) -> np.ndarray:
-    values, target = ctx.input(0), ctx.output_dtype()
+    values, target = ctx.input("input"), ctx.output_dtype()
     if target.kind in "iu" and values.dtype != target:
         limits = np.iinfo(target)
         if values.dtype.kind == "f":
@@ -42,17 +44,17 @@ def _cast(ctx: KernelContext) -> np.ndarray:
 
 
 def _quantize(ctx: KernelContext) -> np.ndarray:
-    values = ctx.float_input(0)
+    values = ctx.float_input("input")
     scale, zero_point = ctx.output_quant()
     # The reference's clamp lets NaN through as its upper bound.
     values = np.where(np.isnan(values), np.float32(np.inf), values)
-    return quantize(values, scale, zero_point, np.dtype(np.uint8))
+    return quantize(values, scale, zero_point, ctx.output_dtype())
 
 
 def _dequantize(ctx: KernelContext) -> np.ndarray:
-    operand = ctx.input_operand(0)
-    values = ctx.input(0)
-    if ctx.input_type(0) == OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+    operand = ctx.input_operand("input")
+    values = ctx.input("input")
+    if operand.type == OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
         axis = operand.channel_quant.channel_dim
         scales = np.asarray(operand.channel_quant.scales, dtype=np.float32)
         shape = [1] * values.ndim

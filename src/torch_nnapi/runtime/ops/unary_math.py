@@ -1,7 +1,8 @@
 """FLOOR, ABS, EXP, LOG, NEG, RSQRT, SIN, SQRT: element-wise functions of one tensor.
 
-Float16 is computed in float32 and rounded back, as Android's reference does; NEG on int32
-wraps around for INT32_MIN like the two's-complement negation it is. Out-of-domain inputs
+Float16 is computed in float32 and rounded back, as Android's reference does; NEG and ABS on
+int32 (ABS since API 30) wrap around for INT32_MIN like the two's-complement negation they
+are. Out-of-domain inputs
 give IEEE results (NaN, inf) rather than errors, as in C.
 """
 
@@ -34,16 +35,16 @@ _FUNCTIONS = {
 
 def _prepare(ctx: KernelContext) -> list[Shape]:
     if ctx.operation == Op.FLOOR:
-        return [check_rank(ctx, 0, range(0, 5), "input")]
-    return [ctx.input_shape(0)]
+        return [check_rank(ctx, "input", range(0, 5))]
+    return [ctx.input_shape("input")]
 
 
 @register(*_FUNCTIONS, prepare=_prepare)
 def unary_math(ctx: KernelContext) -> np.ndarray:
     function = _FUNCTIONS[ctx.operation]
-    if ctx.input_type(0) == OperandType.TENSOR_INT32:
+    if ctx.input_type("input") == OperandType.TENSOR_INT32:
         with np.errstate(over="ignore"):
-            return function(ctx.input(0))
+            return function(ctx.input("input"))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        result = function(ctx.float_input(0))
+        result = function(ctx.float_input("input"))
     return result.astype(ctx.output_dtype(), copy=False)
