@@ -50,6 +50,19 @@ def test_options_are_checked():
     assert NnapiQuantizer(2).act_dtype == torch.uint8
 
 
+def test_signed_activations_only_once_the_converter_lowers_them():
+    """target_level=4 quantizes to int8: refused, naming why, while the converter's
+    quantized lowerings take uint8 only (a quantized model it cannot convert helps nobody)."""
+    from torch_nnapi.convert.values import QUANT_DTYPES
+
+    if "qint8" in QUANT_DTYPES:
+        assert NnapiQuantizer(4).act_dtype == torch.int8
+    else:
+        with pytest.raises(ValueError, match="TENSOR_QUANT8_ASYMM_SIGNED, which the runtime"
+                           " runs but the converter does not lower yet"):
+            NnapiQuantizer(4)
+
+
 def test_weights_are_per_tensor_symmetric_int8():
     torch.manual_seed(0)
     x = torch.randn(1, 3, 8, 8)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..convert.values import NNAPI_TYPE_OF, QUANT_DTYPES
 from ..nnapi.codes import OperandType, OperationType
 from ..nnapi.signatures import SIGNATURES
 from ..nnapi.signatures._rules import FixedQuantRule
@@ -127,6 +128,12 @@ def activation_type(level: int) -> OperandType:
                              " of torch-nnapi cannot run yet; use target_level=3")
         return signed
     return UINT8
+
+
+def converter_lowers(operand_type: OperandType) -> bool:
+    """Whether the converter lowers activations of ``operand_type`` (what a quantized model
+    must hold to convert; the runtime may run more)."""
+    return any(NNAPI_TYPE_OF[name] == operand_type for name in QUANT_DTYPES)
 
 
 def rule_for(kind: str, level: int) -> QuantRule | None:

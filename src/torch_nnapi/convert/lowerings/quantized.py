@@ -100,8 +100,8 @@ def _output_params(scale, zero_point) -> tuple[float, int]:
 def quantize_per_tensor(cx: Converter, x, scale, zero_point, dtype):
     x = require_tensor(x)
     if static_int(dtype, "dtype") != SCALAR_TYPES["quint8"]:
-        raise Unsupported("quantization to a type other than quint8 (NNAPI level 3 has no"
-                          " signed 8-bit activations)")
+        raise Unsupported("quantization to a type other than quint8 (the converter does"
+                          " not lower signed 8-bit activations yet)")
     s, zp = _output_params(scale, zero_point)
     if x.is_quantized and (x.scale, x.zero_point) == (s, zp):
         return x  # a model input the wrapper quantizes on the host (lower._quantized_on_host)
