@@ -136,6 +136,17 @@ def converter_lowers(operand_type: OperandType) -> bool:
     return any(NNAPI_TYPE_OF[name] == operand_type for name in QUANT_DTYPES)
 
 
+def quantized_activation_type(level: int) -> OperandType:
+    """The activation type a model quantized for ``level`` gets; a ValueError when the
+    converter could not lower the result."""
+    found = activation_type(level)
+    if not converter_lowers(found):
+        raise ValueError(f"target_level={level} quantizes to {found.name}, which the runtime"
+                         " runs but the converter does not lower yet (its quantized lowerings"
+                         " take uint8 activations); use target_level=3")
+    return found
+
+
 def rule_for(kind: str, level: int) -> QuantRule | None:
     """The rule of ``kind`` if NNAPI of ``level`` runs it quantized, else None."""
     found = RULES.get(kind)

@@ -61,12 +61,7 @@ class NnapiQuantizer(Quantizer):
             raise ValueError(f"observer must be one of {', '.join(OBSERVERS)}, got {observer!r}")
         self.target_level = int(target_level)
         self.is_qat = is_qat
-        self.operand_type = policy.activation_type(self.target_level)
-        if not policy.converter_lowers(self.operand_type):
-            raise ValueError(f"target_level={self.target_level} quantizes to"
-                             f" {self.operand_type.name}, which the runtime runs but the"
-                             " converter does not lower yet (its quantized lowerings take"
-                             " uint8 activations); use target_level=3")
+        self.operand_type = policy.quantized_activation_type(self.target_level)
         signed = self.operand_type != policy.UINT8
         self.act_dtype, self.act_range = (torch.int8, (-128, 127)) if signed \
             else (torch.uint8, (0, 255))
