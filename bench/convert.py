@@ -27,15 +27,16 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from functools import partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from convert import zoo  # noqa: E402
-
-from torch_nnapi.convert.api import convert_with_details  # noqa: E402
+from tests.convert import zoo  # noqa: E402
+from torch_nnapi.convert.api import Conversion, convert_with_details  # noqa: E402
 from torch_nnapi.convert.host import run_on_host  # noqa: E402
 
 THREADS = 2
@@ -61,7 +62,7 @@ MODELS = {
 }
 
 
-def _median_time(fn, runs: int) -> float:
+def _median_time(fn: Callable[[], object], runs: int) -> float:
     fn()  # warm up (and, for a converted module, compile)
     times = []
     for _ in range(runs):
@@ -71,7 +72,7 @@ def _median_time(fn, runs: int) -> float:
     return statistics.median(times)
 
 
-def _prototype(model, x) -> float | None:
+def _prototype(model: torch.nn.Module, x: torch.Tensor) -> float | None:
     from torch.backends._nnapi.prepare import convert_model_to_nnapi
 
     try:
@@ -82,10 +83,13 @@ def _prototype(model, x) -> float | None:
         return None
 
 
-def _ours(model, x) -> tuple[float, object]:
+def _ours(model: torch.nn.Module, x: torch.Tensor) -> tuple[float, Conversion]:
     start = time.perf_counter()
     conversion = convert_with_details(model, x)
-    return time.perf_counter() - start, conversion
+    seconds = time.perf_counter() - start
+    if not isinstance(conversion, Conversion):  # only fallback=True partitions
+        raise TypeError(f"expected a whole-model Conversion, got {type(conversion).__name__}")
+    return seconds, conversion
 
 
 def _torch_runtime() -> bool:
@@ -124,17 +128,18 @@ def main() -> int:
         model = zoo.randomize_batchnorm(factory())
         for m in model.modules():
             if hasattr(m, "inplace"):
-                m.inplace = False
+                # torch types Module.__setattr__ for tensors and submodules; this is a flag
+                m.inplace = False  # type: ignore[assignment]
         x = example(args.size)
         ours, conversion = _ours(model, x)
         proto = _prototype(model, x)
         module = conversion.module
         with torch.no_grad():
-            eager = _median_time(lambda: model(x), args.runs)
+            eager = _median_time(partial(model, x), args.runs)
         if through_torch:
-            latency = _median_time(lambda: module(x), args.runs)
+            latency = _median_time(partial(module, x), args.runs)
         else:
-            latency = _median_time(lambda: run_on_host(module, x), args.runs)
+            latency = _median_time(partial(run_on_host, module, x), args.runs)
         ratio = f"{ours / proto:6.2f}" if proto else "     -"
         if proto and ours > proto:
             slower.append(name)

@@ -23,23 +23,25 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import TypeVar  # noqa: E402
 
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.realmodels.classification import build  # noqa: E402
-
 from torch_nnapi.convert.api import convert_with_details  # noqa: E402
 from torch_nnapi.convert.host import run_on_host  # noqa: E402
 from torch_nnapi.quantization import quantize_with_details  # noqa: E402
 
+T = TypeVar("T")
 THREADS = 2
 MODELS = ("mobilenet_v2", "mobilenet_v3_large", "resnet18", "resnet50")
 
 
-def _median_time(fn, runs: int) -> float:
+def _median_time(fn: Callable[[], object], runs: int) -> float:
     fn()  # warm up (and, for a converted module, compile)
     times = []
     for _ in range(runs):
@@ -49,10 +51,29 @@ def _median_time(fn, runs: int) -> float:
     return statistics.median(times)
 
 
-def _timed(fn):
+def _timed(fn: Callable[[], T]) -> tuple[float, T]:
     start = time.perf_counter()
     result = fn()
     return time.perf_counter() - start, result
+
+
+def _measure(name: str, args: argparse.Namespace, through_torch: bool) -> str:
+    """One table row: conversion and quantization times, then latencies."""
+    model, _ = build(name)
+    x = torch.randn(1, 3, args.size, args.size)
+    traced, _ = _timed(lambda: convert_with_details(model, (x,), capture="trace"))
+    exported, _ = _timed(lambda: convert_with_details(model, (x,), capture="export"))
+    calibration = [torch.randn(1, 3, args.size, args.size) for _ in range(args.calibration)]
+    details = quantize_with_details(model, (x,), calibration, observer=args.observer)
+    converting, conversion = _timed(lambda: convert_with_details(details.model, (x,)))
+    module = conversion.module
+    with torch.no_grad():
+        eager = _median_time(lambda: model(x), args.runs)
+    run = (lambda: module(x)) if through_torch else (lambda: run_on_host(module, x))
+    latency = _median_time(run, args.runs)
+    return (f"{name:20} {traced:8.1f} {exported:9.1f} {details.seconds:11.1f}"
+            f" {converting:12.1f} {eager * 1e3:9.1f} {latency * 1e3:8.1f}"
+            f" {latency / eager:5.1f}x")
 
 
 def main() -> int:
@@ -79,21 +100,7 @@ def main() -> int:
     print(header)
     print("-" * len(header))
     for name in args.models.split(","):
-        model, _ = build(name)
-        x = torch.randn(1, 3, args.size, args.size)
-        traced, _ = _timed(lambda: convert_with_details(model, (x,), capture="trace"))
-        exported, _ = _timed(lambda: convert_with_details(model, (x,), capture="export"))
-        calibration = [torch.randn(1, 3, args.size, args.size) for _ in range(args.calibration)]
-        details = quantize_with_details(model, (x,), calibration, observer=args.observer)
-        converting, conversion = _timed(lambda: convert_with_details(details.model, (x,)))
-        module = conversion.module
-        with torch.no_grad():
-            eager = _median_time(lambda: model(x), args.runs)
-        run = (lambda: module(x)) if through_torch else (lambda: run_on_host(module, x))
-        latency = _median_time(run, args.runs)
-        print(f"{name:20} {traced:8.1f} {exported:9.1f} {details.seconds:11.1f}"
-              f" {converting:12.1f} {eager * 1e3:9.1f} {latency * 1e3:8.1f}"
-              f" {latency / eager:5.1f}x")
+        print(_measure(name, args, through_torch))
     return 0
 
 

@@ -26,31 +26,45 @@ import statistics
 import sys
 import time
 import warnings
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TypedDict
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.convert import zoo  # noqa: E402
-
 from torch_nnapi.convert.api import convert_with_details  # noqa: E402
 from torch_nnapi.convert.bench import bench_module, thread_count  # noqa: E402
+from torch_nnapi.convert.fallback import PartitionedConversion  # noqa: E402
 
 
-def _ssdlite():
+class Options(TypedDict, total=False):
+    """The convert_with_details options a model is benchmarked with (beside fallback=True)."""
+
+    fallback_ops: list[str]
+    max_regions: int
+    nhwc: bool
+
+
+Case = tuple[torch.nn.Module, torch.Tensor, Options]
+
+
+def _ssdlite() -> Case:
     from tests.convert.fallback_detection import detector, image
 
     return detector("ssdlite320_mobilenet_v3_large"), image(0), {}
 
 
-def _mobilenet_v2_pool():
+def _mobilenet_v2_pool() -> Case:
     model = zoo.randomize_batchnorm(zoo.MobileNetV2(num_classes=1000))
     return model, torch.randn(1, 3, 224, 224), {
         "fallback_ops": ["aten::adaptive_avg_pool2d"], "nhwc": True}
 
 
-def _resnet18_relu():
+def _resnet18_relu() -> Case:
     model = zoo.randomize_batchnorm(zoo.ResNet18(num_classes=1000))
     return model, torch.randn(1, 3, 224, 224), {
         "fallback_ops": ["aten::relu", "aten::relu_"], "max_regions": 4, "nhwc": True}
@@ -60,14 +74,15 @@ MODELS = {"ssdlite": _ssdlite, "mobilenet_v2_pool": _mobilenet_v2_pool,
           "resnet18_relu": _resnet18_relu}
 
 
-def _interleaved(first, second, runs: int) -> tuple[float, float]:
+def _interleaved(first: Callable[[], object], second: Callable[[], object],
+                 runs: int) -> tuple[float, float]:
     """Median times of two calls timed in turn, so that a busy machine slows both alike."""
     for _ in range(2):
         first()
         second()
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(runs):
-        for call, found in zip((first, second), times):
+        for call, found in zip((first, second), times, strict=True):
             start = time.perf_counter()
             call()
             found.append(time.perf_counter() - start)
@@ -95,12 +110,16 @@ def main() -> int:
         start = time.perf_counter()
         conversion = convert_with_details(model, x, fallback=True, **options)
         seconds = time.perf_counter() - start
+        if not isinstance(conversion, PartitionedConversion):
+            raise TypeError(f"{name}: fallback=True gave a {type(conversion).__name__}")
         report = conversion.report
         module = conversion.module
         with thread_count(args.threads), torch.no_grad():
-            eager, nnapi = _interleaved(lambda: model(x), lambda: module(x), args.runs)
+            eager, nnapi = _interleaved(partial(model, x), partial(module, x), args.runs)
         bench = bench_module(module, (x,), runs=args.runs, threads=args.threads,
                              profile_runs=0)
+        if bench.cpu is None:
+            raise TypeError(f"{name}: the benchmark of a partitioned module times its CPU nodes")
         regions = sum(r.latency.median for r in bench.regions)
         print(f"{name:18} {len(report.regions):>7} {report.operation_count:>5}"
               f" {len(report.cpu):>9} {seconds:>9.1f} {eager * 1e3:>9.2f} {nnapi * 1e3:>9.2f}"

@@ -21,6 +21,7 @@ import argparse  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -55,9 +56,41 @@ class Weights:
         return w, (self.rng.standard_normal(c) * 0.1).astype(np.float32)
 
 
-def layers(weights: Weights) -> list[tuple]:
-    """The network as a list of ("conv"|"dw"|"block_start"|"add", ...) steps."""
-    steps: list[tuple] = [("conv", *weights.conv(3, STEM, 3), 2, FuseCode.RELU6)]
+@dataclass(frozen=True)
+class Conv:
+    """A convolution in NNAPI's layout (depthwise: [1, k, k, c]), then its fused activation."""
+
+    weights: np.ndarray
+    bias: np.ndarray
+    stride: int
+    fuse: FuseCode
+    depthwise: bool = False
+
+
+@dataclass(frozen=True)
+class BlockStart:
+    """A residual block begins: its input is kept for the Add that ends it."""
+
+
+@dataclass(frozen=True)
+class Add:
+    """A residual block ends: its output plus the block's input."""
+
+
+@dataclass(frozen=True)
+class Classifier:
+    """Global average pooling, then a fully connected layer ([classes, features] weights)."""
+
+    weights: np.ndarray
+    bias: np.ndarray
+
+
+Step = Conv | BlockStart | Add | Classifier
+
+
+def layers(weights: Weights) -> list[Step]:
+    """The network as a list of steps."""
+    steps: list[Step] = [Conv(*weights.conv(3, STEM, 3), 2, FuseCode.RELU6)]
     cin = STEM
     for t, c, n, s in BLOCKS:
         for i in range(n):
@@ -65,24 +98,25 @@ def layers(weights: Weights) -> list[tuple]:
             residual = stride == 1 and cin == c
             hidden = cin * t
             if residual:
-                steps.append(("block_start",))
+                steps.append(BlockStart())
             if t != 1:
-                steps.append(("conv", *weights.conv(cin, hidden, 1), 1, FuseCode.RELU6))
-            steps.append(("dw", *weights.depthwise(hidden), stride, FuseCode.RELU6))
-            steps.append(("conv", *weights.conv(hidden, c, 1), 1, FuseCode.NONE))
+                steps.append(Conv(*weights.conv(cin, hidden, 1), 1, FuseCode.RELU6))
+            steps.append(Conv(*weights.depthwise(hidden), stride, FuseCode.RELU6,
+                              depthwise=True))
+            steps.append(Conv(*weights.conv(hidden, c, 1), 1, FuseCode.NONE))
             if residual:
-                steps.append(("add",))
+                steps.append(Add())
             cin = c
-    steps.append(("conv", *weights.conv(cin, HEAD, 1), 1, FuseCode.RELU6))
+    steps.append(Conv(*weights.conv(cin, HEAD, 1), 1, FuseCode.RELU6))
     fc_w = (weights.rng.standard_normal((CLASSES, HEAD)) / np.sqrt(HEAD)).astype(np.float32)
-    steps.append(("fc", fc_w, np.zeros(CLASSES, np.float32)))
+    steps.append(Classifier(fc_w, np.zeros(CLASSES, np.float32)))
     return steps
 
 
 # ------------------------------------------------------------------------------ NNAPI model
 
 
-def nnapi_model(steps: list[tuple]) -> Model:
+def nnapi_model(steps: list[Step]) -> Model:
     m = Model()
     scalars: dict[int, int] = {}
 
@@ -94,41 +128,38 @@ def nnapi_model(steps: list[tuple]) -> Model:
     x = m.add_operand(F32, (1, SIZE, SIZE, 3), name="image")
     model_input, size, saved = x, SIZE, []
     for step in steps:
-        kind = step[0]
-        if kind == "block_start":
+        if isinstance(step, BlockStart):
             saved.append(x)
-        elif kind == "add":
+        elif isinstance(step, Add):
             out = m.add_operand(F32, (0, 0, 0, 0))
             m.add_operation(OperationType.ADD, [saved.pop(), x, i32(FuseCode.NONE)], [out])
             x = out
-        elif kind in ("conv", "dw"):
-            _, w, b, stride, fuse = step
-            filt = m.add_constant(F32, w)
-            bias = m.add_constant(F32, b)
+        elif isinstance(step, Conv):
+            filt = m.add_constant(F32, step.weights)
+            bias = m.add_constant(F32, step.bias)
             out = m.add_operand(F32, (0, 0, 0, 0))
             # torch pads k // 2 on every side (explicit form); NNAPI's SAME would put the
             # odd padding of a stride-2 layer at the end only.
-            pad = w.shape[1] // 2
+            pad = step.weights.shape[1] // 2
             padding = [i32(pad)] * 4 if pad else [i32(PaddingCode.VALID)]
-            args = [x, filt, bias, *padding, i32(stride), i32(stride)]
-            if kind == "dw":
+            args = [x, filt, bias, *padding, i32(step.stride), i32(step.stride)]
+            if step.depthwise:
                 args.append(i32(1))
                 op = OperationType.DEPTHWISE_CONV_2D
             else:
                 op = OperationType.CONV_2D
-            m.add_operation(op, args + [i32(fuse)], [out])
+            m.add_operation(op, args + [i32(step.fuse)], [out])
             x = out
-            size = (size + stride - 1) // stride
-        elif kind == "fc":
-            _, w, b = step
+            size = (size + step.stride - 1) // step.stride
+        else:
             pooled = m.add_operand(F32, (0, 0, 0, 0))
             m.add_operation(OperationType.AVERAGE_POOL_2D,
                             [x, i32(PaddingCode.VALID), i32(1), i32(1), i32(size), i32(size),
                              i32(FuseCode.NONE)], [pooled])
             logits = m.add_operand(F32, (1, CLASSES), name="logits")
             m.add_operation(OperationType.FULLY_CONNECTED,
-                            [pooled, m.add_constant(F32, w), m.add_constant(F32, b),
-                             i32(FuseCode.NONE)], [logits])
+                            [pooled, m.add_constant(F32, step.weights),
+                             m.add_constant(F32, step.bias), i32(FuseCode.NONE)], [logits])
             x = logits
     m.identify_inputs_and_outputs([model_input], [x])
     return m.finish()
@@ -142,38 +173,39 @@ class _Residual(torch.nn.Module):
         super().__init__()
         self.body = body
 
-    def forward(self, x):
-        return x + self.body(x)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        residual: torch.Tensor = self.body(x)
+        return x + residual
 
 
-def torch_model(steps: list[tuple]) -> torch.nn.Module:
-    def conv(step) -> list[torch.nn.Module]:
-        kind, w, b, stride, fuse = step
-        k = w.shape[1]
-        if kind == "dw":
-            c = w.shape[3]
-            layer = torch.nn.Conv2d(c, c, k, stride, k // 2, groups=c)
-            layer.weight.data = torch.from_numpy(np.ascontiguousarray(w.transpose(3, 0, 1, 2)))
-        else:
-            layer = torch.nn.Conv2d(w.shape[3], w.shape[0], k, stride, k // 2)
-            layer.weight.data = torch.from_numpy(np.ascontiguousarray(w.transpose(0, 3, 1, 2)))
-        layer.bias.data = torch.from_numpy(b)
-        return [layer, torch.nn.ReLU6()] if fuse == FuseCode.RELU6 else [layer]
+def _torch_conv(step: Conv) -> list[torch.nn.Module]:
+    w, k = step.weights, step.weights.shape[1]
+    if step.depthwise:
+        c = w.shape[3]
+        layer = torch.nn.Conv2d(c, c, k, step.stride, k // 2, groups=c)
+        layer.weight.data = torch.from_numpy(np.ascontiguousarray(w.transpose(3, 0, 1, 2)))
+    else:
+        layer = torch.nn.Conv2d(w.shape[3], w.shape[0], k, step.stride, k // 2)
+        layer.weight.data = torch.from_numpy(np.ascontiguousarray(w.transpose(0, 3, 1, 2)))
+    layer.bias = torch.nn.Parameter(torch.from_numpy(step.bias))
+    return [layer, torch.nn.ReLU6()] if step.fuse == FuseCode.RELU6 else [layer]
 
+
+def torch_model(steps: list[Step]) -> torch.nn.Module:
     stack: list[list[torch.nn.Module]] = [[]]
     for step in steps:
-        if step[0] == "block_start":
+        if isinstance(step, BlockStart):
             stack.append([])
-        elif step[0] == "add":
+        elif isinstance(step, Add):
             body = torch.nn.Sequential(*stack.pop())
             stack[-1].append(_Residual(body))
-        elif step[0] == "fc":
-            linear = torch.nn.Linear(step[1].shape[1], step[1].shape[0])
-            linear.weight.data = torch.from_numpy(step[1])
-            linear.bias.data = torch.from_numpy(step[2])
+        elif isinstance(step, Classifier):
+            linear = torch.nn.Linear(step.weights.shape[1], step.weights.shape[0])
+            linear.weight.data = torch.from_numpy(step.weights)
+            linear.bias.data = torch.from_numpy(step.bias)
             stack[-1] += [torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), linear]
         else:
-            stack[-1] += conv(step)
+            stack[-1] += _torch_conv(step)
     return torch.nn.Sequential(*stack[0]).eval()
 
 

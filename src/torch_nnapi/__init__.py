@@ -5,6 +5,8 @@ reference runtime, NumPy only), ``capi`` (libneuralnetworks.so for Linux), ``con
 (PyTorch -> NNAPI), ``cli`` (the ``torch-nnapi`` command).
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 
@@ -15,7 +17,7 @@ def library_path() -> str:
     return path()
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """``torch_nnapi.convert(...)``, ``quantize(...)`` and ``trace_to_code(...)`` without
     importing torch until one is used."""
     import importlib

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from .conformance.spec import CtsTest
 from .nnapi.codes import FeatureLevel, OperandType, OperationType
@@ -47,7 +47,7 @@ def _types_by_level(op: OperationType) -> str:
 
 
 def cts_counts(tests: Iterable[tuple[str, CtsTest]],
-               known_failures: Iterable[str]) -> tuple[Counter, Counter]:
+               known_failures: Iterable[str]) -> tuple[Counter[str], Counter[str]]:
     """Per operation name: the CTS tests (id, test) whose model, or a model it calls, uses
     it, and those expected to pass.
 
@@ -85,7 +85,8 @@ def operation_table(tests: Iterable[tuple[str, CtsTest]] | None = None,
 
 
 def operand_type_table() -> str:
-    rows = ["| Operand type | Code | Feature level | Element | Quantization |", "|---|---|---|---|---|"]
+    rows = ["| Operand type | Code | Feature level | Element | Quantization |",
+            "|---|---|---|---|---|"]
     for t, info in OPERAND_TYPES.items():
         kind = "scalar" if info.is_scalar else "tensor"
         element = "a reference to a model" if info.is_model else f"{kind} of {info.dtype.name}"
@@ -111,10 +112,10 @@ MARKER = re.compile(r"(<!-- BEGIN (?P<name>[\w-]+) -->\n)(.*?)(<!-- END (?P=name
 def replace_sections(text: str, sections: Mapping[str, str]) -> str:
     """Replaces the body of each named marker section present in ``text``."""
 
-    def sub(match: re.Match) -> str:
+    def sub(match: re.Match[str]) -> str:
         name = match.group("name")
         if name not in sections:
-            return match.group(0)
+            return str(match.group(0))
         return f"{match.group(1)}{sections[name].rstrip()}\n{match.group(4)}"
 
     return MARKER.sub(sub, text)
@@ -125,7 +126,8 @@ def pytorch_op_table() -> str:
     make one row (e.g. an op and its in-place variant). Needs torch."""
     from .convert.lowerings import load_all
 
-    groups: dict[tuple, list[str]] = {}
+    # (family, lowering function, NNAPI operations, notes) -> the PyTorch ops sharing them
+    groups: dict[tuple[str, object, tuple[str, ...], str], list[str]] = {}
     for kind, low in load_all().items():
         key = (low.family, low.fn, low.nnapi, low.notes)
         groups.setdefault(key, []).append(kind)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-from functools import lru_cache
+from contextlib import suppress
+from functools import cache
 from pathlib import Path
 
 LIBRARY_NAME = "libneuralnetworks.so"
@@ -35,7 +36,7 @@ def include_path() -> str:
     return str(_HERE / "include")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load() -> ctypes.CDLL:
     """The library through ctypes, with the argument and result types of all its functions
     declared (every pointer is a ``c_void_p``)."""
@@ -60,7 +61,5 @@ def preload_for_torch() -> None:
         return
     except OSError:
         pass
-    try:
+    with suppress(OSError):  # FileNotFoundError (not built) is an OSError too
         ctypes.CDLL(library_path())
-    except (OSError, FileNotFoundError):
-        pass

@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ..nnapi.codes import MAX_RANK, ResultCode
 from ..nnapi.errors import BadDataError, NnapiError
+
+# A ctypes scalar type (c_int, c_float, c_void_p, ...); their Python values differ in type.
+ScalarCType = type["ctypes._SimpleCData[Any]"]
+_Value = TypeVar("_Value")
+_Struct = TypeVar("_Struct", bound=ctypes.Structure)
 
 
 class OperandTypeStruct(ctypes.Structure):
@@ -55,7 +62,7 @@ def require(**pointers: int) -> None:
             raise UnexpectedNullError(f"{name} is NULL")
 
 
-def read_struct(struct_type: type, address: int):
+def read_struct(struct_type: type[_Struct], address: int) -> _Struct:
     """A copy of the C struct at ``address`` (the caller need not keep it alive)."""
     return struct_type.from_buffer_copy(ctypes.string_at(address, ctypes.sizeof(struct_type)))
 
@@ -84,7 +91,8 @@ def read_operand_type(address: int, argument: str = "type") -> OperandTypeValue:
     return OperandTypeValue(struct.type, dims, struct.scale, struct.zeroPoint)
 
 
-def read_array(ctype, address: int, count: int) -> list:
+def read_array(ctype: type[ctypes._SimpleCData[_Value]], address: int,
+               count: int) -> list[_Value]:
     """``count`` values of ``ctype`` at ``address`` (NULL is fine when ``count`` is 0)."""
     if count == 0:
         return []
@@ -114,12 +122,13 @@ def view(address: int, length: int, writable: bool = False) -> memoryview:
     return result if writable else result.toreadonly()
 
 
-def store(ctype, address: int, value) -> None:
+def store(ctype: type[ctypes._SimpleCData[_Value]], address: int, value: _Value) -> None:
     """Writes an output argument: ``*(ctype *)address = value``."""
     ctype.from_address(address).value = value
 
 
-def store_array(ctype, address: int, values) -> None:
-    values = list(values)
-    if values:
-        (ctype * len(values)).from_address(address)[:] = values
+def store_array(ctype: type[ctypes._SimpleCData[_Value]], address: int,
+                values: Iterable[_Value]) -> None:
+    listed: list[ctypes._SimpleCData[_Value] | _Value] = list(values)
+    if listed:
+        (ctype * len(listed)).from_address(address)[:] = listed

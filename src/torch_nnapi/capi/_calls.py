@@ -12,7 +12,8 @@ import functools
 import itertools
 import logging
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 from ..nnapi.codes import ResultCode
 from ..nnapi.errors import BadDataError, NnapiError
@@ -24,13 +25,16 @@ log = logging.getLogger("torch_nnapi.capi")
 _C_NAMES = {f.bridge_name: f.name for f in FUNCTIONS}
 _last_error = threading.local()
 
-T = TypeVar("T")
 
 
 class Handled:
     """Base of the objects C callers hold; ``KIND`` names their C type in messages."""
 
     KIND = "object"
+
+
+T = TypeVar("T", bound=Handled)
+P = ParamSpec("P")
 
 
 class HandleTable:
@@ -52,7 +56,7 @@ class HandleTable:
             raise BadDataError(f"{argument} ({handle:#x}) is not a live {kind.KIND}")
         return obj
 
-    def remove(self, handle: int, kind: type[Handled]) -> Handled | None:
+    def remove(self, handle: int, kind: type[T]) -> T | None:
         """Forgets a handle; unknown or wrong-kind handles are left alone (free never fails)."""
         obj = self._objects.get(handle)
         if isinstance(obj, kind) and self._objects.pop(handle, None) is obj:
@@ -83,7 +87,7 @@ def refuse_call(c_name: str, message: str) -> int:
     return int(code)
 
 
-def entry(function: Callable[..., int | None]) -> Callable[..., int]:
+def entry(function: Callable[P, int | None]) -> Callable[P, int]:
     """Makes ``function`` a bridge entry: it returns a result code and never raises.
 
     ``function`` returns None (success) or a code; NnapiError becomes its code, any other
@@ -92,9 +96,9 @@ def entry(function: Callable[..., int | None]) -> Callable[..., int]:
     c_name = _C_NAMES[function.__name__]
 
     @functools.wraps(function)
-    def call(*args) -> int:
+    def call(*args: P.args, **kwargs: P.kwargs) -> int:
         try:
-            code = function(*args)
+            code = function(*args, **kwargs)
             return int(ResultCode.NO_ERROR if code is None else code)
         except NnapiError as e:
             code, message = ResultCode(e.code), str(e)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
+from typing import TypeVar
 
 from .. import __version__
 from ..nnapi.codes import DeviceType, FeatureLevel
@@ -57,7 +59,12 @@ def get_device(index: int, device_address: int) -> None:
     store(ctypes.c_void_p, device_address, _DEVICE_HANDLES[index])
 
 
-def _store_property(handle: int, address: int, argument: str, ctype, value_of) -> None:
+_Value = TypeVar("_Value")
+
+
+def _store_property(handle: int, address: int, argument: str,
+                    ctype: type[ctypes._SimpleCData[_Value]],
+                    value_of: Callable[[Device], _Value]) -> None:
     """Writes ``value_of(device)`` as ``ctype`` to the caller's out-argument ``argument``."""
     require(device=handle, **{argument: address})
     store(ctype, address, value_of(HANDLES.get(handle, Device, "device")))

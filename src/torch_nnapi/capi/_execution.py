@@ -153,7 +153,7 @@ class ExecutionState(Handled):
             raise BadDataError(f"type dimensions {list(t.dimensions)} are not fully specified")
         declared = operand.dimensions
         if declared and (len(declared) != len(t.dimensions)
-                         or any(d and d != n for d, n in zip(declared, t.dimensions))):
+                         or any(d and d != n for d, n in zip(declared, t.dimensions, strict=True))):
             raise BadDataError(f"type dimensions {list(t.dimensions)} contradict the model's"
                                f" {list(declared)}")
         return t.dimensions
@@ -215,12 +215,20 @@ class ExecutionState(Handled):
                                    " startComputeWithDependencies needs every output fully"
                                    " specified")
 
+    def _bindings(self) -> list[OutputBinding]:
+        """Every output's binding: all are set once the execution has started."""
+        bound = [b for b in self.outputs if b is not None]
+        if len(bound) != len(self.outputs):
+            raise BadStateError("the execution's outputs are not all set")
+        return bound
+
     def _deliver(self, outputs: list[np.ndarray]) -> None:
+        bindings = self._bindings()
         shapes, sufficient = [], []
-        for pos, (array, binding) in enumerate(zip(outputs, self.outputs)):
+        for pos, (array, binding) in enumerate(zip(outputs, bindings, strict=True)):
             declared, shape = binding.dimensions, tuple(array.shape)
             if declared and (len(declared) != len(shape)
-                             or any(d and d != s for d, s in zip(declared, shape))):
+                             or any(d and d != s for d, s in zip(declared, shape, strict=True))):
                 raise OpFailedError(f"output {pos} has dimensions {list(shape)}, but setOutput"
                                     f" declared {list(declared)}")
             shapes.append(shape)
@@ -229,12 +237,12 @@ class ExecutionState(Handled):
         short = {pos: shapes[pos] for pos, ok in enumerate(sufficient) if not ok}
         if short:
             details = ", ".join(f"output {p} needs {outputs[p].nbytes} bytes for {list(s)}, has"
-                                f" {self.outputs[p].length}" for p, s in short.items())
+                                f" {bindings[p].length}" for p, s in short.items())
             raise OutputInsufficientSizeError(details, short)
-        for array, binding in zip(outputs, self.outputs):
+        for array, binding in zip(outputs, bindings, strict=True):
             if binding.destination is not None and array.nbytes:
                 flat = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
-                binding.destination[:array.nbytes] = flat
+                binding.destination[:array.nbytes] = flat.data
 
     # ------------------------------------------------------------ results
 
@@ -244,7 +252,7 @@ class ExecutionState(Handled):
             raise BadStateError("the execution has not finished")
         self._operand("output", index)
         if self.shapes is None:  # failed before the outputs were known: as declared
-            return self.outputs[index].dimensions, True
+            return self._bindings()[index].dimensions, True
         return self.shapes[index], self.sufficient[index]
 
 

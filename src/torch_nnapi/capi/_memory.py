@@ -72,6 +72,8 @@ class MappedMemory(Memory):
                                f" {self.size}")
         if not (self.writable if write else self.readable):
             raise BadDataError(f"the memory was mapped without PROT_{'WRITE' if write else 'READ'}")
+        if self._map is None:  # PROT_NONE: unreadable and unwritable, refused above
+            raise BadDataError("the memory was mapped with PROT_NONE")
         region = memoryview(self._map)[offset:offset + length]
         return region if write else region.toreadonly()
 

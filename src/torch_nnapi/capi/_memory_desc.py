@@ -73,10 +73,10 @@ class MemoryDesc(Handled):
         if not dimensions:
             return known
         if len(known) != len(dimensions) or any(
-                a and b and a != b for a, b in zip(known, dimensions)):
+                a and b and a != b for a, b in zip(known, dimensions, strict=True)):
             raise BadDataError(f"{what} {list(dimensions)} contradict the descriptor's"
                                f" {list(known)}")
-        return tuple(a or b for a, b in zip(known, dimensions))
+        return tuple(a or b for a, b in zip(known, dimensions, strict=True))
 
     def finish(self) -> None:
         self.modifiable()

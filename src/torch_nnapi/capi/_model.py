@@ -62,7 +62,7 @@ class ModelState(Handled):
         until finish, otherwise the value is copied now."""
         self.modifiable().set_operand_value(index, value, copy=not until_finish)
         self._referenced.pop(index, None)
-        if until_finish:
+        if until_finish and value is not None:
             self._referenced[index] = value
 
     def reference(self, index: int, region: memoryview) -> None:

@@ -11,6 +11,8 @@ import ctypes
 import re
 from dataclasses import dataclass
 
+from ._abi import ScalarCType
+
 
 @dataclass(frozen=True)
 class Parameter:
@@ -18,7 +20,7 @@ class Parameter:
     name: str
 
     @property
-    def ctype(self):
+    def ctype(self) -> ScalarCType:
         """The ctypes type of this parameter: every pointer travels as a ``c_void_p``."""
         if "*" in self.c_type:
             return ctypes.c_void_p
@@ -32,7 +34,7 @@ class Function:
     doc: str
 
     @property
-    def _parts(self) -> re.Match:
+    def _parts(self) -> re.Match[str]:
         match = re.fullmatch(r"(\w+) (\w+)\((.*)\)", self.prototype)
         if match is None:
             raise ValueError(f"malformed prototype {self.prototype!r}")
@@ -40,7 +42,7 @@ class Function:
 
     @property
     def name(self) -> str:
-        return self._parts.group(2)
+        return str(self._parts.group(2))
 
     @property
     def bridge_name(self) -> str:
@@ -51,10 +53,10 @@ class Function:
 
     @property
     def returns_int(self) -> bool:
-        return self._parts.group(1) == "int"
+        return str(self._parts.group(1)) == "int"
 
     @property
-    def restype(self):
+    def restype(self) -> ScalarCType | None:
         """The ctypes result type: ``c_int`` (a result code), ``c_uint64`` or None (void)."""
         return _RESULTS[self._parts.group(1)]
 
@@ -73,7 +75,7 @@ class Function:
         return tuple(Parameter(*text.rsplit(" ", 1)) for text in listed.split(", "))
 
 
-_SCALARS = {
+_SCALARS: dict[str, ScalarCType] = {
     "int": ctypes.c_int,
     "bool": ctypes.c_bool,
     "float": ctypes.c_float,
@@ -83,7 +85,9 @@ _SCALARS = {
     "size_t": ctypes.c_size_t,
     "ANeuralNetworksOperationType": ctypes.c_int32,
 }
-_RESULTS = {"int": ctypes.c_int, "uint64_t": ctypes.c_uint64, "void": None}
+_RESULTS: dict[str, ScalarCType | None] = {
+    "int": ctypes.c_int, "uint64_t": ctypes.c_uint64, "void": None,
+}
 
 FUNCTIONS: tuple[Function, ...] = (
     # Memory

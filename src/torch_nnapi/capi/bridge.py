@@ -20,10 +20,10 @@ from ._compilation import (
 )
 from ._device import (
     device_get_feature_level,
-    device_wait,
     device_get_name,
     device_get_type,
     device_get_version,
+    device_wait,
     get_device,
     get_device_count,
 )

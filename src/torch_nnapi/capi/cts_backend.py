@@ -12,13 +12,14 @@ from __future__ import annotations
 import ctypes
 import logging
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..conformance.spec import SpecModel, SpecOperand, referenced_model_order, typed_values
 from ..conformance.spec import operand_type as spec_operand_type
-from ..conformance.spec import referenced_model_order
 from ..nnapi.codes import OperandType, ResultCode
 from ..nnapi.errors import NnapiError
 from ..nnapi.operand_types import type_info
@@ -39,7 +40,7 @@ def check(code: int, call: str) -> None:
                         ResultCode(code))
 
 
-def operand_type(operand_type_code: int, dimensions, scale: float = 0.0,
+def operand_type(operand_type_code: int, dimensions: Sequence[int], scale: float = 0.0,
                  zero_point: int = 0) -> OperandTypeStruct:
     """An ANeuralNetworksOperandType; it keeps its dimension array alive."""
     dims = (ctypes.c_uint32 * len(dimensions))(*dimensions) if len(dimensions) else None
@@ -53,15 +54,16 @@ class PreparedModel:
     """A finished model and its compilation (freed with this object), and the models it
     refers to (kept, and freed, with it)."""
 
-    operands: list[dict]
+    operands: list[SpecOperand]
     inputs: list[int]
     outputs: list[int]
     model: ctypes.c_void_p = field(default_factory=ctypes.c_void_p)
     compilation: ctypes.c_void_p = field(default_factory=ctypes.c_void_p)
-    values: list[Any] = field(default_factory=list)  # referenced until the model is finished
+    # Operand values, referenced (not copied) by the library until the model is finished.
+    values: list[np.ndarray] = field(default_factory=list)
     referenced: dict[int, ctypes.c_void_p] = field(default_factory=dict)
 
-    def output_dtype(self, pos: int) -> np.dtype:
+    def output_dtype(self, pos: int) -> np.dtype[Any]:
         return type_info(spec_operand_type(self.operands[self.outputs[pos]])).dtype
 
     def output_bytes(self, pos: int) -> int | None:
@@ -73,12 +75,7 @@ class PreparedModel:
         return int(np.prod(dims)) * self.output_dtype(pos).itemsize
 
 
-def _typed(values: list, code: OperandType) -> np.ndarray:
-    info = type_info(code)
-    return np.asarray(values, dtype=np.float64 if info.is_float else np.int64).astype(info.dtype)
-
-
-def _indices(values: list[int]):
+def _indices(values: list[int]) -> tuple[int, ctypes.Array[ctypes.c_uint32]]:
     return len(values), (ctypes.c_uint32 * len(values))(*values)
 
 
@@ -95,7 +92,7 @@ class CApiBackend:
 
     # ------------------------------------------------------------ building
 
-    def prepare(self, spec_model: dict) -> PreparedModel:
+    def prepare(self, spec_model: SpecModel) -> PreparedModel:
         lib = self.lib
         prepared = PreparedModel(spec_model["operands"], spec_model["inputs"],
                                  spec_model["outputs"])
@@ -110,7 +107,7 @@ class CApiBackend:
         check(lib.ANeuralNetworksCompilation_finish(prepared.compilation), "Compilation_finish")
         return prepared
 
-    def _build(self, prepared: PreparedModel, spec_model: dict) -> ctypes.c_void_p:
+    def _build(self, prepared: PreparedModel, spec_model: SpecModel) -> ctypes.c_void_p:
         """One finished model, freed with ``prepared``; the models it refers to are in
         ``prepared.referenced`` already."""
         lib, model = self.lib, ctypes.c_void_p()
@@ -133,7 +130,7 @@ class CApiBackend:
         return model
 
     def _add_operand(self, prepared: PreparedModel, model: ctypes.c_void_p, index: int,
-                     operand: dict) -> None:
+                     operand: SpecOperand) -> None:
         lib, code = self.lib, spec_operand_type(operand)
         t = operand_type(code, operand["dimensions"], operand["scale"], operand["zeroPoint"])
         check(lib.ANeuralNetworksModel_addOperand(model, ctypes.byref(t)), "Model_addOperand")
@@ -154,7 +151,7 @@ class CApiBackend:
             check(lib.ANeuralNetworksModel_setOperandValue(model, index, None, 0),
                   "Model_setOperandValue")
             return
-        value = _typed(operand["value"], code)
+        value = typed_values(operand["value"], code)
         prepared.values.append(value)
         check(lib.ANeuralNetworksModel_setOperandValue(model, index, value.ctypes.data,
                                                        value.nbytes), "Model_setOperandValue")
@@ -170,11 +167,11 @@ class CApiBackend:
         if code == ResultCode.OUTPUT_INSUFFICIENT_SIZE:  # the sizes are known now: retry once
             buffers = [np.zeros(max(c, int(np.prod(s)) * prepared.output_dtype(p).itemsize),
                                 np.uint8)
-                       for p, (c, s) in enumerate(zip(capacities, shapes))]
+                       for p, (c, s) in enumerate(zip(capacities, shapes, strict=True))]
             code, shapes = self._compute(prepared, inputs, buffers)
         check(code, "Execution_compute")
         results = []
-        for pos, (buffer, shape) in enumerate(zip(buffers, shapes)):
+        for pos, (buffer, shape) in enumerate(zip(buffers, shapes, strict=True)):
             dtype = prepared.output_dtype(pos)
             results.append(buffer[:int(np.prod(shape)) * dtype.itemsize].view(dtype)
                            .reshape(shape))
@@ -202,7 +199,8 @@ class CApiBackend:
             lib.ANeuralNetworksExecution_free(execution)
 
     def _set_input(self, prepared: PreparedModel, execution: ctypes.c_void_p, pos: int,
-                   array: np.ndarray | None) -> tuple:
+                   array: np.ndarray | None) -> tuple[object, ...]:
+        """Binds input ``pos``; returns what the library reads when the execution computes."""
         if array is None:  # omitted
             check(self.lib.ANeuralNetworksExecution_setInput(execution, pos, None, None, 0),
                   "Execution_setInput")

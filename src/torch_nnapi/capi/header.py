@@ -16,7 +16,7 @@ from enum import IntEnum
 
 from ..nnapi import codes
 from ._abi import STRUCTS
-from .api import FUNCTIONS
+from .api import FUNCTIONS, Function
 
 _ENUMS: tuple[tuple[type[IntEnum], str, str], ...] = (
     (codes.OperandType, "OperandCode", "ANEURALNETWORKS_"),
@@ -58,11 +58,12 @@ def _c_member(enum: type[IntEnum], key: str) -> str:
 
 
 def _struct(struct: type[ctypes.Structure]) -> str:
-    fields = "".join(f"    {_C_TYPES[t]} {n};\n" for n, t in struct._fields_)
+    # _fields_ entries are (name, type), or (name, type, bits) for bit fields (none here).
+    fields = "".join(f"    {_C_TYPES[field[1]]} {field[0]};\n" for field in struct._fields_)
     return f"typedef struct {struct._c_name_} {{\n{fields}}} {struct._c_name_};\n"
 
 
-def _function(f) -> str:
+def _function(f: Function) -> str:
     doc = textwrap.fill(f"{f.doc} (API level {f.api_level}.)", 96, initial_indent="/* ",
                         subsequent_indent=" * ")
     return f"{doc} */\n{_wrapped(f.prototype + ';')}\n"

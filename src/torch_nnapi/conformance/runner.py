@@ -2,28 +2,44 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 
 from ..nnapi.codes import OperandType
 from ..nnapi.errors import NnapiError
-from .spec import CtsTest, build_model, example_arrays, operand_type, relaxed_or_float16
+from .spec import (
+    CtsTest,
+    SpecExample,
+    SpecModel,
+    build_model,
+    example_arrays,
+    operand_type,
+    relaxed_or_float16,
+)
 
 FLOAT_TOLERANCE = (1e-5, 5 * 2.0**-23)  # (atol, rtol)
 RELAXED_TOLERANCE = (5 * 2.0**-10, 5 * 2.0**-10)
 MULTINOMIAL_LOGITS = 1024
 
 
-class Backend(Protocol):
+if TYPE_CHECKING:
+    from ..runtime import Compilation
+
+_Prepared = TypeVar("_Prepared")
+
+
+class Backend(Protocol[_Prepared]):
     """Something that can build a spec model and execute it on example inputs."""
 
     name: str
 
-    def prepare(self, spec_model: dict) -> Any: ...
+    def prepare(self, spec_model: SpecModel) -> _Prepared: ...
 
-    def execute(self, prepared: Any, inputs: list[np.ndarray | None]) -> list[np.ndarray]: ...
+    def execute(self, prepared: _Prepared,
+                inputs: list[np.ndarray | None]) -> list[np.ndarray]: ...
 
 
 class PythonBackend:
@@ -31,13 +47,14 @@ class PythonBackend:
 
     name = "python"
 
-    def prepare(self, spec_model: dict) -> Any:
+    def prepare(self, spec_model: SpecModel) -> Compilation:
         from ..runtime import Compilation
 
         return Compilation(build_model(spec_model))
 
-    def execute(self, prepared: Any, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
-        return prepared.run(inputs).outputs
+    def execute(self, prepared: Compilation,
+                inputs: list[np.ndarray | None]) -> list[np.ndarray]:
+        return list(prepared.run(inputs).outputs)
 
 
 @dataclass
@@ -47,7 +64,7 @@ class Outcome:
     message: str = ""
 
 
-def run_test(test: CtsTest, backend: Backend) -> Outcome:
+def run_test(test: CtsTest, backend: Backend[_Prepared]) -> Outcome:
     if test.expect_failure:
         return _run_expecting_failure(test, backend)
     spec_model, examples = test.load()
@@ -67,7 +84,7 @@ def run_test(test: CtsTest, backend: Backend) -> Outcome:
     return Outcome(test, True)
 
 
-def _run_expecting_failure(test: CtsTest, backend: Backend) -> Outcome:
+def _run_expecting_failure(test: CtsTest, backend: Backend[_Prepared]) -> Outcome:
     """Passes when building, compiling or executing the model fails with an NNAPI error."""
     spec_model, examples = test.load()
     try:
@@ -81,7 +98,7 @@ def _run_expecting_failure(test: CtsTest, backend: Backend) -> Outcome:
     return Outcome(test, False, "expected a failure, but the model ran to an answer")
 
 
-def compare_example(test: CtsTest, spec_model: dict, example: dict,
+def compare_example(test: CtsTest, spec_model: SpecModel, example: SpecExample,
                     outputs: Sequence[np.ndarray]) -> str | None:
     """The first way ``outputs`` differ from the example's expectation, or None."""
     expected = example_arrays(spec_model, example["outputs"], "outputs")
@@ -89,7 +106,7 @@ def compare_example(test: CtsTest, spec_model: dict, example: dict,
         return f"got {len(outputs)} outputs, expected {len(expected)}"
     ignored = set(spec_model.get("ignoredOutputs", []))
     relaxed = relaxed_or_float16(spec_model, example)
-    for pos, (actual, want) in enumerate(zip(outputs, expected)):
+    for pos, (actual, want) in enumerate(zip(outputs, expected, strict=True)):
         if want is None:
             continue
         actual = np.asarray(actual)
@@ -121,20 +138,22 @@ def _compare_values(actual: np.ndarray, want: np.ndarray, operand_type: OperandT
         bad = np.abs(actual.astype(np.int64) - want.astype(np.int64)) > limit
     if not np.any(bad):
         return None
-    first = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
+    first = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), bad.shape))
     return (f"{int(np.sum(bad))} of {bad.size} values differ; at {list(first)} got"
-            f" {actual[first]!r}, expected {want[first]!r}")
+            f" {actual[first].item()}, expected {want[first].item()}")
 
 
-def _compare_distribution(spec_model: dict, example: dict, outputs: Sequence[np.ndarray],
-                          tolerance: float) -> str | None:
-    logits = example_arrays(spec_model, example["inputs"], "inputs")[0].astype(np.float64)
-    logits = logits.reshape(-1)[:MULTINOMIAL_LOGITS]
+def _compare_distribution(spec_model: SpecModel, example: SpecExample,
+                          outputs: Sequence[np.ndarray], tolerance: float) -> str | None:
+    given = example_arrays(spec_model, example["inputs"], "inputs")[0]
+    if given is None:
+        return "the example gives no logits (input 0) to compare the drawn classes with"
+    logits = given.astype(np.float64).reshape(-1)[:MULTINOMIAL_LOGITS]
     probabilities = np.exp(logits - logits.max())
     probabilities /= probabilities.sum()
     samples = np.asarray(outputs[0]).reshape(-1)
-    frequency = np.bincount(samples, minlength=len(probabilities))[: len(probabilities)]
-    frequency = frequency / max(len(samples), 1)
+    counts = np.bincount(samples, minlength=len(probabilities))[: len(probabilities)]
+    frequency = counts / max(len(samples), 1)
     worst = int(np.argmax(np.abs(frequency - probabilities)))
     if abs(frequency[worst] - probabilities[worst]) > tolerance:
         return (f"class {worst} drawn with frequency {frequency[worst]:.4f}, probability"
@@ -142,7 +161,7 @@ def _compare_distribution(spec_model: dict, example: dict, outputs: Sequence[np.
     return None
 
 
-def run_tests(tests: Iterable[CtsTest], backend: Backend,
+def run_tests(tests: Iterable[CtsTest], backend: Backend[_Prepared],
               report: Callable[[Outcome], None] | None = None) -> list[Outcome]:
     outcomes = []
     for test in tests:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -19,6 +20,59 @@ from ..nnapi.operand_types import type_info
 VERSIONS = ("V1_0", "V1_1", "V1_2", "V1_3", "V1_3_cts_only")
 # The spec files' name for operands of type MODEL (Android's HAL calls them subgraphs).
 _TYPE_ALIASES = {"SUBGRAPH": OperandType.MODEL}
+
+
+# The JSON a spec file holds, as json.load returns it (names as the format spells them).
+class SpecChannelQuant(TypedDict):
+    channelDim: int
+    scales: list[float]
+
+
+class _SpecOperandOptions(TypedDict, total=False):
+    name: str
+    channelQuant: SpecChannelQuant
+    value: list[float]  # numbers (bools as 0/1); empty: an omitted operand
+
+
+class SpecOperand(_SpecOperandOptions):
+    type: str  # an OperandType name, or "SUBGRAPH"
+    dimensions: list[int]
+    scale: float
+    zeroPoint: int
+
+
+class SpecOperation(TypedDict):
+    type: str  # the OperationType name
+    code: int
+    inputs: list[int]
+    outputs: list[int]
+
+
+class _SpecModelOptions(TypedDict, total=False):
+    relaxComputationFloat32toFloat16: bool
+    referenced: list[SpecModel]  # the models MODEL operands refer to (value: [position])
+    ignoredOutputs: list[int]
+
+
+class SpecModel(_SpecModelOptions):
+    operands: list[SpecOperand]
+    operations: list[SpecOperation]
+    inputs: list[int]
+    outputs: list[int]
+
+
+# An example's inputs or outputs: per element-type field ("float32Operands", ...) the values
+# by model input/output position, and "operandDimensions" by position.
+SpecSide = dict[str, dict[str, list[float]]]
+
+
+class _SpecExampleOptions(TypedDict, total=False):
+    expectedMultinomialDistributionTolerance: float  # outputs sampled from the inputs' logits
+
+
+class SpecExample(_SpecExampleOptions):
+    inputs: SpecSide
+    outputs: SpecSide
 
 
 @dataclass(frozen=True)
@@ -39,15 +93,17 @@ class CtsTest:
     def id(self) -> str:
         return f"{self.version}/{self.name}"
 
-    def load(self) -> tuple[dict, list[dict]]:
+    def load(self) -> tuple[SpecModel, list[SpecExample]]:
         spec = load_spec(self.path)
         return spec["models"][self.model_key], spec["examples"][self.examples_key]
 
 
 @lru_cache(maxsize=8)
-def load_spec(path: Path) -> dict:
+def load_spec(path: Path) -> dict[str, Any]:
+    """A spec file: its "models" and "examples" by key, its "tests", "name" and "version"."""
     with open(path) as f:
-        return json.load(f)
+        spec: dict[str, Any] = json.load(f)
+    return spec
 
 
 def discover(root: Path | str, versions: Sequence[str] = VERSIONS,
@@ -73,13 +129,13 @@ def discover(root: Path | str, versions: Sequence[str] = VERSIONS,
                               bool(test.get("expectFailure", False)))
 
 
-def operand_type(spec_operand: dict) -> OperandType:
+def operand_type(spec_operand: SpecOperand) -> OperandType:
     """The operand type of a spec operand ("SUBGRAPH" is MODEL)."""
     name = spec_operand["type"]
     return _TYPE_ALIASES[name] if name in _TYPE_ALIASES else OperandType[name]
 
 
-def referenced_model_order(spec_model: dict) -> list[int]:
+def referenced_model_order(spec_model: SpecModel) -> list[int]:
     """The positions of ``spec_model["referenced"]`` in an order that builds every model after
     the models it refers to (each must be finished before it is referred to)."""
     referenced = spec_model.get("referenced", [])
@@ -101,13 +157,13 @@ def referenced_model_order(spec_model: dict) -> list[int]:
     return order
 
 
-def model_references(spec_model: dict) -> list[int]:
+def model_references(spec_model: SpecModel) -> list[int]:
     """The ``referenced`` positions a model's MODEL operands refer to."""
     return [int(o["value"][0]) for o in spec_model["operands"]
             if operand_type(o) == OperandType.MODEL]
 
 
-def build_model(spec_model: dict) -> Model:
+def build_model(spec_model: SpecModel) -> Model:
     """Builds and finishes a Model, and the models its IF and WHILE operations call, from a
     spec's model description."""
     referenced: dict[int, Model] = {}
@@ -116,7 +172,7 @@ def build_model(spec_model: dict) -> Model:
     return _build_one(spec_model, referenced)
 
 
-def _build_one(spec_model: dict, referenced: dict[int, Model]) -> Model:
+def _build_one(spec_model: SpecModel, referenced: dict[int, Model]) -> Model:
     model = Model()
     for operand in spec_model["operands"]:
         op_type = operand_type(operand)
@@ -132,7 +188,8 @@ def _build_one(spec_model: dict, referenced: dict[int, Model]) -> Model:
         if op_type == OperandType.MODEL:
             model.set_operand_value_from_model(index, referenced[int(value[0])])
         else:
-            model.set_operand_value(index, None if len(value) == 0 else _typed(value, op_type))
+            model.set_operand_value(index,
+                                    None if len(value) == 0 else typed_values(value, op_type))
     for operation in spec_model["operations"]:
         model.add_operation(operation["code"], operation["inputs"], operation["outputs"])
     model.identify_inputs_and_outputs(spec_model["inputs"], spec_model["outputs"])
@@ -141,24 +198,26 @@ def _build_one(spec_model: dict, referenced: dict[int, Model]) -> Model:
     return model.finish()
 
 
-def _typed(values: list, op_type: OperandType) -> np.ndarray:
+def typed_values(values: Sequence[float], op_type: OperandType) -> np.ndarray:
+    """A spec's list of numbers as an array of the operand type's element type."""
     return np.asarray(values, dtype=np.float64 if type_info(op_type).is_float else np.int64) \
         .astype(type_info(op_type).dtype)
 
 
-def example_arrays(spec_model: dict, side: dict, direction: str) -> list[np.ndarray | None]:
+def example_arrays(spec_model: SpecModel, side: SpecSide,
+                   direction: str) -> list[np.ndarray | None]:
     """The typed arrays of an example's inputs or outputs, in model-input/output order.
 
     An input given as an empty list is omitted and comes back as None.
     """
     positions = spec_model["inputs"] if direction == "inputs" else spec_model["outputs"]
-    values: dict[int, list] = {}
+    values: dict[int, list[float]] = {}
     for field_name, by_position in side.items():
         if field_name == "operandDimensions":
             continue
-        for pos, vals in by_position.items():
-            values[int(pos)] = vals
-    dims = {int(k): v for k, v in side.get("operandDimensions", {}).items()}
+        for key, numbers in by_position.items():
+            values[int(key)] = numbers
+    dims = {int(k): [int(d) for d in v] for k, v in side.get("operandDimensions", {}).items()}
     arrays: list[np.ndarray | None] = []
     for pos, operand_index in enumerate(positions):
         operand = spec_model["operands"][operand_index]
@@ -167,14 +226,14 @@ def example_arrays(spec_model: dict, side: dict, direction: str) -> list[np.ndar
             arrays.append(None)
             continue
         shape = dims.get(pos, operand["dimensions"])
-        array = _typed(vals, operand_type(operand))
+        array = typed_values(vals, operand_type(operand))
         if 0 in shape:
             array = array[:0]  # Android's specs give zero-sized operands a dummy value
         arrays.append(array.reshape(shape))
     return arrays
 
 
-def relaxed_or_float16(spec_model: dict, example: dict) -> bool:
+def relaxed_or_float16(spec_model: SpecModel, example: SpecExample) -> bool:
     """Whether the harness uses the relaxed float tolerance for this example."""
     if spec_model.get("relaxComputationFloat32toFloat16"):
         return True

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from .codes import MAX_RANK, FeatureLevel, OperandType, OperationType
 from .errors import BadDataError, BadStateError
-from .operand_types import QuantKind, type_info, zero_point_range
+from .operand_types import OperandTypeInfo, QuantKind, type_info, zero_point_range
 from .signatures import (
     LevelRule,
     MatchFailure,
@@ -56,10 +57,10 @@ class Operand:
     value: np.ndarray | None = None
     name: str | None = None
     # The model a MODEL operand refers to (set_operand_value_from_model).
-    model: "Model | None" = None
+    model: Model | None = None
 
     @property
-    def info(self):
+    def info(self) -> OperandTypeInfo:
         return type_info(self.type)
 
     @property
@@ -154,7 +155,8 @@ class Model:
         self.operands.append(Operand(op_type, dims, scale, zero_point, name=name))
         return index
 
-    def set_operand_value(self, index: int, value, *, copy: bool = True) -> None:
+    def set_operand_value(self, index: int, value: npt.ArrayLike | None, *,
+                          copy: bool = True) -> None:
         """Makes an operand constant, or omitted when ``value`` is None.
 
         ``value`` is array-like or a bytes-like buffer in the operand's element type. With
@@ -178,7 +180,7 @@ class Model:
         operand.value = _coerce_value(value, operand, shape, where, copy)
         operand.lifetime = Lifetime.CONSTANT
 
-    def set_operand_value_from_model(self, index: int, model: "Model") -> None:
+    def set_operand_value_from_model(self, index: int, model: Model) -> None:
         """Makes MODEL operand ``index`` refer to ``model`` (a finished model), the branch,
         condition or body of an IF or WHILE operation."""
         self._check_building("set_operand_value_from_model")
@@ -269,7 +271,7 @@ class Model:
 
     # ---------------------------------------------------------------- conveniences
 
-    def add_constant(self, type: OperandType | int, value, scale: float = 0.0,
+    def add_constant(self, type: OperandType | int, value: npt.ArrayLike, scale: float = 0.0,
                      zero_point: int = 0, *, name: str | None = None) -> int:
         """Adds a constant tensor whose dimensions are those of ``value``."""
         array = np.asarray(value)
@@ -277,12 +279,13 @@ class Model:
         self.set_operand_value(index, array)
         return index
 
-    def add_scalar(self, type: OperandType | int, value, *, name: str | None = None) -> int:
+    def add_scalar(self, type: OperandType | int, value: npt.ArrayLike, *,
+                   name: str | None = None) -> int:
         index = self.add_operand(type, (), name=name)
         self.set_operand_value(index, value)
         return index
 
-    def add_model_operand(self, referenced: "Model", *, name: str | None = None) -> int:
+    def add_model_operand(self, referenced: Model, *, name: str | None = None) -> int:
         """Adds a MODEL operand that refers to ``referenced`` (a finished model)."""
         index = self.add_operand(OperandType.MODEL, name=name)
         self.set_operand_value_from_model(index, referenced)
@@ -290,7 +293,7 @@ class Model:
 
     # ---------------------------------------------------------------- finishing
 
-    def finish(self) -> "Model":
+    def finish(self) -> Model:
         """Validates the whole model, sorts operations into run order and freezes it."""
         self._check_building("finish")
         if not self.outputs:
@@ -341,7 +344,7 @@ class Model:
         level = max([level, *(int(m.feature_level) for m in self.referenced_models())])
         return FeatureLevel(level)
 
-    def referenced_models(self) -> list["Model"]:
+    def referenced_models(self) -> list[Model]:
         """Every model this one refers to, directly or through others, each once, a model
         after the models it refers to."""
         ordered: list[Model] = []
@@ -411,9 +414,9 @@ class Model:
                 if isinstance(r, LevelRule):
                     result.level = max(result.level, r.needs(ctx) or 0)
                     continue
-                message = r.check(ctx)
-                if message:
-                    raise BadDataError(f"{where}: {message}")
+                problem = r.check(ctx)
+                if problem:
+                    raise BadDataError(f"{where}: {problem}")
             for pos, o in enumerate(operation.outputs):
                 if self.operands[o].type == OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
                     raise BadDataError(f"{where}: output {pos} cannot be per-channel quantized")
@@ -429,7 +432,8 @@ class Model:
         if self.finished:
             raise BadStateError(f"{call}: the model is finished and can no longer change")
 
-    def _operand(self, index: int, call: str) -> Operand:
+    def _operand(self, index: object, call: str) -> Operand:
+        """The operand at ``index`` as a caller passed it (the C API forwards any integer)."""
         if not isinstance(index, (int, np.integer)) or not 0 <= index < len(self.operands):
             raise BadDataError(f"{call}: operand index {index} is out of range (the model has"
                                f" {len(self.operands)} operands)")
@@ -440,13 +444,13 @@ class Model:
         return f"operand {index}" + (f" ({name!r})" if name else "")
 
 
-def _float32(value) -> float:
+def _float32(value: float) -> float:
     """``value`` rounded to the nearest float32 (inf beyond its range), as a Python float."""
     with np.errstate(over="ignore"):
         return float(np.float32(value))
 
 
-def _coerce_value(value, operand: Operand, shape: tuple[int, ...], where: str,
+def _coerce_value(value: npt.ArrayLike, operand: Operand, shape: tuple[int, ...], where: str,
                   copy: bool) -> np.ndarray:
     """Turns a Python value or raw buffer into an array of the operand's dtype and shape."""
     dtype = operand.info.dtype

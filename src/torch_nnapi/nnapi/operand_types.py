@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ class QuantKind(Enum):
 @dataclass(frozen=True)
 class OperandTypeInfo:
     type: OperandType
-    dtype: np.dtype
+    dtype: np.dtype[Any]  # one dtype per operand type, of whichever scalar kind
     is_scalar: bool
     quant: QuantKind
     feature_level: FeatureLevel
@@ -48,7 +49,8 @@ class OperandTypeInfo:
         return self.type == OperandType.MODEL
 
 
-def _info(t, dtype, scalar, quant, level, short):
+def _info(t: OperandType, dtype: str, scalar: bool, quant: QuantKind, level: FeatureLevel,
+          short: str) -> OperandTypeInfo:
     return OperandTypeInfo(t, np.dtype(dtype), scalar, quant, level, short)
 
 

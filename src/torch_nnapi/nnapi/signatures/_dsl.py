@@ -22,11 +22,15 @@ these declarations, so they are the single source of truth for operation signatu
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING
 
 from ..codes import FeatureLevel, OperandType, OperationType
 from ..operand_types import SHORT_NAMES
+
+if TYPE_CHECKING:  # the model module imports this one: rules see its operands
+    from ..model import Operand
 
 
 class _NoDefault:
@@ -34,7 +38,10 @@ class _NoDefault:
         return "NO_DEFAULT"
 
 
-NO_DEFAULT: Any = _NoDefault()
+NO_DEFAULT = _NoDefault()
+# What a declaration may give as an absent input's value: nchw:bool=false, axis:i32=last (-1),
+# dilation_w:i32=1, beta:f32=1.0.
+DefaultValue = bool | int | float
 LAST_AXIS = "last"  # the default token of axis inputs: -1, or equally rank - 1
 ANY = "any"  # the type of arguments that may have any operand type
 
@@ -48,7 +55,7 @@ class Arg:
     omittable: bool = False
     variadic: bool = False
     # What an absent (optional, trailing) input means, as declared; NO_DEFAULT if nothing.
-    default: Any = NO_DEFAULT
+    default: DefaultValue | _NoDefault = NO_DEFAULT
     counts_from_end: bool = False  # an axis default: -1 and rank - 1 are the same axis
 
     def resolve(self, bindings: Mapping[str, OperandType]) -> OperandType | None:
@@ -63,14 +70,15 @@ class Arg:
     def has_default(self) -> bool:
         return self.default is not NO_DEFAULT
 
-    def holds_default(self, value: Any, rank: int) -> bool:
+    def holds_default(self, value: object, rank: int) -> bool:
         """True when ``value`` means what leaving this input out means (for an input of
         ``rank`` dimensions, where the default is an axis)."""
-        if not self.has_default:
+        default = self.default
+        if isinstance(default, _NoDefault):
             return False
-        if self.counts_from_end and value == rank + self.default:
+        if self.counts_from_end and value == rank + default:
             return True
-        return bool(value == self.default)
+        return bool(value == default)
 
 
 @dataclass(frozen=True)
@@ -116,8 +124,8 @@ class Combo:
         return ", ".join(f"{k}={v.name}" for k, v in self.bindings.items())
 
 
-RuleFn = Callable[["RuleContext"], Optional[str]]
-LevelFn = Callable[["RuleContext"], Optional[int]]
+RuleFn = Callable[["RuleContext"], str | None]
+LevelFn = Callable[["RuleContext"], int | None]
 
 
 @dataclass(frozen=True)
@@ -182,8 +190,8 @@ class SignatureMatch:
 class RuleContext:
     """What a rule sees: the matched operation's operands by argument name."""
 
-    def __init__(self, operands: Sequence, inputs: Sequence[int], outputs: Sequence[int],
-                 match: SignatureMatch):
+    def __init__(self, operands: Sequence[Operand], inputs: Sequence[int],
+                 outputs: Sequence[int], match: SignatureMatch):
         self._operands = operands
         self._inputs = inputs
         self._outputs = outputs
@@ -192,19 +200,36 @@ class RuleContext:
     def type_of(self, var: str) -> OperandType | None:
         return self.match.combo.bindings.get(var)
 
-    def input(self, name: str, k: int = 0):
+    def input(self, name: str, k: int = 0) -> Operand | None:
         """The operand bound to input ``name`` (k-th for variadic), or None if absent."""
         positions = self.match.input_positions.get(name, [])
         return self._operands[self._inputs[positions[k]]] if k < len(positions) else None
 
-    def inputs(self, name: str) -> list:
+    def required_input(self, name: str) -> Operand:
+        """The operand bound to input ``name``, which every form of the operation has (a
+        LookupError names the argument when a declaration says otherwise)."""
+        operand = self.input(name)
+        if operand is None:
+            raise LookupError(f"{self.match.signature.operation.name} form"
+                              f" {self.match.form.name!r} has no input {name!r}")
+        return operand
+
+    def inputs(self, name: str) -> list[Operand]:
         return [self._operands[self._inputs[p]] for p in self.match.input_positions.get(name, [])]
 
-    def output(self, name: str, k: int = 0):
+    def output(self, name: str, k: int = 0) -> Operand | None:
         positions = self.match.output_positions.get(name, [])
         return self._operands[self._outputs[positions[k]]] if k < len(positions) else None
 
-    def outputs(self, name: str) -> list:
+    def required_output(self, name: str) -> Operand:
+        """The operand bound to output ``name``, which every form of the operation has."""
+        operand = self.output(name)
+        if operand is None:
+            raise LookupError(f"{self.match.signature.operation.name} form"
+                              f" {self.match.form.name!r} has no output {name!r}")
+        return operand
+
+    def outputs(self, name: str) -> list[Operand]:
         return [self._operands[self._outputs[p]] for p in self.match.output_positions.get(name, [])]
 
     def describe(self, direction: str, name: str) -> list[str]:
@@ -274,7 +299,7 @@ def _show_default(arg: Arg) -> str:
     return str(arg.default).lower() if isinstance(arg.default, bool) else str(arg.default)
 
 
-def _parse_default(token: str, where: str, arg: str) -> Any:
+def _parse_default(token: str, where: str, arg: str) -> DefaultValue:
     if token in ("true", "false"):
         return token == "true"
     if token == LAST_AXIS:
@@ -320,7 +345,8 @@ def level_rule(description: str) -> Callable[[LevelFn], LevelRule]:
 # Matching
 
 
-def _expand(args: Sequence[Arg], cuts: Sequence[Cut], count: int):
+def _expand(args: Sequence[Arg], cuts: Sequence[Cut],
+            count: int) -> Iterator[tuple[list[Arg], int]]:
     """Yields (position -> Arg list, level) for each way ``count`` positions fit the args."""
     variadic_at = next((i for i, a in enumerate(args) if a.variadic), None)
     for cut in cuts:
@@ -379,11 +405,14 @@ def match_signature(
     return best
 
 
-def _match_one(signature, f, c, in_args, out_args, input_types, output_types, omitted):
+def _match_one(signature: OperationSignature, f: Form, c: Combo, in_args: Sequence[Arg],
+               out_args: Sequence[Arg], input_types: Sequence[OperandType],
+               output_types: Sequence[OperandType],
+               omitted: Sequence[bool]) -> SignatureMatch | MatchFailure:
     score = 0
     for direction, args, types in (("input", in_args, input_types),
                                    ("output", out_args, output_types)):
-        for pos, (arg, actual) in enumerate(zip(args, types)):
+        for pos, (arg, actual) in enumerate(zip(args, types, strict=True)):
             try:
                 expected = arg.resolve(c.bindings)
             except KeyError:

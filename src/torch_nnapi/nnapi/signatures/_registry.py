@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..codes import OperationType
-from ._dsl import Combo, Form, OperationSignature, Rule
+from ._dsl import Combo, Form, LevelRule, OperationSignature, Rule
 
 SIGNATURES: dict[OperationType, OperationSignature] = {}
 
@@ -15,7 +15,7 @@ def define(
     *,
     forms: Sequence[Form],
     types: Iterable[Combo],
-    rules: Sequence[Rule] = (),
+    rules: Sequence[Rule | LevelRule] = (),
     summary: str = "",
 ) -> OperationSignature:
     """Declares the signature of ``operation``; each operation is declared exactly once."""

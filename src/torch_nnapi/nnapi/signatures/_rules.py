@@ -17,7 +17,7 @@ def bias_scale(bias: str = "bias", input: str = "input", filter: str = "filter")
 
     @rule(f"{bias}.scale == {input}.scale * {filter}.scale, {bias}.zeroPoint == 0")
     def check(ctx: RuleContext) -> str | None:
-        b, x, w = ctx.input(bias), ctx.input(input), ctx.input(filter)
+        b, x, w = ctx.input(bias), ctx.required_input(input), ctx.required_input(filter)
         if b is None or b.type != OperandType.TENSOR_INT32:
             return None
         if b.zero_point != 0:

@@ -3,8 +3,12 @@ lookup signature families."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._dsl import Combo, combo
 
+if TYPE_CHECKING:  # the model module imports the signatures
+    from ..model import Operand
 
 # Signed 8-bit quantization came with API 30 for nearly every operation that took quant8.
 SIGNED_Q8 = combo(4, T="tensor_q8_signed")
@@ -27,6 +31,6 @@ def types_since_3(*short_names: str) -> list[Combo]:
 ALL4 = [*types_since_3("tensor_f16", "tensor_f32", "tensor_i32", "tensor_q8"), SIGNED_Q8]
 
 
-def quant_matches(a, b) -> bool:
+def quant_matches(a: Operand, b: Operand) -> bool:
     """Whether two operands have the same scale and zero point."""
     return (a.scale, a.zero_point) == (b.scale, b.zero_point)

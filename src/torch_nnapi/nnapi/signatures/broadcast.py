@@ -16,7 +16,7 @@ _SIGNED = combo(4, T="tensor_q8_signed")
 
 @rule("int32 arithmetic has fuse code NONE")
 def _int32_unfused(ctx: RuleContext) -> str | None:
-    fuse = ctx.input("fuse_code")
+    fuse = ctx.required_input("fuse_code")
     if ctx.type_of("T") != OperandType.TENSOR_INT32 or fuse.value is None:
         return None
     if int(fuse.value) != FuseCode.NONE:

@@ -9,24 +9,29 @@ dimensions that do not contradict where both are specified.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..codes import OperandType
 from ..codes import OperationType as Op
 from ._dsl import Rule, RuleContext, combo, form, rule
 from ._registry import define
 
+if TYPE_CHECKING:  # the model module imports the signatures
+    from ..model import Model, Operand
 
-def _contradiction(outer, inner) -> str | None:
+
+def _contradiction(outer: Operand, inner: Operand) -> str | None:
     """How operand ``outer`` disagrees with ``inner`` ("... , but X has ..."), or None when
     they are compatible."""
     if outer.type != inner.type:
         return f"is {outer.type.name}, but {{}} is {inner.type.name}"
-    if outer.dimensions and inner.dimensions:
-        if len(outer.dimensions) != len(inner.dimensions) or any(
-                a and b and a != b for a, b in zip(outer.dimensions, inner.dimensions)):
-            return (f"has dimensions {list(outer.dimensions)}, but {{}} has"
-                    f" {list(inner.dimensions)}")
+    if outer.dimensions and inner.dimensions and (
+            len(outer.dimensions) != len(inner.dimensions) or any(
+                a and b and a != b
+                for a, b in zip(outer.dimensions, inner.dimensions, strict=True))):
+        return (f"has dimensions {list(outer.dimensions)}, but {{}} has"
+                f" {list(inner.dimensions)}")
     if (outer.scale, outer.zero_point) != (inner.scale, inner.zero_point):
         return (f"has scale {outer.scale:g} and zero point {outer.zero_point}, but {{}} has"
                 f" {inner.scale:g} and {inner.zero_point}")
@@ -35,11 +40,13 @@ def _contradiction(outer, inner) -> str | None:
     return None
 
 
-def _agree(outers: Sequence, outer_names: Sequence[str], inners: Sequence,
+def _agree(outers: Sequence[Operand], outer_names: Sequence[str], inners: Sequence[Operand],
            inner_names: Sequence[str]) -> str | None:
     """The first of ``outers`` that disagrees with the operand of ``inners`` at the same
-    position, each named by the matching entry of the name lists."""
-    for outer, outer_name, inner, inner_name in zip(outers, outer_names, inners, inner_names):
+    position, each named by the matching entry of the name lists. The shorter list sets how
+    many are compared (a WHILE's outputs are the first of its body's)."""
+    for outer, outer_name, inner, inner_name in zip(outers, outer_names, inners, inner_names,
+                                                    strict=False):
         problem = _contradiction(outer, inner)
         if problem:
             return f"{outer_name} {problem.format(inner_name)}"
@@ -50,20 +57,24 @@ def _of(model_name: str, direction: str, count: int, start: int = 0) -> list[str
     return [f"{model_name}'s {direction} {k}" for k in range(start, start + count)]
 
 
-def _called(ctx: RuleContext, name: str):
-    """The model input ``name`` refers to."""
-    return ctx.input(name).model
+def _called(ctx: RuleContext, name: str) -> Model:
+    """The model input ``name`` refers to (Model.finish checks every MODEL operand refers to
+    one before matching signatures)."""
+    model = ctx.required_input(name).model
+    if model is None:
+        raise LookupError(f"{name} refers to no model")
+    return model
 
 
-def _inputs_of(model) -> list:
+def _inputs_of(model: Model) -> list[Operand]:
     return [model.operands[i] for i in model.inputs]
 
 
-def _outputs_of(model) -> list:
+def _outputs_of(model: Model) -> list[Operand]:
     return [model.operands[o] for o in model.outputs]
 
 
-def _condition_problem(operand, what: str) -> str | None:
+def _condition_problem(operand: Operand, what: str) -> str | None:
     """A condition is a TENSOR_BOOL8 of fully specified shape [1]."""
     if operand.type != OperandType.TENSOR_BOOL8 or tuple(operand.dimensions) != (1,):
         return f"{what} must be a TENSOR_BOOL8 of shape [1], got {operand.describe()}"
@@ -89,7 +100,7 @@ def _branch_agrees(name: str) -> Rule:
 
 @rule("the condition is a TENSOR_BOOL8 of shape [1]")
 def _if_condition(ctx: RuleContext) -> str | None:
-    return _condition_problem(ctx.input("condition"), "the condition")
+    return _condition_problem(ctx.required_input("condition"), "the condition")
 
 
 define(Op.IF, summary="runs the then or else model on the inputs, as the condition says",

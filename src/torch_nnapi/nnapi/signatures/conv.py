@@ -37,7 +37,8 @@ def _output_scale_above_product(filter: str = "filter") -> LevelRule:
 
     @level_rule(f"quant8 output.scale <= input.scale * {filter}.scale needs feature level 3")
     def needs(ctx: RuleContext) -> int | None:
-        x, w, out = ctx.input("input"), ctx.input(filter), ctx.output("output")
+        x, w = ctx.required_input("input"), ctx.required_input(filter)
+        out = ctx.required_output("output")
         if x.type != OperandType.TENSOR_QUANT8_ASYMM or w.type != x.type:
             return None
         product = np.float32(x.scale) * np.float32(w.scale)  # a float product, as Android's

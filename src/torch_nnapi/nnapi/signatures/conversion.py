@@ -15,7 +15,7 @@ _COPIED = ("tensor_bool8", "tensor_q16a", "tensor_q16s", "tensor_q8_signed", "te
 
 @rule("a known output shape equals the input's")
 def _same_shape(ctx: RuleContext) -> str | None:
-    x, out = ctx.input("input"), ctx.output("output")
+    x, out = ctx.required_input("input"), ctx.required_output("output")
     if not x.dimensions or not out.dimensions or 0 in out.dimensions:
         return None
     if tuple(x.dimensions) != tuple(out.dimensions):

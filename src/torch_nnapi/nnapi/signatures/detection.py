@@ -3,8 +3,8 @@
 Quantized models carry box coordinates as TENSOR_QUANT16_ASYMM (anchors of GENERATE_PROPOSALS
 as TENSOR_QUANT16_SYMM) with Android's fixed scale 0.125 and zero point 0, beside
 TENSOR_QUANT8_ASYMM feature maps and scores (or, since API 30,
-TENSOR_QUANT8_ASYMM_SIGNED ones with the same 16-bit boxes). Float scalars are FLOAT16 in float16 models, as
-Android's validation requires (NeuralNetworks.h still says FLOAT32 there).
+TENSOR_QUANT8_ASYMM_SIGNED ones with the same 16-bit boxes). Float scalars are FLOAT16 in float16
+models, as Android's validation requires (NeuralNetworks.h still says FLOAT32 there).
 """
 
 from ..codes import OperandType

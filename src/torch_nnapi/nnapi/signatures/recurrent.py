@@ -124,9 +124,9 @@ def _fixed_input_quant(name: str, scale: float, zero_point: int) -> Rule:
 
 @rule("all eight weights share one scale and zero point")
 def _shared_weight_quant(ctx: RuleContext) -> str | None:
-    first = ctx.input(_QLSTM_WEIGHTS[0])
+    first = ctx.required_input(_QLSTM_WEIGHTS[0])
     for name in _QLSTM_WEIGHTS[1:]:
-        w = ctx.input(name)
+        w = ctx.required_input(name)
         if (w.scale, w.zero_point) != (first.scale, first.zero_point):
             return (f"{name} must have the scale and zero point of {_QLSTM_WEIGHTS[0]}"
                     f" ({first.scale:g}, {first.zero_point}), got ({w.scale:g}, {w.zero_point})")
@@ -135,9 +135,9 @@ def _shared_weight_quant(ctx: RuleContext) -> str | None:
 
 @rule("biases have scale weights.scale / 128 and zero point 0")
 def _bias_quant(ctx: RuleContext) -> str | None:
-    expected = ctx.input(_QLSTM_WEIGHTS[0]).scale / 128.0
+    expected = ctx.required_input(_QLSTM_WEIGHTS[0]).scale / 128.0
     for name in _QLSTM_BIASES:
-        b = ctx.input(name)
+        b = ctx.required_input(name)
         if b.zero_point != 0:
             return f"{name} zero point must be 0, got {b.zero_point}"
         if abs(b.scale - expected) > 1e-6 * expected:
