@@ -5,7 +5,7 @@ reference runtime, NumPy only), ``capi`` (libneuralnetworks.so for Linux), ``con
 (PyTorch -> NNAPI), ``cli`` (the ``torch-nnapi`` command).
 """
 
-from types import ModuleType
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -17,12 +17,17 @@ def library_path() -> str:
     return path()
 
 
-def __getattr__(name: str) -> ModuleType:
-    """``torch_nnapi.convert(...)`` without importing torch until it is used."""
-    if name == "convert":
-        import importlib
+def __getattr__(name: str) -> Any:
+    """``torch_nnapi.convert(...)``, ``quantize(...)`` and ``trace_to_code(...)`` without
+    importing torch until one is used."""
+    import importlib
 
+    if name == "convert":
         return importlib.import_module(".convert", __name__)  # a callable package
+    if name == "quantize":
+        return importlib.import_module(".quantization.api", __name__).quantize
+    if name == "trace_to_code":
+        return importlib.import_module(".convert.codegen", __name__).trace_to_code
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

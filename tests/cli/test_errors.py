@@ -143,6 +143,12 @@ CASES = [
      "has no V1_0/, V1_1/, V1_2/, V1_3/, V1_3_cts_only/ directory"),
     (["cts", "{dir}", "--versions", "V9"], ExitCode.USAGE, "unknown version V9"),
     (["libpath", "--dir", "--include"], ExitCode.USAGE, "not allowed with argument"),
+    (["codegen", "{model}", "-o", "{dir}/c.py", "--input", "1x3x4x4"], ExitCode.BAD_FILE,
+     "a TorchScript module, which torch.export cannot capture"),
+    (["codegen", "{model}", "-o", "/nonexistent/dir/c.py", "--input", "1x3x4x4"],
+     ExitCode.CANNOT_WRITE, "directory /nonexistent/dir does not exist"),
+    (["codegen", "{model}", "-o", "{dir}/c.py", "--input", "1x3x4x4", "--calibration", "0"],
+     ExitCode.USAGE, "--calibration must be 1 or more"),
 ]
 
 

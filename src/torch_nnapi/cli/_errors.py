@@ -25,7 +25,8 @@ class ExitCode(enum.IntEnum):
         return member
 
     OK = 0, "success (check: converts, matches PyTorch and fits the target level)"
-    CANNOT_CONVERT = 1, "the model uses operations NNAPI cannot express (convert, check)"
+    CANNOT_CONVERT = 1, ("the model uses operations NNAPI cannot express, or torch.export"
+                         " cannot capture it (convert, check, codegen)")
     MISMATCH = 2, ("the converted model does not match PyTorch (check, convert --check,"
                    " demo) or conformance tests fail (cts)")
     TARGET_LEVEL = 3, ("a device of --target-level would reject the model (check, convert"

@@ -1,7 +1,7 @@
 """Reading model files and writing results for the commands, with one-line errors.
 
-A model file is a TorchScript archive (``torch.jit.save``) or a whole ``nn.Module`` pickled
-with ``torch.save``. Anything else (a text file renamed ``.pt``, a truncated or corrupted
+A model file is a TorchScript archive (``torch.jit.save``), a whole ``nn.Module`` pickled
+with ``torch.save``, or an ``ExportedProgram`` saved by ``torch.export.save`` (``.pt2``). Anything else (a text file renamed ``.pt``, a truncated or corrupted
 archive, a state dict, a pickle whose class cannot be imported) is a :class:`CliError` with
 ``ExitCode.BAD_FILE`` naming the file and the reason. Pickled modules are unpickled with the
 current directory on the import path, as ``python -m`` would have it.
@@ -37,6 +37,10 @@ def _is_torchscript(names: Sequence[str]) -> bool:
     return any(n.endswith("/constants.pkl") or "/code/" in n for n in names)
 
 
+def _is_exported_program(names: Sequence[str]) -> bool:
+    return any(n.endswith("/models/model.json") for n in names)
+
+
 def _archive_names(p: Path, where: str) -> Optional[list[str]]:
     """The file names in a zip archive (None: not one), after checking every member's CRC:
     PyTorch's loaders can abort the process on corrupted contents instead of raising."""
@@ -64,6 +68,8 @@ def load_model(path: str, what: str = "model"):
     if names is not None:
         if _is_torchscript(names):
             return _load_torchscript(p, what)
+        if _is_exported_program(names):
+            return _load_exported_program(p, what)
         model = _unpickle(p, what)
     elif head.startswith(b"PK"):
         raise bad_file(f"{what} {path}: a truncated or corrupted archive (its directory is"
@@ -90,6 +96,16 @@ def _load_torchscript(p: Path, what: str):
     except Exception as e:  # noqa: BLE001 - any loading failure is the file's
         raise bad_file(f"{what} {p}: a TorchScript archive that cannot be loaded, truncated"
                        f" or corrupted ({one_line(e)})") from None
+
+
+def _load_exported_program(p: Path, what: str):
+    import torch
+
+    try:
+        return torch.export.load(str(p))
+    except Exception as e:  # noqa: BLE001 - any loading failure is the file's
+        raise bad_file(f"{what} {p}: an exported program (torch.export.save) that cannot be"
+                       f" loaded ({one_line(e)})") from None
 
 
 def _unpickle(p: Path, what: str) -> Any:
@@ -141,6 +157,11 @@ def input_names(model) -> list[str] | None:
     """The names of the model's forward inputs (None when it takes any number)."""
     import inspect
 
+    import torch
+
+    if isinstance(model, torch.export.ExportedProgram):
+        return list(model.graph_signature.user_inputs)
+
     forward = getattr(model, "forward", None)
     if forward is None:
         return None
@@ -169,6 +190,8 @@ def run_eagerly(model, examples: tuple):
     error naming the shapes."""
     import torch
 
+    if isinstance(model, torch.export.ExportedProgram):
+        model = model.module()
     try:
         with torch.no_grad():
             return model(*[x.clone() for x in examples])

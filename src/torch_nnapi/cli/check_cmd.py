@@ -43,8 +43,11 @@ from ._progress import Progress
 
 def _configure(p: argparse.ArgumentParser) -> None:
     from ..nnapi.codes import FeatureLevel
+    from .convert_cmd import add_capture_option
 
-    p.add_argument("model", help="the original model: a TorchScript file or a pickled nn.Module")
+    p.add_argument("model", help="the original model: a TorchScript file, a pickled nn.Module"
+                                 " or a .pt2 file (torch.export.save)")
+    add_capture_option(p)
     add_input_options(p)
     p.add_argument("--target-level", type=int, choices=[int(v) for v in FeatureLevel],
                    help="report what a device of this NNAPI feature level would reject")
@@ -109,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         model = load_model(args.model)
         check_input_count(model, len(examples), "inputs")
         report = check_model(
-            model, examples, **(layout_options(specs) if specs else {}),
+            model, examples, **(layout_options(specs) if specs else {}), capture=args.capture,
             float_tolerance=FLOAT_TOLERANCE if args.rtol is None else args.rtol,
             quanta_tolerance=QUANTA_TOLERANCE if args.quanta is None else args.quanta,
             target_level=args.target_level, host=args.host, layers=not args.no_layers,
@@ -166,6 +169,7 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
         lines.extend(render_operations(report.level_forced_by, report.feature_level - 1))
         lines.append("operations: " + ", ".join(f"{n} {name}" for name, n in
                                                 report.operation_counts.items()))
+        lines.extend(_islands(report))
         lines.append(f"layout transposes inserted: {len(report.transposes)}")
         for t in report.transposes:
             dims = "x".join(map(str, t.input_shape))
@@ -188,6 +192,29 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
     for error in report.errors:
         lines.append(f"error: {error}")
     lines.append(_verdict(report))
+    return lines
+
+
+def _islands(report, locations: int = 3) -> list[str]:
+    """Float islands grouped by the PyTorch ops behind them, with why and where."""
+    if not report.quantized:
+        return []
+    if not report.float_islands:
+        return ["float islands: none (every operation runs in 8 bits)"]
+    count = len(report.float_islands)
+    lines = [f"float islands: {count} (computed in float between DEQUANTIZE and QUANTIZE)"]
+    groups: dict[tuple, list] = {}
+    for island in report.float_islands:
+        key = tuple(sorted({(s["kind"], s["reason"]) for s in island.sources}))
+        groups.setdefault(key, []).append(island)
+    for key, islands in groups.items():
+        where = [s["location"] for island in islands for s in island.sources]
+        lines.append(f"  {len(islands)} x " + ", ".join(kind for kind, _ in key))
+        for kind, reason in key:
+            lines.append(f"    {kind}: {reason}")
+        lines.extend(f"      at {loc}" for loc in where[:locations])
+        if len(where) > locations:
+            lines.append(f"      ... and {len(where) - locations} more")
     return lines
 
 

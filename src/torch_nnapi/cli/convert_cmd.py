@@ -1,5 +1,7 @@
 """``torch-nnapi convert``: a PyTorch model file -> a TorchScript module that runs on NNAPI.
 
+The model is a TorchScript file, a pickled ``nn.Module`` (traced, or exported with
+``--capture export``) or a ``.pt2`` file saved by ``torch.export.save`` (always exported).
 ``--input`` describes each model input (see ``_inputs.py``). ``--target-level N`` fails the
 conversion, listing the operations at fault, when the result would need a higher NNAPI
 feature level than N (1: Android 8.1, 2: Android 9, 3: Android 10, 4: Android 11; at 4 the
@@ -20,17 +22,25 @@ import argparse
 import sys
 
 from ._commands import command
-from ._errors import ExitCode
+from ._errors import CliError, ExitCode
 from ._fallback import add_fallback_options, fallback_options
 from ._inputs import add_input_options, example_inputs, layout_options, parse_input
 from ._loading import check_input_count, load_model, output_path, run_eagerly, writing
 from ._progress import Progress
 
 
+def add_capture_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--capture", choices=["trace", "export"], default=None,
+                   help="how an nn.Module is captured: torch.jit.trace (default) or"
+                        " torch.export; a .pt2 file is always exported")
+
+
 def _configure(p: argparse.ArgumentParser) -> None:
     from ..nnapi.codes import FeatureLevel
 
-    p.add_argument("model", help="TorchScript file (torch.jit.save) or a pickled nn.Module")
+    p.add_argument("model", help="TorchScript file (torch.jit.save), a pickled nn.Module or"
+                                 " a .pt2 file (torch.export.save)")
+    add_capture_option(p)
     p.add_argument("-o", "--output", required=True,
                    help="where to save the converted module (not the model file itself)")
     add_input_options(p, required=True, files=False)
@@ -67,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..convert.api import convert_with_details
-    from ..convert.errors import ConversionError, FeatureLevelError
+    from ..convert.errors import CaptureError, ConversionError, FeatureLevelError
 
     specs = [parse_input(text) for text in args.input]
     fallback = fallback_options(args)
@@ -80,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         progress.step("running it in PyTorch")
         expected = run_eagerly(model, examples)
         options = dict(layout_options(specs), compilation_preference=args.preference,
-                       relax_fp32_to_fp16=args.fp16)
+                       relax_fp32_to_fp16=args.fp16, capture=args.capture)
         progress.step("converting")
         try:
             conversion = convert_with_details(model, examples, target_level=args.target_level,
@@ -93,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
             progress.done()
             print(f"torch-nnapi convert: {e}", file=sys.stderr)
             return int(ExitCode.CANNOT_CONVERT)
+        except CaptureError as e:
+            raise CliError(str(e), ExitCode.CANNOT_CONVERT) from None
         module = conversion.module
         if args.bundle:
             import torch.utils.bundled_inputs as bundled

@@ -41,7 +41,7 @@ def __getattr__(name: str):
 
 
 class _CallablePackage(types.ModuleType):
-    def __call__(self, model, example_inputs, **options):
+    def __call__(self, model, example_inputs=None, **options):
         from .api import convert
 
         return convert(model, example_inputs, **options)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -13,9 +13,11 @@ import torch
 from ..nnapi.codes import FeatureLevel, PreferenceCode
 from ..nnapi.model import Model
 from . import layout as lay
-from .capture import Captured, as_example_tuple, capture_script
-from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
+from .errors import (CaptureError, ConversionError, ConverterBug, FeatureLevelError,
+                     UnsupportedUse)
 from .fallback_partition import FallbackPolicy
+from .frontend import (CapturedModel, Flexible, capture_model, flexible_per_input,
+                       script_capture)
 from .levels import above, model_requirements, operation_levels, origin_of
 from .lower import Lowered, Lowerer, LowererFactory, example_spec, lower
 from .serialize import SerializedModel, serialize
@@ -63,19 +65,21 @@ class Conversion:
         return int(self.model.feature_level)
 
 
-def convert(model, example_inputs, **options) -> torch.jit.ScriptModule:
-    """Converts ``model`` (an nn.Module, traced here, or a ScriptModule) to a TorchScript
-    module that runs it through NNAPI (with ``fallback=True``, what NNAPI cannot run on
-    the CPU). See :func:`convert_with_details` for the options."""
+def convert(model, example_inputs=None, **options) -> torch.jit.ScriptModule:
+    """Converts ``model`` (an nn.Module, traced or exported here, a ScriptModule, or an
+    ExportedProgram) to a TorchScript module that runs it through NNAPI (with
+    ``fallback=True``, what NNAPI cannot run on the CPU). See :func:`convert_with_details`
+    for the options."""
     return convert_with_details(model, example_inputs, **options).module
 
 
 def convert_with_details(
     model,
-    example_inputs,
+    example_inputs=None,
     *,
+    capture: Optional[str] = None,
     nhwc: Union[None, bool, Sequence[Optional[bool]]] = None,
-    flexible: Union[None, Mapping[int, Sequence[int]], Sequence[Sequence[int]]] = None,
+    flexible: Flexible = None,
     compilation_preference: Union[str, int] = "sustained_speed",
     relax_fp32_to_fp16: bool = False,
     return_shapes: Optional[Sequence[Optional[Sequence[int]]]] = None,
@@ -89,6 +93,11 @@ def convert_with_details(
     may also be what :func:`~torch_nnapi.convert.capture.capture_script` made of it for
     these example inputs (to convert one model several ways without capturing it again).
 
+    - ``capture``: the front-end, ``"trace"`` (torch.jit.trace and freeze; the default for
+      an nn.Module) or ``"export"`` (torch.export; always for an ExportedProgram, whose
+      example inputs are used when ``example_inputs`` is None, and for the GraphModules
+      that ``torch_nnapi.quantize`` and PT2E return). An exported program's symbolic
+      dimensions (``torch.export.Dim``) are flexible dimensions.
     - ``nhwc``: per input (or one value for all 4-D inputs): True hands the input to NNAPI
       channels-last (the module still takes it NCHW, as usual, and permutes it), which
       channel-last convolutions then keep; False keeps PyTorch's order (NNAPI's NCHW layout
@@ -122,7 +131,6 @@ def convert_with_details(
     - ``max_regions``: at most this many NNAPI regions, the largest; default no limit.
     """
     start = time.perf_counter()
-    examples = as_example_tuple(example_inputs)
     if target_level is not None:
         target_level = int(FeatureLevel(int(target_level)))
     preference = _preference(compilation_preference)
@@ -130,27 +138,28 @@ def convert_with_details(
         raise ValueError("fallback_ops, min_region_size and max_regions need fallback=True")
     policy = FallbackPolicy(frozenset(fallback_ops), int(min_region_size),
                             None if max_regions is None else int(max_regions), target_level)
-    captured = model if isinstance(model, Captured) else capture_script(model, examples)
-    choices, flex = _nhwc_choices(examples, nhwc), _flexible_dims(examples, flexible)
+    front = capture_model(model, example_inputs, capture_mode=capture, flexible=flexible)
+    examples = front.examples
+    choices, flex = _nhwc_choices(examples, nhwc), front.flexible
     try:
-        if fallback and _denied_kinds(captured.graph, policy):
+        if fallback and _denied_kinds(front.graph, policy):
             raise ConversionError([])  # some ops must stay on the CPU: partition
-        lowered = lower_graph(captured.graph, examples, nhwc, flexible, relax_fp32_to_fp16,
+        lowered = lower_graph(front.graph, examples, nhwc, flex, relax_fp32_to_fp16,
                               target_level)
         cx = lowered.cx
         if target_level is not None:
             require_level(cx.model, cx.origins, target_level)
     except (ConversionError, ConverterBug) as e:
-        from .fallback import convert_partitioned, fallback_hint
+        from .fallback import convert_partitioned
 
         if not fallback:
             if isinstance(e, ConversionError):
-                e.with_hint(fallback_hint(captured, examples, policy, nhwc=choices,
-                                          flexible=flex, relax=relax_fp32_to_fp16))
+                e.with_hint(_fallback_hint(front, policy, choices, relax_fp32_to_fp16))
             raise
         if return_shapes is not None:
             raise ValueError("return_shapes applies to a model that converts whole; this one"
                              " needs the CPU fallback") from None
+        captured = script_capture(front)
         return convert_partitioned(captured, examples, policy, nhwc=choices, flexible=flex,
                                    preference=preference, relax=relax_fp32_to_fp16,
                                    start=start)
@@ -158,6 +167,19 @@ def convert_with_details(
     prog = nnapi_program(lowered, serialized, preference, relax_fp32_to_fp16, return_shapes)
     module = build_module(prog, len(examples), lowered.returns, len(lowered.output_map))
     return Conversion(module, cx.model, serialized, lowered, time.perf_counter() - start)
+
+
+def _fallback_hint(front: CapturedModel, policy: FallbackPolicy, nhwc, relax: bool) -> str:
+    """What ``fallback=True`` would make of the model; for the export front-end, a line
+    saying why not when the exported program cannot be traced for it."""
+    from .fallback import fallback_hint
+
+    try:
+        captured = script_capture(front)
+    except CaptureError as e:
+        return f"fallback=True cannot help: {e}"
+    return fallback_hint(captured, front.examples, policy, nhwc=nhwc, flexible=front.flexible,
+                         relax=relax)
 
 
 def _denied_kinds(graph, policy: FallbackPolicy) -> set[str]:
@@ -177,7 +199,7 @@ def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False,
     ``target_level`` lets the default Lowerer use operations up to that feature level;
     ``make_lowerer`` replaces it (the CPU fallback's, which records per node)."""
     choices = _nhwc_choices(examples, nhwc)
-    flex = _flexible_dims(examples, flexible)
+    flex = flexible_per_input(examples, flexible)
 
     def factory(graph, specs: Sequence) -> Lowerer:
         if make_lowerer is not None:
@@ -240,27 +262,6 @@ def _nhwc_choices(examples: tuple, nhwc) -> list[Optional[bool]]:
             c = True
         result.append(c if x.dim() == 4 or c else False)
     return result
-
-
-def _flexible_dims(examples, flexible) -> list[tuple]:
-    n = len(examples)
-    if flexible is None:
-        flex = [()] * n
-    elif isinstance(flexible, Mapping):
-        for k in flexible:
-            if not 0 <= int(k) < n:
-                raise ValueError(f"flexible names input {k}, but the model has {n} inputs")
-        flex = [tuple(flexible.get(i, ())) for i in range(n)]
-    else:
-        flex = [tuple(f or ()) for f in flexible]
-        if len(flex) != n:
-            raise ValueError(f"flexible has {len(flex)} entries for {n} inputs")
-    for i, (x, dims) in enumerate(zip(examples, flex)):
-        for d in dims:
-            if not -x.dim() <= d < x.dim():
-                raise ValueError(f"flexible dimension {d} of input {i} is out of range for"
-                                 f" its shape {list(x.shape)}")
-    return flex
 
 
 def _preference(value) -> int:

@@ -9,6 +9,8 @@
   PyTorch code it came from; and, for ``target_level``, every operation a device of that
   level would reject;
 * operation counts and the TRANSPOSE operations the converter inserted to change layouts;
+* in a quantized model, the float islands (operations NNAPI computes in float between
+  DEQUANTIZE and QUANTIZE) with the PyTorch ops they come from and why they are float;
 * the converted module run through PyTorch's NNAPI runtime against eager PyTorch, and a
   layer-by-layer comparison on the host runtime naming the first layer whose error exceeds
   the tolerance (float: relative to the layer's magnitude; quantized: in quanta).
@@ -35,13 +37,14 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from ..nnapi.codes import FeatureLevel
+from ..nnapi.codes import FeatureLevel, OperandType
 from ..nnapi.model import Model
 from .api import Conversion, convert_with_details
-from .capture import alternate_engine, as_example_tuple, quantized_engine
+from .capture import alternate_engine, quantized_engine
 from .compare import LayerDiff, compare_layers
 from .errors import ConversionError, ConverterBug, UnsupportedUse, one_line
 from .fallback import PartitionedConversion, PartitionReport, output_quantum
+from .frontend import example_inputs_of
 from .levels import (
     OperationLevel,
     Requirement,
@@ -58,6 +61,7 @@ FLOAT_TOLERANCE = 1e-4  # relative to the magnitude of the layer or output
 # differences add up along a network (3 quanta after MobileNetV2's 50 layers, 5 after
 # ResNet-18's residual additions); a wrong conversion is off by tens or hundreds.
 QUANTA_TOLERANCE = 8.0
+_FLOAT_TYPES = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16)
 
 
 @dataclass
@@ -68,6 +72,14 @@ class Transpose:
     permutation: list[int]
     input_shape: list[int]
     origin: str
+
+
+@dataclass
+class FloatIsland:
+    """Connected float operations of a quantized model, and the PyTorch ops behind them."""
+
+    operations: dict[str, int]  # NNAPI operation -> count
+    sources: list[dict]  # {"kind", "location", "reason"} per PyTorch node
 
 
 @dataclass
@@ -143,6 +155,7 @@ class CheckReport:
     operations: list[OperationLevel] = field(default_factory=list)
     operation_counts: dict[str, int] = field(default_factory=dict)
     transposes: list[Transpose] = field(default_factory=list)
+    float_islands: list[FloatIsland] = field(default_factory=list)
     backend: str = ""
     outputs: list[TensorCheck] = field(default_factory=list)
     layers: list[TensorCheck] = field(default_factory=list)
@@ -253,6 +266,49 @@ def layout_transposes(model: Model, origins: Mapping[int, Any] | None = None
     return found
 
 
+def float_islands(model: Model, origins: Mapping[int, Any], level: int) -> list[FloatIsland]:
+    """The float operations of a quantized model (DEQUANTIZE and QUANTIZE, their borders,
+    excluded), grouped by the float operands connecting them, each
+    with the PyTorch nodes they come from and why those run in float at ``level``."""
+    from ..quantization.policy import float_reason
+
+    def is_float(operand: int) -> bool:
+        return model.operands[operand].type in _FLOAT_TYPES
+
+    computing = [k for k, op in enumerate(model.operations)
+                 if op.type.name not in ("DEQUANTIZE", "QUANTIZE")
+                 and any(is_float(o) for o in op.outputs)]
+    group = {k: k for k in computing}
+
+    def root(k: int) -> int:
+        while group[k] != k:
+            group[k] = group[group[k]]
+            k = group[k]
+        return k
+
+    writer = {o: k for k in computing for o in model.operations[k].outputs}
+    for k in computing:
+        for operand in model.operations[k].inputs:
+            if operand in writer and is_float(operand):
+                group[root(k)] = root(writer[operand])
+    islands: dict[int, list[int]] = {}
+    for k in computing:
+        islands.setdefault(root(k), []).append(k)
+    result = []
+    for members in islands.values():
+        counts = Counter(model.operations[k].type.name for k in members)
+        sources, seen = [], set()
+        for k in members:
+            node = origins.get(model.operations[k].outputs[0])
+            key = (getattr(node, "kind", "?"), getattr(node, "location", ""))
+            if key not in seen:
+                seen.add(key)
+                sources.append({"kind": key[0], "location": key[1],
+                                "reason": float_reason(key[0], level)})
+        result.append(FloatIsland(dict(counts.most_common()), sources))
+    return result
+
+
 # ------------------------------------------------------------------------------ numbers
 
 
@@ -296,7 +352,7 @@ def _layer(diff: LayerDiff, report: CheckReport) -> TensorCheck:
 Progress = Callable[[str], None]
 
 
-def check_model(model, example_inputs, *,
+def check_model(model, example_inputs=None, *, capture: Optional[str] = None,
                 nhwc: bool | Sequence[Optional[bool]] | None = None,
                 flexible=None, float_tolerance: float = FLOAT_TOLERANCE,
                 quanta_tolerance: float = QUANTA_TOLERANCE,
@@ -312,8 +368,9 @@ def check_model(model, example_inputs, *,
     (models quantized for it can saturate fbgemm's 16-bit accumulations on x86, giving wrong
     reference values). ``progress`` is told what is being done, step by step. ``fallback``:
     ``fallback=True`` and its knobs, as ``convert`` takes them (with ``target_level``, the
-    operations a device of that level would reject then run on the CPU)."""
-    examples = as_example_tuple(example_inputs)
+    operations a device of that level would reject then run on the CPU). ``capture``
+    chooses the front-end as for ``convert`` (an ExportedProgram is always exported)."""
+    examples = example_inputs_of(model, example_inputs)
     report = CheckReport([{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
                           for x in examples], float_tolerance=float_tolerance,
                          quanta_tolerance=quanta_tolerance, target_level=target_level,
@@ -322,8 +379,8 @@ def check_model(model, example_inputs, *,
         engine = None  # a PyTorch built without qnnpack: keep its default
     with quantized_engine(engine):
         report.quantized_engine = torch.backends.quantized.engine
-        _check(report, model, examples, dict(nhwc=nhwc, flexible=flexible), host, layers,
-               progress or (lambda step: None), fallback)
+        _check(report, model, examples, dict(capture=capture, nhwc=nhwc, flexible=flexible),
+               host, layers, progress or (lambda step: None), fallback)
     return report
 
 
@@ -373,6 +430,8 @@ def _check(report: CheckReport, model, examples: tuple, options: dict, host: boo
 
 
 def _eager(model, examples: tuple) -> list:
+    if isinstance(model, torch.export.ExportedProgram):
+        model = model.module()
     with torch.no_grad():
         return _as_list(model(*[x.clone() for x in examples]))
 
@@ -387,6 +446,9 @@ def _describe(report: CheckReport, conversion: Conversion) -> None:
     report.operation_counts = dict(Counter(op.type.name for op in model.operations)
                                    .most_common())
     report.transposes = layout_transposes(model, origins)
+    if any(o.info.is_quantized for o in model.operands):
+        report.float_islands = float_islands(model, origins, report.target_level
+                                             or report.feature_level)
     for entry, spec in zip(report.inputs, conversion.lowered.specs):
         entry["nhwc"] = bool(spec.nhwc)  # the order NNAPI takes the input in
 
@@ -481,6 +543,7 @@ def loaded_nnapi_library() -> str:
     return ""
 
 
-__all__ = ["CheckReport", "OperationLevel", "Requirement", "TensorCheck", "Transpose",
-           "check_model", "compare_outputs", "layout_transposes", "loaded_nnapi_library",
-           "model_requirements", "operation_levels", "quantized_engine", "tensor_error"]
+__all__ = ["CheckReport", "FloatIsland", "OperationLevel", "Requirement", "TensorCheck",
+           "Transpose", "check_model", "compare_outputs", "float_islands", "layout_transposes",
+           "loaded_nnapi_library", "model_requirements", "operation_levels", "quantized_engine",
+           "tensor_error"]

@@ -32,7 +32,7 @@ import torch
 from ..runtime import Compilation
 from . import layout as lay
 from .api import lower_graph
-from .capture import as_example_tuple, capture
+from .frontend import capture_model
 from .symbolic import hints
 from .values import TensorValue
 
@@ -58,9 +58,11 @@ def compare_layers(model, example_inputs, *, alternate: Optional[str] = None,
                    isolated: bool = False, **options) -> list[LayerDiff]:
     """Converts ``model`` and compares every intermediate tensor with eager PyTorch; see the
     module docstring for ``alternate`` and ``isolated``."""
-    examples = as_example_tuple(example_inputs)
-    graph = capture(model, examples, keep_values=True, alternate=alternate)
-    lowered = lower_graph(graph, examples, options.get("nhwc"), options.get("flexible"),
+    captured = capture_model(model, example_inputs, capture_mode=options.get("capture"),
+                             flexible=options.get("flexible"), keep_values=True,
+                             alternate=alternate)
+    graph, examples = captured.graph, captured.examples
+    lowered = lower_graph(graph, examples, options.get("nhwc"), captured.flexible,
                           bool(options.get("relax_fp32_to_fp16", False)),
                           options.get("target_level"))
     model_ = lowered.cx.model
@@ -91,16 +93,35 @@ def compare_layers(model, example_inputs, *, alternate: Optional[str] = None,
         other = compilation.run(inputs, keep_intermediates=True,
                                 substitutes=_references(compared, model_, "alternate"))
     diffs = []
+    quanta = island_quanta(graph)
     for node, v, t in compared:
         try:
             got = result.value(t.operand)
         except KeyError:
             continue
-        diff = _diff(node, v, t, got)
+        diff = _diff(node, v, t, got, quanta.get(v, 0.0))
         if other is not None:
-            _compare_alternate(diff, node, v, t, other.value(t.operand))
+            _compare_alternate(diff, v, t, other.value(t.operand), quanta.get(v, 0.0))
         diffs.append(diff)
     return diffs
+
+
+def island_quanta(graph) -> dict:
+    """Float values computed from dequantized ones (a float island of a quantized model),
+    with the quantum they are measured in: the dequantized tensor's scale, the largest when
+    several meet. NNAPI and PyTorch may round a quantized value one quantum apart, and the
+    island's float arithmetic carries that difference on."""
+    quanta: dict = {}
+    for node in graph.walk():
+        if node.kind == "aten::dequantize":
+            scale = getattr(node.inputs[0].example, "scale", 0.0)
+        else:
+            scale = max((quanta[v] for v in node.inputs if v in quanta), default=0.0)
+        if scale:
+            for v in node.outputs:
+                if getattr(v.example, "dtype", "") in ("float32", "float16"):
+                    quanta[v] = scale
+    return quanta
 
 
 def _nnapi_array(x: torch.Tensor, t: TensorValue) -> np.ndarray:
@@ -147,17 +168,19 @@ def _reference_array(x: torch.Tensor) -> np.ndarray:
     return x.int_repr().numpy() if x.is_quantized else x.float().numpy()
 
 
-def _error(node, expected: torch.Tensor, array: np.ndarray) -> tuple[float, str]:
+def _error(expected: torch.Tensor, array: np.ndarray, quantum: float = 0.0,
+           quantized: bool = False) -> tuple[float, str]:
     """(error, unit) of ``array`` (PyTorch's layout; integers for quantized tensors)
-    against PyTorch's ``expected``."""
-    if expected.is_quantized:
-        error = float(np.abs(array.astype(np.int64) - expected.int_repr().numpy().astype(
+    against PyTorch's ``expected``: in quanta for quantized tensors (``quantized``: PT2E's,
+    held as their integers) and for float ones measured in ``quantum`` (a float island),
+    else relative to the tensor's magnitude."""
+    if expected.is_quantized or quantized:
+        stored = expected.int_repr() if expected.is_quantized else expected
+        error = float(np.abs(array.astype(np.int64) - stored.numpy().astype(
             np.int64)).max()) if array.size else 0.0
         return error, "quanta"
     e = expected.float().numpy()
-    if node.kind == "aten::dequantize" and getattr(node.inputs[0].example, "scale", 0.0):
-        # exactly (q - zero point) * scale on both sides: the difference is in quanta
-        quantum = node.inputs[0].example.scale
+    if quantum:
         error = round(float(np.abs(array.astype(np.float64) - e).max()) / quantum, 3) \
             if e.size else 0.0
         return error, "quanta"
@@ -166,17 +189,18 @@ def _error(node, expected: torch.Tensor, array: np.ndarray) -> tuple[float, str]
     return error, "relative"
 
 
-def _diff(node, value, t: TensorValue, got: np.ndarray) -> LayerDiff:
+def _diff(node, value, t: TensorValue, got: np.ndarray, quantum: float) -> LayerDiff:
     expected = value.tensor
-    error, unit = _error(node, expected, _as_pytorch(got, t))
+    error, unit = _error(expected, _as_pytorch(got, t), quantum, t.is_quantized)
     return LayerDiff(node.kind, node.location, value.name, tuple(expected.shape), error, unit)
 
 
-def _compare_alternate(diff: LayerDiff, node, value, t: TensorValue, got: np.ndarray) -> None:
+def _compare_alternate(diff: LayerDiff, value, t: TensorValue, got: np.ndarray,
+                       quantum: float) -> None:
     """The layer computed from the alternate engine's inputs against that engine's result,
     and the two references against each other."""
     expected, alternate = value.tensor, value.alternate
     if isinstance(alternate, torch.Tensor) and alternate.shape == expected.shape \
             and alternate.is_quantized == expected.is_quantized:
-        diff.alternate_error = _error(node, alternate, _as_pytorch(got, t))[0]
-        diff.reference_gap = _error(node, expected, _reference_array(alternate))[0]
+        diff.alternate_error = _error(alternate, _as_pytorch(got, t), quantum)[0]
+        diff.reference_gap = _error(expected, _reference_array(alternate), quantum)[0]

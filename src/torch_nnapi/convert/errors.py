@@ -26,6 +26,11 @@ def one_line(error: BaseException) -> str:
     return " ".join(lines)
 
 
+class CaptureError(ValueError):
+    """The model cannot be captured as asked: torch.export fails on it, a flexible dimension
+    the model fixes, a front-end that does not fit the model."""
+
+
 class Unsupported(Exception):
     """Raised by a lowering: this node cannot be expressed in NNAPI (feature level 3)."""
 

@@ -17,6 +17,8 @@ embedding or a layer scale ahead of time).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -35,6 +37,52 @@ from .norm import batch_norm, group_norm, instance_norm, layer_norm
 from .reduce import softmax
 from .scalars import SCALAR_TYPES
 from .shape import concatenate
+
+
+@dataclass(frozen=True)
+class StoredWeight:
+    """8-bit weights as PT2E stores them: integers with their scale(s) and zero point(s),
+    per tensor or along ``axis`` (no PyTorch quantized tensor, which torch 2.13 deprecates)."""
+
+    values: torch.Tensor  # int8 or uint8
+    scale: float | torch.Tensor
+    zero_point: int | torch.Tensor
+    axis: int | None = None
+
+    def dim(self) -> int:
+        return self.values.dim()
+
+    def dequantize(self) -> torch.Tensor:
+        if self.axis is None:
+            return (self.values.double() - int(self.zero_point)) * float(self.scale)
+        shape = [1] * self.values.dim()
+        shape[self.axis] = -1
+        scale = torch.as_tensor(self.scale).double().reshape(shape)
+        zero_point = torch.as_tensor(self.zero_point).double().reshape(shape)
+        return (self.values.double() - zero_point) * scale
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    """A quantized convolution's parameters as PyTorch's packed parameters hold them; the
+    PT2E fold (``qdq.py``) hands them to quantized::conv2d in place of a packed object."""
+
+    weight: torch.Tensor | StoredWeight  # quantized
+    bias: torch.Tensor | None
+    stride: list
+    padding: list | str
+    dilation: list
+    groups: int
+    transposed: bool = False
+    output_padding: tuple = (0, 0)
+
+
+@dataclass(frozen=True)
+class LinearParams:
+    """A quantized linear layer's parameters (PT2E fold), in place of a packed object."""
+
+    weight: torch.Tensor | StoredWeight  # quantized
+    bias: torch.Tensor | None
 
 
 def quantized_input(x) -> TensorValue:
@@ -58,8 +106,8 @@ def _output_params(scale, zero_point) -> tuple[float, int]:
 def quantize_per_tensor(cx: Converter, x, scale, zero_point, dtype):
     x = require_tensor(x)
     if static_int(dtype, "dtype") != SCALAR_TYPES["quint8"]:
-        raise Unsupported("quantization to a type other than quint8 (NNAPI level 3 has no"
-                          " signed 8-bit activations)")
+        raise Unsupported("quantization to a type other than quint8 (the converter does"
+                          " not lower signed 8-bit activations yet)")
     s, zp = _output_params(scale, zero_point)
     if x.is_quantized and (x.scale, x.zero_point) == (s, zp):
         return x  # a model input the wrapper quantizes on the host (lower._quantized_on_host)
@@ -78,8 +126,17 @@ def dequantize(cx: Converter, x):
     return float_of(cx, x)
 
 
-def _weight(w: torch.Tensor):
+def _weight(w: torch.Tensor | StoredWeight):
     """(uint8 weights, scale, zero point) for per-tensor weights, or None for per-channel."""
+    if isinstance(w, StoredWeight):
+        if w.axis is not None:
+            return None
+        q, zero_point = w.values.numpy().astype(np.int32), int(w.zero_point)
+        if w.values.dtype == torch.int8:
+            q, zero_point = q + 128, zero_point + 128
+        elif w.values.dtype != torch.uint8:
+            raise Unsupported(f"8-bit weights stored as {w.values.dtype}")
+        return q.astype(np.uint8), float(w.scale), zero_point
     if w.qscheme() in (torch.per_tensor_affine, torch.per_tensor_symmetric):
         q = w.int_repr().numpy().astype(np.int32)
         zero_point = int(w.q_zero_point())
@@ -103,6 +160,10 @@ def _bias_array(b) -> np.ndarray | None:
 
 
 def _unpack_conv(packed):
+    if isinstance(packed, ConvParams):
+        p = packed
+        return (p.weight, p.bias, p.stride, p.padding, p.dilation, p.groups, p.transposed,
+                list(p.output_padding))
     try:
         weight, bias = packed.unpack()
         stride, padding = packed.stride(), packed.padding()
@@ -158,7 +219,8 @@ def quantized_linear(cx: Converter, x, packed, scale, zero_point, fuse: FuseCode
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
     try:
-        w, b = torch.ops.quantized.linear_unpack(packed)
+        w, b = (packed.weight, packed.bias) if isinstance(packed, LinearParams) \
+            else torch.ops.quantized.linear_unpack(packed)
     except Exception as e:  # noqa: BLE001
         raise Unsupported(f"cannot unpack the linear parameters ({e})") from None
     bias = _bias_array(b)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..codes import OperandType
 from ._dsl import LevelRule, Rule, RuleContext, level_rule, rule
 
@@ -49,11 +51,20 @@ def per_channel_dim(name: str, channel_dim: int) -> Rule:
     return check
 
 
+@dataclass(frozen=True)
+class FixedQuantRule(Rule):
+    """A fixed output quantization, with its parameters readable (the quantizer asks)."""
+
+    operand_type: OperandType = _Q8
+    output: str = "output"
+    scale: float = 0.0
+    zero_point: int = 0
+
+
 def fixed_output_quant(scale: float, zero_point: int, output: str = "output",
                        operand_type: OperandType = _Q8) -> Rule:
     """Outputs of some quantized operations have a fixed scale and zero point."""
 
-    @rule(f"{operand_type.name} {output} has scale {scale:g} and zero point {zero_point}")
     def check(ctx: RuleContext) -> str | None:
         out = ctx.output(output)
         if out is None or out.type != operand_type:
@@ -63,7 +74,8 @@ def fixed_output_quant(scale: float, zero_point: int, output: str = "output",
                     f" got scale {out.scale:g} and zero point {out.zero_point}")
         return None
 
-    return check
+    return FixedQuantRule(f"{operand_type.name} {output} has scale {scale:g} and zero point"
+                          f" {zero_point}", check, operand_type, output, scale, zero_point)
 
 
 def same_quant(output: str = "output", input: str = "input") -> Rule:

@@ -1,0 +1,108 @@
+"""torch.export and PT2E quantization: how long they take, and what the quantized model runs at.
+
+For torchvision's MobileNetV2, MobileNetV3-large, ResNet-18 and ResNet-50 (random weights,
+random calibration data): the time ``torch_nnapi.convert`` takes through TorchScript tracing
+and through torch.export; the time ``torch_nnapi.quantize`` takes (export, PT2E preparation,
+calibration, ``convert_pt2e``) and converting its result; then the latency of the quantized
+NNAPI model on the host runtime (through PyTorch's NNAPI runtime and torch-nnapi's
+libneuralnetworks.so when it is built) against the float model in eager PyTorch, both on 2
+threads, as a ratio.
+
+    PYTHONPATH=src:. python3 bench/export.py [--size 224] [--runs 5] [--calibration 8]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "2"
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import TypeVar  # noqa: E402
+
+import torch  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.realmodels.classification import build  # noqa: E402
+from torch_nnapi.convert.api import convert_with_details  # noqa: E402
+from torch_nnapi.convert.host import run_on_host  # noqa: E402
+from torch_nnapi.quantization import quantize_with_details  # noqa: E402
+
+T = TypeVar("T")
+THREADS = 2
+MODELS = ("mobilenet_v2", "mobilenet_v3_large", "resnet18", "resnet50")
+
+
+def _median_time(fn: Callable[[], object], runs: int) -> float:
+    fn()  # warm up (and, for a converted module, compile)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _timed(fn: Callable[[], T]) -> tuple[float, T]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def _measure(name: str, args: argparse.Namespace, through_torch: bool) -> str:
+    """One table row: conversion and quantization times, then latencies."""
+    model, _ = build(name)
+    x = torch.randn(1, 3, args.size, args.size)
+    traced, _ = _timed(lambda: convert_with_details(model, (x,), capture="trace"))
+    exported, _ = _timed(lambda: convert_with_details(model, (x,), capture="export"))
+    calibration = [torch.randn(1, 3, args.size, args.size) for _ in range(args.calibration)]
+    details = quantize_with_details(model, (x,), calibration, observer=args.observer)
+    converting, conversion = _timed(lambda: convert_with_details(details.model, (x,)))
+    module = conversion.module
+    with torch.no_grad():
+        eager = _median_time(lambda: model(x), args.runs)
+    run = (lambda: module(x)) if through_torch else (lambda: run_on_host(module, x))
+    latency = _median_time(run, args.runs)
+    return (f"{name:20} {traced:8.1f} {exported:9.1f} {details.seconds:11.1f}"
+            f" {converting:12.1f} {eager * 1e3:9.1f} {latency * 1e3:8.1f}"
+            f" {latency / eager:5.1f}x")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=224, help="input height and width")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per latency")
+    parser.add_argument("--calibration", type=int, default=8, help="calibration batches")
+    parser.add_argument("--observer", default="histogram", choices=["histogram", "minmax"])
+    parser.add_argument("--models", default=",".join(MODELS))
+    args = parser.parse_args()
+    torch.set_num_threads(THREADS)
+    warnings.simplefilter("ignore")
+    try:
+        import torch_nnapi
+
+        through_torch = os.path.exists(torch_nnapi.library_path())
+    except (OSError, RuntimeError):
+        through_torch = False
+    print(f"images 1x3x{args.size}x{args.size}, {args.calibration} calibration batches"
+          f" ({args.observer} observers), {THREADS} threads, converted models on the"
+          f" {'torch NNAPI runtime + libneuralnetworks.so' if through_torch else 'host runtime'}")
+    header = (f"{'model':20} {'trace s':>8} {'export s':>9} {'quantize s':>11} {'q-convert s':>12}"
+              f" {'eager ms':>9} {'int8 ms':>8} {'ratio':>6}")
+    print(header)
+    print("-" * len(header))
+    for name in args.models.split(","):
+        print(_measure(name, args, through_torch))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

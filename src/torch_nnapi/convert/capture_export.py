@@ -1,0 +1,498 @@
+"""Capture through ``torch.export``: the exported ATen graph as the converter's :class:`Graph`.
+
+The second producer of the graph the lowerings walk (``capture.py`` is the TorchScript one).
+An ``nn.Module`` is exported here (``torch.export.export``, non-strict); an
+``ExportedProgram``, or the ``GraphModule`` that ``ExportedProgram.module()`` and PT2E
+quantization return, is taken as is. Each ``call_function`` node becomes a :class:`Node` of
+the op's schema name (``aten.conv2d.default`` -> ``"aten::conv2d"``) with its arguments in the
+schema's positional order and defaults filled in, as TorchScript nodes have them, so one
+lowering serves both front-ends. Parameters, buffers and lifted constants become constants;
+``operator.getitem`` picks an output of a multi-output node; SymInt arithmetic on sizes
+(``operator.mul`` ...) becomes the number ops the scalar lowerings fold. Symbolic input
+dimensions (``torch.export.Dim``) are the converter's flexible dimensions.
+
+Batch norms that follow a convolution are folded into it, as freezing does on the TorchScript
+path. The graph is probed like the traced one: run once on the example inputs (an
+``torch.fx.Interpreter``) so every value carries its example shape, dtype and quantization.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .capture import NO_CONSTANT, Graph, Node, Value, example_of
+from .errors import CaptureError, ConverterBug
+from .lowerings.scalars import SCALAR_TYPES
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+# Python callables export records for SymInt arithmetic -> the TorchScript kind lowering it.
+_PYTHON_OPS = {
+    operator.add: "aten::add", operator.sub: "aten::sub", operator.mul: "aten::mul",
+    operator.floordiv: "aten::floordiv", operator.truediv: "aten::div",
+    operator.mod: "aten::remainder", operator.neg: "aten::neg",
+    operator.eq: "aten::eq", operator.ne: "aten::ne", operator.lt: "aten::lt",
+    operator.le: "aten::le", operator.gt: "aten::gt", operator.ge: "aten::ge",
+    torch.sym_max: "prim::max", torch.sym_min: "prim::min", torch.sym_int: "aten::Int",
+    torch.sym_float: "aten::Float", torch.sym_not: "aten::__not__",
+}
+# ATen overloads that export names differently from TorchScript.
+_RENAMED = {"aten::sym_size": "aten::size", "aten::sym_numel": "aten::numel"}
+# Runtime assertions on sizes and metadata: no value, nothing to lower.
+_DROPPED = {"aten::_assert_scalar", "aten::sym_constrain_range",
+            "aten::sym_constrain_range_for_size", "aten::_assert_tensor_metadata",
+            "aten::_assert_async"}
+# Core ATen ops whose extra outputs (pooling indices, batch statistics) are rarely read: with
+# those unread they are the TorchScript op named here, with a single output.
+_SINGLE_OUTPUT = {"aten::max_pool2d_with_indices": "aten::max_pool2d",
+                  "aten::_native_batch_norm_legit_no_training":
+                      "aten::_native_batch_norm_legit_no_training"}
+_CONVOLUTIONS = ("aten::conv1d", "aten::conv2d", "aten::convolution", "aten::_convolution")
+_BATCH_NORMS = ("aten::batch_norm", "aten::_native_batch_norm_legit_no_training")
+
+
+# ------------------------------------------------------------------------------ entry points
+
+
+def is_exported(model) -> bool:
+    """An ExportedProgram, or a GraphModule that torch.export (or PT2E) produced."""
+    if isinstance(model, torch.export.ExportedProgram):
+        return True
+    return isinstance(model, torch.fx.GraphModule) and any(
+        "val" in n.meta for n in model.graph.nodes if n.op == "placeholder")
+
+
+def export_module(model: torch.nn.Module, examples: tuple,
+                  flexible: Sequence[Sequence[int]] = (), train: bool = False
+                  ) -> torch.export.ExportedProgram:
+    """``torch.export.export`` of ``model`` in eval mode (training mode for QAT), with each
+    flexible dimension a ``Dim``; raises ValueError naming a flexible dimension the model
+    specializes."""
+    model = model.train(train)
+    dynamic = None
+    if any(flexible):
+        dynamic = tuple({d % x.dim(): torch.export.Dim.DYNAMIC for d in dims} or None
+                        for x, dims in zip(examples, flexible))
+        # export fixes dimensions of size 0 and 1 whatever it is told: trace with 2 there;
+        # copies, as export marks the tensors it is given as dynamic
+        examples = tuple(_widened(x, dims).clone() for x, dims in zip(examples, flexible))
+    try:
+        program = torch.export.export(model, examples, dynamic_shapes=dynamic, strict=False)
+    except Exception as e:  # torch.export's own errors are long and varied: one line
+        fixed = _fixed_dimension(e, model)
+        if fixed is not None:
+            raise CaptureError(f"input {fixed[0]} dimension {fixed[1]} cannot be flexible: the"
+                               " model fixes it") from e
+        raise CaptureError(f"torch.export could not capture the model: {_first_line(e)}")\
+            from e
+    found = flexible_dims(program)
+    for i, (x, dims) in enumerate(zip(examples, flexible)):
+        for d in dims:
+            if d % x.dim() not in found[i]:
+                raise CaptureError(f"input {i} dimension {d % x.dim()} cannot be flexible:"
+                                   " the exported model specializes it")
+    return program
+
+
+def _widened(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
+    """``x`` repeated to size 2 along the flexible dimensions where it has size 1."""
+    for d in dims:
+        if x.shape[d] == 1:
+            x = torch.cat([x, x], d)
+    return x
+
+
+def flexible_dims(program) -> list[tuple[int, ...]]:
+    """Per user input, the dimensions the exported program keeps symbolic."""
+    result = []
+    for node in _user_placeholders(program):
+        val = node.meta.get("val")
+        shape = getattr(val, "shape", ())
+        result.append(tuple(d for d, n in enumerate(shape) if _is_symbolic(n)))
+    return result
+
+
+def capture_exported(program, example_inputs: tuple, keep_values: bool = False) -> Graph:
+    """The graph of an exported program (or of its ``.module()``), probed on the examples;
+    with ``keep_values`` each value keeps its example tensor, for layer-wise checks."""
+    copier = _Copier(program)
+    graph = copier.copy()
+    count = len(graph.inputs)
+    if len(example_inputs) != count:
+        raise TypeError(f"the exported model takes {count} inputs, but {len(example_inputs)}"
+                        " example inputs were given")
+    copier.probe(example_inputs, keep_values)
+    fold_batch_norms(graph)
+    return graph
+
+
+# ------------------------------------------------------------------------------ copying
+
+
+class _Copier:
+    """Copies an exported fx graph into plain :class:`Graph` objects."""
+
+    def __init__(self, program):
+        if isinstance(program, torch.export.ExportedProgram):
+            self.module = program.graph_module
+            self.signature = program.graph_signature
+            self.state = {**program.state_dict, **program.constants}
+            self.out_spec = program.call_spec.out_spec
+            self.input_kinds = {spec.arg.name: (spec.kind.name, spec.target)
+                                for spec in program.graph_signature.input_specs}
+        else:
+            self.module = program
+            self.signature = None
+            self.state = {}
+            self.out_spec = getattr(program, "_out_spec", None)
+            self.input_kinds = {}
+        self.values: dict[torch.fx.Node, Any] = {}  # fx node -> Value, or list of Values
+        self.nodes: list[Node] = []
+        self.inputs: list[Value] = []
+
+    def copy(self) -> Graph:
+        for n in self.module.graph.nodes:
+            if n.op == "placeholder":
+                self._placeholder(n)
+            elif n.op == "get_attr":
+                self.values[n] = _constant(n.name, get_attribute(self.module, n.target))
+            elif n.op == "call_function":
+                self._call(n)
+            elif n.op == "call_module":
+                if n.target != "_guards_fn":  # export's check of the input shapes
+                    submodule = type(self.module.get_submodule(n.target)).__name__
+                    self._node(n, f"call_module::{submodule}", [self.value(a, n) for a in n.args])
+            elif n.op == "output":
+                return Graph(self.inputs, self.nodes, self._output(n))
+        raise CaptureError("the exported graph has no output")
+
+    def _placeholder(self, n: torch.fx.Node) -> None:
+        kind, target = self.input_kinds.get(n.name, ("USER_INPUT", None))
+        if kind == "USER_INPUT":
+            v = Value(n.name, "Tensor", "TensorType")
+            self.inputs.append(v)
+            self.values[n] = v
+        elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR", "CUSTOM_OBJ"):
+            self.values[n] = _constant(n.name, self.state[target])
+        else:
+            raise CaptureError(f"the exported program has an input of kind {kind} ({n.name}),"
+                               " which a converted model cannot take")
+
+    def _call(self, n: torch.fx.Node) -> None:
+        target = n.target
+        if target is operator.getitem:
+            source, index = list(n.args)
+            produced = self.values[source]  # type: ignore[index]
+            self.values[n] = produced[int(index)] if isinstance(produced,  # type: ignore[arg-type]
+                                                                list) else produced
+            return
+        if isinstance(target, torch._ops.OpOverload):
+            kind = _RENAMED.get(target._schema.name, target._schema.name)
+            if kind in _DROPPED:
+                return
+            args = _schema_arguments(target, n)
+            single = _SINGLE_OUTPUT.get(kind)
+            if single is not None and all(u.target is operator.getitem and u.args[1] == 0
+                                          for u in n.users):
+                self._node(n, single, [self.value(a, n) for a in args], "", keep=1)
+                return
+            self._node(n, kind, [self.value(a, n) for a in args], str(target._schema))
+            return
+        python_kind: str | None = _PYTHON_OPS.get(target)  # type: ignore[arg-type]
+        if python_kind is None:
+            name = getattr(target, "__name__", type(target).__name__)
+            prefix = "higher_order" if isinstance(target, torch._ops.HigherOrderOperator) \
+                else "python"
+            python_kind = f"{prefix}::{name}"
+        self._node(n, python_kind, [self.value(a, n) for a in n.args])
+
+    def _node(self, n: torch.fx.Node, kind: str, inputs: list[Value], schema: str = "",
+              keep: int | None = None) -> None:
+        """A node for ``n`` (its first ``keep`` outputs when given)."""
+        val = n.meta.get("val")
+        if keep is not None and isinstance(val, (tuple, list)):
+            val = list(val[:keep]) if keep > 1 else val[0]
+        location = source_location(n)
+        if isinstance(val, (tuple, list)) and not _returns_list(n):
+            outputs = [Value(f"{n.name}.{i}", _type_of(v), "") for i, v in enumerate(val)]
+            self.nodes.append(Node(kind, inputs, outputs, location, schema))
+            self.values[n] = outputs
+            return
+        out = Value(n.name, _type_of(val), "")
+        self.nodes.append(Node(kind, inputs, [out], location, schema))
+        if isinstance(val, (tuple, list)):  # a Tensor[] result: unpacked for getitem
+            items = [Value(f"{n.name}.{i}", "Tensor", "TensorType") for i in range(len(val))]
+            self.nodes.append(Node("prim::ListUnpack", [out], items, location))
+            self.values[n] = items
+        else:
+            self.values[n] = out
+
+    def value(self, a: Any, user: torch.fx.Node) -> Value:
+        """The Value of an argument: a node's value, a list built by prim::ListConstruct
+        when it holds values, or a constant."""
+        if isinstance(a, torch.fx.Node):
+            found = self.values.get(a)
+            if found is None:
+                raise ConverterBug(f"{user.name} reads {a.name}, which the converter dropped")
+            if isinstance(found, list):
+                return self._list(found, user)
+            return found
+        if isinstance(a, (list, tuple)) and any(isinstance(x, torch.fx.Node) for x in a):
+            return self._list([self.value(x, user) for x in a], user)
+        return _constant(f"c{len(self.values)}", _torchscript_constant(a))
+
+    def _list(self, items: list[Value], user: torch.fx.Node) -> Value:
+        out = Value(f"{user.name}.list{len(self.nodes)}", "list", "ListType")
+        self.nodes.append(Node("prim::ListConstruct", items, [out], source_location(user)))
+        return out
+
+    def _output(self, n: torch.fx.Node) -> Value:
+        leaves = list(n.args[0]) if isinstance(n.args[0], (tuple, list)) else [n.args[0]]
+        if self.signature is not None:
+            kinds = [spec.kind.name for spec in self.signature.output_specs]
+            leaves = [v for v, k in zip(leaves, kinds) if k == "USER_OUTPUT"]
+        values = [self.value(v, n) for v in leaves]
+        if self.out_spec is None:
+            return values[0] if len(values) == 1 else self._construct("tuple", values)
+        return self._structure(self.out_spec, iter(values))
+
+    def _structure(self, spec, leaves) -> Value:
+        if spec.is_leaf():
+            return next(leaves)
+        children = [self._structure(child, leaves) for child in spec.children()]
+        container = "list" if spec.type is list else "tuple"
+        if spec.type not in (list, tuple) and not _is_namedtuple(spec.type):
+            container = f"{getattr(spec.type, '__name__', spec.type)}"
+        return self._construct(container, children)
+
+    def _construct(self, container: str, items: list[Value]) -> Value:
+        kind = {"tuple": "prim::TupleConstruct", "list": "prim::ListConstruct"}.get(
+            container, f"python::{container}")
+        out = Value(f"output{len(self.nodes)}", container, "")
+        self.nodes.append(Node(kind, items, [out], "the model's return statement"))
+        return out
+
+    # -------------------------------------------------------------------------- probing
+
+    def probe(self, examples: tuple, keep_values: bool) -> None:
+        """Runs the graph on the examples and records every value's example (and tensor)."""
+        results: dict[torch.fx.Node, list] = {}
+
+        class Recorder(torch.fx.Interpreter):
+            def run_node(self, n):
+                result = super().run_node(n)
+                items = list(result) if isinstance(result, (tuple, list)) else [result]
+                results[n] = [(example_of(x), x.detach().clone() if keep_values and
+                               isinstance(x, torch.Tensor) else None) for x in items]
+                return result
+
+        user = iter(examples)
+        flat = [v.constant if v.is_constant else next(user).clone()
+                for v in (self.values[n] for n in self.module.graph.nodes
+                          if n.op == "placeholder")]
+        try:
+            with torch.no_grad():
+                Recorder(self.module).run(*flat, enable_io_processing=False)
+        except Exception:  # noqa: BLE001 - probing is a check; conversion works without it
+            return
+        for n, items in results.items():
+            produced = self.values.get(n)
+            if produced is None or n.target is operator.getitem:
+                continue
+            for value, (example, tensor) in zip(
+                    produced if isinstance(produced, list) else [produced], items):
+                if not value.is_constant:
+                    value.example, value.tensor = example, tensor
+
+
+def _schema_arguments(op: torch._ops.OpOverload, n: torch.fx.Node) -> list:
+    """The node's arguments in schema order, defaults filled in (TorchScript's convention)."""
+    args, kwargs = list(n.args), dict(n.kwargs)
+    result = []
+    for i, arg in enumerate(op._schema.arguments):
+        if not arg.kwarg_only and i < len(args):
+            result.append(args[i])
+        elif arg.name in kwargs:
+            result.append(kwargs.pop(arg.name))
+        elif arg.has_default_value():
+            result.append(arg.default_value)
+        else:
+            raise CaptureError(f"{n.name} ({op}) lacks its argument {arg.name!r}")
+    return result
+
+
+def _torchscript_constant(a: Any) -> Any:
+    """A constant as TorchScript holds it: dtypes as ScalarType codes, devices as strings."""
+    if isinstance(a, torch.dtype):
+        return SCALAR_TYPES.get(str(a).replace("torch.", ""), str(a))
+    if isinstance(a, (torch.device, torch.layout, torch.memory_format)):
+        return str(a).replace("torch.", "")
+    if isinstance(a, (list, tuple)):
+        return [_torchscript_constant(x) for x in a]
+    return a
+
+
+def _constant(name: str, value: Any) -> Value:
+    return Value(name, type(value).__name__, "", constant=value)
+
+
+def get_attribute(module: torch.nn.Module, target: str) -> Any:
+    """The attribute a ``get_attr`` node reads (a dotted path)."""
+    obj: Any = module
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _user_placeholders(program) -> list[torch.fx.Node]:
+    if isinstance(program, torch.export.ExportedProgram):
+        names = set(program.graph_signature.user_inputs)
+        return [n for n in program.graph.nodes if n.op == "placeholder" and n.name in names]
+    return [n for n in program.graph.nodes if n.op == "placeholder"]
+
+
+def _is_symbolic(n: Any) -> bool:
+    return isinstance(n, torch.SymInt) and not n.node.is_constant() \
+        and bool(n.node.expr.free_symbols)
+
+
+def _returns_list(n: torch.fx.Node) -> bool:
+    """True when the op returns one Tensor[] (split, unbind...), not several values."""
+    target = n.target
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    returns = target._schema.returns
+    return len(returns) == 1 and returns[0].type.kind() == "ListType"
+
+
+def _is_namedtuple(t) -> bool:
+    return isinstance(t, type) and issubclass(t, tuple) and hasattr(t, "_fields")
+
+
+def _type_of(val: Any) -> str:
+    if isinstance(val, torch.Tensor):
+        return "Tensor"
+    if isinstance(val, (tuple, list)):
+        return "Tensor[]"
+    return type(val).__name__ if val is not None else "None"
+
+
+# ------------------------------------------------------------------------------ locations
+
+_FRAME = re.compile(r'File "(.+?)", line (\d+), in (\S+)')
+
+
+def source_location(n: torch.fx.Node, depth: int = 3) -> str:
+    """``file:line (function), module path``: the innermost frame of the user's code. A node
+    quantization inserted (no stack of its own) is placed at the op whose tensor it reads."""
+    frames = _FRAME.findall(n.meta.get("stack_trace") or "")
+    stack = n.meta.get("nn_module_stack") or {}
+    scope = ""
+    if stack:
+        path = list(stack.values())[-1][0]
+        scope = f", module {path}" if path else ""
+    if frames:
+        user = [f for f in frames if not f[0].startswith((_TORCH_DIR, _OWN_DIR))]
+        file, line, function = (user or frames)[-1]
+        return f"{file}:{line} ({function}){scope}"
+    if depth and n.all_input_nodes:
+        found = source_location(n.all_input_nodes[0], depth - 1)
+        if not found.startswith("<"):
+            inserted = isinstance(n.target, torch._ops.OpOverload) \
+                and n.target._schema.name.startswith("quantized_decomposed::")
+            return found + _INSERTED if inserted and not found.endswith(_INSERTED) else found
+    return f"<node {n.name}>{scope}"
+
+
+_INSERTED = " (inserted by quantization)"
+
+
+# ------------------------------------------------------------------------------ batch norms
+
+
+def fold_batch_norms(graph: Graph) -> None:
+    """Folds each inference batch norm into the convolution before it (the convolution's
+    output read by nothing else, every parameter a constant), as TorchScript's freezing
+    does: the weights are scaled per output channel and the bias shifted."""
+    readers: dict[Value, int] = {}
+    producers: dict[Value, Node] = {}
+    for node in graph.walk():
+        for v in node.inputs:
+            readers[v] = readers.get(v, 0) + 1
+        for v in node.outputs:
+            producers[v] = node
+    readers[graph.output] = readers.get(graph.output, 0) + 1
+    removed: set[int] = set()
+    for bn in graph.nodes:
+        if bn.kind not in _BATCH_NORMS:
+            continue
+        conv = producers.get(bn.inputs[0])
+        if conv is None or conv.kind not in _CONVOLUTIONS or readers.get(bn.inputs[0]) != 1:
+            continue
+        folded = _folded_parameters(conv, bn)
+        if folded is None or any(readers.get(v, 0) for v in bn.outputs[1:]):
+            continue
+        weight, bias = folded
+        conv.inputs[1] = _constant(conv.inputs[1].name + ".bn", weight)
+        conv.inputs[2] = _constant(conv.inputs[2].name + ".bn", bias)
+        conv.outputs = [bn.outputs[0]]
+        removed.add(id(bn))
+    graph.nodes[:] = [n for n in graph.nodes if id(n) not in removed]
+
+
+def _folded_parameters(conv: Node, bn: Node) -> tuple[torch.Tensor, torch.Tensor] | None:
+    values: list[Any] = [v.constant if v.is_constant else NO_CONSTANT for v in bn.inputs]
+    if bn.kind == "aten::batch_norm":
+        _, gamma, beta, mean, var, training, _, eps, _ = values
+        if training is not False:
+            return None
+    else:
+        _, gamma, beta, mean, var, _, eps = values
+    w = conv.inputs[1].constant if conv.inputs[1].is_constant else None
+    b: Any = conv.inputs[2].constant if conv.inputs[2].is_constant else NO_CONSTANT
+    transposed = conv.kind in ("aten::convolution", "aten::_convolution") \
+        and conv.inputs[6].constant is not False
+    if not isinstance(w, torch.Tensor) or b is NO_CONSTANT or transposed \
+            or not all(isinstance(t, torch.Tensor) for t in (mean, var)) \
+            or not isinstance(eps, float):
+        return None
+    with torch.no_grad():
+        scale = torch.rsqrt(var.double() + eps)
+        if isinstance(gamma, torch.Tensor):
+            scale = scale * gamma.double()
+        shift = -mean.double() * scale
+        if isinstance(beta, torch.Tensor):
+            shift = shift + beta.double()
+        if isinstance(b, torch.Tensor):
+            shift = shift + b.double() * scale
+        weight = (w.double() * scale.reshape((-1,) + (1,) * (w.dim() - 1))).to(w.dtype)
+    return weight, shift.to(w.dtype)
+
+
+_VIOLATED = re.compile(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]")
+
+
+def _fixed_dimension(e: BaseException, model) -> tuple[int, int] | None:
+    """(input, dimension) a constraint violation of torch.export names, if it names one."""
+    found = _VIOLATED.search(str(e)) if "onstraint" in str(e) else None
+    if found is None:
+        return None
+    try:
+        names = list(inspect.signature(model.forward).parameters)
+    except (TypeError, ValueError):
+        return None
+    name, dim = found.group(1), int(found.group(2))
+    return (names.index(name), dim) if name in names else None
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [line for line in str(e).splitlines() if line.strip()]
+    return lines[0] if lines else type(e).__name__

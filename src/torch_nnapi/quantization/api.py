@@ -1,0 +1,132 @@
+"""``torch_nnapi.quantize``: PT2E post-training quantization for NNAPI, and its QAT variant.
+
+The model is captured with ``torch.export`` (in eval mode for post-training quantization,
+in training mode for QAT), annotated by :class:`NnapiQuantizer` for the target feature level,
+observed on the calibration data (or trained), and converted by ``convert_pt2e`` into a
+GraphModule of float ops between quantize/dequantize pairs, which ``torch_nnapi.convert``
+folds into quantized NNAPI operations.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.fx import GraphModule
+
+from ..convert.capture_export import export_module, is_exported
+from ..convert.frontend import Flexible, example_inputs_of, flexible_per_input
+from ._torchao import (
+    convert_pt2e,
+    move_exported_model_to_eval,
+    move_exported_model_to_train,
+    prepare_pt2e,
+    prepare_qat_pt2e,
+)
+from .quantizer import NnapiQuantizer, require_eval_mode
+
+Calibration = Callable[[GraphModule], Any] | Iterable[Any] | None
+
+
+@dataclass
+class Quantized:
+    """What :func:`quantize_with_details` produced; :func:`quantize` returns ``model``."""
+
+    model: GraphModule
+    seconds: float  # export, preparation, calibration and conversion
+    calibration_seconds: float
+
+
+def prepare(model, example_inputs=None, *, target_level: int = 3, flexible: Flexible = None,
+            observer: str = "histogram") -> GraphModule:
+    """The model exported and observed for post-training quantization (``prepare_pt2e``
+    with the NNAPI quantizer): run it on calibration data, then :func:`convert_prepared`."""
+    graph_module = _exported(model, example_inputs, flexible, train=False)
+    quantizer = NnapiQuantizer(target_level, observer=observer)
+    require_eval_mode(graph_module)  # before prepare_pt2e folds batch norms into convolutions
+    return prepare_pt2e(graph_module, quantizer)
+
+
+def prepare_qat(model, example_inputs=None, *, target_level: int = 3,
+                flexible: Flexible = None) -> GraphModule:
+    """The model exported in training mode with fake quantization (``prepare_qat_pt2e``
+    with the NNAPI quantizer; batch norms are folded at conversion): train it, then
+    :func:`convert_prepared`."""
+    graph_module = _exported(model, example_inputs, flexible, train=True)
+    prepared = prepare_qat_pt2e(graph_module, NnapiQuantizer(target_level, is_qat=True))
+    move_exported_model_to_train(prepared)
+    return prepared
+
+
+def convert_prepared(prepared: GraphModule) -> GraphModule:
+    """``convert_pt2e`` of a calibrated or trained model, in eval mode: ready for
+    ``torch_nnapi.convert``."""
+    move_exported_model_to_eval(prepared)
+    return convert_pt2e(prepared)
+
+
+def quantize(model, example_inputs=None, calibration: Calibration = None, *,
+             target_level: int = 3, flexible: Flexible = None,
+             observer: str = "histogram") -> GraphModule:
+    """Post-training quantization for NNAPI of ``target_level`` (1: Android 8.1 ... 3:
+    Android 10, uint8; 4: Android 11, int8 signed). ``calibration`` is a callable taking the
+    prepared model, or an iterable of inputs (tensors or tuples of tensors); None calibrates
+    on the example inputs alone. Returns the model ready for ``torch_nnapi.convert``."""
+    return quantize_with_details(model, example_inputs, calibration, target_level=target_level,
+                                 flexible=flexible, observer=observer).model
+
+
+def quantize_with_details(model, example_inputs=None, calibration: Calibration = None, *,
+                          target_level: int = 3, flexible: Flexible = None,
+                          observer: str = "histogram") -> Quantized:
+    """:func:`quantize`, also returning the times taken."""
+    start = time.perf_counter()
+    prepared = prepare(model, example_inputs, target_level=target_level, flexible=flexible,
+                       observer=observer)
+    examples = example_inputs_of(model, example_inputs)
+    calibrating = time.perf_counter()
+    calibrate(prepared, examples if calibration is None else calibration)
+    calibration_seconds = time.perf_counter() - calibrating
+    quantized = convert_prepared(prepared)
+    return Quantized(quantized, time.perf_counter() - start, calibration_seconds)
+
+
+def calibrate(prepared: GraphModule, calibration) -> None:
+    """Runs the observers on ``calibration``: a callable taking the model, an iterable of
+    inputs, or one tuple of example tensors."""
+    with torch.no_grad():
+        if callable(calibration):
+            calibration(prepared)
+            return
+        if isinstance(calibration, tuple) and all(isinstance(x, torch.Tensor)
+                                                  for x in calibration):
+            calibration = [calibration]
+        count = 0
+        for item in calibration:
+            prepared(*(item if isinstance(item, (tuple, list)) else (item,)))
+            count += 1
+        if not count:
+            raise ValueError("the calibration data is empty")
+
+
+def _exported(model, example_inputs, flexible: Flexible, train: bool) -> GraphModule:
+    """The GraphModule PT2E works on (``ExportedProgram.module()``), exported here from an
+    nn.Module (in eval mode, or training mode for QAT)."""
+    if isinstance(model, torch.export.ExportedProgram):
+        return model.module()
+    if is_exported(model):
+        return model
+    if not isinstance(model, torch.nn.Module) or isinstance(model, torch.jit.ScriptModule):
+        raise TypeError(f"quantize takes an nn.Module or an ExportedProgram, got"
+                        f" {type(model).__name__}")
+    examples = example_inputs_of(model, example_inputs)
+    flex = flexible_per_input(examples, flexible)
+    return export_module(model, examples, flex, train=train).module()
+
+
+__all__ = ["NnapiQuantizer", "Quantized", "calibrate", "convert_prepared", "prepare",
+           "prepare_qat", "quantize", "quantize_with_details"]
+

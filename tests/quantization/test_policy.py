@@ -1,0 +1,55 @@
+"""What NNAPI runs in 8 bits per feature level, read from the signatures."""
+
+from __future__ import annotations
+
+import pytest
+
+from torch_nnapi.nnapi.codes import OperationType as Op
+from torch_nnapi.quantization import policy
+
+
+def test_fixed_output_quantization_comes_from_the_signatures():
+    assert policy.fixed_output(Op.LOGISTIC) == (1 / 256, 0)
+    assert policy.fixed_output(Op.SOFTMAX) == (1 / 256, 0)
+    assert policy.fixed_output(Op.TANH) == (1 / 128, 128)
+    assert policy.fixed_output(Op.CONV_2D) is None
+
+
+def test_levels_of_8_bit_operations():
+    assert policy.quantized_level(Op.CONV_2D) == 1
+    assert policy.quantized_level(Op.MEAN) == 2
+    assert policy.quantized_level(Op.TANH) == 3
+    assert policy.quantized_level(Op.EXP) is None
+
+
+@pytest.mark.parametrize("kind, level, runs", [
+    ("aten::conv2d", 1, True), ("aten::tanh", 2, False), ("aten::tanh", 3, True),
+    ("aten::mean", 1, False), ("aten::mean", 2, True), ("aten::hardswish", 3, False),
+    ("aten::conv_transpose2d", 2, False), ("aten::conv_transpose2d", 3, True),
+])
+def test_rule_per_level(kind, level, runs):
+    assert (policy.rule_for(kind, level) is not None) == runs
+
+
+def test_reasons_for_float():
+    assert "HARD_SWISH" in policy.float_reason("aten::hardswish_", 3)
+    assert policy.float_reason("aten::tanh", 2) == "8-bit TANH needs feature level 3"
+    assert policy.float_reason("aten::exp", 3) == "NNAPI has no 8-bit form of this operation"
+    assert "per-channel" in policy.float_reason("quantized::conv2d", 3)
+
+
+def test_every_rule_names_an_operation_with_8_bit_tensors():
+    for kind, found in policy.RULES.items():
+        assert policy.quantized_level(found.nnapi) is not None, kind
+        if found.role == "fixed":
+            assert policy.fixed_output(found.nnapi) is not None, kind
+
+
+def test_signed_8_bits_need_the_runtime_to_support_them():
+    signed = getattr(policy.OperandType, "TENSOR_QUANT8_ASYMM_SIGNED", None)
+    if signed is not None and policy.quantized_level(Op.CONV_2D, signed) is not None:
+        assert policy.activation_type(4) == signed
+    else:
+        with pytest.raises(ValueError, match="TENSOR_QUANT8_ASYMM_SIGNED"):
+            policy.activation_type(4)
+    assert policy.activation_type(3) == policy.UINT8

@@ -1,0 +1,75 @@
+"""The NNAPI quantizer's annotations, seen through the models it produces."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from torch_nnapi.convert.api import convert_with_details
+from torch_nnapi.quantization import NnapiQuantizer, quantize
+
+
+class AfterHardSwish(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3)
+        self.b = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        return self.b(F.hardswish(self.a(x)))
+
+
+def _ops(model, x, **options) -> list[str]:
+    return [op.type.name for op in convert_with_details(model, (x,), **options).model.operations]
+
+
+def test_levels_1_and_2_keep_what_follows_a_float_op_in_float():
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 8, 8)
+    # (hard swish divides by 6: level 2)
+    at_level_2 = quantize(AfterHardSwish().eval(), (x,), target_level=2, observer="minmax")
+    ops = _ops(at_level_2, x, target_level=2)  # converts: no QUANTIZE needed
+    assert "QUANTIZE" not in ops and ops.count("DEQUANTIZE") == 1
+    at_level_3 = quantize(AfterHardSwish().eval(), (x,), target_level=3, observer="minmax")
+    assert _ops(at_level_3, x).count("QUANTIZE") == 1  # back to 8 bits for the second conv
+
+
+def test_post_training_quantization_needs_eval_mode():
+    x = torch.randn(1, 3, 8, 8)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).train()
+    exported = torch.export.export(model, (x,)).module()
+    with pytest.raises(ValueError, match="exported in training mode; call model.eval()"):
+        quantize(exported, (x,))
+
+
+def test_options_are_checked():
+    with pytest.raises(ValueError, match="observer must be one of histogram, minmax"):
+        NnapiQuantizer(observer="percentile")
+    assert NnapiQuantizer(2).act_dtype == torch.uint8
+
+
+def test_signed_activations_only_once_the_converter_lowers_them():
+    """target_level=4 quantizes to int8: refused, naming why, while the converter's
+    quantized lowerings take uint8 only (a quantized model it cannot convert helps nobody)."""
+    from torch_nnapi.convert.values import QUANT_DTYPES
+
+    if "qint8" in QUANT_DTYPES:
+        assert NnapiQuantizer(4).act_dtype == torch.int8
+    else:
+        with pytest.raises(ValueError, match="TENSOR_QUANT8_ASYMM_SIGNED, which the runtime"
+                           " runs but the converter does not lower yet"):
+            NnapiQuantizer(4)
+
+
+def test_weights_are_per_tensor_symmetric_int8():
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 8, 8)
+    quantized = quantize(AfterHardSwish().eval(), (x,), observer="minmax")
+    weights = [n for n in quantized.graph.nodes if n.op == "call_function"
+               and "dequantize_per_tensor" in str(n.target) and n.args[5] == torch.int8]
+    assert len(weights) == 2
+    for n in weights:
+        assert n.args[2:5] == (0, -127, 127)  # zero point 0, symmetric range
+    assert not any("per_channel" in str(n.target) for n in quantized.graph.nodes)

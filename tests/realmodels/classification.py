@@ -1,0 +1,66 @@
+"""torchvision's classification models at small input sizes, for the real-model suites.
+
+Every model torchvision lists in ``torchvision.models``, built with random weights (batch
+norms with non-trivial statistics) and fed a 64x64 image where the architecture allows:
+Inception and GoogLeNet need 96x96 (their stems shrink the image 32 times before
+inception blocks with 3x3 valid convolutions); the vision transformers are built for 64x64
+(``image_size=64``, a ViT-H/14 for 56x56); MaxViT only accepts 224x224.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+import torch.nn as nn
+
+from ..convert.zoo import randomize_batchnorm
+from .torchvision_support import load_torchvision
+
+_SIZES = {"inception_v3": 96, "googlenet": 96, "maxvit_t": 224, "vit_h_14": 56}
+_BUILD_OPTIONS = {"vit_b_16": {"image_size": 64}, "vit_b_32": {"image_size": 64},
+                  "vit_l_16": {"image_size": 64}, "vit_l_32": {"image_size": 64},
+                  "vit_h_14": {"image_size": 56}, "googlenet": {"aux_logits": False,
+                                                                 "init_weights": True},
+                  "inception_v3": {"aux_logits": False, "init_weights": True}}
+
+
+def classification_models() -> list[str]:
+    """Their names (none without torchvision: the tests using them then skip)."""
+    if importlib.util.find_spec("torchvision") is None:
+        return []
+    models = load_torchvision().models
+    return sorted(models.list_models(module=models))
+
+
+def build(name: str, seed: int = 0) -> tuple[nn.Module, torch.Tensor]:
+    """The model in eval mode and an example image for it."""
+    torch.manual_seed(seed)
+    model = load_torchvision().models.get_model(name, weights=None,
+                                                **_BUILD_OPTIONS.get(name, {}))
+    size = _SIZES.get(name, 64)
+    with torch.no_grad():
+        model = randomize_batchnorm(model, seed)
+    return model, torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(seed))
+
+
+def require_memory(model: nn.Module, copies: int) -> None:
+    """Skips the test when the machine lacks the memory for ``copies`` of the model's weights
+    (a conversion holds several: the model, its capture, the NNAPI constants, the artifact)."""
+    need = copies * sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    available = _available_memory()
+    if available is not None and need > available:
+        pytest.skip(f"needs about {need / 2**30:.0f} GB of free memory for {copies} copies of"
+                    f" the weights, {available / 2**30:.0f} GB available")
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
