@@ -16,8 +16,9 @@ import numpy as np
 from ..nnapi.codes import OperandType, PreferenceCode
 from ..nnapi.errors import BadDataError, BadStateError, NnapiError, OpFailedError
 from ..nnapi.model import Lifetime, Model, Operation, element_count
+from . import native
 from .context import OMITTED, KernelContext, Shape, ValueNotKnown
-from .registry import Kernel, kernel_for
+from .registry import Kernel, NativeFn, kernel_for, native_kernel_for
 
 RELAXED_PRECISIONS = ("float32", "float16")
 
@@ -52,6 +53,8 @@ class Step:
     static_outputs: list[Shape] | None = None
     input_shapes: tuple[Shape, ...] = ()
     frees: tuple[int, ...] = ()
+    # The native execute tried first (None: the reference execute only).
+    native: NativeFn | None = None
     # Per-operation values kernels derive once (see runtime.ops._memo); owned by this step so
     # they live and die with the compilation.
     memo: dict[str, Any] = field(default_factory=dict)
@@ -87,7 +90,10 @@ class Compilation:
     """A finished Model prepared for execution on the host."""
 
     def __init__(self, model: Model, *, preference: PreferenceCode | int =
-                 PreferenceCode.FAST_SINGLE_ANSWER, relaxed_precision: str = "float32"):
+                 PreferenceCode.FAST_SINGLE_ANSWER, relaxed_precision: str = "float32",
+                 kernels: str | None = None):
+        """``kernels``: ``"native"`` or ``"reference"`` (see runtime.native); None reads
+        TORCH_NNAPI_KERNELS."""
         if not model.finished:
             raise BadStateError("a model must be finished before it is compiled")
         try:
@@ -96,6 +102,11 @@ class Compilation:
             raise BadDataError(f"unknown compilation preference {preference}") from None
         if relaxed_precision not in RELAXED_PRECISIONS:
             raise BadDataError(f"relaxed_precision must be one of {RELAXED_PRECISIONS}")
+        try:
+            self.kernels = native.check_kernel_set(kernels) if kernels is not None \
+                else native.default_kernel_set()
+        except ValueError as e:
+            raise BadDataError(str(e)) from None
         self.model = model
         self.emulate_float16 = model.relax_float32_to_float16 and relaxed_precision == "float16"
         self._constants: list[Any] = [
@@ -112,7 +123,9 @@ class Compilation:
         if kernel is None:
             raise BadDataError(f"operation {position} ({operation.type.name}): the host runtime"
                                " has no kernel for this operation type")
-        return Step(position, operation, kernel)
+        use_native = native.uses_native(self.kernels)
+        return Step(position, operation, kernel,
+                    native=native_kernel_for(operation.type) if use_native else None)
 
     def _infer_static_shapes(self) -> list[Shape]:
         operands = self.model.operands
@@ -202,7 +215,9 @@ class Compilation:
                 else:
                     shapes = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
                     self._check_outputs(step, shapes, OpFailedError)
-                results = step.kernel.execute(ctx)
+                results = step.native(ctx) if step.native is not None else None
+                if results is None:
+                    results = step.kernel.execute(ctx)
             except NnapiError as e:
                 raise _prefixed(e, step.where) from e
             except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash

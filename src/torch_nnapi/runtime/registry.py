@@ -1,10 +1,12 @@
 """The table of runtime kernels: one prepare (shapes and parameter checks) and one execute per
-operation type, registered by decorator from the family modules in ``runtime.ops``."""
+operation type, registered by decorator from the family modules in ``runtime.ops``; and the
+native executes (``runtime.native``) that replace the reference ones when a compilation runs
+the native kernel set."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -15,7 +17,10 @@ if TYPE_CHECKING:
 
 Shape = tuple[int, ...]
 PrepareFn = Callable[["KernelContext"], Sequence[Shape]]
-ExecuteFn = Callable[["KernelContext"], Union[np.ndarray, Sequence[np.ndarray]]]
+ExecuteResult = Union[np.ndarray, Sequence[np.ndarray]]
+ExecuteFn = Callable[["KernelContext"], ExecuteResult]
+# A native execute returns None for the cases it leaves to the reference execute.
+NativeFn = Callable[["KernelContext"], Optional[ExecuteResult]]
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class Kernel:
 
 
 KERNELS: dict[OperationType, Kernel] = {}
+NATIVE_KERNELS: dict[OperationType, NativeFn] = {}
 
 
 def register(*operations: OperationType, prepare: PrepareFn) -> Callable[[ExecuteFn], ExecuteFn]:
@@ -50,7 +56,28 @@ def register(*operations: OperationType, prepare: PrepareFn) -> Callable[[Execut
     return wrap
 
 
+def register_native(*operations: OperationType) -> Callable[[NativeFn], NativeFn]:
+    """Registers the decorated function as the native execute of ``operations``: it runs
+    instead of the reference execute and returns None for what it does not handle (the
+    reference execute then runs). It uses the reference kernel's prepare."""
+
+    def wrap(execute: NativeFn) -> NativeFn:
+        for op in operations:
+            if op in NATIVE_KERNELS:
+                raise ValueError(f"a native kernel for {op.name} is already registered")
+            NATIVE_KERNELS[op] = execute
+        return execute
+
+    return wrap
+
+
 def kernel_for(operation: OperationType) -> Kernel | None:
     from . import ops  # noqa: F401  (importing the package registers every family)
 
     return KERNELS.get(operation)
+
+
+def native_kernel_for(operation: OperationType) -> NativeFn | None:
+    from . import native  # noqa: F401  (importing the package registers every family)
+
+    return NATIVE_KERNELS.get(operation)

@@ -1,0 +1,167 @@
+/* Float32 convolution pieces: the whole depthwise convolution, and around NumPy's BLAS GEMM
+ * for the other convolutions the window gathering (im2col) and the bias-and-activation pass.
+ *
+ * Everything is NHWC. Depthwise sums the taps of each output pixel over a run of channels
+ * held in a small buffer, which compilers vectorize along the channels; work is split by
+ * output rows over the pool. */
+
+#include "kernels.h"
+
+#include <string.h>
+
+typedef struct {
+    const float *x, *taps, *bias; /* taps [kernel_h][kernel_w][out_channels] */
+    float *out;
+    tnn_window g;
+    int multiplier;
+    float lo, hi;
+} DepthwiseF32;
+
+TNN_VECTOR_CLONES
+static void depthwise_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
+    (void)thread;
+    const DepthwiseF32 *p = arg;
+    const tnn_window *g = &p->g;
+    const int channels = g->channels * p->multiplier;
+    const float lo = p->lo, hi = p->hi;
+    for (ptrdiff_t row = start; row < stop; row++) {
+        int b = (int)(row / g->out_h), oh = (int)(row % g->out_h);
+        int i0, i1;
+        int ih0 = tnn_window_taps(oh, g->stride_h, g->pad_top, g->dilation_h, g->kernel_h,
+                                  g->height, &i0, &i1);
+        const float *image = p->x + (size_t)b * g->height * g->width * g->channels;
+        float *out_row = p->out + (size_t)row * g->out_w * channels;
+        for (int ow = 0; ow < g->out_w; ow++) {
+            int j0, j1;
+            int iw0 = tnn_window_taps(ow, g->stride_w, g->pad_left, g->dilation_w, g->kernel_w,
+                                      g->width, &j0, &j1);
+            float *out = out_row + (size_t)ow * channels;
+            int c0 = 0;
+            if (p->multiplier == 1) {
+                /* Runs of 16 channels held in a local array across all taps (in registers). */
+                for (; c0 + 16 <= channels; c0 += 16) {
+                    tnn_f32x16 acc = p->bias ? tnn_load_f32x16(p->bias + c0) : (tnn_f32x16){0};
+                    for (int i = i0; i < i1; i++) {
+                        const float *in_row =
+                            image + (size_t)(ih0 + i * g->dilation_h) * g->width * g->channels + c0;
+                        const float *w_row = p->taps + (size_t)i * g->kernel_w * channels + c0;
+                        for (int j = j0; j < j1; j++)
+                            acc += tnn_load_f32x16(in_row + (size_t)(iw0 + j * g->dilation_w) *
+                                                                g->channels) *
+                                   tnn_load_f32x16(w_row + (size_t)j * channels);
+                    }
+                    tnn_store_f32x16(out + c0, tnn_clamp_f32x16(acc, lo, hi));
+                }
+            }
+            for (int c = c0; c < channels; c++) {
+                float acc = p->bias ? p->bias[c] : 0.0f;
+                for (int i = i0; i < i1; i++) {
+                    const float *in_row =
+                        image + (size_t)(ih0 + i * g->dilation_h) * g->width * g->channels;
+                    for (int j = j0; j < j1; j++)
+                        acc += in_row[(size_t)(iw0 + j * g->dilation_w) * g->channels +
+                                      c / p->multiplier] *
+                               p->taps[((size_t)i * g->kernel_w + j) * channels + c];
+                }
+                float v = acc < lo ? lo : acc;
+                out[c] = v > hi ? hi : v;
+            }
+        }
+    }
+}
+
+void tnn_depthwise_f32(const float *x, const float *taps, const float *bias, float *out,
+                       const tnn_window *g, int multiplier, float lo, float hi) {
+    DepthwiseF32 p = {x, taps, bias, out, *g, multiplier, lo, hi};
+    ptrdiff_t rows = (ptrdiff_t)g->batches * g->out_h;
+    ptrdiff_t per_row = (ptrdiff_t)g->out_w * g->channels * multiplier * g->kernel_h * g->kernel_w;
+    int threads = tnn_get_threads();
+    tnn_parallel_for(rows, tnn_grain(rows, 1 + (1 << 15) / (per_row + 1), threads), threads,
+                     depthwise_rows, &p);
+}
+
+/* ------------------------------------------------------------------ im2col */
+
+typedef struct {
+    const float *x;
+    float *columns; /* [rows][kernel_h * kernel_w * channels] */
+    tnn_window g;
+    ptrdiff_t first_row;
+} Im2colF32;
+
+static void im2col_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
+    (void)thread;
+    const Im2colF32 *p = arg;
+    const tnn_window *g = &p->g;
+    const size_t c = (size_t)g->channels, k = (size_t)g->kernel_h * g->kernel_w * c;
+    for (ptrdiff_t r = start; r < stop; r++) {
+        ptrdiff_t m = p->first_row + r;
+        int ow = (int)(m % g->out_w);
+        int oh = (int)((m / g->out_w) % g->out_h);
+        int b = (int)(m / ((ptrdiff_t)g->out_w * g->out_h));
+        float *col = p->columns + (size_t)r * k;
+        const float *image = p->x + (size_t)b * g->height * g->width * c;
+        for (int i = 0; i < g->kernel_h; i++) {
+            int ih = oh * g->stride_h - g->pad_top + i * g->dilation_h;
+            for (int j = 0; j < g->kernel_w; j++) {
+                int iw = ow * g->stride_w - g->pad_left + j * g->dilation_w;
+                float *dst = col + ((size_t)i * g->kernel_w + j) * c;
+                if (ih < 0 || ih >= g->height || iw < 0 || iw >= g->width)
+                    memset(dst, 0, c * sizeof(float));
+                else
+                    memcpy(dst, image + ((size_t)ih * g->width + iw) * c, c * sizeof(float));
+            }
+        }
+    }
+}
+
+void tnn_im2col_f32(const float *x, float *columns, const tnn_window *g, ptrdiff_t first_row,
+                    ptrdiff_t rows) {
+    Im2colF32 p = {x, columns, *g, first_row};
+    ptrdiff_t k = (ptrdiff_t)g->kernel_h * g->kernel_w * g->channels;
+    int threads = tnn_get_threads();
+    tnn_parallel_for(rows, tnn_grain(rows, 1 + (1 << 14) / (k + 1), threads), threads, im2col_rows,
+                     &p);
+}
+
+/* ------------------------------------------------------------------ bias and activation */
+
+typedef struct {
+    float *data; /* [rows][columns] */
+    const float *bias; /* [columns] or NULL */
+    ptrdiff_t columns;
+    float lo, hi;
+} BiasActivation;
+
+TNN_VECTOR_CLONES
+static void bias_activation_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
+    (void)thread;
+    const BiasActivation *p = arg;
+    const ptrdiff_t n = p->columns;
+    const float lo = p->lo, hi = p->hi;
+    for (ptrdiff_t r = start; r < stop; r++) {
+        float *row = p->data + r * n;
+        if (p->bias) {
+            const float *bias = p->bias;
+            for (ptrdiff_t c = 0; c < n; c++) {
+                float v = row[c] + bias[c];
+                v = v < lo ? lo : v;
+                row[c] = v > hi ? hi : v;
+            }
+        } else {
+            for (ptrdiff_t c = 0; c < n; c++) {
+                float v = row[c];
+                v = v < lo ? lo : v;
+                row[c] = v > hi ? hi : v;
+            }
+        }
+    }
+}
+
+void tnn_bias_activation_f32(float *data, const float *bias, ptrdiff_t rows, ptrdiff_t columns,
+                             float lo, float hi) {
+    BiasActivation p = {data, bias, columns, lo, hi};
+    int threads = tnn_get_threads();
+    tnn_parallel_for(rows, tnn_grain(rows, 1 + (1 << 15) / (columns + 1), threads), threads,
+                     bias_activation_rows, &p);
+}
