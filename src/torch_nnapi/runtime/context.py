@@ -128,3 +128,11 @@ class KernelContext:
 
     def output_dtype(self, j: int = 0) -> np.dtype:
         return self._operands[self._outputs[j]].info.dtype
+
+    def with_input(self, i: int, value: np.ndarray) -> KernelContext:
+        """This operation's context with input ``i`` given ``value`` instead (same operands),
+        e.g. to evaluate an element-wise kernel on every possible uint8 value at once."""
+        values = list(self._values)
+        values[self._inputs[i]] = value
+        return KernelContext(self.operation, self.index, self._operands, self._inputs,
+                             self._outputs, values, None, self.relaxed, {})

@@ -64,4 +64,4 @@ def uses_native(kernels: str) -> bool:
     return kernels == "native" and _loaded is not None
 
 
-from . import conv  # noqa: F401  (registers the native kernels of each family)
+from . import conv, elementwise, normalization, pooling  # noqa: F401,E402  (each registers its kernels)

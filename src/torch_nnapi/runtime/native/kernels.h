@@ -37,4 +37,46 @@ int tnn_q8_depthwise_fits(const tnn_q8_depthwise *plan, const tnn_window *g);
 int tnn_q8_depthwise_run(const tnn_q8_depthwise *plan, const uint8_t *x, uint8_t *out,
                           const tnn_window *g);
 
+/* elementwise.c */
+enum { TNN_ADD = 0, TNN_SUB = 1, TNN_MUL = 2, TNN_DIV = 3 };
+
+/* An output shape padded to 4 dimensions, and the inputs' element strides (0: broadcast). */
+typedef struct {
+    ptrdiff_t shape[4];
+    ptrdiff_t a_strides[4], b_strides[4];
+} tnn_broadcast;
+
+/* Quantized ADD/SUB: both inputs, minus their zero points, shifted left by left_shift and
+ * rescaled to a common scale (x/y multiplier and shift, y's negated for SUB), summed, then
+ * rescaled to the output. MUL: the product of the centered inputs, rescaled to the output. */
+typedef struct {
+    int op;
+    int32_t x_zero, y_zero, left_shift;
+    int32_t x_multiplier, x_shift, y_multiplier, y_shift;
+    int32_t out_multiplier, out_shift, out_zero, lo, hi;
+} tnn_q8_binary;
+
+void tnn_binary_f32(int op, const float *x, const float *y, float *out, const tnn_broadcast *b,
+                    float lo, float hi);
+void tnn_binary_q8(const uint8_t *x, const uint8_t *y, uint8_t *out, const tnn_broadcast *b,
+                   const tnn_q8_binary *q);
+void tnn_lut_u8(const uint8_t *in, uint8_t *out, ptrdiff_t count, const uint8_t table[256]);
+void tnn_lut_f32(const uint8_t *in, float *out, ptrdiff_t count, const float table[256]);
+void tnn_quantize_f32(const float *in, uint8_t *out, ptrdiff_t count, float scale, int zero);
+void tnn_clamp_f32(const float *in, float *out, ptrdiff_t count, float lo, float hi);
+
+/* pooling.c */
+enum { TNN_AVERAGE_POOL = 0, TNN_MAX_POOL = 1, TNN_L2_POOL = 2 };
+int tnn_pool(int kind, int quantized, const void *x, void *out, const tnn_window *g, float lo,
+             float hi, int32_t qlo, int32_t qhi);
+
+/* softmax.c: along the middle axis of [outer][n][inner] */
+void tnn_softmax_f32(const float *x, float *out, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,
+                     float beta);
+void tnn_softmax_q8_sums(const uint8_t *x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,
+                         const int32_t terms[256], int32_t *sums);
+void tnn_softmax_q8_scale(const uint8_t *x, uint8_t *out, ptrdiff_t outer, ptrdiff_t n,
+                          ptrdiff_t inner, const int32_t exps[256], int32_t diff_min,
+                          const int32_t *reciprocal, const int32_t *exponent);
+
 #endif

@@ -286,6 +286,58 @@ static void requantize_avx512(const int32_t *acc, const int32_t *bias, uint8_t *
 }
 #endif
 
+/* tnn_mbqm_row: the vector forms of tnn_mbqm without zero point and clamp. */
+static void mbqm_row_scalar(const int32_t *x, int32_t *out, ptrdiff_t count, int32_t multiplier,
+                            int shift) {
+    for (ptrdiff_t i = 0; i < count; i++) out[i] = tnn_mbqm(x[i], multiplier, shift);
+}
+
+#if TNN_X86
+TNN_TARGET("avx2")
+static void mbqm_row_avx2(const int32_t *x, int32_t *out, ptrdiff_t count, int32_t multiplier,
+                          int shift) {
+    const __m256i m = _mm256_set1_epi32(multiplier), right = _mm256_set1_epi32(-shift);
+    ptrdiff_t i = 0;
+    for (; i + 8 <= count; i += 8)
+        _mm256_storeu_si256((__m256i *)(out + i),
+                            mbqm_avx2(_mm256_loadu_si256((const __m256i *)(x + i)), m, right));
+    mbqm_row_scalar(x + i, out + i, count - i, multiplier, shift);
+}
+
+TNN_TARGET("avx512f,avx512bw,avx512vl")
+static void mbqm_row_avx512(const int32_t *x, int32_t *out, ptrdiff_t count, int32_t multiplier,
+                            int shift) {
+    const __m512i m = _mm512_set1_epi32(multiplier), right = _mm512_set1_epi32(-shift);
+    ptrdiff_t i = 0;
+    for (; i + 16 <= count; i += 16)
+        _mm512_storeu_si512(out + i, mbqm_avx512(_mm512_loadu_si512(x + i), m, right));
+    mbqm_row_scalar(x + i, out + i, count - i, multiplier, shift);
+}
+#endif
+
+typedef void (*mbqm_row_fn)(const int32_t *, int32_t *, ptrdiff_t, int32_t, int);
+
+static mbqm_row_fn vector_mbqm_row(void) {
+#if TNN_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl"))
+        return mbqm_row_avx512;
+    if (__builtin_cpu_supports("avx2")) return mbqm_row_avx2;
+#endif
+    return mbqm_row_scalar;
+}
+
+void tnn_mbqm_row(const int32_t *x, int32_t *out, ptrdiff_t count, int32_t multiplier, int shift) {
+    static mbqm_row_fn vector; /* the same for every thread: a benign race */
+    if (shift > 0 || multiplier == TNN_INT32_MIN) {
+        mbqm_row_scalar(x, out, count, multiplier, shift);
+        return;
+    }
+    if (!vector) vector = vector_mbqm_row();
+    vector(x, out, count, multiplier, shift);
+}
+
 typedef void (*requantize_fn)(const int32_t *, const int32_t *, uint8_t *, ptrdiff_t, ptrdiff_t,
                               const tnn_requant *);
 

@@ -72,7 +72,7 @@ static inline tnn_i32x16 tnn_load_u8x16(const uint8_t *p) {
     return tnn_load_i32x16(wide);
 }
 
-/* ------------------------------------------------------------------ threads (pool.c) */
+/* ------------------------------------------------------------------ threads (threads.c) */
 
 /* fn(arg, start, stop, thread) is called on consecutive ranges covering [0, count), each of
  * at most `grain` items, by up to `threads` threads (the caller is thread 0, the others are
@@ -108,6 +108,15 @@ static inline int32_t tnn_rdpot(int32_t x, int exponent) {
     return (x >> exponent) + (remainder > threshold ? 1 : 0);
 }
 
+/* RoundingDivideByPOT of a 64-bit value, for exponents up to 62 (NumPy int64 semantics, as
+ * the reference computes). */
+static inline int64_t tnn_rdpot64(int64_t x, int exponent) {
+    int64_t mask = ((int64_t)1 << exponent) - 1;
+    int64_t remainder = x & mask;
+    int64_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
 /* TFLite's MultiplyByQuantizedMultiplier: x * multiplier * 2^(shift - 31), rounded, with the
  * left shift saturating to int32 as the reference does. */
 static inline int32_t tnn_mbqm(int32_t x, int32_t multiplier, int shift) {
@@ -138,5 +147,7 @@ typedef struct {
 /* out[i] = requantized(acc[i]) for `count` channels starting at channel `first`. */
 void tnn_requantize_row(const int32_t *acc, uint8_t *out, ptrdiff_t count, ptrdiff_t first,
                         const tnn_requant *rq);
+/* out[i] = tnn_mbqm(x[i], multiplier, shift) for a shift <= 0 (vectorized; in place is fine). */
+void tnn_mbqm_row(const int32_t *x, int32_t *out, ptrdiff_t count, int32_t multiplier, int shift);
 
 #endif

@@ -1,0 +1,170 @@
+"""Native element-wise kernels (elementwise.c): ADD, SUB, MUL, DIV with broadcasting and fused
+activations, RELU/RELU1/RELU6, quantized LOGISTIC and TANH, QUANTIZE and DEQUANTIZE.
+
+Float arithmetic is IEEE float32 as NumPy's, so these results equal the reference kernels'.
+Quantized ADD/SUB/MUL reproduce the reference's fixed-point steps. An operation whose uint8
+output depends on one uint8 input element only (quantized RELU*, LOGISTIC, TANH, DEQUANTIZE)
+runs as a 256-entry table lookup, the table being what the reference kernel computes for each
+possible input value: bit-exact by construction.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ...nnapi.codes import OperandType
+from ...nnapi.codes import OperationType as Op
+from ..context import KernelContext
+from ..ops._memo import per_operation
+from ..quant import (
+    activation_range_float,
+    activation_range_quantized,
+    quantize_multiplier_smaller_than_one,
+)
+from ..registry import kernel_for, register_native
+from . import module
+
+_F32 = OperandType.TENSOR_FLOAT32
+_Q8 = OperandType.TENSOR_QUANT8_ASYMM
+_OPCODES = {Op.ADD: 0, Op.SUB: 1, Op.MUL: 2, Op.DIV: 3}
+# Quantized ADD and SUB give both inputs 20 bits of headroom before rescaling (as the
+# reference kernel, runtime/ops/broadcast.py).
+_ADD_LEFT_SHIFT = 20
+_FLOAT_CLAMPS = {Op.RELU: (0.0, float(np.finfo(np.float32).max)), Op.RELU1: (-1.0, 1.0),
+                 Op.RELU6: (0.0, 6.0)}
+
+Layout = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+@functools.lru_cache(maxsize=1024)
+def broadcast_layout(a: tuple[int, ...], b: tuple[int, ...]) -> Layout | None:
+    """(output shape, a's strides, b's strides), 4 dimensions each, adjacent dimensions merged
+    where both inputs allow it (so that the innermost loop is as long as possible); None when
+    more than 4 dimensions remain."""
+    rank = max(len(a), len(b), 1)
+    a = (1,) * (rank - len(a)) + a
+    b = (1,) * (rank - len(b)) + b
+    out = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b))
+    # Per dimension: whether each input runs along it (size > 1) or repeats (size 1).
+    dims: list[list[int]] = []  # [size, a runs, b runs]
+    for size, x, y in zip(out, a, b):
+        if size == 1:
+            continue
+        runs = [size, int(x != 1), int(y != 1)]
+        if dims and dims[-1][1:] == runs[1:]:
+            dims[-1][0] *= size
+        else:
+            dims.append(runs)
+    if len(dims) > 4:
+        return None
+    dims = [[1, 0, 0]] * (4 - len(dims)) + dims
+    shape = tuple(d[0] for d in dims)
+    strides = []
+    for which in (1, 2):
+        stride, result = 1, [0, 0, 0, 0]
+        for k in range(3, -1, -1):
+            if dims[k][which]:
+                result[k] = stride
+                stride *= dims[k][0]
+        strides.append(tuple(result))
+    return shape, strides[0], strides[1]
+
+
+def _q8_binary_params(ctx: KernelContext) -> tuple[int, ...] | None:
+    """The fixed-point parameters of a quantized ADD/SUB/MUL, computed as the reference kernel
+    does; None when a shift is beyond the native kernel's range."""
+    (s1, z1), (s2, z2), (so, zo) = ctx.input_quant(0), ctx.input_quant(1), ctx.output_quant()
+    lo, hi = activation_range_quantized(ctx.scalar(2), so, zo)
+    if ctx.operation == Op.MUL:
+        product_scale = float(np.float32(s1) * np.float32(s2))
+        mo, ro = quantize_multiplier_smaller_than_one(product_scale / so)
+        params = (2, z1, z2, 0, 0, 0, 0, 0, mo, -ro, zo, lo, hi)
+    else:
+        twice_max_scale = 2 * max(float(np.float32(s1)), float(np.float32(s2)))
+        m1, r1 = quantize_multiplier_smaller_than_one(s1 / twice_max_scale)
+        m2, r2 = quantize_multiplier_smaller_than_one(s2 / twice_max_scale)
+        mo, ro = quantize_multiplier_smaller_than_one(
+            twice_max_scale / ((1 << _ADD_LEFT_SHIFT) * so))
+        if ctx.operation == Op.SUB:
+            m2 = -m2
+        params = (_OPCODES[ctx.operation], z1, z2, _ADD_LEFT_SHIFT, m1, -r1, m2, -r2, mo, -ro, zo,
+                  lo, hi)
+    if min(params[5], params[7], params[9]) < -31:
+        return None
+    return params
+
+
+@register_native(Op.ADD, Op.SUB, Op.MUL, Op.DIV)
+def binary_arithmetic(ctx: KernelContext) -> np.ndarray | None:
+    kind = ctx.input_type(0)
+    if kind not in (_F32, _Q8) or (kind == _Q8 and ctx.operation == Op.DIV):
+        return None
+    x, y = ctx.input(0), ctx.input(1)
+    layout = broadcast_layout(x.shape, y.shape)
+    if layout is None:
+        return None
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    if kind == _F32:
+        lo, hi = activation_range_float(ctx.scalar(2))
+        out = np.empty(shape, np.float32)
+        module().binary_f32(_OPCODES[ctx.operation], x, y, out, *layout, lo, hi)
+        return out
+    params = per_operation(ctx, "native_q8_binary", _q8_binary_params, shape_only=(0, 1))
+    if params is None:
+        return None
+    out = np.empty(shape, np.uint8)
+    module().binary_q8(x, y, out, *layout, params)
+    return out
+
+
+def reference_table(ctx: KernelContext) -> np.ndarray:
+    """The reference kernel's output for each of the 256 values of input 0 (uint8)."""
+    every_value = np.arange(256, dtype=np.uint8)
+    return np.ascontiguousarray(kernel_for(ctx.operation).execute(ctx.with_input(0, every_value)))
+
+
+def _table_lookup(ctx: KernelContext) -> np.ndarray:
+    table = per_operation(ctx, "native_table", reference_table, shape_only=(0,))
+    x = ctx.input(0)
+    out = np.empty(x.shape, table.dtype)
+    module().lut(x, out, table)
+    return out
+
+
+@register_native(Op.RELU, Op.RELU1, Op.RELU6)
+def clamp_activation(ctx: KernelContext) -> np.ndarray | None:
+    kind = ctx.input_type(0)
+    if kind == _Q8:
+        return _table_lookup(ctx)
+    if kind != _F32:
+        return None
+    x = ctx.input(0)
+    out = np.empty(x.shape, np.float32)
+    module().clamp_f32(x, out, *_FLOAT_CLAMPS[ctx.operation])
+    return out
+
+
+@register_native(Op.LOGISTIC, Op.TANH)
+def sigmoid_activation(ctx: KernelContext) -> np.ndarray | None:
+    # Float LOGISTIC and TANH stay with NumPy, whose exp and tanh are already vectorized.
+    return _table_lookup(ctx) if ctx.input_type(0) == _Q8 else None
+
+
+@register_native(Op.DEQUANTIZE)
+def dequantize(ctx: KernelContext) -> np.ndarray | None:
+    if ctx.input_type(0) != _Q8 or ctx.output_dtype() != np.float32:
+        return None
+    return _table_lookup(ctx)
+
+
+@register_native(Op.QUANTIZE)
+def quantize(ctx: KernelContext) -> np.ndarray | None:
+    if ctx.input_type(0) != _F32:
+        return None
+    x = ctx.input(0)
+    scale, zero_point = ctx.output_quant()
+    out = np.empty(x.shape, np.uint8)
+    module().quantize_f32(x, out, scale, zero_point)
+    return out

@@ -1,0 +1,64 @@
+"""Native SOFTMAX (softmax.c) along any axis, float32 and uint8.
+
+Float results agree with the reference within float32 rounding (the sum is accumulated in
+double). Quantized SOFTMAX is bit-exact: the exponential of each of the 256 possible
+differences from the row maximum, and its contribution to the 12-integer-bit sum, are
+tabulated with the reference's fixed-point functions (runtime/fixedpoint.py); C sums each
+row, the reference's fixed-point reciprocal is taken of every row's sum at once, and C scales
+the exponentials by it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...nnapi.codes import OperandType
+from ...nnapi.codes import OperationType as Op
+from .. import fixedpoint as fp
+from ..context import KernelContext
+from ..ops import normalization as ref
+from ..ops._memo import per_operation
+from ..registry import register_native
+from . import module
+
+
+def _rows(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
+    """(outer, n, inner): the tensor as [outer][n][inner] with the axis in the middle."""
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+
+
+def _q8_tables(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, int]:
+    """(exponentials, their terms of the sum, smallest counted difference), indexed by
+    -difference from the row maximum, as the reference computes them."""
+    multiplier, left_shift, diff_min = ref._softmax_quant8_params(ctx, float(ctx.scalar(1)))
+    diff = -np.arange(256, dtype=np.int64)
+    counted = diff >= diff_min
+    scaled = fp.multiply_by_quantized_multiplier_greater_than_one(
+        np.where(counted, diff, 0), multiplier, left_shift)
+    exps = fp.exp_on_negative_values(scaled, ref._DIFF_INTEGER_BITS)
+    terms = np.where(counted, fp.rescale(exps, 0, ref._SUM_INTEGER_BITS), 0)
+    return exps.astype(np.int32), terms.astype(np.int32), int(diff_min)
+
+
+@register_native(Op.SOFTMAX)
+def softmax(ctx: KernelContext) -> np.ndarray | None:
+    kind = ctx.input_type(0)
+    x = ctx.input(0)
+    if kind not in (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_QUANT8_ASYMM) or x.size == 0:
+        return None
+    layout = _rows(x.shape, ref._axis(ctx, 2, x.ndim))
+    out = np.empty(x.shape, x.dtype)
+    if kind == OperandType.TENSOR_FLOAT32:
+        module().softmax_f32(x, out, layout, float(np.float32(ctx.scalar(1))))
+        return out
+    exps, terms, diff_min = per_operation(ctx, "native_softmax_tables", _q8_tables,
+                                          shape_only=(0,))
+    sums = np.empty(layout[0] * layout[2], np.int32)
+    module().softmax_q8_sums(x, terms, sums, layout)
+    reciprocal, bits_over_unit = fp.get_reciprocal(sums, ref._SUM_INTEGER_BITS)
+    exponent = bits_over_unit + 31 - 8
+    module().softmax_q8_scale(x, out, exps, diff_min, reciprocal.astype(np.int32),
+                              exponent.astype(np.int32), layout)
+    return out
