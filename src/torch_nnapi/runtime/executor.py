@@ -222,8 +222,8 @@ class Compilation:
                 raise _prefixed(e, step.where) from e
             except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
                 raise _prefixed(e, step.where) from e
-            if isinstance(results, np.ndarray):
-                results = (results,)
+            if isinstance(results, (np.ndarray, np.generic)):  # NumPy makes 0-d results scalars
+                results = (np.asarray(results),)
             if len(results) != len(op.outputs):
                 raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
                                     f" expected {len(op.outputs)}")

@@ -64,4 +64,4 @@ def uses_native(kernels: str) -> bool:
     return kernels == "native" and _loaded is not None
 
 
-from . import conv, elementwise, normalization, pooling  # noqa: F401,E402  (each registers its kernels)
+from . import conv, elementwise, normalization, pooling  # noqa: F401  (each registers its kernels)

@@ -121,8 +121,10 @@ def binary_arithmetic(ctx: KernelContext) -> np.ndarray | None:
 
 def reference_table(ctx: KernelContext) -> np.ndarray:
     """The reference kernel's output for each of the 256 values of input 0 (uint8)."""
+    reference = kernel_for(ctx.operation)
+    assert reference is not None, f"no reference kernel for {ctx.operation.name}"
     every_value = np.arange(256, dtype=np.uint8)
-    return np.ascontiguousarray(kernel_for(ctx.operation).execute(ctx.with_input(0, every_value)))
+    return np.ascontiguousarray(reference.execute(ctx.with_input(0, every_value)))
 
 
 def _table_lookup(ctx: KernelContext) -> np.ndarray:
