@@ -197,6 +197,13 @@ class Compilation:
 
     def _execute(self, inputs: Sequence[Any], keep_intermediates: bool,
                  profile: bool) -> ExecutionResult:
+        if not native.uses_native(self.kernels):
+            return self._run_steps(inputs, keep_intermediates, profile)
+        with native.execution_scope():
+            return self._run_steps(inputs, keep_intermediates, profile)
+
+    def _run_steps(self, inputs: Sequence[Any], keep_intermediates: bool,
+                   profile: bool) -> ExecutionResult:
         operands = self.model.operands
         values = list(self._constants)
         for index, value in zip(self.model.inputs, inputs):

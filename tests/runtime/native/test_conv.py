@@ -242,3 +242,37 @@ def test_every_gemm_microkernel_sums_exactly(microkernel, seed):
                                                        axis=(1, 2))
     sums = np.einsum("nhwcij,oijc->nhwo", windows, filt.astype(np.int64) - w_zero) + bias
     np.testing.assert_array_equal(got, requantize(sums, real, 3, 0, 255))
+
+
+# ------------------------------------------------------------------------------ transposed
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("kind", ["quantized", "per_channel", "float"])
+def test_transpose_conv(monkeypatch, kind, seed):
+    rng = np.random.default_rng(500 + seed)
+    n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 8)), int(rng.integers(1, 8))
+    kh, kw = (int(v) for v in rng.integers(1, 5, 2))
+    sh, sw = (int(v) for v in rng.integers(1, 4, 2))
+    cin, cout = (int(v) for v in rng.integers(1, 24, 2))
+    full_h, full_w = (h - 1) * sh + kh, (w - 1) * sw + kw
+    top, left = int(rng.integers(0, full_h)), int(rng.integers(0, full_w))
+    bottom, right = int(rng.integers(0, full_h - top)), int(rng.integers(0, full_w - left))
+    nchw = bool(rng.random() < 0.25)
+    g = Geometry(n, h, w, kh, kw, (sh, sw), (1, 1), None, 0, nchw)
+    x = image(rng, g, cin, kind != "float")
+    filter_shape = (cout, kh, kw, cin)
+    if kind == "float":
+        inputs = [feed(F32, x), const(F32, rng.standard_normal(filter_shape).astype(np.float32)),
+                  const(F32, rng.standard_normal(cout).astype(np.float32))]
+        output = out(F32)
+    else:
+        in_scale = float(rng.uniform(0.01, 1.0))
+        filt, bias, out_scale = quantized_operands(rng, filter_shape, 0, kind == "per_channel",
+                                                   in_scale)
+        inputs = [feed(Q8, x, in_scale, int(rng.integers(0, 256))), filt, bias]
+        output = out(Q8, (), out_scale, int(rng.integers(0, 256)))
+    inputs += [i32(left), i32(right), i32(top), i32(bottom), i32(sw), i32(sh),
+               i32(int(rng.integers(0, 4))), boolean(nchw)]
+    expected, actual = run_both(monkeypatch, Op.TRANSPOSE_CONV_2D, inputs, [output])
+    assert_same(expected, actual)

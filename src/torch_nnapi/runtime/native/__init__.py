@@ -14,6 +14,7 @@ kernels in ``runtime/ops`` call them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from types import ModuleType
 
@@ -64,4 +65,30 @@ def uses_native(kernels: str) -> bool:
     return kernels == "native" and _loaded is not None
 
 
-from . import conv, elementwise, normalization, pooling  # noqa: F401  (each registers its kernels)
+def execution_scope() -> contextlib.AbstractContextManager:
+    """What an execution on the native kernels runs in: NumPy's OpenBLAS on one thread when
+    the float convolutions call its sgemm from the kernels' own threads."""
+    if _loaded is not None and _loaded.has_sgemm():
+        return blas.single_threaded()
+    return contextlib.nullcontext()
+
+
+def _configure() -> None:
+    """Gives the C kernels NumPy's sgemm (when NumPy's BLAS is OpenBLAS) and the default
+    thread count (runtime.threads)."""
+    if _loaded is None:
+        return
+    sgemm = blas.numpy_sgemm()
+    if sgemm is not None:
+        _loaded.set_sgemm(*sgemm)
+
+
+from . import (  # noqa: F401,E402  (each registers its kernels)
+    blas,  # noqa: E402
+    conv,
+    elementwise,
+    normalization,
+    pooling,
+)
+
+_configure()

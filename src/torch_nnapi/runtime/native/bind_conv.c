@@ -37,6 +37,44 @@ static PyObject *depthwise_f32(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *conv_f32(PyObject *self, PyObject *args) {
+    PyObject *x, *filter, *bias, *out, *window;
+    int out_channels, groups;
+    float lo, hi;
+    tnn_window g;
+    Buffer b[4] = {{.held = 0}};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOO!iiff", &x, &filter, &bias, &out, &PyTuple_Type, &window,
+                          &out_channels, &groups, &lo, &hi) ||
+        tnn_parse_window(window, &g) < 0)
+        return NULL;
+    if (!tnn_has_sgemm()) {
+        PyErr_SetString(PyExc_RuntimeError, "conv_f32: no BLAS sgemm was set (set_sgemm)");
+        return NULL;
+    }
+    if (out_channels < 1 || groups < 1 || out_channels % groups || g.channels % groups) {
+        PyErr_SetString(PyExc_ValueError, "conv_f32: groups must divide both channel counts");
+        return NULL;
+    }
+    Py_ssize_t k = (Py_ssize_t)g.kernel_h * g.kernel_w * (g.channels / groups);
+    if (tnn_get_buffer(x, &b[0], 4, tnn_input_count(&g), 0, "input") < 0 ||
+        tnn_get_buffer(filter, &b[1], 4, out_channels * k, 0, "filter") < 0 ||
+        tnn_get_buffer(bias, &b[2], 4, out_channels, 0, "bias") < 0 ||
+        tnn_get_buffer(out, &b[3], 4, tnn_output_pixels(&g) * out_channels, 1, "output") < 0) {
+        tnn_release(b, 4);
+        return NULL;
+    }
+    int status = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (g.batches > 0)
+        status = tnn_conv_f32(b[0].view.buf, b[1].view.buf, b[2].view.buf, b[3].view.buf, &g,
+                              out_channels, groups, lo, hi);
+    Py_END_ALLOW_THREADS
+    tnn_release(b, 4);
+    if (status < 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 static PyObject *im2col_f32(PyObject *self, PyObject *args) {
     PyObject *x, *columns, *window;
     Py_ssize_t first, rows;
@@ -270,9 +308,100 @@ static PyObject *q8_conv_kind(PyObject *self, PyObject *capsule) {
     return PyUnicode_FromString(names[tnn_q8_conv_kind(plan)]);
 }
 
+static PyObject *q8_conv_sums(PyObject *self, PyObject *args) {
+    PyObject *capsule, *x, *sums, *window;
+    tnn_window g;
+    Buffer b[2] = {{.held = 0}};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOO!", &capsule, &x, &sums, &PyTuple_Type, &window) ||
+        tnn_parse_window(window, &g) < 0)
+        return NULL;
+    tnn_q8_conv *plan = PyCapsule_GetPointer(capsule, CONV_PLAN);
+    if (!plan) return NULL;
+    Py_ssize_t out_channels = tnn_q8_conv_fits(plan, &g);
+    if (!out_channels) {
+        PyErr_SetString(PyExc_ValueError, "q8_conv_sums: the window does not match the plan");
+        return NULL;
+    }
+    if (tnn_get_buffer(x, &b[0], 1, tnn_input_count(&g), 0, "input") < 0 ||
+        tnn_get_buffer(sums, &b[1], 4, tnn_output_pixels(&g) * out_channels, 1, "sums") < 0) {
+        tnn_release(b, 2);
+        return NULL;
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = tnn_q8_conv_sums(plan, b[0].view.buf, b[1].view.buf, &g);
+    Py_END_ALLOW_THREADS
+    tnn_release(b, 2);
+    if (status < 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
+/* The contributions of a transposed convolution: [input pixels][kernel_h * kernel_w][channels]
+ * for the window's input (its channels are the output's). */
+static Py_ssize_t contribution_count(const tnn_window *g) {
+    return tnn_input_count(g) * g->kernel_h * g->kernel_w;
+}
+
+static PyObject *col2im_f32(PyObject *self, PyObject *args) {
+    PyObject *contributions, *bias, *out, *window;
+    float lo, hi;
+    tnn_window g;
+    Buffer b[3] = {{.held = 0}};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOO!ff", &contributions, &bias, &out, &PyTuple_Type, &window,
+                          &lo, &hi) ||
+        tnn_parse_window(window, &g) < 0)
+        return NULL;
+    if (tnn_get_buffer(contributions, &b[0], 4, contribution_count(&g), 0, "contributions") < 0 ||
+        tnn_get_buffer(bias, &b[1], 4, g.channels, 0, "bias") < 0 ||
+        tnn_get_buffer(out, &b[2], 4, tnn_output_pixels(&g) * g.channels, 1, "output") < 0) {
+        tnn_release(b, 3);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    tnn_col2im_f32(b[0].view.buf, b[1].view.buf, b[2].view.buf, &g, lo, hi);
+    Py_END_ALLOW_THREADS
+    tnn_release(b, 3);
+    Py_RETURN_NONE;
+}
+
+static PyObject *col2im_q8(PyObject *self, PyObject *args) {
+    PyObject *contributions, *bias, *out, *window, *mult, *shift;
+    QuantArgs q = {0, 0, 0, 0, 0};
+    tnn_window g;
+    Buffer b[5] = {{.held = 0}};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOO!OOiii", &contributions, &bias, &out, &PyTuple_Type, &window,
+                          &mult, &shift, &q.output_zero, &q.lo, &q.hi) ||
+        tnn_parse_window(window, &g) < 0 || check_quant(&q) < 0)
+        return NULL;
+    if (tnn_get_buffer(contributions, &b[0], 4, contribution_count(&g), 0, "contributions") < 0 ||
+        tnn_get_buffer(bias, &b[1], 4, g.channels, 0, "bias") < 0 ||
+        tnn_get_buffer(out, &b[2], 1, tnn_output_pixels(&g) * g.channels, 1, "output") < 0 ||
+        get_requant(mult, shift, g.channels, b + 3, &q.per_channel) < 0) {
+        tnn_release(b, 5);
+        return NULL;
+    }
+    const int32_t *shifts = b[4].view.buf;
+    int any_left = 0;
+    for (Py_ssize_t i = 0; i < b[4].view.len / 4; i++) any_left |= shifts[i] > 0;
+    tnn_requant rq = {b[3].view.buf, shifts, q.per_channel, any_left, q.output_zero, q.lo, q.hi};
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = tnn_col2im_q8(b[0].view.buf, b[1].view.buf, b[2].view.buf, &g, &rq);
+    Py_END_ALLOW_THREADS
+    tnn_release(b, 5);
+    if (status < 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 PyMethodDef tnn_conv_methods[] = {
     {"depthwise_f32", depthwise_f32, METH_VARARGS,
      "depthwise_f32(x, taps, bias|None, out, window, multiplier, lo, hi)"},
+    {"conv_f32", conv_f32, METH_VARARGS,
+     "conv_f32(x, filter, bias, out, window, out_channels, groups, lo, hi): a float convolution"
+     " through BLAS sgemm on the kernels' threads"},
     {"im2col_f32", im2col_f32, METH_VARARGS, "im2col_f32(x, columns, window, first_row, rows)"},
     {"bias_activation_f32", bias_activation_f32, METH_VARARGS,
      "bias_activation_f32(data, bias|None, rows, columns, lo, hi), in place"},
@@ -281,6 +410,12 @@ PyMethodDef tnn_conv_methods[] = {
      " groups, input_zero, multipliers, shifts, output_zero, lo, hi[, kind_limit]) -> plan"},
     {"q8_conv", q8_conv, METH_VARARGS, "q8_conv(plan, x, out, window)"},
     {"q8_conv_kind", q8_conv_kind, METH_O, "q8_conv_kind(plan) -> the microkernel's name"},
+    {"q8_conv_sums", q8_conv_sums, METH_VARARGS,
+     "q8_conv_sums(plan, x, sums, window): the int32 sums instead of requantized outputs"},
+    {"col2im_f32", col2im_f32, METH_VARARGS,
+     "col2im_f32(contributions, bias, out, window, lo, hi): TRANSPOSE_CONV_2D's sums"},
+    {"col2im_q8", col2im_q8, METH_VARARGS,
+     "col2im_q8(contributions, bias, out, window, multipliers, shifts, output_zero, lo, hi)"},
     {"q8_depthwise_plan", q8_depthwise_plan, METH_VARARGS,
      "q8_depthwise_plan(filter, signed, w_zero, bias, channels, multiplier, kernel_h, kernel_w,"
      " input_zero, multipliers, shifts, output_zero, lo, hi) -> plan"},

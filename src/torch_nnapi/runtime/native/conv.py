@@ -167,6 +167,22 @@ def q8_conv(filter_: np.ndarray, filter_zero: int, bias: np.ndarray, groups: int
     return Q8Conv(capsule, out_channels, kernel_h, kernel_w)
 
 
+def q8_products(filter_: np.ndarray, filter_zero: int, input_zero: int) -> Q8Conv | None:
+    """A plan whose only use is ``sums``: the exact sums (x - x_zero) * (w - w_zero) of a
+    1x1 convolution by ``filter_`` [out, in] (uint8 with its zero point, or int8), no bias."""
+    out_channels, group_in = filter_.shape
+    neutral = Requantization(0.5, 0, 0, 255)  # never applied: the plan only gives sums
+    return q8_conv(filter_.reshape(out_channels, 1, 1, group_in), filter_zero,
+                   np.zeros(out_channels, np.int32), 1, input_zero, neutral)
+
+
+def q8_sums(plan: Q8Conv, x: np.ndarray, geometry: tuple[int, ...], sums: np.ndarray) \
+        -> np.ndarray:
+    """The plan's int32 sums (bias included) instead of its requantized outputs."""
+    module().q8_conv_sums(plan.capsule, x, sums, geometry)
+    return sums
+
+
 class Q8Depthwise:
     """A planned quantized DEPTHWISE_CONV_2D (filter [1, kh, kw, channels_out])."""
 
@@ -284,9 +300,14 @@ def conv_2d(ctx: KernelContext) -> np.ndarray | None:
             return None
         out = plan.run(x, geometry, np.empty(nhwc_shape, np.uint8))
     else:
-        sums = _float_gemm_conv(x, ctx.input(1), geo, geometry)
         lo, hi = activation_range_float(geo.params.fuse_code)
-        out = bias_activation_f32(sums, ctx.input(2), lo, hi).reshape(nhwc_shape)
+        if module().has_sgemm():
+            out = np.empty(nhwc_shape, np.float32)
+            module().conv_f32(x, ctx.input(1), ctx.input(2), out, geometry, geo.out_depth,
+                              geo.groups, lo, hi)
+        else:
+            sums = _float_gemm_conv(x, ctx.input(1), geo, geometry)
+            out = bias_activation_f32(sums, ctx.input(2), lo, hi).reshape(nhwc_shape)
     return from_nhwc(out, nchw)
 
 
@@ -326,5 +347,59 @@ def fully_connected(ctx: KernelContext) -> np.ndarray | None:
         return plan.run(x, window(batch, 1, 1, input_size, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0),
                         np.empty((batch, units), np.uint8))
     lo, hi = activation_range_float(ctx.scalar(3))
+    if module().has_sgemm():
+        out = np.empty((batch, units), np.float32)
+        module().conv_f32(x, ctx.input(1), ctx.input(2), out,
+                          window(batch, 1, 1, input_size, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0), units, 1,
+                          lo, hi)
+        return out
     sums = np.matmul(x, ctx.input(1).T, out=np.empty((batch, units), np.float32))
     return bias_activation_f32(sums, ctx.input(2), lo, hi)
+
+
+def _transpose_products(ctx: KernelContext) -> Q8Conv | None:
+    """Every input pixel times the whole filter: products [kh * kw * out, in] as a 1x1
+    convolution, when all the sums of the transposed convolution fit int32."""
+    w = ctx.input(1)
+    cout, kh, kw, cin = w.shape
+    bias = ctx.input(2)
+    if kh * kw * cin * _PRODUCT_BOUND + int(np.abs(bias.astype(np.int64)).max(initial=0)) \
+            > _INT32_LIMIT:
+        return None
+    return q8_products(np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(-1, cin),
+                       _filter_zero(ctx), ctx.input_quant(0)[1])
+
+
+@register_native(Op.TRANSPOSE_CONV_2D)
+def transpose_conv_2d(ctx: KernelContext) -> np.ndarray | None:
+    """Each input pixel times the whole filter (BLAS, or the exact quantized sums), then C
+    adds up the contributions landing on each output pixel, in the reference's order."""
+    wnd, params, geo = ref._transpose_geometry(ctx)
+    kind = ctx.input_type(0)
+    if geo.batches == 0 or kind not in (_F32, _Q8):
+        return None
+    x = _nhwc_input(ctx, params.nchw)
+    n, h, wd, c = x.shape
+    kh, kw, cout = geo.filter_h, geo.filter_w, geo.out_depth
+    # The window of the scatter: the input's size, the output's, the filter, strides, pads.
+    geometry = window(n, h, wd, cout, geo.out_h, geo.out_w, kh, kw, wnd.stride_h, wnd.stride_w,
+                      1, 1, wnd.pad_top, wnd.pad_left)
+    nhwc_shape = (n, geo.out_h, geo.out_w, cout)
+    if kind == _F32:
+        filters = ctx.input(1).transpose(1, 2, 0, 3).reshape(kh * kw * cout, c)
+        contributions = x.reshape(-1, c) @ filters.T
+        lo, hi = activation_range_float(params.fuse_code)
+        out = np.empty(nhwc_shape, np.float32)
+        module().col2im_f32(contributions, ctx.input(2), out, geometry, lo, hi)
+        return from_nhwc(out, params.nchw)
+    plan = per_operation(ctx, "native_plan", _transpose_products, shape_only=(0,))
+    requant = _requantization(ctx, params.fuse_code)
+    fixed = requant.fixed_point(cout)
+    if plan is None or fixed is None:
+        return None
+    contributions = q8_sums(plan, x, window(n, h, wd, c, h, wd, 1, 1, 1, 1, 1, 1, 0, 0),
+                            np.empty((n, h, wd, kh * kw * cout), np.int32))
+    out = np.empty(nhwc_shape, np.uint8)
+    module().col2im_q8(contributions, np.ascontiguousarray(ctx.input(2), np.int32), out,
+                       geometry, *fixed, requant.output_zero, requant.lo, requant.hi)
+    return from_nhwc(out, params.nchw)

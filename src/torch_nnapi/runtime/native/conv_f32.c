@@ -7,6 +7,7 @@
 
 #include "kernels.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -122,6 +123,126 @@ void tnn_im2col_f32(const float *x, float *columns, const tnn_window *g, ptrdiff
     int threads = tnn_get_threads();
     tnn_parallel_for(rows, tnn_grain(rows, 1 + (1 << 14) / (k + 1), threads), threads, im2col_rows,
                      &p);
+}
+
+/* ------------------------------------------------------------------ GEMM convolution */
+
+typedef struct {
+    const float *x, *filter, *bias;
+    float *out;
+    tnn_window g;
+    int out_channels, groups, group_in, group_out, k;
+    ptrdiff_t rows, row_block;
+    int column_block, column_chunks;
+    int pointwise;
+    float lo, hi;
+    float *scratch; /* per thread: row_block gathered windows of one group */
+} ConvF32;
+
+/* Gathers output pixels [m0, m0 + count)'s windows over group `group`'s channels. */
+static void gather_f32(const ConvF32 *p, ptrdiff_t m0, int count, int group, float *rows) {
+    const tnn_window *g = &p->g;
+    const size_t c = (size_t)p->group_in;
+    for (int r = 0; r < count; r++) {
+        ptrdiff_t m = m0 + r;
+        int ow = (int)(m % g->out_w), oh = (int)((m / g->out_w) % g->out_h);
+        int b = (int)(m / ((ptrdiff_t)g->out_w * g->out_h));
+        const float *image = p->x + (size_t)b * g->height * g->width * g->channels + group * c;
+        float *row = rows + (size_t)r * p->k;
+        for (int i = 0; i < g->kernel_h; i++) {
+            int ih = oh * g->stride_h - g->pad_top + i * g->dilation_h;
+            for (int j = 0; j < g->kernel_w; j++) {
+                int iw = ow * g->stride_w - g->pad_left + j * g->dilation_w;
+                float *dst = row + ((size_t)i * g->kernel_w + j) * c;
+                if (ih < 0 || ih >= g->height || iw < 0 || iw >= g->width)
+                    memset(dst, 0, c * sizeof *dst);
+                else
+                    memcpy(dst, image + ((size_t)ih * g->width + iw) * g->channels,
+                           c * sizeof *dst);
+            }
+        }
+    }
+}
+
+TNN_VECTOR_CLONES
+static void bias_activation_block(float *out, ptrdiff_t stride, int rows, int cols,
+                                  const float *bias, float lo, float hi) {
+    for (int r = 0; r < rows; r++) {
+        float *row = out + r * stride;
+        for (int c = 0; c < cols; c++) {
+            float v = row[c] + bias[c];
+            v = v < lo ? lo : v;
+            row[c] = v > hi ? hi : v;
+        }
+    }
+}
+
+static void conv_f32_blocks(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
+    const ConvF32 *p = arg;
+    float *rows = p->scratch + (size_t)thread * p->row_block * p->k;
+    for (ptrdiff_t item = start; item < stop; item++) {
+        ptrdiff_t block = item / p->column_chunks;
+        int chunk = (int)(item % p->column_chunks);
+        ptrdiff_t m0 = block * p->row_block;
+        int count = (int)TNN_MIN(p->row_block, p->rows - m0);
+        int n0 = chunk * p->column_block;
+        int cols = TNN_MIN(p->column_block, p->group_out - n0);
+        for (int group = 0; group < p->groups; group++) {
+            const float *a;
+            ptrdiff_t lda;
+            if (p->pointwise) {
+                a = p->x + (size_t)m0 * p->g.channels + (size_t)group * p->group_in;
+                lda = p->g.channels;
+            } else {
+                gather_f32(p, m0, count, group, rows);
+                a = rows;
+                lda = p->k;
+            }
+            int channel = group * p->group_out + n0;
+            float *c = p->out + (size_t)m0 * p->out_channels + channel;
+            tnn_sgemm_nt(count, cols, p->k, a, lda, p->filter + (size_t)channel * p->k, p->k, c,
+                         p->out_channels);
+            bias_activation_block(c, p->out_channels, count, cols, p->bias + channel, p->lo,
+                                  p->hi);
+        }
+    }
+}
+
+int tnn_conv_f32(const float *x, const float *filter, const float *bias, float *out,
+                 const tnn_window *g, int out_channels, int groups, float lo, float hi) {
+    const int threads = tnn_get_threads();
+    ConvF32 p = {x, filter, bias, out, *g, out_channels, groups, g->channels / groups,
+                 out_channels / groups, 0, 0, 0, 0, 1, 0, lo, hi, NULL};
+    p.k = g->kernel_h * g->kernel_w * p.group_in;
+    p.rows = (ptrdiff_t)g->batches * g->out_h * g->out_w;
+    p.pointwise = g->kernel_h == 1 && g->kernel_w == 1 && g->stride_h == 1 && g->stride_w == 1 &&
+                  g->pad_top == 0 && g->pad_left == 0 && g->out_h == g->height &&
+                  g->out_w == g->width;
+    /* Few large GEMMs (OpenBLAS repacks the filter for each): one block of rows per thread
+     * and a few more to balance the load, the gathered windows of a block (non-pointwise)
+     * within 2 MiB. */
+    ptrdiff_t blocks = threads == 1 ? 1 : 3 * (ptrdiff_t)threads;
+    p.row_block = (p.rows + blocks - 1) / blocks;
+    if (!p.pointwise) p.row_block = TNN_MIN(p.row_block, (ptrdiff_t)(524288 / TNN_MAX(p.k, 1)));
+    p.row_block = TNN_MAX((ptrdiff_t)1, (p.row_block + 15) / 16 * 16);
+    ptrdiff_t row_blocks = (p.rows + p.row_block - 1) / p.row_block;
+    /* Fewer row blocks than threads (small images, fully connected layers): split the output
+     * channels too, in multiples of 16. */
+    p.column_block = p.group_out;
+    if (threads > 1 && row_blocks < 2 * threads && p.group_out >= 32) {
+        int chunks = (int)TNN_MIN((ptrdiff_t)(p.group_out / 16),
+                                  (2 * threads + row_blocks - 1) / row_blocks);
+        p.column_block = (p.group_out + chunks - 1) / chunks;
+        p.column_block = (p.column_block + 15) / 16 * 16;
+    }
+    p.column_chunks = (p.group_out + p.column_block - 1) / p.column_block;
+    if (!p.pointwise) {
+        p.scratch = malloc((size_t)threads * p.row_block * p.k * sizeof *p.scratch);
+        if (!p.scratch) return -1;
+    }
+    tnn_parallel_for(row_blocks * p.column_chunks, 1, threads, conv_f32_blocks, &p);
+    free(p.scratch);
+    return 0;
 }
 
 /* ------------------------------------------------------------------ bias and activation */

@@ -110,7 +110,8 @@ int tnn_q8_conv_fits(const tnn_q8_conv *plan, const tnn_window *g) {
 typedef struct {
     const tnn_q8_conv *p;
     const uint8_t *x;
-    uint8_t *out;
+    uint8_t *out;    /* requantized outputs, or NULL: */
+    int32_t *sums;   /* the int32 sums (bias included) */
     tnn_window g;
     ptrdiff_t rows, row_tiles;
     int channel_chunks, blocks_per_chunk;
@@ -175,9 +176,16 @@ static void conv_tiles(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
                 int cols = TNN_MIN(s.nr, p->group_out - col);
                 int channel = group * p->group_out + col;
                 tnn_q8_tile(s, p->padded_k, panel, packed + block * block_bytes, acc);
-                tnn_q8_store_tile(s, acc, p->bias + channel, count, cols,
-                                  run->out + (size_t)m0 * p->out_channels + channel,
-                                  p->out_channels, channel, &p->rq);
+                if (run->out) {
+                    tnn_q8_store_tile(s, acc, p->bias + channel, count, cols,
+                                      run->out + (size_t)m0 * p->out_channels + channel,
+                                      p->out_channels, channel, &p->rq);
+                } else {
+                    for (int r = 0; r < count; r++)
+                        for (int c = 0; c < cols; c++)
+                            run->sums[(size_t)(m0 + r) * p->out_channels + channel + c] =
+                                acc[r * s.nr + c] + p->bias[channel + c];
+                }
             }
         }
     }
@@ -185,9 +193,11 @@ static void conv_tiles(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
 
 static size_t aligned(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
-/* Returns 0, or -1 when out of memory. */
-int tnn_q8_conv_run(const tnn_q8_conv *p, const uint8_t *x, uint8_t *out, const tnn_window *g) {
-    ConvRun run = {p, x, out, *g, 0, 0, 1, 0, 0, NULL, 0, 0, 0};
+/* Requantized outputs into `out`, or (out NULL) the int32 sums into `sums`. Returns 0, or -1
+ * when out of memory. */
+static int conv_run(const tnn_q8_conv *p, const uint8_t *x, uint8_t *out, int32_t *sums,
+                    const tnn_window *g) {
+    ConvRun run = {p, x, out, sums, *g, 0, 0, 1, 0, 0, NULL, 0, 0, 0};
     const tnn_q8_shape s = p->shape;
     const int threads = tnn_get_threads();
     run.rows_bytes = aligned((size_t)s.mr * p->k);
@@ -213,6 +223,14 @@ int tnn_q8_conv_run(const tnn_q8_conv *p, const uint8_t *x, uint8_t *out, const 
                      conv_tiles, &run);
     free(run.scratch);
     return 0;
+}
+
+int tnn_q8_conv_run(const tnn_q8_conv *p, const uint8_t *x, uint8_t *out, const tnn_window *g) {
+    return conv_run(p, x, out, NULL, g);
+}
+
+int tnn_q8_conv_sums(const tnn_q8_conv *p, const uint8_t *x, int32_t *sums, const tnn_window *g) {
+    return conv_run(p, x, NULL, sums, g);
 }
 
 /* ------------------------------------------------------------------ depthwise */

@@ -5,6 +5,13 @@
 
 #include "conv.h"
 
+/* blas.c: C[m][n] (row stride ldc) = A[m][k] (lda) times B[n][k] (ldb) transposed, through
+ * the sgemm of NumPy's BLAS set by tnn_set_sgemm (check tnn_has_sgemm first). */
+void tnn_set_sgemm(void *function, int ilp64);
+int tnn_has_sgemm(void);
+void tnn_sgemm_nt(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, const float *a, ptrdiff_t lda,
+                  const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc);
+
 /* conv_f32.c */
 void tnn_depthwise_f32(const float *x, const float *taps, const float *bias, float *out,
                        const tnn_window *g, int multiplier, float lo, float hi);
@@ -12,6 +19,10 @@ void tnn_im2col_f32(const float *x, float *columns, const tnn_window *g, ptrdiff
                     ptrdiff_t rows);
 void tnn_bias_activation_f32(float *data, const float *bias, ptrdiff_t rows, ptrdiff_t columns,
                              float lo, float hi);
+/* A whole float convolution (groups dividing the channels; filter [out][kh][kw][in/groups])
+ * through tnn_sgemm_nt. Returns 0, or -1 when out of memory. */
+int tnn_conv_f32(const float *x, const float *filter, const float *bias, float *out,
+                 const tnn_window *g, int out_channels, int groups, float lo, float hi);
 
 /* conv_q8.c */
 typedef struct tnn_q8_conv tnn_q8_conv;
@@ -27,6 +38,9 @@ int tnn_q8_conv_kind(const tnn_q8_conv *plan);
 int tnn_q8_conv_fits(const tnn_q8_conv *plan, const tnn_window *g);
 int tnn_q8_conv_run(const tnn_q8_conv *plan, const uint8_t *x, uint8_t *out,
                     const tnn_window *g);
+/* The exact int32 sums (x - x_zero) * (w - w_zero) + bias instead of requantized outputs. */
+int tnn_q8_conv_sums(const tnn_q8_conv *plan, const uint8_t *x, int32_t *sums,
+                     const tnn_window *g);
 tnn_q8_depthwise *tnn_q8_depthwise_create(const void *filter, int signed_filter, int w_zero,
                                           const int32_t *bias, int channels, int multiplier,
                                           int kernel_h, int kernel_w, int input_zero,
@@ -36,6 +50,14 @@ void tnn_q8_depthwise_free(tnn_q8_depthwise *plan);
 int tnn_q8_depthwise_fits(const tnn_q8_depthwise *plan, const tnn_window *g);
 int tnn_q8_depthwise_run(const tnn_q8_depthwise *plan, const uint8_t *x, uint8_t *out,
                           const tnn_window *g);
+
+/* transpose_conv.c: each output pixel sums the contributions [n][height][width][taps][channels]
+ * of the input pixels whose filter covers it (g: the input size, the output size, the filter,
+ * strides and the top and left padding; channels: the output's). */
+void tnn_col2im_f32(const float *contributions, const float *bias, float *out,
+                    const tnn_window *g, float lo, float hi);
+int tnn_col2im_q8(const int32_t *contributions, const int32_t *bias, uint8_t *out,
+                  const tnn_window *g, const tnn_requant *rq);
 
 /* elementwise.c */
 enum { TNN_ADD = 0, TNN_SUB = 1, TNN_MUL = 2, TNN_DIV = 3 };

@@ -26,11 +26,31 @@ static PyObject *get_threads(PyObject *self, PyObject *args) {
     return PyLong_FromLong(tnn_get_threads());
 }
 
+/* ------------------------------------------------------------------ NumPy's BLAS */
+
+static PyObject *set_sgemm(PyObject *self, PyObject *args) {
+    unsigned long long address;
+    int ilp64;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "Kp", &address, &ilp64)) return NULL;
+    tnn_set_sgemm((void *)(uintptr_t)address, ilp64);
+    Py_RETURN_NONE;
+}
+
+static PyObject *has_sgemm(PyObject *self, PyObject *args) {
+    (void)self;
+    (void)args;
+    return PyBool_FromLong(tnn_has_sgemm());
+}
+
 /* ------------------------------------------------------------------ module */
 
-static PyMethodDef thread_methods[] = {
+static PyMethodDef process_methods[] = {
     {"set_threads", set_threads, METH_VARARGS, "set_threads(n): threads the kernels may use"},
     {"get_threads", get_threads, METH_NOARGS, "get_threads() -> n"},
+    {"set_sgemm", set_sgemm, METH_VARARGS,
+     "set_sgemm(address, ilp64): the cblas_sgemm the float convolutions call (0: none)"},
+    {"has_sgemm", has_sgemm, METH_NOARGS, "has_sgemm() -> whether set_sgemm gave one"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -40,7 +60,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels",
 
 PyMODINIT_FUNC PyInit__kernels(void) {
     PyObject *m = PyModule_Create(&module);
-    PyMethodDef *tables[] = {thread_methods, tnn_conv_methods, tnn_elementwise_methods,
+    PyMethodDef *tables[] = {process_methods, tnn_conv_methods, tnn_elementwise_methods,
                              tnn_pooling_methods, tnn_normalization_methods};
     for (size_t t = 0; m && t < sizeof tables / sizeof *tables; t++)
         if (PyModule_AddFunctions(m, tables[t]) < 0) Py_CLEAR(m);

@@ -1,20 +1,24 @@
 /* A fork-join pool of worker threads for the native kernels.
  *
  * tnn_parallel_for hands out ranges of a job to the workers and the calling thread, which
- * claim them from a shared counter until none is left. After a job, workers watch for the
- * next one for a short while (kernels come in quick succession) and then sleep on a condition
- * variable: they never keep spinning long enough to take the cores from the other thread pools
- * of the process (NumPy's BLAS, PyTorch's OpenMP), which is what makes several pools on the
- * same cores slow. One job runs at a time; a thread that finds the pool busy (another Python
- * thread executing a model at the same time) runs its job alone. A forked child starts with
- * no workers and creates its own. */
+ * claim them from a shared counter until none is left. Waiting is short and then blocking:
+ * after a job, workers watch for the next one for some tens of microseconds (kernels come in
+ * quick succession) before they sleep on a condition variable, and a caller whose helpers are
+ * not done after as long sleeps until the last one wakes it. So the pool never holds a core
+ * it has no work for, which is what makes several pools on the same cores (NumPy's BLAS,
+ * PyTorch's OpenMP, ours) slow each other down; and on a loaded machine a descheduled helper
+ * costs a wake-up, not a spinning caller. One job runs at a time; a thread that finds the pool
+ * busy (another Python thread executing a model at the same time) runs its job alone. A forked
+ * child starts with no workers and creates its own. */
+
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 
 #include "tnn.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #if TNN_X86
 #include <immintrin.h>
@@ -24,10 +28,8 @@
 #endif
 
 #define MAX_THREADS 1024
-/* Polls of a worker for the next job before it sleeps: some tens of microseconds. */
-#define WORKER_SPINS 4000
-/* Polls of the caller for the workers to finish before it yields the core. */
-#define CALLER_SPINS 20000
+/* How long a worker watches for the next job, and a caller for its helpers, before sleeping. */
+#define SPIN_NANOSECONDS 30000
 
 typedef struct {
     tnn_task fn;
@@ -45,16 +47,45 @@ typedef struct {
 #define HELPERS(word) ((int)((word) & ((1u << HELPER_BITS) - 1)))
 
 static struct {
-    pthread_mutex_t lock; /* guards sleeping and starting workers */
-    pthread_cond_t wake;
+    pthread_mutex_t lock; /* guards sleeping, waking and starting workers */
+    pthread_cond_t wake;  /* workers: a job was published */
+    pthread_cond_t done;  /* the caller: the last helper finished */
     pthread_mutex_t busy; /* held while a job runs */
     _Atomic uint64_t published;
     uint64_t generation;
     int started;
     atomic_int threads;
     Job job;
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0,
-          1, {0}};
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
+          PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 1, {0}};
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Polls until condition(arg) holds or SPIN_NANOSECONDS pass; returns whether it holds. */
+static int spin_until(int (*condition)(const void *), const void *arg) {
+    int64_t deadline = 0;
+    for (int polls = 0;; polls++) {
+        if (condition(arg)) return 1;
+        CPU_RELAX();
+        if ((polls & 63) == 63) {
+            int64_t t = now_ns();
+            if (!deadline) deadline = t + SPIN_NANOSECONDS;
+            else if (t > deadline) return 0;
+        }
+    }
+}
+
+static int changed(const void *seen) {
+    return atomic_load(&pool.published) != *(const uint64_t *)seen;
+}
+
+static int helpers_done(const void *job) {
+    return atomic_load(&((Job *)job)->running) == 0;
+}
 
 static void run_ranges(Job *job, int thread) {
     for (;;) {
@@ -71,9 +102,7 @@ static void *worker(void *arg) {
      * helper, or the job it was started for. */
     uint64_t seen = UINT64_MAX;
     for (;;) {
-        for (int spin = 0; spin < WORKER_SPINS && atomic_load(&pool.published) == seen; spin++)
-            CPU_RELAX();
-        if (atomic_load(&pool.published) == seen) {
+        if (!spin_until(changed, &seen)) {
             pthread_mutex_lock(&pool.lock);
             while (atomic_load(&pool.published) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
             pthread_mutex_unlock(&pool.lock);
@@ -81,7 +110,11 @@ static void *worker(void *arg) {
         seen = atomic_load(&pool.published);
         if (index < HELPERS(seen)) {
             run_ranges(&pool.job, index + 1);
-            atomic_fetch_sub(&pool.job.running, 1);
+            if (atomic_fetch_sub(&pool.job.running, 1) == 1) {
+                pthread_mutex_lock(&pool.lock);
+                pthread_cond_signal(&pool.done);
+                pthread_mutex_unlock(&pool.lock);
+            }
         }
     }
     return NULL;
@@ -126,9 +159,10 @@ void tnn_parallel_for(ptrdiff_t count, ptrdiff_t grain, int threads, tnn_task fn
             pthread_cond_broadcast(&pool.wake);
             pthread_mutex_unlock(&pool.lock);
             run_ranges(job, 0);
-            for (int spin = 0; atomic_load(&job->running) > 0; spin++) {
-                if (spin < CALLER_SPINS) CPU_RELAX();
-                else sched_yield();
+            if (!spin_until(helpers_done, job)) {
+                pthread_mutex_lock(&pool.lock);
+                while (atomic_load(&job->running) > 0) pthread_cond_wait(&pool.done, &pool.lock);
+                pthread_mutex_unlock(&pool.lock);
             }
         }
         pthread_mutex_unlock(&pool.busy);
@@ -157,6 +191,7 @@ static void forget_workers(void) {
     pool.lock = unlocked;
     pool.busy = unlocked;
     pool.wake = fresh;
+    pool.done = fresh;
     pool.started = 0;
     pool.generation = 0;
     atomic_store(&pool.published, PUBLISHED(0, 0));

@@ -16,8 +16,11 @@ from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError
 from .. import fixedpoint as fp
 from ..context import KernelContext, Shape
-from ..quant import activation_range_quantized, multiply_by_quantized_multiplier, \
-    quantize_multiplier
+from ..quant import (
+    activation_range_quantized,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+)
 from ..registry import register
 from ._common import broadcast_shapes, check_rank
 

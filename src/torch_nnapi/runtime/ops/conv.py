@@ -30,6 +30,9 @@ from ..quant import (
 )
 from ..registry import register
 from ._common import check_rank
+from ._depthwise import depthwise_accumulate
+from ._memo import per_operation
+from ._parallel import for_row_blocks
 from ._spatial import (
     Window,
     WindowParams,
@@ -42,9 +45,6 @@ from ._spatial import (
     transpose_conv_output_size,
     window_view,
 )
-from ._depthwise import depthwise_accumulate
-from ._memo import per_operation
-from ._parallel import for_row_blocks
 
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 _PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL

@@ -16,8 +16,16 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import activation_range_quantized, apply_fused_activation
 from ..registry import register
-from ._spatial import Window, WindowParams, from_nhwc, image_dims, image_shape, pad_image, \
-    read_window_params, to_nhwc
+from ._spatial import (
+    Window,
+    WindowParams,
+    from_nhwc,
+    image_dims,
+    image_shape,
+    pad_image,
+    read_window_params,
+    to_nhwc,
+)
 
 
 def _geometry(ctx: KernelContext) -> tuple[WindowParams, Window, tuple[int, ...]]:
