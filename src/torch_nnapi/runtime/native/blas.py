@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,8 +36,8 @@ class OpenBlas:
     """One loaded OpenBLAS: its path, thread-count controls and sgemm (address, ILP64)."""
 
     path: str
-    set_threads: ctypes._CFuncPtr | None
-    get_threads: ctypes._CFuncPtr | None
+    set_threads: Any  # ctypes functions, or None
+    get_threads: Any
     sgemm: tuple[int, bool] | None
 
 

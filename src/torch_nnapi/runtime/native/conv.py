@@ -361,7 +361,7 @@ def _transpose_products(ctx: KernelContext) -> Q8Conv | None:
     """Every input pixel times the whole filter: products [kh * kw * out, in] as a 1x1
     convolution, when all the sums of the transposed convolution fit int32."""
     w = ctx.input(1)
-    cout, kh, kw, cin = w.shape
+    _, kh, kw, cin = w.shape
     bias = ctx.input(2)
     if kh * kw * cin * _PRODUCT_BOUND + int(np.abs(bias.astype(np.int64)).max(initial=0)) \
             > _INT32_LIMIT:
