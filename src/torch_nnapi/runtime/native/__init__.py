@@ -83,12 +83,7 @@ def _configure() -> None:
         _loaded.set_sgemm(*sgemm)
 
 
-from . import (  # noqa: F401,E402  (each registers its kernels)
-    blas,  # noqa: E402
-    conv,
-    elementwise,
-    normalization,
-    pooling,
-)
+# Last: they use module(); importing each family registers its kernels.
+from . import blas, conv, elementwise, normalization, pooling  # noqa: F401
 
 _configure()
