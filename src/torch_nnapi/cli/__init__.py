@@ -8,7 +8,7 @@ import pkgutil
 import sys
 
 from ..nnapi.errors import NnapiError
-from ._commands import COMMANDS
+from ._commands import COMMANDS, add_threads_option, apply_threads
 
 
 def _load_commands() -> None:
@@ -27,13 +27,16 @@ def build_parser() -> argparse.ArgumentParser:
         cmd = COMMANDS[name]
         p = sub.add_parser(name, help=cmd.help, description=cmd.help)
         cmd.configure(p)
-        p.set_defaults(_run=cmd.run)
+        if cmd.runs_models:
+            add_threads_option(p)
+        p.set_defaults(_run=cmd.run, _command=cmd)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        apply_threads(args._command, args)
         return int(args._run(args) or 0)
     except NnapiError as e:
         print(f"torch-nnapi {args.command}: error: {e}", file=sys.stderr)

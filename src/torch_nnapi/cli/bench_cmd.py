@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._commands import command
+from ._commands import add_threads_option, command
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -24,9 +24,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="input shape (see convert); default: bundled inputs or the converted"
                         " shapes")
     p.add_argument("--runs", type=int, default=20, help="timed runs (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=None, metavar="T",
-                   help="threads for PyTorch, the runtime's kernels and NumPy's OpenBLAS"
-                        " (default: unchanged)")
+    add_threads_option(p)  # applied by bench_module for the measurement only
     p.add_argument("--profile-runs", type=int, default=3, metavar="N",
                    help="host-runtime profile runs, 0 for none (default: %(default)s)")
     p.add_argument("--top", type=int, default=10, metavar="N",
@@ -76,6 +74,13 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
                  + f", first run {_ms(report.first_run_seconds)}")
     lines.append(f"  {len(n.seconds)} runs: median {_ms(n.median)}, p90 {_ms(n.p90)},"
                  f" min {_ms(n.minimum)}")
+    if report.pools_contend and report.single_thread is not None:
+        one = report.single_thread
+        threads = f"{report.threads} threads" if report.threads else "several threads"
+        lines.append(f"warning: {threads} ran slower than one"
+                     f" ({_ms(n.median)} against {_ms(one.median)} on one thread): thread pools"
+                     " are competing for the cores (another busy process, or PyTorch's OpenMP"
+                     " threads spinning: set OMP_WAIT_POLICY=PASSIVE); try --threads 1")
     if report.eager is not None:
         e = report.eager
         lines.append(f"eager PyTorch (original): median {_ms(e.median)}, p90 {_ms(e.p90)},"

@@ -47,7 +47,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 @command("check", "check that a PyTorch model converts, which NNAPI feature level it needs,"
-         " and that the result matches PyTorch layer by layer", _configure, torchscript=True)
+         " and that the result matches PyTorch layer by layer", _configure, torchscript=True,
+         runs_models=True)
 def run(args: argparse.Namespace) -> int:
     from ..convert.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, check_model
     from .convert_cmd import example_inputs, layout_options, load_model, parse_input

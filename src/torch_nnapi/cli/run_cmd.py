@@ -76,7 +76,7 @@ def run_module(module, inputs, host: bool = False, repeat: int = 1, profile: boo
 
 
 @command("run", "run a converted module (bundled or random inputs): outputs and latency",
-         _configure, torchscript=True)
+         _configure, torchscript=True, runs_models=True)
 def run(args: argparse.Namespace) -> int:
     import torch
 

@@ -96,16 +96,26 @@ def numpy_sgemm() -> tuple[int, bool] | None:
     return libraries[0].sgemm if libraries and libraries[0].sgemm else None
 
 
+def _controllable() -> list[OpenBlas]:
+    return [lib for lib in openblas_libraries()
+            if lib.set_threads is not None and lib.get_threads is not None]
+
+
 def thread_counts() -> list[int]:
     """The thread count of every loaded OpenBLAS."""
-    return [lib.get_threads() for lib in openblas_libraries() if lib.get_threads is not None]
+    return [lib.get_threads() for lib in _controllable()]
 
 
 def set_thread_count(threads: int) -> None:
     """Sets every loaded OpenBLAS's thread count."""
-    for lib in openblas_libraries():
-        if lib.set_threads is not None:
-            lib.set_threads(threads)
+    for lib in _controllable():
+        lib.set_threads(threads)
+
+
+def restore_thread_counts(counts: list[int]) -> None:
+    """Gives every loaded OpenBLAS back the count ``thread_counts()`` returned."""
+    for lib, count in zip(_controllable(), counts):
+        lib.set_threads(count)
 
 
 _lock = threading.Lock()
@@ -120,8 +130,7 @@ def single_threaded() -> Iterator[None]:
     global _holders, _saved
     with _lock:
         if _holders == 0:
-            _saved = [(lib, lib.get_threads()) for lib in openblas_libraries()
-                      if lib.set_threads is not None and lib.get_threads is not None]
+            _saved = [(lib, lib.get_threads()) for lib in _controllable()]
             _saved = [(lib, count) for lib, count in _saved if count != 1]
             for lib, _ in _saved:
                 lib.set_threads(1)
