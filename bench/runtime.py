@@ -1,35 +1,50 @@
-"""Host runtime speed: a MobileNetV2-shaped NNAPI model against the same network in torch.
+"""Host runtime speed against PyTorch, in one process, with the same thread count.
 
-Builds the network (NHWC, float32, 224x224 input, random weights) with the Python API --
-inverted residual blocks of expand 1x1 CONV_2D + RELU6, DEPTHWISE_CONV_2D 3x3 + RELU6,
-project 1x1 CONV_2D and a residual ADD, then AVERAGE_POOL_2D and FULLY_CONNECTED -- runs it on
-torch_nnapi.runtime and the equivalent eager torch model (NCHW, the same weights), both with
-2 threads, checks that the outputs agree and prints the median latencies and their ratio.
+Three models, each timed on the host runtime and in eager PyTorch at every thread count asked
+for (all pools set together with torch_nnapi.convert.set_num_threads):
 
-    PYTHONPATH=src python3 bench/runtime.py [--runs N] [--profile]
+* float MobileNetV2 at 224x224: an NNAPI model built with the Python API (NHWC, float32,
+  random weights -- inverted residual blocks of expand 1x1 CONV_2D + RELU6, DEPTHWISE_CONV_2D
+  3x3 + RELU6, project 1x1 CONV_2D and a residual ADD, then AVERAGE_POOL_2D and
+  FULLY_CONNECTED) on the runtime, against the same network in eager PyTorch;
+* quantized MobileNetV2: torchvision's quantizable MobileNetV2 (random weights, calibrated on
+  random images, PyTorch's qnnpack configuration), converted with torch_nnapi.convert, its
+  NNAPI model on the runtime, against the quantized model in eager PyTorch on qnnpack;
+* the small transformer encoder of the test zoo (146 operations on 1x32 tokens) through the
+  converted module (PyTorch's NNAPI runtime on libneuralnetworks.so), against eager PyTorch.
+
+Runs alternate in blocks, each side after an untimed warm-up run, so that load changes on the
+machine hit both alike; each figure is the median of the timed runs. Outputs are checked
+against PyTorch's first. Exit code 0 when every ratio meets its target, 2 when one does not.
+
+    PYTHONPATH=src python3 bench/runtime.py [--threads 2,1] [--runs N] [--profile]
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
-# BLAS and OpenMP thread pools are sized when the libraries load, so before numpy and torch.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "2"
+import numpy as np
+import torch
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-from collections import defaultdict  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+from convert import zoo  # noqa: E402
+from realmodels.torchvision_support import load_torchvision  # noqa: E402
 
+from torch_nnapi.convert import convert_with_details, set_num_threads  # noqa: E402
+from torch_nnapi.convert.host import model_for  # noqa: E402
 from torch_nnapi.nnapi import FuseCode, Model, OperandType, OperationType, PaddingCode  # noqa: E402
 from torch_nnapi.runtime import Compilation  # noqa: E402
 
-THREADS = 2
-TARGET_RATIO = 2.0
 BLOCK = 5  # runs of one side before switching to the other
 F32 = OperandType.TENSOR_FLOAT32
 I32 = OperandType.INT32
@@ -37,6 +52,9 @@ I32 = OperandType.INT32
 BLOCKS = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
           (6, 160, 3, 2), (6, 320, 1, 1)]
 STEM, HEAD, CLASSES, SIZE = 32, 1280, 1000, 224
+
+
+# ------------------------------------------------------------------------------ float MobileNetV2
 
 
 class Weights:
@@ -56,7 +74,7 @@ class Weights:
 
 
 def layers(weights: Weights) -> list[tuple]:
-    """The network as a list of ("conv"|"dw"|"block_start"|"add", ...) steps."""
+    """The network as a list of ("conv"|"dw"|"block_start"|"add"|"fc", ...) steps."""
     steps: list[tuple] = [("conv", *weights.conv(3, STEM, 3), 2, FuseCode.RELU6)]
     cin = STEM
     for t, c, n, s in BLOCKS:
@@ -77,9 +95,6 @@ def layers(weights: Weights) -> list[tuple]:
     fc_w = (weights.rng.standard_normal((CLASSES, HEAD)) / np.sqrt(HEAD)).astype(np.float32)
     steps.append(("fc", fc_w, np.zeros(CLASSES, np.float32)))
     return steps
-
-
-# ------------------------------------------------------------------------------ NNAPI model
 
 
 def nnapi_model(steps: list[tuple]) -> Model:
@@ -134,9 +149,6 @@ def nnapi_model(steps: list[tuple]) -> Model:
     return m.finish()
 
 
-# ------------------------------------------------------------------------------ torch model
-
-
 class _Residual(torch.nn.Module):
     def __init__(self, body: torch.nn.Module):
         super().__init__()
@@ -177,68 +189,149 @@ def torch_model(steps: list[tuple]) -> torch.nn.Module:
     return torch.nn.Sequential(*stack[0]).eval()
 
 
-# ------------------------------------------------------------------------------ timing
+# ------------------------------------------------------------------------------ the three cases
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=30, help="timed runs of each (default 30)")
-    parser.add_argument("--profile", action="store_true",
-                        help="also print the runtime's time per operation type")
-    args = parser.parse_args()
-    torch.set_num_threads(THREADS)
+@dataclass
+class Case:
+    """One model: the runtime side and PyTorch's, and how their outputs must agree."""
 
+    name: str
+    target: float
+    ours: Callable[[], object]
+    theirs: Callable[[], object]
+    check: Callable[[], str]  # raises AssertionError when the outputs disagree
+    compilation: Compilation | None = None  # for --profile
+    profile_inputs: list | None = None
+
+
+def float_mobilenet() -> Case:
     steps = layers(Weights())
     compilation = Compilation(nnapi_model(steps))
     net = torch_model(steps)
     image = np.random.default_rng(1).standard_normal((1, SIZE, SIZE, 3)).astype(np.float32)
     image_nchw = torch.from_numpy(np.ascontiguousarray(image.transpose(0, 3, 1, 2)))
 
-    with torch.no_grad():
+    def check() -> str:
         ours = compilation.run([image]).outputs[0]
         theirs = net(image_nchw).numpy()
-        error = float(np.max(np.abs(ours - theirs)) / max(1e-6, np.max(np.abs(theirs))))
-        if not np.allclose(ours, theirs, rtol=1e-3, atol=1e-3 * np.max(np.abs(theirs))):
-            print(f"MISMATCH: max relative error {error:.2e}")
-            return 1
-        for _ in range(3):
-            compilation.run([image])
-            net(image_nchw)
-        runtime_times, torch_times = [], []
-        per_op: dict[str, list[float]] = defaultdict(list)
-        # Alternating blocks of runs, each after an untimed warm-up run: load changes on the
-        # machine hit both alike, while each side's thread pools (which keep spinning for a
-        # while after a call) and cache contents do not slow the other's timed runs.
-        for block in range(0, args.runs, BLOCK):
-            count = min(BLOCK, args.runs - block)
-            compilation.run([image])
-            for _ in range(count):
-                start = time.perf_counter()
-                result = compilation.run([image], profile=args.profile)
-                runtime_times.append(time.perf_counter() - start)
-                totals: dict[str, float] = defaultdict(float)
-                for t in result.timings:
-                    totals[t.operation] += t.seconds
-                for name, seconds in totals.items():
-                    per_op[name].append(seconds)
-            time.sleep(0.05)
-            net(image_nchw)
-            for _ in range(count):
-                start = time.perf_counter()
-                net(image_nchw)
-                torch_times.append(time.perf_counter() - start)
-            time.sleep(0.05)
+        largest = float(np.max(np.abs(theirs)))
+        error = float(np.max(np.abs(ours - theirs))) / max(1e-6, largest)
+        assert error < 1e-3, f"max error {error:.1e} of the largest logit"
+        return f"max error {error:.1e} of the largest logit"
 
-    ours_ms = statistics.median(runtime_times) * 1e3
-    torch_ms = statistics.median(torch_times) * 1e3
-    ratio = ours_ms / torch_ms
-    print(f"outputs agree (max error {error:.1e} of the largest logit)")
-    if args.profile:
-        for name, values in sorted(per_op.items(), key=lambda kv: -statistics.median(kv[1])):
-            print(f"  {name:<20} {statistics.median(values) * 1e3:8.2f} ms")
-    print(f"runtime median {ours_ms:.2f} ms, torch median {torch_ms:.2f} ms"
-          f" ({THREADS} threads), ratio runtime/torch {ratio:.2f} (target <= {TARGET_RATIO})")
-    return 0 if ratio <= TARGET_RATIO else 2
+    return Case("float MobileNetV2 224x224 (runtime / eager)", 1.0,
+                lambda: compilation.run([image]), lambda: net(image_nchw), check, compilation,
+                [image])
+
+
+def quantized_mobilenet() -> Case:
+    torchvision = load_torchvision()
+    torch.backends.quantized.engine = "qnnpack"
+    torch.manual_seed(0)
+    model = torchvision.models.quantization.mobilenet_v2(weights=None, quantize=False).eval()
+    model.fuse_model(is_qat=False)
+    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    torch.ao.quantization.prepare(model, inplace=True)
+    for _ in range(4):
+        model(torch.randn(2, 3, SIZE, SIZE))
+    torch.ao.quantization.convert(model, inplace=True)
+    image = torch.randn(1, 3, SIZE, SIZE)
+    module = convert_with_details(model, (image,)).module
+    compilation = Compilation(model_for(module, [image]))
+    program = module.nnapi
+    ready = [x.int_repr().numpy() if x.is_quantized else x.numpy()
+             for x in program.prepare_inputs([image])]
+
+    def check() -> str:
+        ours = torch.from_numpy(compilation.run(ready).outputs[0])
+        theirs = model(image)
+        agree = int(ours.argmax()) == int(theirs.argmax())
+        assert agree, "the top-1 classes differ"
+        error = float((ours - theirs).abs().max())
+        return f"same top-1 class, max difference {error:.3g}"
+
+    return Case("quantized MobileNetV2 224x224 (runtime / qnnpack eager)", 1.5,
+                lambda: compilation.run(ready), lambda: model(image), check, compilation, ready)
+
+
+def transformer() -> Case:
+    torch.manual_seed(0)
+    model = zoo.TransformerEncoder().eval()
+    tokens = torch.randint(0, 100, (1, 32))
+    module = convert_with_details(model, (tokens,)).module
+
+    def check() -> str:
+        ours, theirs = module(tokens), model(tokens)
+        error = float((ours - theirs).abs().max() / theirs.abs().max())
+        assert error < 1e-4, f"max error {error:.1e} of the largest output"
+        return f"max error {error:.1e} of the largest output"
+
+    return Case("small transformer, 1x32 tokens (converted module / eager)", 2.0,
+                lambda: module(tokens), lambda: model(tokens), check)
+
+
+# ------------------------------------------------------------------------------ timing
+
+
+def measure(case: Case, runs: int) -> tuple[float, float]:
+    """(our median, PyTorch's median) in seconds, in alternating blocks of runs."""
+    ours, theirs = [], []
+    for block in range(0, runs, BLOCK):
+        count = min(BLOCK, runs - block)
+        for fn, times in ((case.ours, ours), (case.theirs, theirs)):
+            fn()  # warm-up: the other side's pools and caches are not ours
+            for _ in range(count):
+                start = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - start)
+            time.sleep(0.02)  # the other side's threads stop spinning before it runs
+    return statistics.median(ours), statistics.median(theirs)
+
+
+def profile(case: Case) -> list[str]:
+    if case.compilation is None:
+        return []
+    totals: dict[str, float] = defaultdict(float)
+    for timing in case.compilation.run(case.profile_inputs, profile=True).timings:
+        totals[timing.operation] += timing.seconds
+    return [f"    {name:<24} {seconds * 1e3:8.2f} ms"
+            for name, seconds in sorted(totals.items(), key=lambda kv: -kv[1])]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", default="2,1",
+                        help="thread counts to measure at, comma-separated (default 2,1)")
+    parser.add_argument("--runs", type=int, default=30, help="timed runs of each (default 30)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also print the runtime's time per operation type")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript and torch.ao.quantization
+    warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor")
+    # Calibrating on random images leaves an unused residual add's observer empty.
+    warnings.filterwarnings("ignore", message="must run observer before calling calculate_qparams")
+    missed = []
+    with torch.no_grad():
+        cases = [float_mobilenet(), quantized_mobilenet(), transformer()]
+        for case in cases:
+            print(f"{case.name}: outputs agree ({case.check()})")
+        for threads in (int(t) for t in args.threads.split(",")):
+            set_num_threads(threads)
+            print(f"{threads} thread{'s' if threads > 1 else ''}:")
+            for case in cases:
+                ours, theirs = measure(case, args.runs)
+                ratio = ours / theirs
+                met = ratio <= case.target
+                if not met:
+                    missed.append(f"{case.name} at {threads} threads")
+                print(f"  {case.name}: runtime {ours * 1e3:.2f} ms, PyTorch {theirs * 1e3:.2f} ms,"
+                      f" ratio {ratio:.2f} (target <= {case.target}"
+                      f"{'' if met else ', missed'})")
+                if args.profile:
+                    print("\n".join(profile(case)))
+    print("targets met" if not missed else "targets missed: " + "; ".join(missed))
+    return 0 if not missed else 2
 
 
 if __name__ == "__main__":

@@ -31,6 +31,10 @@ void tnn_release(Buffer *buffers, int count) {
 }
 
 int tnn_parse_window(PyObject *tuple, tnn_window *g) {
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 14) {
+        PyErr_SetString(PyExc_ValueError, "window: 14 ints expected");
+        return -1;
+    }
     if (!PyArg_ParseTuple(tuple, "iiiiiiiiiiiiii;window: 14 ints", &g->batches, &g->height,
                           &g->width, &g->channels, &g->out_h, &g->out_w, &g->kernel_h,
                           &g->kernel_w, &g->stride_h, &g->stride_w, &g->dilation_h,
