@@ -13,9 +13,9 @@ from torch_nnapi.nnapi import OperationType
 from torch_nnapi.runtime import Compilation, get_num_threads, set_num_threads, threads
 from torch_nnapi.runtime.native import blas, module
 
+from ..ops._single_op import F32, I32, Q8, build, const, fed_values, feed, i32, out
 from ._compare import needs_native
 from .test_conv import fc_inputs
-from ..ops._single_op import F32, I32, Q8, build, const, feed, fed_values, i32, out
 
 pytestmark = needs_native
 
