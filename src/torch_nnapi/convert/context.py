@@ -18,9 +18,10 @@ import torch
 
 from ..nnapi.codes import OperandType, OperationType
 from ..nnapi.model import Model, Operation
+from ..nnapi.signatures import signature_of
 from . import layout as lay
-from .defaults import Slot, trimmed_length
-from .errors import Unsupported
+from .binding import Named, Slot, bind, trimmed_length
+from .errors import ConverterBug, Unsupported
 from .symbolic import Sym, SymInt, hint
 from .values import NNAPI_TYPE_OF, TensorValue, dtype_name
 
@@ -62,6 +63,7 @@ class Converter:
         self.users: dict = {}
         self.operand_refs: dict[int, int] = {}
         self._producers: dict[int, int] = {}  # operand -> index of the operation writing it
+        self._fuse_code_inputs: dict[int, int] = {}  # operation -> position of its fuse_code
         # operand -> the capture.Node whose lowering emitted the operation writing it (None:
         # emitted for the model's outputs). Keyed by operand, not operation index, because
         # Model.finish reorders operations; tools use it to name the PyTorch code behind an
@@ -206,25 +208,32 @@ class Converter:
 
     # ------------------------------------------------------------------ operations
 
-    def operation(self, op: OperationType, inputs: Sequence[OperandRef],
-                  outputs: Sequence[TensorValue]) -> None:
-        """Adds an operation, without the trailing optional inputs that hold their defaults
-        (``defaults.py``): given, they would make it need a higher feature level."""
-        inputs = list(inputs)[:self._needed_inputs(op, inputs, outputs)]
-        index = self.model.add_operation(op, [self._operand_of(x) for x in inputs],
-                                         [o.operand for o in outputs])
-        for o in outputs:
+    def operation(self, op: OperationType, inputs: Named[OperandRef],
+                  outputs: Named[TensorValue]) -> None:
+        """Adds an operation whose inputs and outputs are given by the names its signature
+        declares (``binding.py``), without trailing optional inputs at their defaults."""
+        try:
+            signature = signature_of(op)
+            bound_in, bound_out = bind(signature, inputs, outputs)
+        except (ConverterBug, NotImplementedError) as e:
+            where = f"{self.node.kind} at {self.node.location}: " if self.node else ""
+            raise ConverterBug(f"{where}{e}") from None
+        out_values = bound_out.values
+        out_types = [self.model.operands[o.operand].type for o in out_values]
+        first = bound_in.values[0]
+        rank = 0 if isinstance(first, ScalarInput) \
+            else len(self.model.operands[_index(first)].dimensions)
+        slots = [self._slot(x) for x in bound_in.values]
+        keep = trimmed_length(signature, bound_in, slots, out_types, rank)
+        index = self.model.add_operation(
+            op, [self._operand_of(x) for x in bound_in.values[:keep]],
+            [o.operand for o in out_values])
+        fuse_code_at = bound_in.position_of("fuse_code")
+        if fuse_code_at is not None:
+            self._fuse_code_inputs[index] = fuse_code_at
+        for o in out_values:
             self._producers[o.operand] = index
             self.origins[o.operand] = self.node
-
-    def _needed_inputs(self, op: OperationType, inputs: Sequence[OperandRef],
-                       outputs: Sequence[TensorValue]) -> int:
-        slots = [self._slot(x) for x in inputs]
-        out_types = [self.model.operands[o.operand].type for o in outputs]
-        first = inputs[0] if inputs else None
-        rank = len(self.model.operands[_index(first)].dimensions) \
-            if first is not None and not isinstance(first, ScalarInput) else 0
-        return trimmed_length(op, slots, out_types, rank)
 
     def _slot(self, x: OperandRef) -> Slot:
         if isinstance(x, ScalarInput):
@@ -253,7 +262,7 @@ class Converter:
         if index is None:
             return None
         operation = self.model.operations[index]
-        position = _fuse_code_position(self.model, operation)
+        position = self._fuse_code_inputs.get(index)
         if position is None or int(self.model.operands[operation.inputs[position]].value) != 0:
             return None
         inputs = list(operation.inputs)
@@ -263,15 +272,15 @@ class Converter:
         self.fused_activations[t.operand] = node
         return t
 
-    def emit(self, op: OperationType, inputs: Sequence[OperandRef], shape: Sequence[SymInt],
+    def emit(self, op: OperationType, inputs: Named[OperandRef], shape: Sequence[SymInt],
              dtype: str, layout: Optional[lay.Layout] = None, scale: float = 0.0,
              zero_point: int = 0) -> TensorValue:
-        """Adds a one-output operation and returns its output."""
+        """Adds an operation with one output (named ``output``) and returns that output."""
         out = self.new_tensor(shape, dtype, layout, scale, zero_point)
-        self.operation(op, inputs, [out])
+        self.operation(op, inputs, {"output": out})
         return out
 
-    def emit_like(self, op: OperationType, inputs: Sequence[OperandRef],
+    def emit_like(self, op: OperationType, inputs: Named[OperandRef],
                   like: TensorValue, shape: Optional[Sequence[SymInt]] = None) -> TensorValue:
         """One-output operation whose output has ``like``'s dtype, layout and quantization."""
         return self.emit(op, inputs, like.shape if shape is None else shape, like.dtype,
@@ -326,11 +335,12 @@ class Converter:
         wanted = [d for d in layout if not _is_one(t.shape[d])]
         if moved == wanted:
             out = self.new_tensor(t.shape, t.dtype, layout, t.scale, t.zero_point)
-            self.operation(Op.RESHAPE, [t, self.shape_vector(out.nnapi_shape)], [out])
+            self.operation(Op.RESHAPE, dict(input=t, shape=self.shape_vector(out.nnapi_shape)),
+                           dict(output=out))
             return out
         perm = lay.transpose_perm(t.layout, layout)
-        return self.emit(Op.TRANSPOSE, [t, self.int_vector(perm)], t.shape, t.dtype, layout,
-                         t.scale, t.zero_point)
+        return self.emit(Op.TRANSPOSE, dict(input=t, perm=self.int_vector(perm)), t.shape,
+                         t.dtype, layout, t.scale, t.zero_point)
 
     def contiguous(self, t: TensorValue) -> TensorValue:
         return self.to_layout(t, lay.identity(t.rank))
@@ -355,7 +365,8 @@ class Converter:
         if shape and tuple(t.nnapi_shape) == tuple(nshape) and len(shape) == t.rank:
             return t.with_(shape=shape, layout=lay.identity(len(shape)))
         out = self.new_tensor(shape, t.dtype, None, t.scale, t.zero_point)
-        self.operation(Op.RESHAPE, [t, self.shape_vector(nshape)], [out])
+        self.operation(Op.RESHAPE, dict(input=t, shape=self.shape_vector(nshape)),
+                       dict(output=out))
         return out
 
     def _reshape_integers(self, t: TensorValue, shape: tuple) -> TensorValue:
@@ -376,7 +387,8 @@ class Converter:
                     out = t
                     for i in inserted:
                         new_shape = out.shape[:i] + (1,) + out.shape[i:]
-                        out = self.emit(Op.EXPAND_DIMS, [out, self.i32(i)], new_shape, t.dtype)
+                        out = self.emit(Op.EXPAND_DIMS, dict(input=out, axis=self.i32(i)),
+                                        new_shape, t.dtype)
                     return out
         if t.dtype == "bool":
             raise Unsupported("reshaping a bool tensor")
@@ -386,19 +398,7 @@ class Converter:
     def cast(self, t: TensorValue, dtype: str) -> TensorValue:
         if t.dtype == dtype or NNAPI_TYPE_OF[t.dtype] == NNAPI_TYPE_OF[dtype]:
             return t.with_(dtype=dtype) if t.dtype != dtype else t
-        return self.emit(Op.CAST, [t], t.shape, dtype, t.layout)
-
-
-def _fuse_code_position(model: Model, operation: Operation) -> Optional[int]:
-    """Where the operation takes a fused activation code, per its declared signature."""
-    from ..nnapi.signatures import match_signature, signature_of
-
-    types = [model.operands[i].type for i in operation.inputs]
-    out_types = [model.operands[o].type for o in operation.outputs]
-    match = match_signature(signature_of(operation.type), types, out_types,
-                            [False] * len(types))
-    positions = getattr(match, "input_positions", {}).get("fuse_code")
-    return positions[0] if positions else None
+        return self.emit(Op.CAST, dict(input=t), t.shape, dtype, t.layout)
 
 
 def _index(x: OperandRef) -> int:

@@ -313,7 +313,9 @@ class Lowerer:
                 return copy
         if t.is_float or t.is_quantized:
             out = cx.new_tensor(t.shape, t.dtype, t.layout, t.scale, t.zero_point)
-            cx.operation(Op.RESHAPE, [t, cx.shape_vector(out.nnapi_shape or (1,))], [out])
+            cx.operation(Op.RESHAPE,
+                         dict(input=t, shape=cx.shape_vector(out.nnapi_shape or (1,))),
+                         dict(output=out))
             return out
         raise Unsupported(f"returning a {t.dtype} input unchanged")
 

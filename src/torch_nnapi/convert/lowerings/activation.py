@@ -41,13 +41,13 @@ _QUANT_OK = (Op.RELU, Op.LOGISTIC, Op.TANH)
 
 def float_of(cx: Converter, x: TensorValue) -> TensorValue:
     """A float32 view of a quantized tensor (DEQUANTIZE)."""
-    return cx.emit(Op.DEQUANTIZE, [x], x.shape, "float32", x.layout)
+    return cx.emit(Op.DEQUANTIZE, dict(input=x), x.shape, "float32", x.layout)
 
 
 def requantize_like_output(cx: Converter, y: TensorValue) -> TensorValue:
     """QUANTIZE ``y`` with the quantization PyTorch gave the node's output."""
     scale, zero_point = cx.example_quant()
-    return cx.emit(Op.QUANTIZE, [y], y.shape, "quint8", y.layout, scale, zero_point)
+    return cx.emit(Op.QUANTIZE, dict(input=y), y.shape, "quint8", y.layout, scale, zero_point)
 
 
 def in_float(cx: Converter, x: TensorValue, compute) -> TensorValue:
@@ -64,7 +64,7 @@ def relu_like(cx: Converter, op: Op, x: TensorValue) -> TensorValue:
     """RELU/RELU1/RELU6, folded into the producing operation's fused activation when
     possible (a convolution, fully connected layer, pool or ADD/MUL...)."""
     fused = cx.fuse_activation(x, int(_FUSE_CODES[op]))
-    return fused if fused is not None else cx.emit_like(op, [x], x)
+    return fused if fused is not None else cx.emit_like(op, dict(input=x), x)
 
 
 def unary(cx: Converter, op: Op, x: TensorValue) -> TensorValue:
@@ -74,12 +74,12 @@ def unary(cx: Converter, op: Op, x: TensorValue) -> TensorValue:
         if op not in _QUANT_OK:
             return in_float(cx, x, lambda f: unary(cx, op, f))
         scale, zero_point = cx.example_quant()
-        return cx.emit(op, [x], x.shape, x.dtype, x.layout, scale, zero_point)
+        return cx.emit(op, dict(input=x), x.shape, x.dtype, x.layout, scale, zero_point)
     if not x.is_float:
         if op in (Op.ABS, Op.NEG) and x.dtype in ("int32", "int64"):
-            return cx.emit_like(op, [x], x)
+            return cx.emit_like(op, dict(input=x), x)
         raise Unsupported(f"{op.name} of {x.dtype} tensors")
-    return cx.emit_like(op, [x], x)
+    return cx.emit_like(op, dict(input=x), x)
 
 
 def simple_unary(cx: Converter, x):
@@ -94,7 +94,7 @@ for _kind, _op in _UNARY.items():  # registered one by one so each lists its own
 def floor(cx: Converter, x):
     if not isinstance(x, TensorValue):
         return math.floor(x)
-    return in_float(cx, x, lambda f: cx.emit_like(Op.FLOOR, [f], f))
+    return in_float(cx, x, lambda f: cx.emit_like(Op.FLOOR, dict(input=f), f))
 
 
 @lowering("aten::ceil", "aten::ceil_", nnapi=("NEG", "FLOOR"), notes="-floor(-x)")
@@ -103,8 +103,9 @@ def ceil(cx: Converter, x):
         return math.ceil(x)
 
     def compute(f):
-        neg = cx.emit_like(Op.NEG, [f], f)
-        return cx.emit_like(Op.NEG, [cx.emit_like(Op.FLOOR, [neg], neg)], f)
+        neg = cx.emit_like(Op.NEG, dict(input=f), f)
+        floor_neg = cx.emit_like(Op.FLOOR, dict(input=neg), neg)
+        return cx.emit_like(Op.NEG, dict(input=floor_neg), f)
 
     return in_float(cx, x, compute)
 
@@ -121,9 +122,9 @@ def clamp_tensor(cx: Converter, x: TensorValue, low, high) -> TensorValue:
         return in_float(cx, x, lambda f: clamp_tensor(cx, f, lo, hi))
     out = x
     if lo is not None:
-        out = cx.emit_like(Op.MAXIMUM, [out, cx.tensor(lo, like=out)], out)
+        out = cx.emit_like(Op.MAXIMUM, dict(input0=out, input1=cx.tensor(lo, like=out)), out)
     if hi is not None:
-        out = cx.emit_like(Op.MINIMUM, [out, cx.tensor(hi, like=out)], out)
+        out = cx.emit_like(Op.MINIMUM, dict(input0=out, input1=cx.tensor(hi, like=out)), out)
     return out
 
 
@@ -193,7 +194,7 @@ def leaky_relu(cx: Converter, x, slope=0.01):
 
     def compute(f):
         a = cx.constant(np.full((1,) * f.rank, alpha, np.float32), f.dtype, layout=f.layout)
-        return cx.emit_like(Op.PRELU, [f, a], f)
+        return cx.emit_like(Op.PRELU, dict(input=f, alpha=a), f)
 
     return in_float(cx, x, compute)
 
@@ -213,7 +214,7 @@ def prelu(cx: Converter, x, weight):
 
     def compute(f):
         a = cx.constant(w.numpy().reshape(shape), f.dtype, layout=f.layout)
-        return cx.emit_like(Op.PRELU, [f, a], f)
+        return cx.emit_like(Op.PRELU, dict(input=f, alpha=a), f)
 
     return in_float(cx, x, compute)
 
@@ -227,11 +228,11 @@ def elu(cx: Converter, x, alpha=1.0, scale=1.0, input_scale=1.0):
     si = constant_float(input_scale, "input_scale")
 
     def compute(f):
-        neg = cx.emit_like(Op.MINIMUM, [f, cx.tensor(0.0, like=f)], f)
+        neg = cx.emit_like(Op.MINIMUM, dict(input0=f, input1=cx.tensor(0.0, like=f)), f)
         if si != 1.0:
             neg = arithmetic(cx, Op.MUL, neg, si)
-        em1 = arithmetic(cx, Op.SUB, cx.emit_like(Op.EXP, [neg], neg), 1.0)
-        out = arithmetic(cx, Op.ADD, cx.emit_like(Op.RELU, [f], f),
+        em1 = arithmetic(cx, Op.SUB, cx.emit_like(Op.EXP, dict(input=neg), neg), 1.0)
+        out = arithmetic(cx, Op.ADD, cx.emit_like(Op.RELU, dict(input=f), f),
                          arithmetic(cx, Op.MUL, em1, a) if a != 1.0 else em1)
         return arithmetic(cx, Op.MUL, out, s) if s != 1.0 else out
 
@@ -262,13 +263,14 @@ def gelu(cx: Converter, x, approximate="none"):
 
 def _gelu_erf(cx: Converter, x: TensorValue) -> TensorValue:
     mul, add = Op.MUL, Op.ADD
-    ax = cx.emit_like(Op.ABS, [x], x)
+    ax = cx.emit_like(Op.ABS, dict(input=x), x)
     z = arithmetic(cx, mul, ax, 1.0 / math.sqrt(2.0))
     t = arithmetic(cx, Op.DIV, 1.0, arithmetic(cx, add, arithmetic(cx, mul, z, _ERF_P), 1.0))
     poly = arithmetic(cx, mul, t, _ERF_A[4])
     for coefficient in reversed(_ERF_A[:4]):
         poly = arithmetic(cx, mul, arithmetic(cx, add, poly, coefficient), t)
-    gauss = cx.emit_like(Op.EXP, [cx.emit_like(Op.NEG, [arithmetic(cx, mul, z, z)], z)], z)
+    minus_z2 = cx.emit_like(Op.NEG, dict(input=arithmetic(cx, mul, z, z)), z)
+    gauss = cx.emit_like(Op.EXP, dict(input=minus_z2), z)
     erfc = arithmetic(cx, mul, poly, gauss)  # 1 - erf(z)
     # x + |x| * erf = x + |x| - |x| * erfc
     total = arithmetic(cx, Op.SUB, arithmetic(cx, add, x, ax), arithmetic(cx, mul, ax, erfc))
@@ -280,7 +282,7 @@ def _gelu_tanh(cx: Converter, x: TensorValue) -> TensorValue:
     cube = arithmetic(cx, mul, arithmetic(cx, mul, x, x), x)
     inner = arithmetic(cx, mul, arithmetic(cx, Op.ADD, x, arithmetic(cx, mul, cube, 0.044715)),
                        math.sqrt(2.0 / math.pi))
-    th = cx.emit_like(Op.TANH, [inner], inner)
+    th = cx.emit_like(Op.TANH, dict(input=inner), inner)
     return arithmetic(cx, mul, arithmetic(cx, mul, x, arithmetic(cx, Op.ADD, th, 1.0)), 0.5)
 
 
@@ -293,10 +295,10 @@ def softplus(cx: Converter, x, beta=1.0, threshold=20.0):
 
     def compute(f):
         bx = arithmetic(cx, Op.MUL, f, b) if b != 1.0 else f
-        capped = cx.emit_like(Op.MINIMUM, [bx, cx.tensor(th, like=bx)], bx)
-        soft = cx.emit_like(Op.LOG, [arithmetic(cx, Op.ADD, cx.emit_like(Op.EXP, [capped],
-                                                                         capped), 1.0)], bx)
-        out = cx.emit_like(Op.MAXIMUM, [soft, bx], bx)  # above threshold: bx itself
+        capped = cx.emit_like(Op.MINIMUM, dict(input0=bx, input1=cx.tensor(th, like=bx)), bx)
+        exp = cx.emit_like(Op.EXP, dict(input=capped), capped)
+        soft = cx.emit_like(Op.LOG, dict(input=arithmetic(cx, Op.ADD, exp, 1.0)), bx)
+        out = cx.emit_like(Op.MAXIMUM, dict(input0=soft, input1=bx), bx)  # above: bx itself
         return arithmetic(cx, Op.DIV, out, b) if b != 1.0 else out
 
     return in_float(cx, x, compute)

@@ -17,7 +17,7 @@ import torch
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
-from ..context import Converter
+from ..context import Converter, ScalarInput
 from ..errors import Unsupported
 from ..symbolic import SymInt
 from ..values import TensorValue
@@ -128,8 +128,9 @@ def conv2d_tensor(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.nd
     if groups == 1:
         filt = filter_operand(cx, weight.transpose(0, 2, 3, 1), x, quant)
         b = bias_operand(cx, bias, x, quant)
-        return cx.emit(Op.CONV_2D, [x, filt, b, *_pads(cx, win), *_strides(cx, win),
-                                    cx.i32(int(fuse)), cx.boolean(nchw), *_dilations(cx, win)],
+        return cx.emit(Op.CONV_2D, dict(input=x, filter=filt, bias=b, **_window(cx, win),
+                                        fuse_code=cx.i32(int(fuse)), nchw=cx.boolean(nchw),
+                                        **_dilations(cx, win)),
                        out_shape, dtype, layout, scale, zero_point)
     if in_per_group == 1 and out_channels % groups == 0:
         multiplier = out_channels // groups
@@ -137,16 +138,18 @@ def conv2d_tensor(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.nd
         filt = filter_operand(cx, weight.transpose(1, 2, 3, 0), x, quant)
         b = bias_operand(cx, bias, x, quant)
         return cx.emit(Op.DEPTHWISE_CONV_2D,
-                       [x, filt, b, *_pads(cx, win), *_strides(cx, win), cx.i32(multiplier),
-                        cx.i32(int(fuse)), cx.boolean(nchw), *_dilations(cx, win)],
+                       dict(input=x, filter=filt, bias=b, **_window(cx, win),
+                            depth_multiplier=cx.i32(multiplier), fuse_code=cx.i32(int(fuse)),
+                            nchw=cx.boolean(nchw), **_dilations(cx, win)),
                        out_shape, dtype, layout, scale, zero_point)
     if dilation == (1, 1):
         filt = filter_operand(cx, weight.transpose(0, 2, 3, 1), x, quant)
         b = bias_operand(cx, bias, x, quant)
         return cx.emit(Op.GROUPED_CONV_2D,
-                       [x, filt, b, *_pads(cx, win), *_strides(cx, win), cx.i32(groups),
-                        cx.i32(int(fuse)), cx.boolean(nchw)], out_shape, dtype, layout, scale,
-                       zero_point)
+                       dict(input=x, filter=filt, bias=b, **_window(cx, win),
+                            num_groups=cx.i32(groups), fuse_code=cx.i32(int(fuse)),
+                            nchw=cx.boolean(nchw)),
+                       out_shape, dtype, layout, scale, zero_point)
     return _split_groups(cx, x, weight, bias, win, groups, fuse, out_shape, quant)
 
 
@@ -158,7 +161,8 @@ def _split_groups(cx: Converter, x: TensorValue, weight, bias, win: Window, grou
     per_out = weight.shape[0] // groups
     parts = [cx.new_tensor((x.shape[0], per_in, x.shape[2], x.shape[3]), x.dtype, x.layout)
              for _ in range(groups)]
-    cx.operation(Op.SPLIT, [x, cx.i32(channel_axis), cx.i32(groups)], parts)
+    cx.operation(Op.SPLIT, dict(input=x, axis=cx.i32(channel_axis), num_splits=cx.i32(groups)),
+                 dict(outputs=parts))
     nchw = lay.is_identity(x.layout)
     dtype, scale, zero_point = output_type(x, quant)
     outs = []
@@ -167,25 +171,22 @@ def _split_groups(cx: Converter, x: TensorValue, weight, bias, win: Window, grou
         filt = filter_operand(cx, w.transpose(0, 2, 3, 1), x, quant)
         b = bias_operand(cx, bias[g * per_out:(g + 1) * per_out], x, quant)
         shape = (out_shape[0], per_out, out_shape[2], out_shape[3])
-        outs.append(cx.emit(Op.CONV_2D, [part, filt, b, *_pads(cx, win), *_strides(cx, win),
-                                         cx.i32(int(fuse)), cx.boolean(nchw),
-                                         *_dilations(cx, win)], shape, dtype, x.layout, scale,
-                            zero_point))
-    return cx.emit(Op.CONCATENATION, [*outs, cx.i32(channel_axis)], out_shape, dtype,
-                   x.layout, scale, zero_point)
+        inputs = dict(input=part, filter=filt, bias=b, **_window(cx, win),
+                      fuse_code=cx.i32(int(fuse)), nchw=cx.boolean(nchw), **_dilations(cx, win))
+        outs.append(cx.emit(Op.CONV_2D, inputs, shape, dtype, x.layout, scale, zero_point))
+    return cx.emit(Op.CONCATENATION, dict(inputs=outs, axis=cx.i32(channel_axis)), out_shape,
+                   dtype, x.layout, scale, zero_point)
 
 
-def _pads(cx: Converter, win: Window) -> list[int]:
-    return [cx.i32(win.pad_left), cx.i32(win.pad_right), cx.i32(win.pad_top),
-            cx.i32(win.pad_bottom)]
+def _window(cx: Converter, win: Window) -> dict[str, ScalarInput]:
+    """The explicit padding and the strides of a window, as the convolutions name them."""
+    return dict(pad_left=cx.i32(win.pad_left), pad_right=cx.i32(win.pad_right),
+                pad_top=cx.i32(win.pad_top), pad_bottom=cx.i32(win.pad_bottom),
+                stride_w=cx.i32(win.stride[1]), stride_h=cx.i32(win.stride[0]))
 
 
-def _strides(cx: Converter, win: Window) -> list[int]:
-    return [cx.i32(win.stride[1]), cx.i32(win.stride[0])]
-
-
-def _dilations(cx: Converter, win: Window) -> list[int]:
-    return [cx.i32(win.dilation[1]), cx.i32(win.dilation[0])]
+def _dilations(cx: Converter, win: Window) -> dict[str, ScalarInput]:
+    return dict(dilation_w=cx.i32(win.dilation[1]), dilation_h=cx.i32(win.dilation[0]))
 
 
 def constant_weight(w, what: str = "weight") -> np.ndarray:
@@ -257,10 +258,12 @@ def conv_transpose(cx: Converter, x: TensorValue, w: np.ndarray, b, stride, padd
     filt = filter_operand(cx, w.transpose(1, 2, 3, 0), x, quant)  # [O, kh, kw, I]
     bias = bias_operand(cx, b, x, quant)
     dtype, scale, zero_point = output_type(x, quant)
-    pads = [cx.i32(pw), cx.i32(pw - opw), cx.i32(ph), cx.i32(ph - oph)]
     return cx.emit(Op.TRANSPOSE_CONV_2D,
-                   [x, filt, bias, *pads, cx.i32(sw), cx.i32(sh), cx.i32(int(fuse)),
-                    cx.boolean(nchw)], out_shape, dtype, x.layout, scale, zero_point)
+                   dict(input=x, filter=filt, bias=bias, pad_left=cx.i32(pw),
+                        pad_right=cx.i32(pw - opw), pad_top=cx.i32(ph),
+                        pad_bottom=cx.i32(ph - oph), stride_w=cx.i32(sw), stride_h=cx.i32(sh),
+                        fuse_code=cx.i32(int(fuse)), nchw=cx.boolean(nchw)),
+                   out_shape, dtype, x.layout, scale, zero_point)
 
 
 @lowering("aten::_convolution", "aten::convolution",

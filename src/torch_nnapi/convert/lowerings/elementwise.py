@@ -41,7 +41,8 @@ def arithmetic(cx: Converter, op: Op, a, b, fuse: FuseCode = FuseCode.NONE) -> T
         if reciprocal is not None:
             op, b = Op.MUL, reciprocal
     (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
-    return cx.emit(op, [ta, tb, cx.i32(int(fuse))], shape, dtype, layout)
+    return cx.emit(op, dict(input0=ta, input1=tb, fuse_code=cx.i32(int(fuse))), shape, dtype,
+                   layout)
 
 
 def _is_constant(v) -> bool:
@@ -130,7 +131,7 @@ def div(cx: Converter, a, b, rounding_mode=None):
         raise Unsupported(f"division with rounding_mode={rounding_mode!r}")
     out = arithmetic(cx, Op.DIV, a, b)
     if rounding_mode == "floor":
-        out = cx.emit_like(Op.FLOOR, [out], out)
+        out = cx.emit_like(Op.FLOOR, dict(input=out), out)
     return out
 
 
@@ -139,7 +140,7 @@ def floor_divide(cx: Converter, a, b):
     if both_numbers(a, b):
         return number_binary("floordiv", a, b)
     out = arithmetic(cx, Op.DIV, a, b)
-    return cx.emit_like(Op.FLOOR, [out], out)
+    return cx.emit_like(Op.FLOOR, dict(input=out), out)
 
 
 @lowering("aten::remainder", nnapi=("DIV", "FLOOR", "MUL", "SUB"),
@@ -148,7 +149,7 @@ def remainder(cx: Converter, a, b):
     if both_numbers(a, b):
         return number_binary("remainder", a, b)
     q = arithmetic(cx, Op.DIV, a, b)
-    q = cx.emit_like(Op.FLOOR, [q], q)
+    q = cx.emit_like(Op.FLOOR, dict(input=q), q)
     return arithmetic(cx, Op.SUB, a, arithmetic(cx, Op.MUL, q, b))
 
 
@@ -169,9 +170,9 @@ def extremum(cx: Converter, op: Op, a, b) -> TensorValue:
             raise Unsupported(f"{op.name} of a quantized and a float tensor")
         (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
         scale, zp = cx.example_quant()
-        return cx.emit(op, [ta, tb], shape, dtype, layout, scale, zp)
+        return cx.emit(op, dict(input0=ta, input1=tb), shape, dtype, layout, scale, zp)
     (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
-    return cx.emit(op, [ta, tb], shape, dtype, layout)
+    return cx.emit(op, dict(input0=ta, input1=tb), shape, dtype, layout)
 
 
 def _quantized(v) -> bool:
@@ -193,7 +194,7 @@ def compare(cx: Converter, a, b):
         raise Unsupported("comparison of values that are not numbers or model tensors")
     dtype = result_dtype(a, b)
     (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
-    return cx.emit(_COMPARISONS[kind], [ta, tb], shape, "bool", layout)
+    return cx.emit(_COMPARISONS[kind], dict(input0=ta, input1=tb), shape, "bool", layout)
 
 
 @lowering("aten::where", nnapi=("SELECT",), notes="where(cond, a, b)")
@@ -208,21 +209,21 @@ def where(cx: Converter, condition, a=None, b=None):
     if tuple(ta.shape) != tuple(shape) or tuple(tb.shape) != tuple(shape) \
             or tuple(tc.shape) != tuple(shape):
         raise Unsupported("where() with broadcasting (NNAPI SELECT needs equal shapes)")
-    return cx.emit(Op.SELECT, [tc, ta, tb], shape, dtype, layout)
+    return cx.emit(Op.SELECT, dict(condition=tc, input1=ta, input2=tb), shape, dtype, layout)
 
 
 @lowering("aten::logical_and", "aten::logical_or", nnapi=("LOGICAL_AND", "LOGICAL_OR"))
 def logical_binary(cx: Converter, a, b):
     op = Op.LOGICAL_AND if cx.node.kind == "aten::logical_and" else Op.LOGICAL_OR
     (ta, tb), shape, layout = broadcast_operands(cx, [a, b], "bool")
-    return cx.emit(op, [ta, tb], shape, "bool", layout)
+    return cx.emit(op, dict(input0=ta, input1=tb), shape, "bool", layout)
 
 
 @lowering("aten::logical_not", nnapi=("LOGICAL_NOT",))
 def logical_not(cx: Converter, a):
     if not isinstance(a, TensorValue) or a.dtype != "bool":
         raise Unsupported("logical_not of a non-bool tensor")
-    return cx.emit(Op.LOGICAL_NOT, [a], a.shape, "bool", a.layout)
+    return cx.emit(Op.LOGICAL_NOT, dict(input=a), a.shape, "bool", a.layout)
 
 
 @lowering("aten::pow", "aten::pow_", nnapi=("MUL", "SQRT", "RSQRT", "DIV", "POW"),
@@ -238,16 +239,16 @@ def power(cx: Converter, a, b):
         if e == 2.0:
             return arithmetic(cx, Op.MUL, a, a)
         if e == 0.5:
-            return cx.emit_like(Op.SQRT, [a], a)
+            return cx.emit_like(Op.SQRT, dict(input=a), a)
         if e == -0.5:
-            return cx.emit_like(Op.RSQRT, [a], a)
+            return cx.emit_like(Op.RSQRT, dict(input=a), a)
         if e == -1.0:
             return arithmetic(cx, Op.DIV, 1.0, a)
     dtype = result_dtype(a, b)
     if dtype not in _FLOATS:
         raise Unsupported("pow of integer tensors")
     (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
-    return cx.emit(Op.POW, [ta, tb], shape, dtype, layout)
+    return cx.emit(Op.POW, dict(base=ta, exponent=tb), shape, dtype, layout)
 
 
 _CASTABLE = ("float32", "float16", "int32", "int64")

@@ -72,8 +72,9 @@ def strided_slice(cx: Converter, x: TensorValue, slices: dict[int, tuple], shrin
                           for a, b in zip(out_shape, x.shape)):
         return x
     return cx.emit(Op.STRIDED_SLICE,
-                   [x, cx.int_vector(begin), cx.int_vector(end), cx.int_vector(strides),
-                    cx.i32(begin_mask), cx.i32(end_mask), cx.i32(shrink_mask)],
+                   dict(input=x, begin=cx.int_vector(begin), end=cx.int_vector(end),
+                        strides=cx.int_vector(strides), begin_mask=cx.i32(begin_mask),
+                        end_mask=cx.i32(end_mask), shrink_axis_mask=cx.i32(shrink_mask)),
                    out_shape, x.dtype, out_layout, x.scale, x.zero_point)
 
 
@@ -123,7 +124,8 @@ def split_sizes(cx: Converter, x: TensorValue, dim: int, sizes: list[SymInt]) \
         axis = lay.axis(x.layout, dim)
         parts = [cx.new_tensor(tuple(s if i == dim else n for i, n in enumerate(x.shape)),
                                x.dtype, x.layout, x.scale, x.zero_point) for s in sizes]
-        cx.operation(Op.SPLIT, [x, cx.i32(axis), cx.i32(len(sizes))], parts)
+        cx.operation(Op.SPLIT, dict(input=x, axis=cx.i32(axis), num_splits=cx.i32(len(sizes))),
+                     dict(outputs=parts))
         return parts
     parts, start = [], 0
     for s in sizes:
@@ -173,8 +175,8 @@ def gather_indices(cx: Converter, x: TensorValue, dim: int, indices) -> TensorVa
     """GATHER along PyTorch dimension ``dim`` with constant indices (a list)."""
     idx = cx.constant(np.asarray(indices, np.int32).reshape(-1), "int32")
     shape = tuple(len(indices) if i == dim else n for i, n in enumerate(x.shape))
-    return cx.emit(Op.GATHER, [x, cx.i32(lay.axis(x.layout, dim)), idx], shape, x.dtype,
-                   x.layout, x.scale, x.zero_point)
+    return cx.emit(Op.GATHER, dict(input=x, axis=cx.i32(lay.axis(x.layout, dim)), indices=idx),
+                   shape, x.dtype, x.layout, x.scale, x.zero_point)
 
 
 def _index_operand(cx: Converter, index) -> TensorValue:
@@ -196,8 +198,8 @@ def index_select(cx: Converter, x, dim, index):
     if idx.rank != 1:
         raise Unsupported("index_select with a multi-dimensional index")
     shape = tuple(idx.shape[0] if i == d else n for i, n in enumerate(x.shape))
-    return cx.emit(Op.GATHER, [x, cx.i32(lay.axis(x.layout, d)), idx], shape, x.dtype,
-                   x.layout, x.scale, x.zero_point)
+    return cx.emit(Op.GATHER, dict(input=x, axis=cx.i32(lay.axis(x.layout, d)), indices=idx),
+                   shape, x.dtype, x.layout, x.scale, x.zero_point)
 
 
 @lowering("aten::embedding", nnapi=("GATHER",), notes="constant weight, int indices")
@@ -207,7 +209,7 @@ def embedding(cx: Converter, weight, indices, *rest):
     w = cx.torch_constant(weight.detach().float())
     idx = _index_operand(cx, indices)
     shape = tuple(idx.shape) + (w.shape[1],)
-    return cx.emit(Op.GATHER, [w, cx.i32(0), idx], shape, w.dtype)
+    return cx.emit(Op.GATHER, dict(input=w, axis=cx.i32(0), indices=idx), shape, w.dtype)
 
 
 @lowering("aten::index", nnapi=("GATHER",), notes="one index tensor (x[idx] or x[:, idx])")

@@ -52,8 +52,9 @@ def fully_connected(cx: Converter, x: TensorValue, weight, bias: np.ndarray | No
     b = bias_operand(cx, np.zeros(out_features, np.float32) if bias is None else bias, x, quant)
     dtype, scale, zero_point = output_type(x, quant)
     batch = _prod(x.shape[:-1])
-    out = cx.emit(Op.FULLY_CONNECTED, [x, w, b, cx.i32(int(fuse))], (batch, out_features),
-                  dtype, None, scale, zero_point)
+    out = cx.emit(Op.FULLY_CONNECTED,
+                  dict(input=x, weights=w, bias=b, fuse_code=cx.i32(int(fuse))),
+                  (batch, out_features), dtype, None, scale, zero_point)
     target = tuple(original.shape[:-1]) + (out_features,)
     if tuple(target) != tuple(out.shape):
         out = cx.reshape(out, target)
@@ -169,9 +170,11 @@ def matmul_tensors(cx: Converter, a, b) -> TensorValue:
     product_shape = broadcast_shapes(a4.shape, b4.shape)
     if len(product_shape) > 4:
         raise Unsupported("matmul with more than one batch dimension after broadcasting")
-    product = cx.emit(Op.MUL, [a4, b4, cx.i32(0)], product_shape, like.dtype)
+    product = cx.emit(Op.MUL, dict(input0=a4, input1=b4, fuse_code=cx.i32(0)), product_shape,
+                      like.dtype)
     out_shape = lead + (m, n)
-    out = cx.emit(Op.REDUCE_SUM, [product, cx.int_vector([reduce_axis]), cx.boolean(False)],
+    out = cx.emit(Op.REDUCE_SUM, dict(input=product, axes=cx.int_vector([reduce_axis]),
+                                      keep_dims=cx.boolean(False)),
                   out_shape, like.dtype)
     final = tuple(batch) + (m, n)
     if squeeze_rows:

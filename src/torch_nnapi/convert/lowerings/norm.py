@@ -80,7 +80,7 @@ def normalize(cx: Converter, x: TensorValue, dims: list[int], eps: float) -> Ten
     mu = reduce(cx, Op.MEAN, x, dims, True)
     dev = arithmetic(cx, Op.SUB, x, mu)
     var = reduce(cx, Op.MEAN, arithmetic(cx, Op.MUL, dev, dev), dims, True)
-    inv = cx.emit_like(Op.RSQRT, [arithmetic(cx, Op.ADD, var, eps)], var)
+    inv = cx.emit_like(Op.RSQRT, dict(input=arithmetic(cx, Op.ADD, var, eps)), var)
     return arithmetic(cx, Op.MUL, dev, inv)
 
 

@@ -52,7 +52,8 @@ def constant_pad(cx: Converter, x: TensorValue, pad, value) -> TensorValue:
     shape = tuple(n + sum(pads.get(d, (0, 0))) for d, n in enumerate(x.shape))
     paddings = cx.constant(rows, "int32")
     if v == 0.0:
-        return cx.emit(Op.PAD, [x, paddings], shape, x.dtype, x.layout, x.scale, x.zero_point)
+        return cx.emit(Op.PAD, dict(input=x, paddings=paddings), shape, x.dtype, x.layout,
+                       x.scale, x.zero_point)
     if x.is_quantized:
         q = int(round(v / x.scale)) + x.zero_point
         if not 0 <= q <= 255:
@@ -62,8 +63,8 @@ def constant_pad(cx: Converter, x: TensorValue, pad, value) -> TensorValue:
         fill = cx.float_scalar(v, x)
     else:
         fill = cx.i32(int(v))
-    return cx.emit(Op.PAD_V2, [x, paddings, fill], shape, x.dtype, x.layout, x.scale,
-                   x.zero_point)
+    return cx.emit(Op.PAD_V2, dict(input=x, paddings=paddings, pad_value=fill), shape, x.dtype,
+                   x.layout, x.scale, x.zero_point)
 
 
 def _index_map(mode: str, n: int, before: int, after: int) -> list[int]:

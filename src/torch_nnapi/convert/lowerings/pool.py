@@ -54,9 +54,11 @@ def pool2d(cx: Converter, op: Op, x: TensorValue, kernel, stride, padding, ceil_
     n, c, h, w = x.shape
     oh, bottom = pooled_size(h, kh, sh, ph, ceil_mode)
     ow, right = pooled_size(w, kw, sw, pw, ceil_mode)
-    inputs = [x, cx.i32(pw), cx.i32(right), cx.i32(ph), cx.i32(bottom), cx.i32(sw), cx.i32(sh),
-              cx.i32(kw), cx.i32(kh), cx.i32(int(fuse)), cx.boolean(nchw)]
-    return cx.emit(op, inputs, (n, c, oh, ow), x.dtype, x.layout, x.scale, x.zero_point)
+    return cx.emit(op, dict(input=x, pad_left=cx.i32(pw), pad_right=cx.i32(right),
+                            pad_top=cx.i32(ph), pad_bottom=cx.i32(bottom), stride_w=cx.i32(sw),
+                            stride_h=cx.i32(sh), filter_w=cx.i32(kw), filter_h=cx.i32(kh),
+                            fuse_code=cx.i32(int(fuse)), nchw=cx.boolean(nchw)),
+                   (n, c, oh, ow), x.dtype, x.layout, x.scale, x.zero_point)
 
 
 def global_pool(cx: Converter, op: Op, x: TensorValue) -> TensorValue | None:
@@ -67,9 +69,10 @@ def global_pool(cx: Converter, op: Op, x: TensorValue) -> TensorValue | None:
         return None
     n, c, h, w = x.shape
     zero, one = cx.i32(0), cx.i32(1)
-    inputs = [x, zero, zero, zero, zero, one, one, cx.i32(w), cx.i32(h),
-              cx.i32(int(FuseCode.NONE))]
-    return cx.emit(op, inputs, (n, c, 1, 1), x.dtype, x.layout, x.scale, x.zero_point)
+    return cx.emit(op, dict(input=x, pad_left=zero, pad_right=zero, pad_top=zero,
+                            pad_bottom=zero, stride_w=one, stride_h=one, filter_w=cx.i32(w),
+                            filter_h=cx.i32(h), fuse_code=cx.i32(int(FuseCode.NONE))),
+                   (n, c, 1, 1), x.dtype, x.layout, x.scale, x.zero_point)
 
 
 def _as_4d(cx: Converter, x: TensorValue) -> tuple[TensorValue, bool]:
@@ -148,8 +151,9 @@ def _zero_pad_hw(cx: Converter, x: TensorValue, ph: int, pw: int) -> TensorValue
     pads = {2: (ph, ph), 3: (pw, pw)}
     rows = [pads.get(d, (0, 0)) for d in x.layout]
     shape = tuple(n + sum(pads.get(d, (0, 0))) for d, n in enumerate(x.shape))
-    return cx.emit(Op.PAD, [x, cx.constant(np.array(rows, np.int32), "int32")], shape,
-                   x.dtype, x.layout, x.scale, x.zero_point)
+    paddings = cx.constant(np.array(rows, np.int32), "int32")
+    return cx.emit(Op.PAD, dict(input=x, paddings=paddings), shape, x.dtype, x.layout, x.scale,
+                   x.zero_point)
 
 
 def _adaptive_sizes(x: TensorValue, output_size) -> tuple[int, int]:
@@ -180,10 +184,12 @@ def contract_axis(cx: Converter, x: TensorValue, torch_dim: int, matrix: np.ndar
         batch = batch * d
     w = cx.constant(matrix, x.dtype)
     b = cx.constant(np.zeros(out_size, np.float32), x.dtype)
-    flat = cx.emit(Op.FULLY_CONNECTED, [x, w, b, cx.i32(0)], (batch, out_size), x.dtype)
+    flat = cx.emit(Op.FULLY_CONNECTED, dict(input=x, weights=w, bias=b, fuse_code=cx.i32(0)),
+                   (batch, out_size), x.dtype)
     shape = tuple(out_size if d == torch_dim else n for d, n in enumerate(x.shape))
     out = cx.new_tensor(shape, x.dtype, layout)
-    cx.operation(Op.RESHAPE, [flat, cx.shape_vector(out.nnapi_shape)], [out])
+    cx.operation(Op.RESHAPE, dict(input=flat, shape=cx.shape_vector(out.nnapi_shape)),
+                 dict(output=out))
     return out
 
 
@@ -220,11 +226,12 @@ def adaptive_pool(cx: Converter, x, output_size):
     elif (oh, ow) == (1, 1):
         axes = [lay.axis(x.layout, 2), lay.axis(x.layout, 3)]
         if is_max:
-            out = cx.emit(Op.REDUCE_MAX, [x, cx.int_vector(axes), cx.boolean(True)],
+            out = cx.emit(Op.REDUCE_MAX, dict(input=x, axes=cx.int_vector(axes),
+                                              keep_dims=cx.boolean(True)),
                           (n, c, 1, 1), x.dtype, x.layout, x.scale, x.zero_point)
         else:
-            out = cx.emit(Op.MEAN, [x, cx.int_vector(axes), cx.i32(1)], (n, c, 1, 1), x.dtype,
-                          x.layout, x.scale, x.zero_point)
+            out = cx.emit(Op.MEAN, dict(input=x, axes=cx.int_vector(axes), keep_dims=cx.i32(1)),
+                          (n, c, 1, 1), x.dtype, x.layout, x.scale, x.zero_point)
     else:
         if isinstance(h, Sym) or isinstance(w, Sym):
             raise Unsupported("adaptive pooling of a flexible dimension to a size other than 1")

@@ -40,7 +40,7 @@ def quantized_input(x) -> TensorValue:
 
 
 def quantize(cx: Converter, f: TensorValue, scale: float, zero_point: int) -> TensorValue:
-    return cx.emit(Op.QUANTIZE, [f], f.shape, "quint8", f.layout, scale, zero_point)
+    return cx.emit(Op.QUANTIZE, dict(input=f), f.shape, "quint8", f.layout, scale, zero_point)
 
 
 def _output_params(scale, zero_point) -> tuple[float, int]:
@@ -180,7 +180,8 @@ def quantized_binary(cx: Converter, op: Op, a, b, scale, zero_point, fuse: FuseC
     a, b = quantized_input(a), quantized_input(b)
     out_scale, out_zp = _output_params(scale, zero_point)
     (ta, tb), shape, layout = broadcast_operands(cx, [a, b], "quint8")
-    return cx.emit(op, [ta, tb, cx.i32(int(fuse))], shape, "quint8", layout, out_scale, out_zp)
+    return cx.emit(op, dict(input0=ta, input1=tb, fuse_code=cx.i32(int(fuse))), shape, "quint8",
+                   layout, out_scale, out_zp)
 
 
 @lowering("quantized::add", nnapi=("ADD",))
@@ -260,14 +261,14 @@ def qbatch_norm(cx: Converter, x, weight, bias, mean, var, eps, scale, zero_poin
     out_scale, out_zp = _output_params(scale, zero_point)
     y = batch_norm(cx, float_of(cx, x), weight, bias, mean, var, False, 0.1, eps)
     if cx.node.kind.endswith("_relu"):
-        y = cx.emit_like(Op.RELU, [y], y)
+        y = cx.emit_like(Op.RELU, dict(input=y), y)
     return quantize(cx, y, out_scale, out_zp)
 
 
 @lowering("quantized::relu6", nnapi=("RELU6",))
 def qrelu6(cx: Converter, x, inplace=False):
     x = quantized_input(x)
-    return cx.emit_like(Op.RELU6, [x], x)
+    return cx.emit_like(Op.RELU6, dict(input=x), x)
 
 
 @lowering("quantized::leaky_relu", nnapi=("DEQUANTIZE", "PRELU", "QUANTIZE"),
@@ -285,6 +286,6 @@ def qsigmoid(cx: Converter, x, scale, zero_point):
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
     if (out_scale, out_zp) == (1.0 / 256, 0):
-        return cx.emit(Op.LOGISTIC, [x], x.shape, "quint8", x.layout, out_scale, out_zp)
+        return cx.emit(Op.LOGISTIC, dict(input=x), x.shape, "quint8", x.layout, out_scale, out_zp)
     f = float_of(cx, x)
-    return quantize(cx, cx.emit_like(Op.LOGISTIC, [f], f), out_scale, out_zp)
+    return quantize(cx, cx.emit_like(Op.LOGISTIC, dict(input=f), f), out_scale, out_zp)

@@ -44,7 +44,8 @@ def reduce(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool
         scale, zero_point = cx.example_quant()
     else:
         scale, zero_point = x.scale, x.zero_point
-    return cx.emit(op, [x, axes, keep], shape, dtype or x.dtype, layout, scale, zero_point)
+    return cx.emit(op, dict(input=x, axes=axes, keep_dims=keep), shape, dtype or x.dtype, layout,
+                   scale, zero_point)
 
 
 def _dtype_arg(x: TensorValue, dtype) -> TensorValue:
@@ -120,7 +121,7 @@ def arg_extremum(cx: Converter, x: TensorValue, d: int, keepdim: bool, is_max: b
         -> TensorValue:
     op = Op.ARGMAX if is_max else Op.ARGMIN
     shape = tuple(n for i, n in enumerate(x.shape) if i != d)
-    out = cx.emit(op, [x, cx.i32(lay.axis(x.layout, d))], shape, "int64",
+    out = cx.emit(op, dict(input=x, axis=cx.i32(lay.axis(x.layout, d))), shape, "int64",
                   lay.without_dims(x.layout, [d]))
     if keepdim:
         from .shape import unsqueeze
@@ -170,7 +171,7 @@ def var_std(cx: Converter, x, dims=None, correction=None, keepdim=False, *rest):
     if corr:
         var = arithmetic(cx, Op.MUL, var, n / (n - corr))
     if cx.node.kind == "aten::std":
-        var = cx.emit_like(Op.SQRT, [var], var)
+        var = cx.emit_like(Op.SQRT, dict(input=var), var)
     return var
 
 
@@ -185,14 +186,13 @@ def softmax(cx: Converter, x, dim, dtype=None, *rest):
     log = "log_softmax" in cx.node.kind
     if x.rank > 4:
         raise Unsupported("softmax of a tensor of rank above 4")
-    axis = cx.i32(lay.axis(x.layout, d))
+    inputs = dict(input=x, beta=cx.float_scalar(1.0, x), axis=cx.i32(lay.axis(x.layout, d)))
     if log:
         if not x.is_float:
             raise Unsupported("log_softmax of a quantized tensor")
-        return cx.emit_like(Op.LOG_SOFTMAX, [x, cx.float_scalar(1.0, x), axis], x)
+        return cx.emit_like(Op.LOG_SOFTMAX, inputs, x)
     if x.is_quantized:
         scale, zero_point = cx.example_quant()
-        return cx.emit(Op.SOFTMAX, [x, cx.f32(1.0), axis], x.shape, x.dtype, x.layout, scale,
-                       zero_point)
-    return cx.emit_like(Op.SOFTMAX, [x, cx.float_scalar(1.0, x), axis], x)
+        return cx.emit(Op.SOFTMAX, inputs, x.shape, x.dtype, x.layout, scale, zero_point)
+    return cx.emit_like(Op.SOFTMAX, inputs, x)
 

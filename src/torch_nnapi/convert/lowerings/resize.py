@@ -83,15 +83,17 @@ def _nearest2d(cx: Converter, x: TensorValue, sizes, factors) -> TensorValue:
                               " scale factors")
         g, nchw = spatial_input(cx, x)
         return cx.emit(Op.RESIZE_NEAREST_NEIGHBOR,
-                       [g, cx.f32(factors[1]), cx.f32(factors[0]), cx.boolean(nchw)],
+                       dict(input=g, width=cx.f32(factors[1]), height=cx.f32(factors[0]),
+                            nchw=cx.boolean(nchw)),
                        (n, c, oh, ow), g.dtype, g.layout, g.scale, g.zero_point)
     maps = [nearest_map(h, oh, factors[0]), nearest_map(w, ow, factors[1])]
     if np.array_equal(maps[0], _nnapi_nearest_map(h, oh)) and \
             np.array_equal(maps[1], _nnapi_nearest_map(w, ow)):
         g, nchw = spatial_input(cx, x)
         return cx.emit(Op.RESIZE_NEAREST_NEIGHBOR,
-                       [g, cx.i32(ow), cx.i32(oh), cx.boolean(nchw)], (n, c, oh, ow), g.dtype,
-                       g.layout, g.scale, g.zero_point)
+                       dict(input=g, width=cx.i32(ow), height=cx.i32(oh),
+                            nchw=cx.boolean(nchw)),
+                       (n, c, oh, ow), g.dtype, g.layout, g.scale, g.zero_point)
     out = x
     for d, m, size, new in ((2, maps[0], h, oh), (3, maps[1], w, ow)):
         if size != new or not np.array_equal(m, np.arange(size)):

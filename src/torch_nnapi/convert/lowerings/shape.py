@@ -82,7 +82,8 @@ def relayout_reshape(cx: Converter, x: TensorValue, shape, layout) -> TensorValu
     if x.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
         return cx.reshape(x, shape)
     out = cx.new_tensor(shape, x.dtype, layout, x.scale, x.zero_point)
-    cx.operation(Op.RESHAPE, [x, cx.shape_vector(out.nnapi_shape)], [out])
+    cx.operation(Op.RESHAPE, dict(input=x, shape=cx.shape_vector(out.nnapi_shape)),
+                 dict(output=out))
     return out
 
 
@@ -172,8 +173,8 @@ def tile(cx: Converter, x: TensorValue, multiples, shape) -> TensorValue:
     if all(not isinstance(m, Sym) and int(m) == 1 for m in multiples):
         return x
     nnapi_multiples = lay.apply(x.layout, multiples)
-    return cx.emit(Op.TILE, [x, cx.int_vector(nnapi_multiples)], shape, x.dtype, x.layout,
-                   x.scale, x.zero_point)
+    return cx.emit(Op.TILE, dict(input=x, multiples=cx.int_vector(nnapi_multiples)), shape,
+                   x.dtype, x.layout, x.scale, x.zero_point)
 
 
 @lowering("aten::repeat", nnapi=("TILE", "RESHAPE"))
@@ -224,8 +225,8 @@ def concatenate(cx: Converter, items, dim, scale: float | None = None,
                 scale, zero_point = operands[0].scale, operands[0].zero_point
     else:
         scale, zero_point = 0.0, 0
-    return cx.emit(Op.CONCATENATION, [*operands, cx.i32(lay.axis(layout, d))], shape, dtype,
-                   layout, scale, zero_point)
+    return cx.emit(Op.CONCATENATION, dict(inputs=operands, axis=cx.i32(lay.axis(layout, d))),
+                   shape, dtype, layout, scale, zero_point)
 
 
 @lowering("aten::cat", "aten::concat", "aten::concatenate", nnapi=("CONCATENATION",))
@@ -270,7 +271,8 @@ def reshape_permute_reshape(cx: Converter, x, *args):
     x = require_tensor(x)
     groups = _channel_shuffle_groups(x, fused.steps, parts)
     if groups is not None:
-        return cx.emit(Op.CHANNEL_SHUFFLE, [x, cx.i32(groups), cx.i32(lay.axis(x.layout, 1))],
+        return cx.emit(Op.CHANNEL_SHUFFLE, dict(input=x, num_groups=cx.i32(groups),
+                                                axis=cx.i32(lay.axis(x.layout, 1))),
                        x.shape, x.dtype, x.layout, x.scale, x.zero_point)
     value = x
     try:
