@@ -3,6 +3,11 @@
 Shapes are inferred once at compilation from what is known (declared dimensions and
 constants) and again at execution from the actual inputs, so models with unknown dimensions
 (dynamic output shapes) run. Any operand's value can be kept for inspection.
+
+Steps with a native kernel keep the runner it planned for their input shapes: while those
+shapes stay the same, an execution calls the runners directly -- no context, no shape
+inference, no output checks (made when the runner was planned) -- so that a model of many
+small operations is dominated by its arithmetic, not by the Python between kernels.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from ..nnapi.errors import BadDataError, BadStateError, NnapiError, OpFailedErro
 from ..nnapi.model import Lifetime, Model, Operation, element_count
 from . import native
 from .context import OMITTED, KernelContext, Shape, ValueNotKnown
-from .registry import Kernel, NativeFn, kernel_for, native_kernel_for
+from .registry import Kernel, PlanFn, Runner, kernel_for, native_kernel_for
 
 RELAXED_PRECISIONS = ("float32", "float16")
 
@@ -53,8 +58,17 @@ class Step:
     static_outputs: list[Shape] | None = None
     input_shapes: tuple[Shape, ...] = ()
     frees: tuple[int, ...] = ()
-    # The native execute tried first (None: the reference execute only).
-    native: NativeFn | None = None
+    # The native kernel's planner (None: the reference execute only), and the runner it
+    # planned for the shapes of the inputs in `variable` (None: left to the reference).
+    planner: PlanFn | None = None
+    variable: tuple[int, ...] = ()
+    plan: tuple[tuple, Runner | None] | None = None
+    # Per output: whether it is rounded to float16 (relaxed precision emulated).
+    rounded: tuple[bool, ...] = ()
+    # The operation's inputs, and its one output when it has one that is not rounded (-1
+    # otherwise): what the runner loop reads.
+    inputs: tuple[int, ...] = ()
+    single_output: int = -1
     # Per-operation values kernels derive once (see runtime.ops._memo); owned by this step so
     # they live and die with the compilation.
     memo: dict[str, Any] = field(default_factory=dict)
@@ -115,6 +129,11 @@ class Compilation:
         self.steps = [self._step(i, op) for i, op in enumerate(model.operations)]
         self.shapes = self._infer_static_shapes()
         self._plan_frees()
+        # When every shape is settled at compile time, inputs of those shapes make every
+        # step's input shapes the compile-time ones: runners are then used without checking.
+        self._static_inputs: tuple[Shape, ...] | None = None
+        if all(step.static_outputs is not None for step in self.steps):
+            self._static_inputs = tuple(self.shapes[i] for i in model.inputs)
 
     # ---------------------------------------------------------------- compile time
 
@@ -123,9 +142,15 @@ class Compilation:
         if kernel is None:
             raise BadDataError(f"operation {position} ({operation.type.name}): the host runtime"
                                " has no kernel for this operation type")
-        use_native = native.uses_native(self.kernels)
-        return Step(position, operation, kernel,
-                    native=native_kernel_for(operation.type) if use_native else None)
+        operands = self.model.operands
+        planner = native_kernel_for(operation.type) if native.uses_native(self.kernels) else None
+        variable = tuple(i for i in operation.inputs
+                         if operands[i].lifetime is not Lifetime.CONSTANT)
+        rounded = tuple(self.emulate_float16 and operands[o].type == OperandType.TENSOR_FLOAT32
+                        for o in operation.outputs)
+        single = operation.outputs[0] if len(operation.outputs) == 1 and not rounded[0] else -1
+        return Step(position, operation, kernel, planner=planner, variable=variable,
+                    rounded=rounded, inputs=tuple(operation.inputs), single_output=single)
 
     def _infer_static_shapes(self) -> list[Shape]:
         operands = self.model.operands
@@ -199,64 +224,106 @@ class Compilation:
                  profile: bool) -> ExecutionResult:
         if not native.uses_native(self.kernels):
             return self._run_steps(inputs, keep_intermediates, profile)
-        with native.execution_scope():
+        # Native runners compute IEEE results (infinities, NaN) without NumPy's warnings, as
+        # the reference kernels do.
+        with native.execution_scope(), np.errstate(all="ignore"):
             return self._run_steps(inputs, keep_intermediates, profile)
 
     def _run_steps(self, inputs: Sequence[Any], keep_intermediates: bool,
                    profile: bool) -> ExecutionResult:
-        operands = self.model.operands
         values = list(self._constants)
         for index, value in zip(self.model.inputs, inputs):
             values[index] = value
+        static = self._static_inputs is not None and self._static_inputs == tuple(
+            getattr(value, "shape", None) for value in inputs)
         timings: list[OperationTiming] = []
         for step in self.steps:
-            op = step.operation
-            ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs, values,
-                                None, self.model.relax_float32_to_float16, step.memo)
             start = time.perf_counter() if profile else 0.0
-            try:
-                if step.static_outputs is not None and all(
-                        values[i] is OMITTED or values[i] is None or values[i].shape == s
-                        for i, s in zip(op.inputs, step.input_shapes)):
-                    shapes = step.static_outputs
+            plan = step.plan
+            if plan is not None and plan[1] is not None and (static or plan[0] == tuple(
+                    [getattr(values[i], "shape", None) for i in step.variable])):
+                try:
+                    results = plan[1](*[values[i] for i in step.inputs])
+                except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
+                    raise _prefixed(e, step.where) from e
+                if step.single_output >= 0 and type(results) is np.ndarray:
+                    values[step.single_output] = results
                 else:
-                    shapes = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
-                    self._check_outputs(step, shapes, OpFailedError)
-                results = step.native(ctx) if step.native is not None else None
-                if results is None:
-                    results = step.kernel.execute(ctx)
-            except NnapiError as e:
-                raise _prefixed(e, step.where) from e
-            except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
-                raise _prefixed(e, step.where) from e
-            if isinstance(results, (np.ndarray, np.generic)):  # NumPy makes 0-d results scalars
-                results = (np.asarray(results),)
-            if len(results) != len(op.outputs):
-                raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
-                                    f" expected {len(op.outputs)}")
-            for pos, (o, array, shape) in enumerate(zip(op.outputs, results, shapes)):
-                operand = operands[o]
-                if array.dtype != operand.info.dtype or array.shape != shape:
-                    raise OpFailedError(
-                        f"{step.where}: output {pos} came out as {array.dtype}{list(array.shape)},"
-                        f" expected {operand.info.dtype}{list(shape)} (a kernel bug)")
-                if self.emulate_float16 and operand.type == OperandType.TENSOR_FLOAT32:
-                    array = array.astype(np.float16).astype(np.float32)
-                values[o] = array
+                    if type(results) is np.ndarray:
+                        results = (results,)
+                    for o, array, rounded in zip(step.operation.outputs, results, step.rounded):
+                        values[o] = array.astype(np.float16).astype(np.float32) if rounded \
+                            else array
+            else:
+                self._run_step(step, values)
             if profile:
-                timings.append(OperationTiming(step.position, op.type.name,
+                timings.append(OperationTiming(step.position, step.operation.type.name,
                                                time.perf_counter() - start))
             if not keep_intermediates:
                 for dead in step.frees:
                     values[dead] = None
-        outputs = [values[o] for o in self.model.outputs]
+        outputs = [_owned(values[o]) for o in self.model.outputs]
         kept: dict[int, np.ndarray] = {}
         if keep_intermediates:
             kept = {i: v for i, v in enumerate(values)
                     if v is not None and v is not OMITTED}
+            kept.update(zip(self.model.outputs, outputs))
         else:
             kept = dict(zip(self.model.outputs, outputs))
         return ExecutionResult(outputs, kept, timings)
+
+    def _run_step(self, step: Step, values: list[Any]) -> None:
+        """One step the full way: shapes settled and checked, the native kernel planned (when
+        there is one) or the reference kernel run, and every output checked."""
+        op = step.operation
+        operands = self.model.operands
+        ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs, values,
+                            None, self.model.relax_float32_to_float16, step.memo)
+        try:
+            if step.static_outputs is not None and all(
+                    values[i] is OMITTED or values[i] is None or values[i].shape == s
+                    for i, s in zip(op.inputs, step.input_shapes)):
+                shapes = step.static_outputs
+            else:
+                shapes = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
+                self._check_outputs(step, shapes, OpFailedError)
+            results = None
+            if step.planner is not None:
+                key = tuple([getattr(values[i], "shape", None) for i in step.variable])
+                plan = step.plan
+                if plan is None or plan[0] != key:
+                    plan = step.plan = (key, step.planner(ctx))
+                if plan[1] is not None:
+                    results = plan[1](*[values[i] for i in op.inputs])
+            if results is None:
+                results = step.kernel.execute(ctx)
+        except NnapiError as e:
+            raise _prefixed(e, step.where) from e
+        except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
+            raise _prefixed(e, step.where) from e
+        if isinstance(results, (np.ndarray, np.generic)):  # NumPy makes 0-d results scalars
+            results = (np.asarray(results),)
+        if len(results) != len(op.outputs):
+            raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
+                                f" expected {len(op.outputs)}")
+        for pos, (o, array, shape) in enumerate(zip(op.outputs, results, shapes)):
+            operand = operands[o]
+            if array.dtype != operand.info.dtype or array.shape != shape:
+                step.plan = None  # a runner that gives this is not used again unchecked
+                raise OpFailedError(
+                    f"{step.where}: output {pos} came out as {array.dtype}{list(array.shape)},"
+                    f" expected {operand.info.dtype}{list(shape)} (a kernel bug)")
+            if step.rounded[pos]:
+                array = array.astype(np.float16).astype(np.float32)
+            values[o] = array
+
+
+def _owned(value: Any) -> Any:
+    """A model output as the caller may keep and change: kernels may return views of other
+    values (a RESHAPE of a constant, say), which must not be shared."""
+    if isinstance(value, np.ndarray) and not value.flags.owndata:
+        return np.array(value)
+    return value
 
 
 class Execution:

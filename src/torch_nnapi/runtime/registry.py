@@ -1,7 +1,14 @@
 """The table of runtime kernels: one prepare (shapes and parameter checks) and one execute per
 operation type, registered by decorator from the family modules in ``runtime.ops``; and the
-native executes (``runtime.native``) that replace the reference ones when a compilation runs
-the native kernel set."""
+native kernels (``runtime.native``) that replace the reference executes when a compilation
+runs the native kernel set.
+
+A native kernel is a planner: given an operation's context (its constants and the shapes of
+its inputs) it reads and checks its parameters once and returns a runner, ``runner(*values)``
+on the operation's input values in order, returning its outputs, valid while the non-constant
+inputs keep their shapes; or None to leave the operation to the reference execute. The
+executor keeps each step's runner and calls it directly on later executions.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +26,8 @@ Shape = tuple[int, ...]
 PrepareFn = Callable[["KernelContext"], Sequence[Shape]]
 ExecuteResult = Union[np.ndarray, Sequence[np.ndarray]]
 ExecuteFn = Callable[["KernelContext"], ExecuteResult]
-# A native execute returns None for the cases it leaves to the reference execute.
-NativeFn = Callable[["KernelContext"], Optional[ExecuteResult]]
+Runner = Callable[..., ExecuteResult]
+PlanFn = Callable[["KernelContext"], Optional[Runner]]
 
 
 @dataclass(frozen=True)
@@ -32,7 +39,7 @@ class Kernel:
 
 
 KERNELS: dict[OperationType, Kernel] = {}
-NATIVE_KERNELS: dict[OperationType, NativeFn] = {}
+NATIVE_KERNELS: dict[OperationType, PlanFn] = {}
 
 
 def register(*operations: OperationType, prepare: PrepareFn) -> Callable[[ExecuteFn], ExecuteFn]:
@@ -56,17 +63,16 @@ def register(*operations: OperationType, prepare: PrepareFn) -> Callable[[Execut
     return wrap
 
 
-def register_native(*operations: OperationType) -> Callable[[NativeFn], NativeFn]:
-    """Registers the decorated function as the native execute of ``operations``: it runs
-    instead of the reference execute and returns None for what it does not handle (the
-    reference execute then runs). It uses the reference kernel's prepare."""
+def register_native(*operations: OperationType) -> Callable[[PlanFn], PlanFn]:
+    """Registers the decorated planner as the native kernel of ``operations`` (see the module
+    docstring); the reference kernel's prepare still gives the shapes and checks."""
 
-    def wrap(execute: NativeFn) -> NativeFn:
+    def wrap(planner: PlanFn) -> PlanFn:
         for op in operations:
             if op in NATIVE_KERNELS:
                 raise ValueError(f"a native kernel for {op.name} is already registered")
-            NATIVE_KERNELS[op] = execute
-        return execute
+            NATIVE_KERNELS[op] = planner
+        return planner
 
     return wrap
 
@@ -77,7 +83,7 @@ def kernel_for(operation: OperationType) -> Kernel | None:
     return KERNELS.get(operation)
 
 
-def native_kernel_for(operation: OperationType) -> NativeFn | None:
+def native_kernel_for(operation: OperationType) -> PlanFn | None:
     from . import native  # noqa: F401  (importing the package registers every family)
 
     return NATIVE_KERNELS.get(operation)

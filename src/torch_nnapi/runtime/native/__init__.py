@@ -84,6 +84,6 @@ def _configure() -> None:
 
 
 # Last: they use module(); importing each family registers its kernels.
-from . import blas, conv, elementwise, normalization, pooling  # noqa: F401
+from . import blas, conv_kernels, elementwise, normalization, pooling, reduction  # noqa: F401
 
 _configure()

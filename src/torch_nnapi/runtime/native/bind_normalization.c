@@ -1,4 +1,4 @@
-/* Binding of the normalization kernels (softmax.c). */
+/* Binding of the normalization and reduction kernels (softmax.c, reduction.c). */
 
 #include "binding.h"
 
@@ -88,7 +88,41 @@ static PyObject *softmax_q8_scale(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* reduce(kind, x, out, (outer, n, inner)): float32, or uint8 for MEAN. */
+static PyObject *reduce(PyObject *self, PyObject *args) {
+    PyObject *x, *out, *layout;
+    Py_ssize_t outer, n, inner;
+    int kind;
+    Buffer b[2] = {{.held = 0}};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iOOO!", &kind, &x, &out, &PyTuple_Type, &layout) ||
+        parse_rows(layout, &outer, &n, &inner) < 0)
+        return NULL;
+    if (kind < TNN_MEAN || kind > TNN_REDUCE_MIN) {
+        PyErr_SetString(PyExc_ValueError, "reduce: unknown reduction");
+        return NULL;
+    }
+    if (tnn_get_buffer(x, &b[0], -1, -1, 0, "input") < 0) return NULL;
+    Py_ssize_t itemsize = b[0].view.itemsize;
+    int quantized = itemsize == 1;
+    if ((itemsize != 1 && itemsize != 4) || (quantized && kind != TNN_MEAN) ||
+        b[0].view.len != outer * n * inner * itemsize ||
+        tnn_get_buffer(out, &b[1], itemsize, outer * inner, 1, "output") < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "reduce: the input does not match the layout");
+        tnn_release(b, 2);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    tnn_reduce(kind, quantized, b[0].view.buf, b[1].view.buf, outer, n, inner);
+    Py_END_ALLOW_THREADS
+    tnn_release(b, 2);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef tnn_normalization_methods[] = {
+    {"reduce", reduce, METH_VARARGS,
+     "reduce(kind, x, out, (outer, n, inner)): kind 0 MEAN, 1 SUM, 2 MAX, 3 MIN"},
     {"softmax_f32", softmax_f32, METH_VARARGS, "softmax_f32(x, out, (outer, n, inner), beta)"},
     {"softmax_q8_sums", softmax_q8_sums, METH_VARARGS,
      "softmax_q8_sums(x, terms, sums, (outer, n, inner))"},

@@ -17,18 +17,20 @@ import numpy as np
 from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
-from ..ops._memo import per_operation
 from ..quant import (
     activation_range_float,
     activation_range_quantized,
     quantize_multiplier_smaller_than_one,
 )
-from ..registry import kernel_for, register_native
+from ..registry import Runner, kernel_for, register_native
 from . import module
+from .conv_kernels import constant_parameters
 
 _F32 = OperandType.TENSOR_FLOAT32
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 _OPCODES = {Op.ADD: 0, Op.SUB: 1, Op.MUL: 2, Op.DIV: 3}
+_UFUNCS = {Op.ADD: lambda x, y, _: np.add(x, y), Op.SUB: lambda x, y, _: np.subtract(x, y),
+           Op.MUL: lambda x, y, _: np.multiply(x, y), Op.DIV: lambda x, y, _: np.divide(x, y)}
 # Quantized ADD and SUB give both inputs 20 bits of headroom before rescaling (as the
 # reference kernel, runtime/ops/broadcast.py).
 _ADD_LEFT_SHIFT = 20
@@ -97,26 +99,39 @@ def _q8_binary_params(ctx: KernelContext) -> tuple[int, ...] | None:
 
 
 @register_native(Op.ADD, Op.SUB, Op.MUL, Op.DIV)
-def binary_arithmetic(ctx: KernelContext) -> np.ndarray | None:
+def binary_arithmetic(ctx: KernelContext) -> Runner | None:
     kind = ctx.input_type(0)
-    if kind not in (_F32, _Q8) or (kind == _Q8 and ctx.operation == Op.DIV):
+    if kind not in (_F32, _Q8) or (kind == _Q8 and ctx.operation == Op.DIV) or \
+            not constant_parameters(ctx, first=2):
         return None
-    x, y = ctx.input(0), ctx.input(1)
-    layout = broadcast_layout(x.shape, y.shape)
+    a, b = ctx.input_shape(0), ctx.input_shape(1)
+    layout = broadcast_layout(a, b)
     if layout is None:
         return None
-    shape = np.broadcast_shapes(x.shape, y.shape)
+    shape = np.broadcast_shapes(a, b)
+    kernels = module()
     if kind == _F32:
+        opcode = _OPCODES[ctx.operation]
         lo, hi = activation_range_float(ctx.scalar(2))
-        out = np.empty(shape, np.float32)
-        module().binary_f32(_OPCODES[ctx.operation], x, y, out, *layout, lo, hi)
-        return out
-    params = per_operation(ctx, "native_q8_binary", _q8_binary_params, shape_only=(0, 1))
+        if lo == -np.inf and hi == np.inf:  # NumPy's ufunc: the same IEEE arithmetic, one call
+            return _UFUNCS[ctx.operation]
+
+        def run_float(x: np.ndarray, y: np.ndarray, *_) -> np.ndarray:
+            out = np.empty(shape, np.float32)
+            kernels.binary_f32(opcode, x, y, out, *layout, lo, hi)
+            return out
+
+        return run_float
+    params = _q8_binary_params(ctx)
     if params is None:
         return None
-    out = np.empty(shape, np.uint8)
-    module().binary_q8(x, y, out, *layout, params)
-    return out
+
+    def run(x: np.ndarray, y: np.ndarray, *_) -> np.ndarray:
+        out = np.empty(shape, np.uint8)
+        kernels.binary_q8(x, y, out, *layout, params)
+        return out
+
+    return run
 
 
 def reference_table(ctx: KernelContext) -> np.ndarray:
@@ -127,46 +142,61 @@ def reference_table(ctx: KernelContext) -> np.ndarray:
     return np.ascontiguousarray(reference.execute(ctx.with_input(0, every_value)))
 
 
-def _table_lookup(ctx: KernelContext) -> np.ndarray:
-    table = per_operation(ctx, "native_table", reference_table, shape_only=(0,))
-    x = ctx.input(0)
-    out = np.empty(x.shape, table.dtype)
-    module().lut(x, out, table)
-    return out
+def _table_lookup(ctx: KernelContext) -> Runner | None:
+    if not constant_parameters(ctx, first=1):
+        return None
+    table = reference_table(ctx)
+    lut = module().lut
+
+    def run(x: np.ndarray, *_) -> np.ndarray:
+        out = np.empty(x.shape, table.dtype)
+        lut(x, out, table)
+        return out
+
+    return run
 
 
 @register_native(Op.RELU, Op.RELU1, Op.RELU6)
-def clamp_activation(ctx: KernelContext) -> np.ndarray | None:
+def clamp_activation(ctx: KernelContext) -> Runner | None:
     kind = ctx.input_type(0)
     if kind == _Q8:
         return _table_lookup(ctx)
     if kind != _F32:
         return None
-    x = ctx.input(0)
-    out = np.empty(x.shape, np.float32)
-    module().clamp_f32(x, out, *_FLOAT_CLAMPS[ctx.operation])
-    return out
+    lo, hi = _FLOAT_CLAMPS[ctx.operation]
+    clamp = module().clamp_f32
+
+    def run(x: np.ndarray) -> np.ndarray:
+        out = np.empty(x.shape, np.float32)
+        clamp(x, out, lo, hi)
+        return out
+
+    return run
 
 
 @register_native(Op.LOGISTIC, Op.TANH)
-def sigmoid_activation(ctx: KernelContext) -> np.ndarray | None:
+def sigmoid_activation(ctx: KernelContext) -> Runner | None:
     # Float LOGISTIC and TANH stay with NumPy, whose exp and tanh are already vectorized.
     return _table_lookup(ctx) if ctx.input_type(0) == _Q8 else None
 
 
 @register_native(Op.DEQUANTIZE)
-def dequantize(ctx: KernelContext) -> np.ndarray | None:
+def dequantize(ctx: KernelContext) -> Runner | None:
     if ctx.input_type(0) != _Q8 or ctx.output_dtype() != np.float32:
         return None
     return _table_lookup(ctx)
 
 
 @register_native(Op.QUANTIZE)
-def quantize(ctx: KernelContext) -> np.ndarray | None:
+def quantize(ctx: KernelContext) -> Runner | None:
     if ctx.input_type(0) != _F32:
         return None
-    x = ctx.input(0)
     scale, zero_point = ctx.output_quant()
-    out = np.empty(x.shape, np.uint8)
-    module().quantize_f32(x, out, scale, zero_point)
-    return out
+    quantize_f32 = module().quantize_f32
+
+    def run(x: np.ndarray) -> np.ndarray:
+        out = np.empty(x.shape, np.uint8)
+        quantize_f32(x, out, scale, zero_point)
+        return out
+
+    return run

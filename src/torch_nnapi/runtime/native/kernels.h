@@ -101,4 +101,9 @@ void tnn_softmax_q8_scale(const uint8_t *x, uint8_t *out, ptrdiff_t outer, ptrdi
                           ptrdiff_t inner, const int32_t exps[256], int32_t diff_min,
                           const int32_t *reciprocal, const int32_t *exponent);
 
+/* reduction.c: along the middle axis of [outer][n][inner], n >= 1; quantized: MEAN only */
+enum { TNN_MEAN = 0, TNN_REDUCE_SUM = 1, TNN_REDUCE_MAX = 2, TNN_REDUCE_MIN = 3 };
+void tnn_reduce(int kind, int quantized, const void *x, void *out, ptrdiff_t outer, ptrdiff_t n,
+                ptrdiff_t inner);
+
 #endif

@@ -19,9 +19,9 @@ from ...nnapi.codes import OperationType as Op
 from .. import fixedpoint as fp
 from ..context import KernelContext
 from ..ops import normalization as ref
-from ..ops._memo import per_operation
-from ..registry import register_native
+from ..registry import Runner, register_native
 from . import module
+from .conv_kernels import constant_parameters
 
 
 def _rows(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
@@ -43,22 +43,33 @@ def _q8_tables(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 @register_native(Op.SOFTMAX)
-def softmax(ctx: KernelContext) -> np.ndarray | None:
+def softmax(ctx: KernelContext) -> Runner | None:
     kind = ctx.input_type(0)
-    x = ctx.input(0)
-    if kind not in (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_QUANT8_ASYMM) or x.size == 0:
+    shape = ctx.input_shape(0)
+    if kind not in (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_QUANT8_ASYMM) or \
+            math.prod(shape) == 0 or not constant_parameters(ctx):
         return None
-    layout = _rows(x.shape, ref._axis(ctx, 2, x.ndim))
-    out = np.empty(x.shape, x.dtype)
+    layout = _rows(shape, ref._axis(ctx, 2, len(shape)))
+    kernels = module()
     if kind == OperandType.TENSOR_FLOAT32:
-        module().softmax_f32(x, out, layout, float(np.float32(ctx.scalar(1))))
+        beta = float(np.float32(ctx.scalar(1)))
+
+        def run_float(x: np.ndarray, *_) -> np.ndarray:
+            out = np.empty(shape, np.float32)
+            kernels.softmax_f32(x, out, layout, beta)
+            return out
+
+        return run_float
+    exps, terms, diff_min = _q8_tables(ctx)
+
+    def run(x: np.ndarray, *_) -> np.ndarray:
+        out = np.empty(shape, np.uint8)
+        sums = np.empty(layout[0] * layout[2], np.int32)
+        kernels.softmax_q8_sums(x, terms, sums, layout)
+        reciprocal, bits_over_unit = fp.get_reciprocal(sums, ref._SUM_INTEGER_BITS)
+        exponent = bits_over_unit + 31 - 8
+        kernels.softmax_q8_scale(x, out, exps, diff_min, reciprocal.astype(np.int32),
+                                 exponent.astype(np.int32), layout)
         return out
-    exps, terms, diff_min = per_operation(ctx, "native_softmax_tables", _q8_tables,
-                                          shape_only=(0,))
-    sums = np.empty(layout[0] * layout[2], np.int32)
-    module().softmax_q8_sums(x, terms, sums, layout)
-    reciprocal, bits_over_unit = fp.get_reciprocal(sums, ref._SUM_INTEGER_BITS)
-    exponent = bits_over_unit + 31 - 8
-    module().softmax_q8_scale(x, out, exps, diff_min, reciprocal.astype(np.int32),
-                              exponent.astype(np.int32), layout)
-    return out
+
+    return run
