@@ -23,7 +23,7 @@ from ..nnapi.errors import BadDataError, BadStateError, NnapiError, OpFailedErro
 from ..nnapi.model import Lifetime, Model, Operation, element_count
 from . import native
 from .context import OMITTED, KernelContext, Shape, ValueNotKnown
-from .registry import Kernel, PlanFn, Runner, kernel_for, native_kernel_for
+from .registry import Kernel, PlanFn, Runner, fusion_for, kernel_for, native_kernel_for
 
 RELAXED_PRECISIONS = ("float32", "float16")
 
@@ -69,6 +69,13 @@ class Step:
     # otherwise): what the runner loop reads.
     inputs: tuple[int, ...] = ()
     single_output: int = -1
+    # A native fusion (registry.register_fusion): the step whose only reader this step is,
+    # and, once planned for the compile-time shapes, the runner computing this step from that
+    # step's inputs; the fused step is then skipped (`fused_away`) when shapes are those.
+    fusion: Step | None = None
+    fused_runner: Runner | None = None
+    fused_inputs: tuple[int, ...] = ()
+    fused_away: bool = False
     # Per-operation values kernels derive once (see runtime.ops._memo); owned by this step so
     # they live and die with the compilation.
     memo: dict[str, Any] = field(default_factory=dict)
@@ -128,6 +135,8 @@ class Compilation:
         ]
         self.steps = [self._step(i, op) for i, op in enumerate(model.operations)]
         self.shapes = self._infer_static_shapes()
+        if native.uses_native(self.kernels):
+            self._find_fusions()
         self._plan_frees()
         # When every shape is settled at compile time, inputs of those shapes make every
         # step's input shapes the compile-time ones: runners are then used without checking.
@@ -189,11 +198,35 @@ class Compilation:
                 raise error(f"{step.where}: output {pos} ({self.model.describe_operand(o)}) is"
                             f" declared {list(declared)} but the inputs give {list(shape)}")
 
-    def _plan_frees(self) -> None:
-        """Drops each temporary after its last reader, so big models run in little memory."""
-        last_use: dict[int, int] = {}
+    def _find_fusions(self) -> None:
+        """Pairs each step of one output with the step it can be fused with: one whose only
+        output is read by this step alone and is no model output."""
+        producers: dict[int, Step] = {}
+        readers: dict[int, set[int]] = {}
         for step in self.steps:
             for i in step.operation.inputs:
+                readers.setdefault(i, set()).add(step.position)
+            for o in step.operation.outputs:
+                producers[o] = step
+        model_outputs = set(self.model.outputs)
+        for step in self.steps:
+            if len(step.operation.outputs) != 1:
+                continue
+            for i in step.operation.inputs:
+                producer = producers.get(i)
+                if producer is not None and len(producer.operation.outputs) == 1 and \
+                        i not in model_outputs and readers[i] == {step.position} and \
+                        fusion_for(producer.operation.type, step.operation.type) is not None:
+                    step.fusion = producer
+                    break
+
+    def _plan_frees(self) -> None:
+        """Drops each temporary after its last reader, so big models run in little memory.
+        A step fused with an earlier one reads that one's inputs."""
+        last_use: dict[int, int] = {}
+        for step in self.steps:
+            fused_inputs = step.fusion.operation.inputs if step.fusion is not None else []
+            for i in [*step.operation.inputs, *fused_inputs]:
                 last_use[i] = step.position
             for o in step.operation.outputs:
                 last_use.setdefault(o, step.position)
@@ -236,11 +269,24 @@ class Compilation:
             values[index] = value
         static = self._static_inputs is not None and self._static_inputs == tuple(
             getattr(value, "shape", None) for value in inputs)
+        # Intermediates to keep: every step the full way, none fused away.
+        fast = not keep_intermediates
+        fused = fast and static
         timings: list[OperationTiming] = []
         for step in self.steps:
+            if fused and step.fused_away:  # its reader computes from its inputs
+                for dead in step.frees:
+                    values[dead] = None
+                continue
             start = time.perf_counter() if profile else 0.0
             plan = step.plan
-            if plan is not None and plan[1] is not None and (static or plan[0] == tuple(
+            if fused and step.fused_runner is not None:
+                try:
+                    results = step.fused_runner(*[values[i] for i in step.fused_inputs])
+                except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
+                    raise _prefixed(e, step.where) from e
+                values[step.operation.outputs[0]] = results
+            elif fast and plan is not None and plan[1] is not None and (static or plan[0] == tuple(
                     [getattr(values[i], "shape", None) for i in step.variable])):
                 try:
                     results = plan[1](*[values[i] for i in step.inputs])
@@ -255,7 +301,7 @@ class Compilation:
                         values[o] = array.astype(np.float16).astype(np.float32) if rounded \
                             else array
             else:
-                self._run_step(step, values)
+                self._run_step(step, values, static)
             if profile:
                 timings.append(OperationTiming(step.position, step.operation.type.name,
                                                time.perf_counter() - start))
@@ -272,9 +318,10 @@ class Compilation:
             kept = dict(zip(self.model.outputs, outputs))
         return ExecutionResult(outputs, kept, timings)
 
-    def _run_step(self, step: Step, values: list[Any]) -> None:
+    def _run_step(self, step: Step, values: list[Any], static: bool) -> None:
         """One step the full way: shapes settled and checked, the native kernel planned (when
-        there is one) or the reference kernel run, and every output checked."""
+        there is one) or the reference kernel run, and every output checked; with the
+        compile-time shapes (``static``), its fusion with an earlier step planned too."""
         op = step.operation
         operands = self.model.operands
         ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs, values,
@@ -316,6 +363,26 @@ class Compilation:
             if step.rounded[pos]:
                 array = array.astype(np.float16).astype(np.float32)
             values[o] = array
+        if static and step.fusion is not None and step.fused_runner is None and \
+                not any(step.rounded) and not any(step.fusion.rounded):
+            self._plan_fusion(step, ctx, values)
+
+    def _plan_fusion(self, step: Step, ctx: KernelContext, values: list[Any]) -> None:
+        producer = step.fusion
+        assert producer is not None
+        op = producer.operation
+        producer_ctx = KernelContext(op.type, producer.position, self.model.operands, op.inputs,
+                                     op.outputs, values, None,
+                                     self.model.relax_float32_to_float16, producer.memo)
+        planner = fusion_for(op.type, step.operation.type)
+        try:
+            runner = planner(producer_ctx, ctx) if planner is not None else None
+        except Exception as e:  # noqa: BLE001 - a planner bug must not escape as a crash
+            raise _prefixed(e, step.where) from e
+        if runner is not None:
+            step.fused_inputs = tuple(op.inputs)
+            step.fused_runner = runner
+            producer.fused_away = True
 
 
 def _owned(value: Any) -> Any:

@@ -7,7 +7,8 @@ A native kernel is a planner: given an operation's context (its constants and th
 its inputs) it reads and checks its parameters once and returns a runner, ``runner(*values)``
 on the operation's input values in order, returning its outputs, valid while the non-constant
 inputs keep their shapes; or None to leave the operation to the reference execute. The
-executor keeps each step's runner and calls it directly on later executions.
+executor keeps each step's runner and calls it directly on later executions. A native fusion
+(``register_fusion``) plans one runner for two operations.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ ExecuteResult = Union[np.ndarray, Sequence[np.ndarray]]
 ExecuteFn = Callable[["KernelContext"], ExecuteResult]
 Runner = Callable[..., ExecuteResult]
 PlanFn = Callable[["KernelContext"], Optional[Runner]]
+# (producer's context, consumer's context) -> runner on the producer's inputs giving the
+# consumer's outputs, or None.
+FusionPlanFn = Callable[["KernelContext", "KernelContext"], Optional[Runner]]
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,7 @@ class Kernel:
 
 KERNELS: dict[OperationType, Kernel] = {}
 NATIVE_KERNELS: dict[OperationType, PlanFn] = {}
+FUSIONS: dict[tuple[OperationType, OperationType], FusionPlanFn] = {}
 
 
 def register(*operations: OperationType, prepare: PrepareFn) -> Callable[[ExecuteFn], ExecuteFn]:
@@ -77,6 +82,19 @@ def register_native(*operations: OperationType) -> Callable[[PlanFn], PlanFn]:
     return wrap
 
 
+def register_fusion(producer: OperationType,
+                    consumer: OperationType) -> Callable[[FusionPlanFn], FusionPlanFn]:
+    """Registers the decorated planner of a native fusion: when an operation ``producer``'s
+    only reader is an operation ``consumer``, one runner computes the consumer's outputs from
+    the producer's inputs (the producer's output is never made)."""
+
+    def wrap(planner: FusionPlanFn) -> FusionPlanFn:
+        FUSIONS[(producer, consumer)] = planner
+        return planner
+
+    return wrap
+
+
 def kernel_for(operation: OperationType) -> Kernel | None:
     from . import ops  # noqa: F401  (importing the package registers every family)
 
@@ -87,3 +105,9 @@ def native_kernel_for(operation: OperationType) -> PlanFn | None:
     from . import native  # noqa: F401  (importing the package registers every family)
 
     return NATIVE_KERNELS.get(operation)
+
+
+def fusion_for(producer: OperationType, consumer: OperationType) -> FusionPlanFn | None:
+    from . import native  # noqa: F401
+
+    return FUSIONS.get((producer, consumer))

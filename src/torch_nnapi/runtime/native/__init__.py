@@ -84,6 +84,15 @@ def _configure() -> None:
 
 
 # Last: they use module(); importing each family registers its kernels.
-from . import blas, conv_kernels, elementwise, normalization, pooling, reduction  # noqa: F401
+from . import (  # noqa: F401
+    blas,
+    conv_kernels,
+    elementwise,
+    fusions,
+    normalization,
+    pooling,
+    reduction,
+    shape,
+)
 
 _configure()

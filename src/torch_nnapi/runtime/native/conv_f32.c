@@ -208,9 +208,15 @@ static void conv_f32_blocks(void *arg, ptrdiff_t start, ptrdiff_t stop, int thre
     }
 }
 
+/* Below this many multiply-adds (some microseconds of work) a convolution stays on one
+ * thread: waking another costs more. */
+#define PARALLEL_MACS 262144.0
+
 int tnn_conv_f32(const float *x, const float *filter, const float *bias, float *out,
                  const tnn_window *g, int out_channels, int groups, float lo, float hi) {
-    const int threads = tnn_get_threads();
+    const double macs = (double)g->batches * g->out_h * g->out_w * out_channels *
+                        g->kernel_h * g->kernel_w * (g->channels / groups);
+    const int threads = macs < PARALLEL_MACS ? 1 : tnn_get_threads();
     ConvF32 p = {x, filter, bias, out, *g, out_channels, groups, g->channels / groups,
                  out_channels / groups, 0, 0, 0, 0, 1, 0, lo, hi, NULL};
     p.k = g->kernel_h * g->kernel_w * p.group_in;
