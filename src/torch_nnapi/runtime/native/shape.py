@@ -101,4 +101,5 @@ def gather(ctx: KernelContext) -> Runner | None:
 def unary(ctx: KernelContext) -> Runner | None:
     if ctx.input_type(0) != OperandType.TENSOR_FLOAT32:
         return None
-    return unary_math._FUNCTIONS[ctx.operation]  # float32 in and out, as the reference
+    function = unary_math._FUNCTIONS[ctx.operation]  # float32 in and out, as the reference
+    return lambda x: function(x)
