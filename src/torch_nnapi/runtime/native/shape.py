@@ -11,6 +11,9 @@ what the reference gives for each value.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -101,5 +104,6 @@ def gather(ctx: KernelContext) -> Runner | None:
 def unary(ctx: KernelContext) -> Runner | None:
     if ctx.input_type(0) != OperandType.TENSOR_FLOAT32:
         return None
-    function = unary_math._FUNCTIONS[ctx.operation]  # float32 in and out, as the reference
+    # float32 in and out, as the reference computes it
+    function = cast(Callable[[np.ndarray], np.ndarray], unary_math._FUNCTIONS[ctx.operation])
     return lambda x: function(x)
