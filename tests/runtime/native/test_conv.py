@@ -276,3 +276,32 @@ def test_transpose_conv(monkeypatch, kind, seed):
                i32(int(rng.integers(0, 4))), boolean(nchw)]
     expected, actual = run_both(monkeypatch, Op.TRANSPOSE_CONV_2D, inputs, [output])
     assert_same(expected, actual)
+
+
+@pytest.mark.parametrize("channels", [16, 37, 64])
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("pads", [(1, 1, 1, 1), (0, 0, 0, 0), (0, 2, 1, 0)])
+def test_float_depthwise_3x3(monkeypatch, channels, stride, pads):
+    """The unrolled 3x3 path (inside columns) and the general loop (borders, channels beyond
+    a multiple of 16) together."""
+    rng = np.random.default_rng(channels + stride)
+    x = rng.standard_normal((2, 9, 11, channels)).astype(np.float32)
+    inputs = [feed(F32, x), const(F32, rng.standard_normal((1, 3, 3, channels)).astype(np.float32)),
+              const(F32, rng.standard_normal(channels).astype(np.float32)),
+              *map(i32, pads), i32(stride), i32(stride), i32(1), i32(3)]
+    expected, actual = run_both(monkeypatch, Op.DEPTHWISE_CONV_2D, inputs, [out(F32)])
+    assert_close(expected, actual)
+
+
+@pytest.mark.parametrize("channels", [16, 48])
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("pads", [(1, 1, 1, 1), (0, 0, 0, 0), (0, 2, 1, 0)])
+def test_quantized_depthwise_3x3(monkeypatch, channels, stride, pads):
+    rng = np.random.default_rng(channels * stride)
+    x = rng.integers(0, 256, (2, 9, 11, channels), dtype=np.uint8)
+    filt, bias, out_scale = quantized_operands(rng, (1, 3, 3, channels), 3, False, 0.25)
+    inputs = [feed(Q8, x, 0.25, 131), filt, bias, *map(i32, pads), i32(stride), i32(stride),
+              i32(1), i32(1)]
+    expected, actual = run_both(monkeypatch, Op.DEPTHWISE_CONV_2D, inputs,
+                                [out(Q8, (), out_scale, 7)])
+    assert_same(expected, actual)

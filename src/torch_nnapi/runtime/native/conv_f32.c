@@ -18,6 +18,35 @@ typedef struct {
     float lo, hi;
 } DepthwiseF32;
 
+/* The common 3x3 filter with every row tap inside the image: for each run of 16 channels,
+ * the 9 weight vectors stay in registers along the output row, and the columns whose window
+ * is inside the image take the 9 taps unrolled. Returns the first column it did not do
+ * (the right border, left to the general loop); `first` is the first inside column. */
+TNN_VECTOR_CLONES
+static int depthwise_3x3_row(const DepthwiseF32 *p, const float *rows, float *out_row, int first,
+                             int last) {
+    const tnn_window *g = &p->g;
+    const int c = g->channels;
+    const size_t row_stride = (size_t)g->width * c, col_stride = (size_t)g->stride_w * c;
+    for (int c0 = 0; c0 + 16 <= c; c0 += 16) {
+        tnn_f32x16 w[9];
+        for (int t = 0; t < 9; t++) w[t] = tnn_load_f32x16(p->taps + (size_t)t * c + c0);
+        const tnn_f32x16 bias = p->bias ? tnn_load_f32x16(p->bias + c0) : (tnn_f32x16){0};
+        const float *x = rows + (size_t)(first * g->stride_w - g->pad_left) * c + c0;
+        for (int ow = first; ow < last; ow++, x += col_stride) {
+            tnn_f32x16 acc = bias;
+            for (int i = 0; i < 3; i++) {
+                const float *r = x + i * row_stride;
+                acc += tnn_load_f32x16(r) * w[3 * i];
+                acc += tnn_load_f32x16(r + c) * w[3 * i + 1];
+                acc += tnn_load_f32x16(r + 2 * c) * w[3 * i + 2];
+            }
+            tnn_store_f32x16(out_row + (size_t)ow * c + c0, tnn_clamp_f32x16(acc, p->lo, p->hi));
+        }
+    }
+    return c % 16 ? first : last; /* leftover channels: the general loop does these columns */
+}
+
 TNN_VECTOR_CLONES
 static void depthwise_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
     (void)thread;
@@ -25,6 +54,12 @@ static void depthwise_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int threa
     const tnn_window *g = &p->g;
     const int channels = g->channels * p->multiplier;
     const float lo = p->lo, hi = p->hi;
+    const int fast = p->multiplier == 1 && g->kernel_h == 3 && g->kernel_w == 3 &&
+                     g->dilation_h == 1 && g->dilation_w == 1;
+    /* Columns whose 3-wide window is inside the image: [first_inside, last_inside). */
+    const int first_inside = (g->pad_left + g->stride_w - 1) / g->stride_w;
+    const int last_inside = TNN_MAX(first_inside,
+                                    TNN_MIN(g->out_w, (g->width - 3 + g->pad_left) / g->stride_w + 1));
     for (ptrdiff_t row = start; row < stop; row++) {
         int b = (int)(row / g->out_h), oh = (int)(row % g->out_h);
         int i0, i1;
@@ -32,7 +67,15 @@ static void depthwise_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int threa
                                   g->height, &i0, &i1);
         const float *image = p->x + (size_t)b * g->height * g->width * g->channels;
         float *out_row = p->out + (size_t)row * g->out_w * channels;
+        int skip_from = g->out_w, skip_to = g->out_w; /* columns done by the 3x3 path */
+        if (fast && i0 == 0 && i1 == 3 && first_inside < last_inside) {
+            skip_from = first_inside;
+            skip_to = depthwise_3x3_row(p, image + (size_t)ih0 * g->width * g->channels,
+                                        out_row, first_inside, last_inside);
+        }
         for (int ow = 0; ow < g->out_w; ow++) {
+            if (ow == skip_from) ow = skip_to;
+            if (ow >= g->out_w) break;
             int j0, j1;
             int iw0 = tnn_window_taps(ow, g->stride_w, g->pad_left, g->dilation_w, g->kernel_w,
                                       g->width, &j0, &j1);

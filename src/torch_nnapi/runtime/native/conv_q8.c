@@ -302,6 +302,34 @@ typedef struct {
     int32_t *sums; /* per thread: one output row's sums */
 } DepthwiseRun;
 
+/* The common 3x3 filter, every row tap inside the image: for each run of 16 channels the 9
+ * weight vectors stay in registers along the output row's inside columns [first, last). */
+TNN_VECTOR_CLONES
+static void depthwise_3x3_sums(const DepthwiseRun *run, const uint8_t *rows, int32_t *acc,
+                               int first, int last) {
+    const tnn_q8_depthwise *p = run->p;
+    const tnn_window *g = &run->g;
+    const int c = p->channels;
+    const size_t row_stride = (size_t)g->width * c, col_stride = (size_t)g->stride_w * c;
+    const int32_t zero = p->input_zero;
+    for (int c0 = 0; c0 + 16 <= c; c0 += 16) {
+        tnn_i32x16 w[9];
+        for (int t = 0; t < 9; t++) w[t] = tnn_load_i32x16(p->taps + (size_t)t * c + c0);
+        const tnn_i32x16 bias = tnn_load_i32x16(p->bias + c0);
+        const uint8_t *x = rows + (size_t)(first * g->stride_w - g->pad_left) * c + c0;
+        for (int ow = first; ow < last; ow++, x += col_stride) {
+            tnn_i32x16 sum = bias;
+            for (int i = 0; i < 3; i++) {
+                const uint8_t *r = x + i * row_stride;
+                sum += (tnn_load_u8x16(r) - zero) * w[3 * i];
+                sum += (tnn_load_u8x16(r + c) - zero) * w[3 * i + 1];
+                sum += (tnn_load_u8x16(r + 2 * c) - zero) * w[3 * i + 2];
+            }
+            tnn_store_i32x16(acc + (size_t)ow * c + c0, sum);
+        }
+    }
+}
+
 /* Sums one output row's taps into `acc` [out_w][channels] (bias included). Compilers
  * vectorize the channel loops. */
 TNN_VECTOR_CLONES
@@ -315,7 +343,22 @@ static void depthwise_row_sums(const DepthwiseRun *run, ptrdiff_t row, int32_t *
     int ih0 = tnn_window_taps(oh, g->stride_h, g->pad_top, g->dilation_h, p->kernel_h, g->height,
                               &i0, &i1);
     const uint8_t *image = run->x + (size_t)b * g->height * g->width * in_channels;
+    /* Inside columns of a 3x3 window with every row inside: the unrolled path. */
+    int skip_from = g->out_w, skip_to = g->out_w;
+    if (p->multiplier == 1 && p->kernel_h == 3 && p->kernel_w == 3 && g->dilation_h == 1 &&
+        g->dilation_w == 1 && i0 == 0 && i1 == 3 && channels % 16 == 0) {
+        int first = (g->pad_left + g->stride_w - 1) / g->stride_w;
+        int last = TNN_MIN(g->out_w, (g->width - 3 + g->pad_left) / g->stride_w + 1);
+        if (first < last) {
+            depthwise_3x3_sums(run, image + (size_t)ih0 * g->width * in_channels, acc, first,
+                               last);
+            skip_from = first;
+            skip_to = last;
+        }
+    }
     for (int ow = 0; ow < g->out_w; ow++) {
+        if (ow == skip_from) ow = skip_to;
+        if (ow >= g->out_w) break;
         int j0, j1;
         int iw0 = tnn_window_taps(ow, g->stride_w, g->pad_left, g->dilation_w, p->kernel_w,
                                   g->width, &j0, &j1);
