@@ -21,9 +21,34 @@ typedef struct {
     const int32_t *reciprocal, *exponent; /* pass 2 input, per row */
 } Softmax;
 
+/* exp of 16 values at once for x <= 0 (softmax's shifted inputs): Cody-Waite reduction by
+ * ln 2 and Cephes' degree-6 polynomial, within 2 ulp of expf; below -87.3 (where expf's
+ * results are denormal, under 1e-38) it gives 0. */
+TNN_VECTOR_INLINE tnn_f32x16 exp_nonpositive(tnn_f32x16 x) {
+    const tnn_i32x16 tiny = x < -87.3f;
+    x = (tnn_f32x16)(((tnn_i32x16)x & ~tiny) | ((tnn_i32x16)(x - x) & tiny)); /* 0 there */
+    tnn_f32x16 t = x * 1.44269504088896341f - 0.5f; /* x / ln 2, rounded below by -0.5 */
+    tnn_i32x16 n = __builtin_convertvector(t, tnn_i32x16); /* toward zero: t <= 0 ... */
+    tnn_f32x16 nf = __builtin_convertvector(n, tnn_f32x16);
+    n += nf > t; /* ... so floor(t) = trunc(t) - 1 where trunc(t) > t (true is -1) */
+    nf = __builtin_convertvector(n, tnn_f32x16) + 1.0f; /* round(x / ln 2) */
+    n += 1;
+    tnn_f32x16 r = x - nf * 0.693359375f - nf * -2.12194440e-4f;
+    tnn_f32x16 z = r * r;
+    tnn_f32x16 y = 1.9875691500e-4f * r + 1.3981999507e-3f;
+    y = y * r + 8.3334519073e-3f;
+    y = y * r + 4.1665795894e-2f;
+    y = y * r + 1.6666665459e-1f;
+    y = y * r + 5.0000001201e-1f;
+    y = y * z + r + 1.0f;
+    tnn_f32x16 scale = (tnn_f32x16)((n + 127) << 23);
+    return (tnn_f32x16)((tnn_i32x16)(y * scale) & ~tiny);
+}
+
 /* Row r = (o, i): elements x[(o * n + k) * inner + i], k < n. */
 #define ROW_BASE(p, r) (((r) / (p)->inner) * (p)->n * (p)->inner + (r) % (p)->inner)
 
+TNN_VECTOR_CLONES
 static void softmax_f32_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
     (void)thread;
     const Softmax *p = arg;
@@ -35,7 +60,16 @@ static void softmax_f32_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thr
         for (ptrdiff_t k = 1; k < n; k++)
             if (x[k * step] > max || x[k * step] != x[k * step]) max = x[k * step];
         double sum = 0;
-        for (ptrdiff_t k = 0; k < n; k++) {
+        ptrdiff_t k = 0;
+        if (step == 1 && max == max && max > -INFINITY && max < INFINITY) {
+            /* Contiguous finite rows: sixteen exponentials at a time. */
+            for (; k + 16 <= n; k += 16) {
+                tnn_f32x16 e = exp_nonpositive((tnn_load_f32x16(x + k) - max) * p->beta);
+                tnn_store_f32x16(out + k, e);
+                for (int i = 0; i < 16; i++) sum += e[i];
+            }
+        }
+        for (; k < n; k++) {
             float e = expf((x[k * step] - max) * p->beta);
             out[k * step] = e;
             sum += e;

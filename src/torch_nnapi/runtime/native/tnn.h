@@ -37,25 +37,28 @@
 #error "the native kernels need GCC's or Clang's vector extensions"
 #endif
 typedef float tnn_f32x16 __attribute__((vector_size(64)));
+/* Functions taking or returning these vectors are always inlined: a call between code built
+ * for different vector units (TNN_VECTOR_CLONES) would pass them in incompatible ways. */
+#define TNN_VECTOR_INLINE static inline __attribute__((always_inline))
 typedef int32_t tnn_i32x16 __attribute__((vector_size(64)));
 
 #define TNN_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define TNN_MAX(a, b) ((a) > (b) ? (a) : (b))
 
-static inline tnn_f32x16 tnn_load_f32x16(const float *p) {
+TNN_VECTOR_INLINE tnn_f32x16 tnn_load_f32x16(const float *p) {
     tnn_f32x16 v;
     __builtin_memcpy(&v, p, sizeof v);
     return v;
 }
-static inline void tnn_store_f32x16(float *p, tnn_f32x16 v) { __builtin_memcpy(p, &v, sizeof v); }
-static inline tnn_i32x16 tnn_load_i32x16(const int32_t *p) {
+TNN_VECTOR_INLINE void tnn_store_f32x16(float *p, tnn_f32x16 v) { __builtin_memcpy(p, &v, sizeof v); }
+TNN_VECTOR_INLINE tnn_i32x16 tnn_load_i32x16(const int32_t *p) {
     tnn_i32x16 v;
     __builtin_memcpy(&v, p, sizeof v);
     return v;
 }
-static inline void tnn_store_i32x16(int32_t *p, tnn_i32x16 v) { __builtin_memcpy(p, &v, sizeof v); }
+TNN_VECTOR_INLINE void tnn_store_i32x16(int32_t *p, tnn_i32x16 v) { __builtin_memcpy(p, &v, sizeof v); }
 /* v < lo ? lo : v, then > hi ? hi : v, lane by lane (NaN stays NaN, as in the scalar code). */
-static inline tnn_f32x16 tnn_clamp_f32x16(tnn_f32x16 v, float lo, float hi) {
+TNN_VECTOR_INLINE tnn_f32x16 tnn_clamp_f32x16(tnn_f32x16 v, float lo, float hi) {
     tnn_f32x16 low = v - v + lo, high = v - v + hi; /* broadcasts (v - v is 0 but keeps NaN) */
     tnn_i32x16 below = v < lo, above = v > hi;
     tnn_i32x16 bits = (tnn_i32x16)v;
@@ -64,7 +67,7 @@ static inline tnn_f32x16 tnn_clamp_f32x16(tnn_f32x16 v, float lo, float hi) {
     return (tnn_f32x16)bits;
 }
 /* Sixteen uint8 values widened to int32. */
-static inline tnn_i32x16 tnn_load_u8x16(const uint8_t *p) {
+TNN_VECTOR_INLINE tnn_i32x16 tnn_load_u8x16(const uint8_t *p) {
     /* (A loop, which compilers turn into one widening load; GCC 12 scalarizes
      * __builtin_convertvector of this.) */
     int32_t wide[16];
