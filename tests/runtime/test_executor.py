@@ -9,9 +9,9 @@ from torch_nnapi.nnapi import (
     BadDataError,
     BadStateError,
     Model,
-    OpFailedError,
     OperandType,
     OperationType,
+    OpFailedError,
 )
 from torch_nnapi.runtime import Compilation
 
