@@ -2,9 +2,10 @@
 torch_nnapi/runtime/native/_kernels, the host runtime's native kernels.
 
 Everything else about the package is in pyproject.toml. The library is a plain shared library
-(SONAME libneuralnetworks.so), not a Python extension module: it does not link libpython but
-records which libpython and which Python executable to start when a program that is not
-Python loads it (see capi/neuralnetworks.c). The kernels are an ordinary extension module of
+(SONAME libneuralnetworks.so), not a Python extension module: it does not link libpython. A
+program that is not Python loading it makes it start the Python of the environment it is
+installed in, found at run time; the libpython and Python executable recorded here are the
+fallbacks (see capi/neuralnetworks.c). The kernels are an ordinary extension module of
 portable C11; their vector code is selected at run time (see runtime/native/tnn.h).
 """
 
@@ -62,12 +63,18 @@ class BuildSharedLibrary(build_ext):
 
 libneuralnetworks = Extension(
     LIBRARY,
-    sources=[os.path.join(CAPI, "neuralnetworks.c")],
-    depends=[os.path.join(CAPI, "include", "NeuralNetworks.h")],
+    sources=[os.path.join(CAPI, "neuralnetworks.c"), os.path.join(CAPI, "environment.c")],
+    depends=[os.path.join(CAPI, "include", "NeuralNetworks.h"),
+             os.path.join(CAPI, "environment.h")],
     include_dirs=[os.path.join(CAPI, "include")],
     define_macros=[
+        # the fallbacks when the installed environment cannot be found at run time
         ("TNN_LIBPYTHON", c_string(shared_libpython())),
         ("TNN_PYTHON_EXECUTABLE", c_string(sys.executable)),
+        # what to look for in the environment the library is installed in
+        ("TNN_PYTHON_VERSION", c_string(sysconfig.get_config_var("py_version_short"))),
+        ("TNN_LIBPYTHON_NAME", c_string(os.path.basename(shared_libpython()))),
+        ("TNN_MULTIARCH", c_string(sysconfig.get_config_var("MULTIARCH") or "")),
     ],
     libraries=["dl", "pthread"],
     extra_compile_args=["-Wall", "-Wextra"],

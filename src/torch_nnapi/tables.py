@@ -121,8 +121,11 @@ def pytorch_op_table() -> str:
 
 def readme_sections(cts_dir: Path | None, known_failures: Iterable[str]) -> dict[str, str]:
     """Every generated README section, by marker name."""
+    from .cli._errors import exit_code_table
+
     return {
         "operations": operation_table(cts_dir, known_failures),
         "operand-types": operand_type_table(),
         "pytorch-ops": pytorch_op_table(),
+        "exit-codes": exit_code_table(),
     }

@@ -68,3 +68,64 @@ def test_without_python_the_calls_fail_cleanly(client):
     assert result.returncode == 1
     assert "cannot load the Python library" in result.stderr
     assert "ANeuralNetworksModel_create(&model) returned 5" in result.stderr  # OP_FAILED
+
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def _venv(path: Path) -> Path:
+    """A bare venv (no pip) of the Python running the tests; its site-packages."""
+    import sys
+    import sysconfig
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True,
+                   capture_output=True, timeout=300)
+    version = sysconfig.get_config_var("py_version_short")
+    return path / "lib" / f"python{version}" / "site-packages"
+
+
+def test_an_installed_wheel_finds_its_own_environment(client, tmp_path):
+    """A wheel built in one venv and installed in another keeps working for C programs once
+    the first venv is deleted: the library starts the Python of the environment it is
+    installed in, not the one that built it."""
+    import sys
+    import sysconfig
+
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        pytest.skip("this Python has no shared libpython for a C program to load")
+    tools = sysconfig.get_paths()["purelib"]  # setuptools, wheel, pip and numpy live here
+    source = tmp_path / "source"
+    for name in ("src", "setup.py", "pyproject.toml", "README.md"):
+        copy = shutil.copytree if (PROJECT / name).is_dir() else shutil.copy
+        copy(PROJECT / name, source / name if name != "src" else source / "src",
+             **({"ignore": shutil.ignore_patterns("*.so", "__pycache__")}
+                if name == "src" else {}))
+    builder = tmp_path / "builder"
+    _venv(builder)
+    build = subprocess.run(
+        [str(builder / "bin" / "python"), "-m", "pip", "wheel", "--no-deps",
+         "--no-build-isolation", "--no-index", "-w", str(tmp_path / "dist"), str(source)],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": tools, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    assert build.returncode == 0, build.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("torch_nnapi-*.whl")
+    user = tmp_path / "user"
+    site = _venv(user)
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
+                              "--no-index", "--target", str(site), str(wheel)],
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr[-3000:]
+    (site / "numpy_from_tests.pth").write_text(str(Path(np_location()).parent) + "\n")
+    shutil.rmtree(builder)  # the Python that built the library is gone
+    library_dir = site / "torch_nnapi" / "capi"
+    assert (library_dir / "libneuralnetworks.so").is_file()
+    result = _run(client, "add", LD_LIBRARY_PATH=str(library_dir),
+                  PATH="/usr/bin:/bin")  # no Python of the tests on the path either
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok add: 81 runs on 8 threads")
+
+
+def np_location() -> str:
+    import numpy
+
+    return os.path.dirname(numpy.__file__)

@@ -14,8 +14,8 @@ import pytest
 from torch_nnapi.nnapi import DurationCode, OperandType, OperationType, ResultCode
 
 from .clib import (
-    bind,
     binary_model,
+    bind,
     compile_model,
     expect,
     host_device,
@@ -107,6 +107,23 @@ def test_set_input_and_output_checks(lib, add):
         expect(call(execution, 0, byref(bad_quant), buffer.ctypes.data, 4), BAD_DATA)
         same = operand_type(OperandType.TENSOR_FLOAT32, (4,))
         expect(call(execution, 0, byref(same), buffer.ctypes.data, 16))
+
+
+def test_lengths_beyond_the_address_space_and_huge_dimension_counts(lib, add):
+    """Fuzzing regressions: a size_t length of 2^63 or more gave OP_FAILED (an internal
+    OverflowError), and a dimensionCount of 2^31 with a 4-entry array (a corrupted model
+    file can pass that) made the library read past the array and crash."""
+    from torch_nnapi.capi.bridge import last_error
+
+    execution = new_execution(lib, add)
+    buffer = np.zeros(4, np.float32)
+    huge_count = operand_type(OperandType.TENSOR_FLOAT32, (4,))
+    huge_count.dimensionCount = 2**31
+    for call in (lib.ANeuralNetworksExecution_setInput, lib.ANeuralNetworksExecution_setOutput):
+        for length in (2**63, 2**64 - 1):
+            expect(call(execution, 0, None, buffer.ctypes.data, length), BAD_DATA)
+        expect(call(execution, 0, byref(huge_count), buffer.ctypes.data, 16), BAD_DATA)
+        assert "dimensionCount 2147483648 is more than the 6" in last_error()
 
 
 def test_an_execution_computes_once(lib, add):

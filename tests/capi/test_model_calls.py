@@ -78,6 +78,73 @@ def test_add_operand_checks_the_dimension_pointer(lib):
     expect(lib.ANeuralNetworksModel_addOperand(model, byref(unknown_rank)))
 
 
+def test_dimension_counts_above_the_limit_are_refused_before_reading(lib):
+    """A corrupted converted model made torch's loader pass dimensionCount 2^31 with a
+    16-byte array: refused with BAD_DATA before the array is read (it used to crash)."""
+    from torch_nnapi.capi.bridge import last_error
+    from torch_nnapi.nnapi.codes import MAX_RANK
+
+    model = new_model(lib)
+    for count in (2**31, 2**32 - 1, MAX_RANK + 1):
+        corrupted = operand_type(OperandType.TENSOR_FLOAT32, (1, 2, 3, 4))
+        corrupted.dimensionCount = count
+        expect(lib.ANeuralNetworksModel_addOperand(model, byref(corrupted)), BAD_DATA)
+        assert f"ANeuralNetworksModel_addOperand: BAD_DATA: type->dimensionCount {count}" \
+            in last_error()
+    expect(lib.ANeuralNetworksModel_addOperand(
+        model, byref(operand_type(OperandType.TENSOR_FLOAT32, (1,) * MAX_RANK))))
+
+
+def test_the_c_library_and_the_model_share_the_rank_limit():
+    from pathlib import Path
+
+    import torch_nnapi.capi
+    from torch_nnapi.nnapi.codes import MAX_RANK
+
+    source = (Path(torch_nnapi.capi.__file__).parent / "neuralnetworks.c").read_text()
+    assert f"#define TNN_MAX_RANK {MAX_RANK}\n" in source
+
+
+def test_lengths_beyond_the_address_space_are_bad_data(lib):
+    model = binary_model(lib, finish=False)
+    data = (ctypes.c_float * 4)()
+    for length in (2**63, 2**64 - 1):
+        expect(lib.ANeuralNetworksModel_setOperandValue(model, 1, data, length), BAD_DATA)
+
+
+def test_values_no_kernel_can_use_are_refused_at_compilation(lib):
+    """Fuzzing regressions: an infinite resize scale and an output of some 10^19 bytes
+    reached NumPy (OP_FAILED); now BAD_DATA and OUT_OF_MEMORY when compiling."""
+    scale_model = new_model(lib)
+    for t in (operand_type(OperandType.TENSOR_FLOAT32, (1, 2, 2, 1)),
+              operand_type(OperandType.FLOAT32), operand_type(OperandType.FLOAT32),
+              operand_type(OperandType.TENSOR_FLOAT32, (0, 0, 0, 0))):
+        expect(lib.ANeuralNetworksModel_addOperand(scale_model, byref(t)))
+    for index, value in ((1, float("inf")), (2, 1.0)):
+        scalar = ctypes.c_float(value)
+        expect(lib.ANeuralNetworksModel_setOperandValue(scale_model, index, byref(scalar), 4))
+    expect(lib.ANeuralNetworksModel_addOperation(scale_model,
+                                                 int(OperationType.RESIZE_BILINEAR), 3,
+                                                 u32(0, 1, 2), 1, u32(3)))
+    tile_model = new_model(lib)
+    for t in (operand_type(OperandType.TENSOR_FLOAT32, (1, 1)),
+              operand_type(OperandType.TENSOR_INT32, (2,)),
+              operand_type(OperandType.TENSOR_FLOAT32, (0, 0))):
+        expect(lib.ANeuralNetworksModel_addOperand(tile_model, byref(t)))
+    multiples = (ctypes.c_int32 * 2)(2**31 - 1, 2**31 - 1)
+    expect(lib.ANeuralNetworksModel_setOperandValue(tile_model, 1, multiples, 8))
+    expect(lib.ANeuralNetworksModel_addOperation(tile_model, int(OperationType.TILE), 2,
+                                                 u32(0, 1), 1, u32(2)))
+    for model, output, code in ((scale_model, 3, BAD_DATA),
+                                (tile_model, 2, ResultCode.OUT_OF_MEMORY)):
+        expect(lib.ANeuralNetworksModel_identifyInputsAndOutputs(model, 1, u32(0), 1,
+                                                                 u32(output)))
+        expect(lib.ANeuralNetworksModel_finish(model))
+        compilation = c_void_p()
+        expect(lib.ANeuralNetworksCompilation_create(model, byref(compilation)))
+        expect(lib.ANeuralNetworksCompilation_finish(compilation), code)
+
+
 def test_nothing_changes_after_finish(lib):
     model = binary_model(lib)
     value = ctypes.c_int32(0)
@@ -281,3 +348,40 @@ def test_relaxed_model_runs(lib):
     a = np.array([1, 2, 3, 4], np.float32)
     np.testing.assert_allclose(run_binary(lib, compile_model(lib, model), a, a), 2 * a,
                                rtol=1e-3)
+
+
+def test_quantized_results_agree_with_the_python_model(lib):
+    """The Python Model keeps scales as the float32 the C API receives: a SUB of inputs at
+    scale 0.01 into scale 0.1 (zero points 120) gave some 4,500 of the 65,536 input pairs a
+    different quantum when the Python side computed with the float64 0.01."""
+    from torch_nnapi.nnapi import Model
+    from torch_nnapi.runtime import Compilation
+
+    count = 256 * 256
+    a = np.repeat(np.arange(256, dtype=np.uint8), 256)
+    b = np.tile(np.arange(256, dtype=np.uint8), 256)
+    scales = (0.01, 0.01, 0.1)
+    python_model = Model()
+    x, y = (python_model.add_operand(OperandType.TENSOR_QUANT8_ASYMM, (count,), s, 120)
+            for s in scales[:2])
+    fuse = python_model.add_scalar(OperandType.INT32, 0)
+    out = python_model.add_operand(OperandType.TENSOR_QUANT8_ASYMM, (count,), scales[2], 120)
+    python_model.add_operation(OperationType.SUB, [x, y, fuse], [out])
+    python_model.identify_inputs_and_outputs([x, y], [out])
+    expected = Compilation(python_model.finish()).run([a, b]).outputs[0]
+
+    model = new_model(lib)
+    types = [operand_type(OperandType.TENSOR_QUANT8_ASYMM, (count,), s, 120) for s in scales]
+    for t in (types[0], types[1], operand_type(OperandType.INT32), types[2]):
+        expect(lib.ANeuralNetworksModel_addOperand(model, byref(t)))
+    none = ctypes.c_int32(0)
+    expect(lib.ANeuralNetworksModel_setOperandValue(model, 2, byref(none), 4))
+    expect(lib.ANeuralNetworksModel_addOperation(model, int(OperationType.SUB), 3, u32(0, 1, 2),
+                                                 1, u32(3)))
+    expect(lib.ANeuralNetworksModel_identifyInputsAndOutputs(model, 2, u32(0, 1), 1, u32(3)))
+    expect(lib.ANeuralNetworksModel_finish(model))
+    try:
+        np.testing.assert_array_equal(run_binary(lib, compile_model(lib, model), a, b),
+                                      expected)
+    finally:
+        lib.ANeuralNetworksModel_free(model)

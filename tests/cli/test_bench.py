@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from torch_nnapi.cli import main
+from torch_nnapi.cli._errors import ExitCode
 
 from ._models import Scaled, save
 
@@ -78,7 +79,7 @@ def test_bench_flexible_module_needs_shapes(tmp_path, capsys):
     original = save(Scaled(), torch.randn(1, 3, 4, 4), tmp_path / "scaled.pt")
     out = str(tmp_path / "flexible.pt")
     assert main(["convert", original, "-o", out, "--input", "1x3x?4x?4"]) == 0
-    assert main(["bench", out, "--runs", "1"]) == 1
+    assert main(["bench", out, "--runs", "1"]) == ExitCode.USAGE
     assert "flexible dimensions" in capsys.readouterr().err
     assert main(["bench", out, "--runs", "1", "--input", "1x3x6x5", "--profile-runs", "0"]) == 0
     text = capsys.readouterr().out
@@ -87,8 +88,8 @@ def test_bench_flexible_module_needs_shapes(tmp_path, capsys):
 
 def test_bench_rejects_a_module_not_converted(tmp_path, capsys):
     original = save(Scaled(), torch.randn(1, 3, 4, 4), tmp_path / "scaled.pt")
-    assert main(["bench", original, "--runs", "1"]) == 1
-    assert "not produced by torch_nnapi.convert" in capsys.readouterr().err
+    assert main(["bench", original, "--runs", "1"]) == ExitCode.BAD_FILE
+    assert "not converted by torch-nnapi" in capsys.readouterr().err
 
 
 def test_bench_warns_when_threads_are_slower_than_one():

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from torch_nnapi.cli import main
+from torch_nnapi.cli._errors import ExitCode
 from torch_nnapi.convert.lowerings import LOWERINGS, lowering_for
 
 from ._models import Plain, QuantizedRelu, Scaled, Unsupported, save
@@ -156,7 +157,8 @@ def test_quantized_tensors_compared_in_quanta(tmp_path, capsys):
     code, text = _check(capsys, path, "--input", "1x8", "--quantized-engine", "default")
     assert code == 0 and f"(quantized engine {engine})" in text
     assert torch.backends.quantized.engine == engine
-    assert main(["check", path, "--input", "1x8", "--quantized-engine", "bogus"]) == 1
+    assert main(["check", path, "--input", "1x8", "--quantized-engine", "bogus"]) == \
+        ExitCode.USAGE
     assert "quantized engine 'bogus' is not available" in capsys.readouterr().err
 
 
@@ -174,17 +176,21 @@ def test_host_runtime_option(scaled_file, capsys):
 
 def test_inputs_that_do_not_fit_the_model(tmp_path, capsys):
     path = save(torch.nn.Linear(5, 3), torch.randn(2, 5), tmp_path / "linear.pt")
-    code, text = _check(capsys, path, "--input", "2x4")
-    assert code == 1
-    assert "error: the model fails on the given inputs:" in text and "(2x4 and 5x3)" in text
+    assert main(["check", path, "--input", "2x4"]) == ExitCode.USAGE
+    captured = capsys.readouterr()
+    assert not captured.out
+    assert "error: the model fails on inputs [2, 4] float32:" in captured.err
+    assert "(2x4 and 5x3)" in captured.err
 
 
 def test_bad_arguments(scaled_file, tmp_path, capsys):
-    assert main(["check", str(tmp_path / "missing.pt"), "--input", "1x3x4x4"]) == 1
-    assert main(["check", scaled_file, "--input", "1x0x4"]) == 1
+    assert main(["check", str(tmp_path / "missing.pt"), "--input", "1x3x4x4"]) == \
+        ExitCode.BAD_FILE
+    assert main(["check", scaled_file, "--input", "1x0x4"]) == ExitCode.USAGE
     assert "dimension 1" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["check", scaled_file, "--input", "1x3x4x4", "--target-level", "9"])
+    assert main(["check", scaled_file, "--input", "1x3x4x4", "--target-level", "9"]) == \
+        ExitCode.USAGE
+    assert "invalid choice: 9" in capsys.readouterr().err
 
 
 def test_mobilenet_v2_fits_level_1(tmp_path, capsys):
@@ -208,3 +214,95 @@ def test_mobilenet_v2_fits_level_1(tmp_path, capsys):
     assert code == 3, text
     assert "CONV_2D x35 (level 3): CONV_2D's optional input nchw needs level 3" in text
     assert "DEPTHWISE_CONV_2D x17 (level 3)" in text
+
+
+def _fx_quantized(model: torch.nn.Module, x: torch.Tensor, path) -> str:
+    from torch.ao.quantization import get_default_qconfig_mapping
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+    from torch_nnapi.convert.check import quantized_engine
+
+    torch.manual_seed(0)
+    with quantized_engine("qnnpack"):
+        prepared = prepare_fx(model.eval(), get_default_qconfig_mapping("qnnpack"), (x,))
+        for _ in range(4):
+            prepared(torch.randn_like(x) * 2)
+        return save(convert_fx(prepared), x, path)
+
+
+class ConvReLU6Conv(torch.nn.Module):
+    """MobileNetV2's pattern: a convolution, ReLU6 (aten::hardtanh once quantized), another."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.act = torch.nn.ReLU6()
+        self.project = torch.nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return self.project(self.act(self.conv(x)))
+
+
+@pytest.mark.skipif(not {"qnnpack", "x86"} <= set(torch.backends.quantized.supported_engines)
+                    and not {"qnnpack", "fbgemm"} <= set(
+                        torch.backends.quantized.supported_engines),
+                    reason="needs PyTorch's qnnpack and x86 (or fbgemm) quantized engines")
+def test_a_reference_the_engines_disagree_on_is_not_blamed_on_the_conversion(tmp_path,
+                                                                             capsys):
+    """qnnpack's quantized hardtanh returns a channels-last tensor's values in the wrong
+    order (FX-quantized MobileNetV2 was reported as a 125-quanta MISMATCH): the x86 engine
+    agrees with NNAPI, so check says the reference disagrees and exits 0."""
+    x = torch.randn(1, 3, 8, 8)
+    path = _fx_quantized(ConvReLU6Conv(), x, tmp_path / "fx.pt")
+    code, text = _check(capsys, path, "--input", "1x3x8x8")
+    assert code == 0, text
+    output = next(line for line in text.splitlines() if line.startswith("  output 0"))
+    assert "reference disagrees: " in output and "from PyTorch's" in output
+    assert "reference disagrees on" in text and "first: aten::hardtanh" in text
+    assert "PyTorch's qnnpack and" in text.splitlines()[-1]
+    assert "MISMATCH" not in text
+    code, text = _check(capsys, path, "--input", "1x3x8x8", "--json")
+    report = json.loads(text)
+    assert report["alternate_engine"] in ("x86", "fbgemm")
+    verdicts = {layer["kind"]: layer["verdict"] for layer in report["layers"]}
+    assert verdicts["aten::hardtanh"] == "reference disagrees"
+    assert report["outputs"][0]["verdict"] == "reference disagrees"
+
+
+def test_isolated_layers_each_start_from_pytorchs_input(tmp_path, capsys):
+    """A chain of quantized convolutions: NNAPI and PyTorch round differently by a quantum
+    now and then, and the differences are carried down the chain; fed PyTorch's own input,
+    each layer shows only its own."""
+    layers = [torch.nn.Conv2d(3, 8, 1)]
+    for _ in range(8):
+        layers += [torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU()]
+    path = _fx_quantized(torch.nn.Sequential(*layers), torch.randn(1, 3, 8, 8),
+                         tmp_path / "deep.pt")
+    chained = json.loads(_check(capsys, path, "--input", "1x3x8x8", "--json")[1])
+    code, text = _check(capsys, path, "--input", "1x3x8x8", "--json", "--isolated")
+    isolated = json.loads(text)
+    assert code == 0 and isolated["isolated"]
+    assert len(isolated["layers"]) == len(chained["layers"])
+    errors = [(a["error"], b["error"]) for a, b in zip(isolated["layers"], chained["layers"])]
+    assert all(alone <= carried for alone, carried in errors), errors
+    assert sum(alone for alone, _ in errors) < sum(carried for _, carried in errors), errors
+    code, text = _check(capsys, path, "--input", "1x3x8x8", "--isolated")
+    assert "layer by layer (host runtime, each from PyTorch's own input," in text
+
+
+def test_convert_check_gives_a_verdict_and_fails_over_the_tolerance(scaled_file, tmp_path,
+                                                                    capsys, monkeypatch):
+    honest = lowering_for("aten::mul")
+
+    def slightly_wrong(cx, a, b):
+        return honest.fn(cx, a, b * (1 + 1e-5) if isinstance(b, torch.Tensor) else b)
+
+    out = str(tmp_path / "converted.pt")
+    assert main(["convert", scaled_file, "-o", out, "--input", "1x3x4x4", "--check"]) == 0
+    assert "result: OK, the saved module matches the model" in capsys.readouterr().out
+    monkeypatch.setitem(LOWERINGS, "aten::mul", dataclasses.replace(honest, fn=slightly_wrong))
+    assert main(["convert", scaled_file, "-o", out, "--input", "1x3x4x4", "--check",
+                 "--rtol", "1e-7"]) == ExitCode.MISMATCH
+    text = capsys.readouterr().out
+    assert "(tolerance 1e-07) MISMATCH" in text
+    assert text.splitlines()[-1] == "result: MISMATCH, the saved module does not match the model"

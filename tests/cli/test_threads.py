@@ -8,6 +8,7 @@ import torch
 
 from torch_nnapi.cli import build_parser, main
 from torch_nnapi.cli._commands import COMMANDS
+from torch_nnapi.cli._errors import ExitCode
 from torch_nnapi.runtime import get_num_threads, set_num_threads
 from torch_nnapi.runtime.native import blas
 
@@ -36,9 +37,7 @@ def test_every_command_that_runs_a_model_takes_threads():
 
 
 def test_threads_must_be_positive(capsys):
-    with pytest.raises(SystemExit) as exit_:
-        main(["cts", ".", "--threads", "0"])
-    assert exit_.value.code == 2
+    assert main(["cts", ".", "--threads", "0"]) == ExitCode.USAGE
     assert "--threads: must be a whole number of at least 1" in capsys.readouterr().err
 
 

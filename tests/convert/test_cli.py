@@ -10,6 +10,7 @@ import torch
 import torch.nn as nn
 
 from torch_nnapi.cli import convert_cmd, main
+from torch_nnapi.cli._errors import CliError, ExitCode, bad_file
 from torch_nnapi.cli.convert_cmd import parse_input
 
 
@@ -34,9 +35,11 @@ def test_input_specs():
     assert parse_input("2x16:int64").dtype == "int64"
     q = parse_input("1x8:quint8=0.1,128")
     assert (q.dtype, q.scale, q.zero_point) == ("quint8", 0.1, 128)
-    for bad in ("1x0x3", "1x3:nhwc", "1x3:nchw", "2x2:bogus", "1x8:quint8=0.1"):
-        with pytest.raises(ValueError):
+    for bad in ("1x0x3", "1x3:nhwc", "1x3:nchw", "2x2:bogus", "1x8:quint8=0.1",
+                "1x8:quint8=0.1,300", "1x8:quint8=nan,0", "1x8:quint8=-1,0"):
+        with pytest.raises(CliError) as e:
             parse_input(bad)
+        assert e.value.code == ExitCode.USAGE
 
 
 def test_convert_run_inspect(model_file, tmp_path, capsys):
@@ -45,7 +48,7 @@ def test_convert_run_inspect(model_file, tmp_path, capsys):
                  "--bundle", "--check"]) == 0
     text = capsys.readouterr().out
     # the flatten of the NHWC input needs a TRANSPOSE (level 2); SOFTMAX gives no axis
-    assert "feature level 2" in text and "max error" in text
+    assert "feature level 2" in text and "result: OK, the saved module matches" in text
     assert main(["run", str(out), "--repeat", "2"]) == 0
     text = capsys.readouterr().out
     assert "inputs (bundled): [1, 3, 4, 4]" in text and "output 0: [1, 48]" in text
@@ -77,7 +80,7 @@ def test_lite_interpreter_output_and_layer_comparison(model_file, tmp_path, caps
     assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4", "--lite",
                  "--check", "--compare"]) == 0
     text = capsys.readouterr().out
-    assert "max error" in text and "aten::softmax" in text
+    assert "relative (tolerance 0.0001) ok" in text and "aten::softmax" in text
 
 
 def test_target_level(model_file, tmp_path, capsys):
@@ -89,7 +92,7 @@ def test_target_level(model_file, tmp_path, capsys):
     # channels-last, the flatten needs a TRANSPOSE (level 2): refused, nothing saved
     refused = tmp_path / "refused.pt"
     assert main(["convert", str(model_file), "-o", str(refused), "--input", "1x3x4x4:nhwc",
-                 "--target-level", "1"]) == 1
+                 "--target-level", "1"]) == ExitCode.TARGET_LEVEL
     assert not refused.exists()
     err = capsys.readouterr().err
     assert "needs NNAPI feature level 2 (Android 9, API 28), above the target level 1" in err
@@ -117,11 +120,12 @@ def test_torch_using_commands_do_not_show_torchscript_deprecations(model_file, t
                       DeprecationWarning)
         warnings.warn("Lite Interpreter is deprecated.", DeprecationWarning)
         warnings.warn("some other API is deprecated", DeprecationWarning)
-        raise ValueError("no model")
+        raise bad_file("no model")
 
     monkeypatch.setattr(convert_cmd, "load_model", load_model)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4"]) == 1
+        assert main(["convert", str(model_file), "-o", str(out), "--input", "1x3x4x4"]) == \
+            ExitCode.BAD_FILE
     assert [str(w.message) for w in caught] == ["some other API is deprecated"]
     capsys.readouterr()

@@ -279,7 +279,7 @@ def test_input_only_quantized_is_quantized_on_the_host():
     model = conversion.model
     operand = model.operands[model.inputs[0]]
     assert (operand.type, operand.scale, operand.zero_point) == \
-        (OperandType.TENSOR_QUANT8_ASYMM, 0.05, 128)
+        (OperandType.TENSOR_QUANT8_ASYMM, pytest.approx(0.05, rel=1e-7), 128)  # float32
     assert "QUANTIZE" not in nnapi_ops(conversion)
     assert conversion.feature_level == 1
     # exactly PyTorch's quantization, ties included (x.5 quanta)

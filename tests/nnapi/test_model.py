@@ -77,10 +77,23 @@ def test_operand_index_out_of_range():
     (dict(type=OperandType.INT32, dimensions=(2,)), "scalar type INT32 cannot have dimensions"),
     (dict(type=99, dimensions=()), "unknown operand type code 99"),
     (dict(type=F32, dimensions=(-1,)), "negative dimension"),
+    (dict(type=Q8, dimensions=(2,), scale=1e39), "scale 1e[+]39 is not a finite float32"),
+    (dict(type=Q8, dimensions=(2,), scale=1e-46), "needs a positive scale"),  # 0 in float32
+    (dict(type=Q8, dimensions=(2,), scale=float("nan")), "scale nan is not a finite"),
 ])
 def test_operand_validation(kwargs, message):
     with pytest.raises(BadDataError, match=message):
         Model().add_operand(**kwargs)
+
+
+def test_scales_are_stored_as_the_float32_the_c_api_and_devices_use():
+    m = Model()
+    a = m.add_operand(Q8, (2,), 0.01, 120)
+    assert m.operands[a].scale == float(np.float32(0.01)) != 0.01
+    w = m.add_operand(OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL, (2, 1))
+    m.set_operand_symm_per_channel_quant_params(w, [0.1, 0.3], 0)
+    assert m.operands[w].channel_quant.scales == (float(np.float32(0.1)),
+                                                  float(np.float32(0.3)))
 
 
 def test_constant_size_must_match_dimensions():

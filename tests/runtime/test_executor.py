@@ -171,3 +171,51 @@ def test_keep_intermediates_after_planned_runs():
 def test_unknown_kernel_set():
     with pytest.raises(BadDataError, match="kernels must be one of native, reference"):
         Compilation(_chain(), kernels="fast")
+
+
+def test_substitutes_feed_later_operations_and_keep_computed_values():
+    """(a + b) * b with the sum replaced: MUL reads the substitute, the result keeps what ADD
+    computed (how convert.compare checks each layer on PyTorch's own input)."""
+    model = _chain()
+    a = np.ones((2, 3), np.float32)
+    b = np.full((2, 3), 2.0, np.float32)
+    total = 3  # the temporary "sum"
+    substitute = np.full((2, 3), 10.0, np.float32)
+    result = Compilation(model).run([a, b], keep_intermediates=True,
+                                    substitutes={total: substitute})
+    np.testing.assert_array_equal(result.outputs[0], substitute * b)
+    np.testing.assert_array_equal(result.value(total), a + b)
+
+
+def test_an_omitted_model_input_an_operation_needs_is_bad_data_before_running():
+    """Fuzzing regression: ROI_POOLING with its rois model input omitted at execution failed
+    inside the kernel (IndexError, OP_FAILED)."""
+    m = Model()
+    feature = m.add_operand(F32, (1, 4, 4, 1))
+    rois = m.add_operand(F32, (1, 4))
+    batch = m.add_constant(OperandType.TENSOR_INT32, np.zeros(1, np.int32))
+    scalars = [m.add_scalar(OperandType.INT32, 2), m.add_scalar(OperandType.INT32, 2),
+               m.add_scalar(OperandType.FLOAT32, 1.0), m.add_scalar(OperandType.FLOAT32, 1.0),
+               m.add_scalar(OperandType.BOOL, False)]
+    out = m.add_operand(F32, (1, 2, 2, 1))
+    m.add_operation(OperationType.ROI_POOLING, [feature, rois, batch, *scalars], [out])
+    m.identify_inputs_and_outputs([feature, rois], [out])
+    compilation = Compilation(m.finish())
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+    box = np.array([[0, 0, 3, 3]], np.float32)
+    assert compilation.run([x, box]).outputs[0].shape == (1, 2, 2, 1)
+    with pytest.raises(BadDataError, match=r"operation 0 \(ROI_POOLING\): input 1 \(rois\)"
+                                           r" has no value but is required \(model input 1"
+                                           r" is omitted\)"):
+        compilation.run([x, None])
+
+
+def test_an_omitted_model_input_of_an_optional_position_runs():
+    m = Model()
+    x = m.add_operand(F32, (1, 3, 1))
+    axes = m.add_operand(OperandType.TENSOR_INT32, (1,))
+    out = m.add_operand(F32, (0,))
+    m.add_operation(OperationType.SQUEEZE, [x, axes], [out])
+    m.identify_inputs_and_outputs([x, axes], [out])
+    result = Compilation(m.finish()).run([np.ones((1, 3, 1), np.float32), None])
+    assert result.outputs[0].shape == (3,)

@@ -8,9 +8,10 @@ declarations in the generated header, so both sides agree on the layout.
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass
 
-from ..nnapi.codes import ResultCode
+from ..nnapi.codes import MAX_RANK, ResultCode
 from ..nnapi.errors import BadDataError, NnapiError
 
 
@@ -73,6 +74,9 @@ def read_operand_type(address: int, argument: str = "type") -> OperandTypeValue:
     require(**{argument: address})
     struct = read_struct(OperandTypeStruct, address)
     has_pointer = bool(ctypes.cast(struct.dimensions, ctypes.c_void_p).value)
+    if struct.dimensionCount > MAX_RANK:  # the C library refuses these before calling here
+        raise BadDataError(f"{argument}: dimensionCount {struct.dimensionCount} is more than"
+                           f" the {MAX_RANK} any NNAPI operation takes")
     if (struct.dimensionCount == 0) == has_pointer:
         raise BadDataError(f"{argument}: dimensionCount is {struct.dimensionCount} but dimensions"
                            f" is {'not ' if has_pointer else ''}NULL")
@@ -92,11 +96,19 @@ def read_string(address: int) -> str:
 
 
 def read_bytes(address: int, length: int) -> bytes:
+    check_length(length)
     return ctypes.string_at(address, length) if length else b""
+
+
+def check_length(length: int, argument: str = "length") -> None:
+    """A size_t length no buffer can have (2^63 and above: more than the address space)."""
+    if length > sys.maxsize:
+        raise BadDataError(f"{argument} {length} is larger than any buffer can be")
 
 
 def view(address: int, length: int, writable: bool = False) -> memoryview:
     """A memoryview of ``length`` bytes of the caller's memory at ``address`` (no copy)."""
+    check_length(length)
     buffer = (ctypes.c_uint8 * length).from_address(address)
     result = memoryview(buffer).cast("B")
     return result if writable else result.toreadonly()

@@ -74,6 +74,15 @@ def last_error() -> str:
     return getattr(_last_error, "message", "")
 
 
+def refuse_call(c_name: str, message: str) -> int:
+    """A call the C library refused before reading its arguments (e.g. a dimensionCount no
+    operand can have): logged and recorded like any failed call; returns BAD_DATA."""
+    code = ResultCode.BAD_DATA
+    log.warning("%s: %s: %s", c_name, code.name, message)
+    _last_error.message = f"{c_name}: {code.name}: {message}"
+    return int(code)
+
+
 def entry(function: Callable[..., int | None]) -> Callable[..., int]:
     """Makes ``function`` a bridge entry: it returns a result code and never raises.
 

@@ -5,7 +5,7 @@ here, with pointers as integers; each function returns the NNAPI result code (se
 ``_calls.entry``). The functions live with the object kind they serve.
 """
 
-from ._calls import last_error
+from ._calls import last_error, refuse_call
 from ._compilation import (
     burst_create,
     burst_free,
@@ -71,5 +71,5 @@ __all__ = [
     "model_create", "model_finish", "model_free", "model_get_supported_operations_for_devices",
     "model_identify_inputs_and_outputs", "model_relax_computation_float32to_float16",
     "model_set_operand_symm_per_channel_quant_params", "model_set_operand_value",
-    "model_set_operand_value_from_memory",
+    "model_set_operand_value_from_memory", "refuse_call",
 ]

@@ -9,13 +9,16 @@
  * a second interpreter into a Python process nor leaves undefined symbols that would stop
  * `cc prog.c -lneuralnetworks`:
  *   - inside a Python process it uses the running interpreter (its symbols are global);
- *   - in any other process it loads the libpython recorded when the package was built and
- *     starts an interpreter whose program is the Python that built it, so that the same
- *     environment (e.g. a venv) and thus torch_nnapi and numpy are found.
+ *   - in any other process it finds the Python environment it is installed in (locating
+ *     itself with dladdr, then walking up from its site-packages to a venv's pyvenv.cfg or a
+ *     prefix's bin/pythonX.Y), loads that Python's libpython and starts an interpreter whose
+ *     program is the environment's python, so that torch_nnapi and numpy are found there.
+ *     The Python that built the library is the fallback: a wheel built in one venv keeps
+ *     working when installed in another and the first one is deleted.
  * Each call holds the GIL (PyGILState_Ensure) only while it runs, so any thread may call.
  *
- * TNN_LIBPYTHON and TNN_PYTHON_EXECUTABLE are defined by the build (setup.py); the
- * environment variables TORCH_NNAPI_LIBPYTHON and TORCH_NNAPI_PYTHON override them. */
+ * environment.c finds that Python (TORCH_NNAPI_LIBPYTHON and TORCH_NNAPI_PYTHON override
+ * it). */
 
 #include <Python.h> /* for types and struct layouts only: no libpython symbol is referenced */
 
@@ -29,8 +32,11 @@
 #include <unistd.h>
 
 #include "NeuralNetworks.h"
+#include "environment.h"
 
 #define BRIDGE_MODULE "torch_nnapi.capi.bridge"
+/* The most dimensions an operand may have: nnapi.codes.MAX_RANK (a test checks they agree). */
+#define TNN_MAX_RANK 6
 #define PACKAGE_SUFFIX "/torch_nnapi/capi/libneuralnetworks.so"
 
 /* ------------------------------------------------------------------ finding Python */
@@ -99,12 +105,6 @@ static void report(const char *problem, const char *detail)
             detail ? detail : "");
 }
 
-static const char *setting(const char *variable, const char *built_in)
-{
-    const char *value = getenv(variable);
-    return value && *value ? value : built_in;
-}
-
 static int resolve_symbols(void *library)
 {
     for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
@@ -128,7 +128,7 @@ static int start_interpreter(void)
     py.ConfigInitPythonConfig(&config);
     config.install_signal_handlers = 0; /* the signals belong to the host program */
     config.parse_argv = 0;
-    const char *program = setting("TORCH_NNAPI_PYTHON", TNN_PYTHON_EXECUTABLE);
+    const char *program = tnn_python_program();
     PyStatus status = {0};
     if (access(program, X_OK) == 0) /* gone: let Python find its defaults */
         status = py.ConfigSetBytesString(&config, &config.program_name, program);
@@ -148,7 +148,7 @@ static void resolve(void)
     void *library = RTLD_DEFAULT;
     int (*running)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
     if (!running || !running()) {
-        const char *path = setting("TORCH_NNAPI_LIBPYTHON", TNN_LIBPYTHON);
+        const char *path = tnn_python_library();
         library = dlopen(path, RTLD_NOW | RTLD_GLOBAL); /* GLOBAL: extension modules need it */
         if (!library) {
             report("cannot load the Python library", dlerror());
@@ -238,6 +238,20 @@ static int call(const char *function, const char *format, ...)
     return result;
 }
 
+/* A dimensionCount above TNN_MAX_RANK is refused before anything reads the dimensions array
+ * it describes: a corrupted model file can make a caller pass 2^31 with a 16-byte array. */
+static int too_many_dimensions(const char *function, const ANeuralNetworksOperandType *type)
+{
+    if (!type || type->dimensionCount <= TNN_MAX_RANK)
+        return 0;
+    char message[128];
+    snprintf(message, sizeof message,
+             "type->dimensionCount %u is more than the %d any NNAPI operation takes",
+             (unsigned)type->dimensionCount, TNN_MAX_RANK);
+    call("refuse_call", "(ss)", function, message);
+    return 1;
+}
+
 /* ------------------------------------------------------------------ the API */
 
 #define PTR(p) ((unsigned long long)(uintptr_t)(p))
@@ -287,6 +301,8 @@ int ANeuralNetworksModel_finish(ANeuralNetworksModel *model)
 int ANeuralNetworksModel_addOperand(ANeuralNetworksModel *model,
                                     const ANeuralNetworksOperandType *type)
 {
+    if (too_many_dimensions(__func__, type))
+        return ANEURALNETWORKS_BAD_DATA;
     return call("model_add_operand", "(KK)", PTR(model), PTR(type));
 }
 
@@ -402,6 +418,8 @@ int ANeuralNetworksExecution_setInput(ANeuralNetworksExecution *execution, int32
                                       const ANeuralNetworksOperandType *type, const void *buffer,
                                       size_t length)
 {
+    if (too_many_dimensions(__func__, type))
+        return ANEURALNETWORKS_BAD_DATA;
     return call("execution_set_input", "(KiKKK)", PTR(execution), index, PTR(type), PTR(buffer),
                 SIZE(length));
 }
@@ -412,6 +430,8 @@ int ANeuralNetworksExecution_setInputFromMemory(ANeuralNetworksExecution *execut
                                                 const ANeuralNetworksMemory *memory,
                                                 size_t offset, size_t length)
 {
+    if (too_many_dimensions(__func__, type))
+        return ANEURALNETWORKS_BAD_DATA;
     return call("execution_set_input_from_memory", "(KiKKKK)", PTR(execution), index, PTR(type),
                 PTR(memory), SIZE(offset), SIZE(length));
 }
@@ -420,6 +440,8 @@ int ANeuralNetworksExecution_setOutput(ANeuralNetworksExecution *execution, int3
                                        const ANeuralNetworksOperandType *type, void *buffer,
                                        size_t length)
 {
+    if (too_many_dimensions(__func__, type))
+        return ANEURALNETWORKS_BAD_DATA;
     return call("execution_set_output", "(KiKKK)", PTR(execution), index, PTR(type),
                 PTR(buffer), SIZE(length));
 }
@@ -430,6 +452,8 @@ int ANeuralNetworksExecution_setOutputFromMemory(ANeuralNetworksExecution *execu
                                                  const ANeuralNetworksMemory *memory,
                                                  size_t offset, size_t length)
 {
+    if (too_many_dimensions(__func__, type))
+        return ANEURALNETWORKS_BAD_DATA;
     return call("execution_set_output_from_memory", "(KiKKKK)", PTR(execution), index,
                 PTR(type), PTR(memory), SIZE(offset), SIZE(length));
 }

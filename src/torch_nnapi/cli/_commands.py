@@ -9,12 +9,28 @@ from dataclasses import dataclass
 from typing import Callable
 
 # PyTorch 2.13 deprecates TorchScript (tracing, scripting, freezing, saving and loading, the
-# lite interpreter), which is what PyTorch Mobile's NNAPI runtime runs: a user of torch-nnapi
-# can do nothing about these warnings.
+# lite interpreter), which is what PyTorch Mobile's NNAPI runtime runs, and the quantization
+# that makes the quantized models it runs: a user of torch-nnapi can do nothing about these
+# warnings (pyproject.toml filters the same ones in the tests).
 TORCHSCRIPT_DEPRECATIONS = (
     r"`torch\.jit\.((trace|script)(_method)?|freeze|save|load)` is deprecated",
     r"Lite Interpreter is deprecated",
 )
+QUANTIZATION_DEPRECATIONS = (
+    (r"torch\.ao\.quantization is deprecated", DeprecationWarning),
+    (r"torch\.quantize_per_tensor, torch\.quantize_per_channel and other", UserWarning),
+)
+
+ENVIRONMENT_HELP = """environment:
+  TORCH_NNAPI_NUM_THREADS  threads of the host runtime's kernels (default: the available
+                           cores; --threads overrides it)
+  TORCH_NNAPI_KERNELS      the host runtime's kernels: native (default) or reference
+  LIBNEURALNETWORKS_PATH   the libneuralnetworks.so PyTorch's NNAPI runtime loads (default:
+                           torch-nnapi's own, printed by torch-nnapi libpath)
+  TORCH_NNAPI_PYTHON       the Python that libneuralnetworks.so starts in a C program
+                           (default: the one of the environment it is installed in)
+  TORCH_NNAPI_LIBPYTHON    that Python's shared library (default: found beside it)
+  TORCH_NNAPI_TRACEBACK    1: print the traceback of an internal error"""
 
 
 @dataclass(frozen=True)
@@ -34,8 +50,9 @@ COMMANDS: dict[str, Command] = {}
 def command(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None], *,
             torchscript: bool = False, runs_models: bool = False):
     """Registers the decorated ``run(args) -> exit code`` as subcommand ``name``. A command
-    using TorchScript (``torchscript``) runs with TorchScript's deprecation warnings ignored,
-    and only those. A command that runs models (``runs_models``) takes ``--threads``."""
+    using TorchScript (``torchscript``) runs with PyTorch's deprecation warnings of
+    TorchScript and quantization ignored, and only those. A command that runs models
+    (``runs_models``) takes ``--threads``."""
 
     def wrap(run: Callable[[argparse.Namespace], int]):
         COMMANDS[name] = Command(name, help, configure,
@@ -77,6 +94,8 @@ def _without_torchscript_deprecations(run: Callable[[argparse.Namespace], int]):
         with warnings.catch_warnings():
             for message in TORCHSCRIPT_DEPRECATIONS:
                 warnings.filterwarnings("ignore", message=message, category=DeprecationWarning)
+            for message, category in QUANTIZATION_DEPRECATIONS:
+                warnings.filterwarnings("ignore", message=message, category=category)
             return run(args)
 
     return quiet_run

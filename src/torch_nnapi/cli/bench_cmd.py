@@ -3,8 +3,9 @@
 Latency through PyTorch's NNAPI runtime on torch-nnapi's libneuralnetworks.so (compile time,
 first run, median and 90th percentile), with ``--original`` also eager PyTorch's latency on
 the original model and the ratio; then a host-runtime profile: time per NNAPI operation
-type and the slowest operations with their operand shapes. Inputs as for ``run``: bundled,
-``--input`` shapes, or the converted shapes.
+type and the slowest operations with their operand shapes. Inputs as for ``run``: input
+files, bundled, ``--input`` shapes, or the converted shapes. ``--report FILE.html`` also
+writes the report as one self-contained page with the time per operation plotted.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ import argparse
 import json
 
 from ._commands import add_threads_option, command
+from ._errors import ExitCode, usage
+from ._inputs import add_input_options
+from ._loading import check_input_count, load_converted, load_model, output_path, writing
+from ._progress import Progress
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -20,15 +25,17 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--original", metavar="MODEL",
                    help="the original model (TorchScript or pickled nn.Module), timed in eager"
                         " PyTorch on the same inputs")
-    p.add_argument("--input", action="append", default=[], metavar="SPEC",
-                   help="input shape (see convert); default: bundled inputs or the converted"
-                        " shapes")
-    p.add_argument("--runs", type=int, default=20, help="timed runs (default: %(default)s)")
+    add_input_options(p, default_help="; without --input or --input-file: the bundled"
+                                      " inputs, else the converted shapes")
+    p.add_argument("--runs", type=int, default=20, metavar="N",
+                   help="timed runs (default: %(default)s)")
     add_threads_option(p)  # applied by bench_module for the measurement only
     p.add_argument("--profile-runs", type=int, default=3, metavar="N",
                    help="host-runtime profile runs, 0 for none (default: %(default)s)")
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="how many of the slowest operations to list (default: %(default)s)")
+    p.add_argument("--report", metavar="FILE.html",
+                   help="also write the report as one self-contained HTML page")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -39,23 +46,42 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..convert.bench import bench_module
-    from .convert_cmd import load_model
-    from .run_cmd import _inputs
+    from .run_cmd import check_inputs, converted_inputs, running
 
-    if args.runs < 1:
-        raise ValueError("--runs must be at least 1")
-    module = torch.jit.load(args.module)
-    original = load_model(args.original) if args.original else None
-    if isinstance(original, torch.nn.Module):
-        original.eval()
-    inputs, source = _inputs(module, args.input)
-    report = bench_module(module, inputs, runs=args.runs, threads=args.threads,
-                          original=original, profile_runs=max(0, args.profile_runs))
+    for name, value, least in (("--runs", args.runs, 1), ("--profile-runs", args.profile_runs,
+                                                          0), ("--top", args.top, 0),
+                               ("--threads", args.threads or 1, 1)):
+        if value < least:
+            raise usage(f"{name} must be at least {least}")
+    if args.report:
+        output_path(args.report, args.module)
+    with Progress("bench") as progress:
+        progress.step("loading")
+        module = load_converted(args.module)
+        original = load_model(args.original, "original") if args.original else None
+        if isinstance(original, torch.nn.Module):
+            original.eval()
+        inputs, source = converted_inputs(module, args)
+        check_inputs(module, inputs)
+        if original is not None:
+            check_input_count(original, len(inputs), "inputs")
+        with running("torch NNAPI runtime"):
+            report = bench_module(module, inputs, runs=args.runs, threads=args.threads,
+                                  original=original, profile_runs=args.profile_runs,
+                                  progress=progress.step)
     if args.json:
         print(json.dumps(dict(report.to_json(args.top), input_source=source), indent=1))
     else:
         print("\n".join(render(report, source, args.top)))
-    return 0
+    if args.report:
+        from ._html import bench_page
+
+        with writing(args.report):
+            with open(args.report, "w") as f:
+                f.write(bench_page(report, args.module))
+        if not args.json:
+            print(f"report: {args.report}")
+    return int(ExitCode.OK)
 
 
 def _ms(seconds: float) -> str:

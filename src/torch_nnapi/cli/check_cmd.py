@@ -1,14 +1,19 @@
 """``torch-nnapi check``: will this PyTorch model run on NNAPI, and correctly?
 
-Converts the original model for the given inputs (same ``--input`` syntax as ``convert``)
-and reports, without stopping at the first problem: unsupported operations with their
-source locations; the feature level the result needs and which operations force it;
-operation counts and inserted layout transposes; with ``--target-level``, what a device of
-that level would reject; the converted module run through PyTorch's NNAPI runtime against
-eager PyTorch; and a layer-by-layer comparison naming the first layer that drifts.
+Converts the original model for the given inputs (``--input`` as for ``convert``, or real
+ones with ``--input-file``) and reports, without stopping at the first problem: unsupported
+operations with their source locations; the feature level the result needs and which
+operations force it; operation counts and inserted layout transposes; with
+``--target-level``, what a device of that level would reject; the converted module run
+through PyTorch's NNAPI runtime against eager PyTorch; and a layer-by-layer comparison
+naming the first layer that drifts (``--isolated``: each layer fed PyTorch's own input).
+For quantized models the reference is checked against a second PyTorch engine: where the
+two disagree and NNAPI agrees with one, the report says "reference disagrees".
+``--report FILE.html`` also writes the report as one self-contained page.
 
-Exit code: 0 all good, 1 cannot convert, 2 converts but disagrees with PyTorch (or fails to
-run), 3 a device of the target level would reject it.
+Exit code (cli/_errors.py): 0 all good, 1 cannot convert, 2 converts but disagrees with
+PyTorch (or fails to run), 3 a device of the target level would reject it, 4 the model does
+not take the inputs.
 """
 
 from __future__ import annotations
@@ -17,15 +22,24 @@ import argparse
 import json
 
 from ._commands import command
+from ._errors import usage
+from ._inputs import (
+    add_input_options,
+    conform,
+    example_inputs,
+    layout_options,
+    parse_input,
+    read_input_files,
+)
+from ._loading import check_input_count, load_model, output_path, writing
+from ._progress import Progress
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
     from ..nnapi.codes import FeatureLevel
 
     p.add_argument("model", help="the original model: a TorchScript file or a pickled nn.Module")
-    p.add_argument("--input", action="append", required=True, metavar="SPEC",
-                   help="an input as for convert: 1x3x224x224, ?-prefixed dims flexible,"
-                        " options :nhwc, :nchw, :int64, :quint8=SCALE,ZP (repeat per input)")
+    add_input_options(p)
     p.add_argument("--target-level", type=int, choices=[int(v) for v in FeatureLevel],
                    help="report what a device of this NNAPI feature level would reject")
     p.add_argument("--rtol", type=float, default=None, metavar="R",
@@ -38,34 +52,77 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quantized-engine", default="qnnpack", metavar="ENGINE",
                    help="PyTorch's quantized kernels for the eager reference of quantized"
                         " models (default: %(default)s, as on mobile; 'default' keeps"
-                        " PyTorch's)")
+                        " PyTorch's); another engine checks the reference")
     p.add_argument("--no-layers", action="store_true",
                    help="skip the layer-by-layer comparison")
+    p.add_argument("--isolated", action="store_true",
+                   help="compare each layer computed from PyTorch's own input, so that drift"
+                        " accumulated by the layers before it does not count")
     p.add_argument("--worst", type=int, default=5, metavar="N",
                    help="how many of the worst layers to list (default: %(default)s)")
+    p.add_argument("--report", metavar="FILE.html",
+                   help="also write the report as one self-contained HTML page")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _examples(args: argparse.Namespace) -> tuple[list, tuple]:
+    specs = [parse_input(text) for text in args.input]
+    if args.input_file:
+        tensors = conform(read_input_files(args.input_file, specs, args.mean, args.std), specs)
+        if specs and len(specs) != len(tensors):
+            raise usage(f"{len(specs)} --input for {len(tensors)} inputs read from"
+                        " --input-file", "give one --input per file input, or none")
+        return specs, tuple(tensors)
+    if not specs:
+        raise usage("give the model's inputs with --input or --input-file")
+    if args.mean or args.std:
+        raise usage("--mean and --std apply to image input files only")
+    return specs, example_inputs(specs)
 
 
 @command("check", "check that a PyTorch model converts, which NNAPI feature level it needs,"
          " and that the result matches PyTorch layer by layer", _configure, torchscript=True,
          runs_models=True)
 def run(args: argparse.Namespace) -> int:
-    from ..convert.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, check_model
-    from .convert_cmd import example_inputs, layout_options, load_model, parse_input
+    import torch
 
-    specs = [parse_input(text) for text in args.input]
-    model = load_model(args.model)
-    report = check_model(
-        model, example_inputs(specs), **layout_options(specs),
-        float_tolerance=FLOAT_TOLERANCE if args.rtol is None else args.rtol,
-        quanta_tolerance=QUANTA_TOLERANCE if args.quanta is None else args.quanta,
-        target_level=args.target_level, host=args.host, layers=not args.no_layers,
-        engine=None if args.quantized_engine == "default" else args.quantized_engine)
+    from ..convert.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, check_model
+
+    if args.worst < 0:
+        raise usage("--worst must be 0 or more")
+    engines = torch.backends.quantized.supported_engines
+    if args.quantized_engine not in ("default", *engines):
+        raise usage(f"quantized engine {args.quantized_engine!r} is not available in this"
+                    f" PyTorch (it has {', '.join(engines)})")
+    if args.report:
+        output_path(args.report, args.model)
+    specs, examples = _examples(args)
+    with Progress("check") as progress:
+        progress.step("loading the model")
+        model = load_model(args.model)
+        check_input_count(model, len(examples), "inputs")
+        report = check_model(
+            model, examples, **(layout_options(specs) if specs else {}),
+            float_tolerance=FLOAT_TOLERANCE if args.rtol is None else args.rtol,
+            quanta_tolerance=QUANTA_TOLERANCE if args.quanta is None else args.quanta,
+            target_level=args.target_level, host=args.host, layers=not args.no_layers,
+            engine=None if args.quantized_engine == "default" else args.quantized_engine,
+            isolated=args.isolated, progress=progress.step)
+    if report.input_error:
+        raise usage(report.input_error, "check the --input shapes and dtypes")
     if args.json:
         print(json.dumps(report.to_json(), indent=1, default=str))
     else:
         print("\n".join(render(report, specs, args.worst)))
-    return report.exit_code
+    if args.report:
+        from ._html import check_page
+
+        with writing(args.report):
+            with open(args.report, "w") as f:
+                f.write(check_page(report, args.model))
+        if not args.json:
+            print(f"report: {args.report}")
+    return int(report.exit_code)  # the codes of ExitCode (cli/_errors.py)
 
 
 def render(report, specs=(), worst: int = 5) -> list[str]:
@@ -129,37 +186,37 @@ def _model_forces(report) -> bool:
     return any(r.level == report.feature_level for r in report.model_requirements)
 
 
-def _value(check) -> str:
-    if check.unit == "quanta":
-        return f"{check.error:g} quanta"
-    return f"{check.error:.2g} relative"
-
-
-def _limit(check) -> str:
-    return f"{check.tolerance:g} quanta" if check.unit == "quanta" else f"{check.tolerance:g}"
-
-
 def _numbers(report, worst: int) -> list[str]:
     lines = []
     if report.outputs:
         engine = f" (quantized engine {report.quantized_engine})" if report.quantized else ""
         lines.append(f"outputs against eager PyTorch{engine}, on {report.backend}:")
         for o in report.outputs:
-            lines.append(f"  {o.name} {o.shape}: {_value(o)} (tolerance {_limit(o)})"
-                         f" {'ok' if o.ok else 'MISMATCH'}")
+            lines.append(f"  {o.name} {o.shape}: {o.describe(report.engines)}")
     if report.layers:
         first = report.first_bad_layer
-        lines.append(f"layer by layer (host runtime, {len(report.layers)} tensors):"
-                     + (" all within tolerance" if first is None else ""))
+        how = ", each from PyTorch's own input" if report.isolated else ""
+        within = all(t.within for t in report.layers)
+        lines.append(f"layer by layer (host runtime{how}, {len(report.layers)} tensors):"
+                     + (" all within tolerance" if within else
+                        " no mismatch of the conversion" if first is None else ""))
         if first is not None:
             lines.append(f"  first layer over tolerance: {first.kind} {first.name}"
-                         f" {first.shape}: {_value(first)} (tolerance {_limit(first)})")
+                         f" {first.shape}: {first.value()} (tolerance {first.limit()})")
             lines.append(f"      at {first.location}")
+        disagreeing = [t for t in report.layers if t.reference_disagrees]
+        if disagreeing:
+            first_engine, second_engine = report.engines
+            lines.append(f"  reference disagrees on {len(disagreeing)} layers: NNAPI agrees"
+                         f" with PyTorch's {second_engine} kernels there, which differ from"
+                         f" {first_engine}'s; first: {disagreeing[0].kind}"
+                         f" {disagreeing[0].name} at {disagreeing[0].location}")
         if worst > 0:
             lines.append("  worst layers:")
             for t in report.worst_layers(worst):
-                lines.append(f"    {t.kind:28} {t.name:14} {str(t.shape):18} {_value(t):>18}"
-                             f"  {t.location}")
+                note = "" if t.verdict != "reference disagrees" else "  (reference disagrees)"
+                lines.append(f"    {t.kind:28} {t.name:14} {str(t.shape):18} {t.value():>18}"
+                             f"  {t.location}{note}")
     return lines
 
 
@@ -176,5 +233,10 @@ def _verdict(report) -> str:
     if code == 3:
         return (f"result: FAIL, converts and matches PyTorch, but needs feature level"
                 f" {report.feature_level} (target {report.target_level})")
+    note = ""
+    if report.disagreements:
+        first, second = report.engines
+        note = (f" (PyTorch's {first} and {second} kernels disagree on"
+                f" {len(report.disagreements)} tensors; NNAPI agrees with one of them)")
     return (f"result: OK, converts and matches PyTorch; needs NNAPI feature level"
-            f" {report.feature_level}")
+            f" {report.feature_level}{note}")

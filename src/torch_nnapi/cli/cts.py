@@ -8,6 +8,8 @@ from pathlib import Path
 
 from ..conformance import VERSIONS, PythonBackend, discover, run_test
 from ._commands import command
+from ._errors import ExitCode, bad_file, usage
+from ._progress import Progress
 
 BACKENDS = {"python": PythonBackend}
 
@@ -38,19 +40,39 @@ def _backends() -> dict:
          _configure, runs_models=True)
 def run(args: argparse.Namespace) -> int:
     if not args.directory.is_dir():
-        raise FileNotFoundError(f"{args.directory} is not a directory")
+        problem = "not a directory" if args.directory.exists() else "no such directory"
+        raise bad_file(f"{args.directory}: {problem}")
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
+    unknown = [v for v in versions if v not in VERSIONS]
+    if unknown or not versions:
+        raise usage(f"--versions {args.versions!r}: unknown version"
+                    f" {', '.join(unknown) or '(none given)'}",
+                    f"the versions are {', '.join(VERSIONS)}")
+    present = [v for v in versions if (args.directory / v).is_dir()]
+    if not present:
+        raise bad_file(f"{args.directory}: has no {', '.join(f'{v}/' for v in versions)}"
+                       " directory of spec files", "point it at shared/cts")
     backend = _backends()[args.backend]()
+    tests = list(discover(args.directory, versions, args.only))
+    if not tests:
+        what = " matching " + ", ".join(repr(p) for p in args.only) if args.only else ""
+        raise usage(f"no test{what} in {args.directory} ({', '.join(present)})",
+                    "--only takes shell wildcards on test or spec-file names, e.g."
+                    " 'conv2d*'")
     passed = failed = 0
-    for test in discover(args.directory, versions, args.only):
-        outcome = run_test(test, backend)
-        if outcome.passed:
-            passed += 1
-            if args.verbose:
-                print(f"PASS {test.id}")
-        else:
-            failed += 1
-            print(f"FAIL {test.id}: {outcome.message}")
-        sys.stdout.flush()
+    with Progress("cts") as progress:
+        for number, test in enumerate(tests, 1):
+            progress.count(number, len(tests), test.id)
+            outcome = run_test(test, backend)
+            if outcome.passed:
+                passed += 1
+                if args.verbose:
+                    progress.done()
+                    print(f"PASS {test.id}")
+            else:
+                failed += 1
+                progress.done()
+                print(f"FAIL {test.id}: {outcome.message}")
+            sys.stdout.flush()
     print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 and passed > 0 else 1
+    return int(ExitCode.OK if failed == 0 else ExitCode.MISMATCH)

@@ -15,6 +15,7 @@ import os
 import tempfile
 
 from ._commands import command
+from ._errors import ExitCode, usage
 
 TOLERANCE = 1e-4  # relative to the output's magnitude
 
@@ -82,11 +83,14 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     import torch_nnapi
+
     from ..convert.api import convert_with_details
     from ..convert.bench import first_run, time_calls
     from ..convert.check import loaded_nnapi_library
     from .inspect_cmd import describe
 
+    if args.runs < 1:
+        raise usage("--runs must be at least 1")
     failures: list[str] = []
     model = demo_model()
     x = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(1))
@@ -98,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         conversion = convert_with_details(model, (x,), nhwc=True)
     except Exception as e:  # noqa: BLE001 - reported, the demo then fails
         print(f"1. torch_nnapi.convert failed: {e}")
-        return 1
+        return int(ExitCode.CANNOT_CONVERT)
     module = conversion.module
     print(f"1. torch_nnapi.convert(model, x, nhwc=True): {conversion.seconds:.2f} s")
     info = describe(module)
@@ -122,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             actual = module(x)
         except Exception as e:  # noqa: BLE001 - reported, the demo then fails
             print(f"2. running through torch.classes._nnapi.Compilation failed: {e}")
-            return 1
+            return int(ExitCode.RUN_FAILED)
     loaded = loaded_nnapi_library()
     print(f"2. ran through torch.classes._nnapi.Compilation on {loaded or 'an unknown library'}")
     if not loaded or os.path.realpath(loaded) != os.path.realpath(library):
@@ -140,8 +144,7 @@ def run(args: argparse.Namespace) -> int:
 
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "demo_nnapi.pt")
-        module.nnapi.reset()  # a compilation cannot be saved; the next call compiles again
-        torch.jit.save(module, path)
+        torch.jit.save(module, path)  # after running: the compilation is left out
         size = os.path.getsize(path)
         reloaded = torch.jit.load(path)
         with torch.no_grad():
@@ -152,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     if not same:
         failures.append("the reloaded module gives different outputs")
 
-    runs = max(1, args.runs)
+    runs = args.runs
     with torch.no_grad():
         nnapi = time_calls(lambda: module(x), runs)
         eager = time_calls(lambda: model(x), runs)
@@ -162,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     if failures:
         for failure in failures:
             print(f"FAIL: {failure}")
-        return 1
+        return int(ExitCode.MISMATCH)
     print("OK: the NNAPI model agrees with PyTorch. Next: torch-nnapi check MODEL.pt --input"
           " 1x3x224x224, torch-nnapi convert, torch-nnapi bench.")
-    return 0
+    return int(ExitCode.OK)

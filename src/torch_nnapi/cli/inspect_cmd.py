@@ -1,8 +1,9 @@
 """``torch-nnapi inspect``: what a converted module asks of NNAPI.
 
 Reads the serialized model inside the module (without running it) and prints its inputs
-and outputs, every operation with its operands' types and shapes (0: flexible), and the
-NNAPI feature level, i.e. the oldest Android that can run it.
+and outputs, every operation with its operands' types and shapes (``?``: flexible), its
+scalar inputs by name (``stride_w=2``) and the PyTorch code it comes from, and the NNAPI
+feature level, i.e. the oldest Android that can run it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import argparse
 import json
 from collections import Counter
 
+from ..nnapi.errors import NnapiError
 from ._commands import command
+from ._errors import ExitCode, bad_file
+from ._loading import load_converted
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -30,11 +34,14 @@ def describe(module) -> dict:
     weights = [w.contiguous().numpy() for w in prog.weights]
     loaded = deserialize(prog.ser_model.numpy(), weights)
     model = loaded.model
+    origins = list(getattr(prog, "operation_origins", []))
     level = FeatureLevel(model.feature_level)
 
-    def operand(i: int) -> dict:
+    def operand(i: int, name: str = "") -> dict:
         o = model.operands[i]
         entry = {"index": i, "type": o.type.name, "dimensions": list(o.dimensions)}
+        if name:
+            entry["name"] = name
         if o.info.is_quantized:
             entry.update(scale=o.scale, zero_point=o.zero_point)
         if o.value is not None and o.info.is_scalar:
@@ -57,10 +64,23 @@ def describe(module) -> dict:
         "guards": list(prog.guard_messages),
         "operations": [{"index": k, "type": op.type.name,
                         "level": int(model.matches[k].level),
-                        "inputs": [operand(i) for i in op.inputs],
-                        "outputs": [operand(i) for i in op.outputs]}
+                        "inputs": [operand(i, n) for i, n in
+                                   zip(op.inputs, _names(model.matches[k].input_positions,
+                                                         len(op.inputs)))],
+                        "outputs": [operand(i) for i in op.outputs],
+                        "origin": origins[k] if k < len(origins) else ""}
                        for k, op in enumerate(model.operations)],
     }
+
+
+def _names(positions: dict, count: int) -> list[str]:
+    """The signature's name of each input position ("" where it has none)."""
+    names = [""] * count
+    for name, indices in positions.items():
+        for k, position in enumerate(indices):
+            if position < count:
+                names[position] = name if len(indices) == 1 else f"{name}[{k}]"
+    return names
 
 
 def _short(entry: dict) -> str:
@@ -68,6 +88,8 @@ def _short(entry: dict) -> str:
     text = f"{entry['type'].replace('TENSOR_', '')}[{dims}]" if dims else entry["type"]
     if "value" in entry:
         text = f"{entry['value']!r}"
+        if entry.get("name"):
+            text = f"{entry['name']}={text}"
     if "scale" in entry:
         text += f"(s={entry['scale']:.4g},z={entry['zero_point']})"
     return text
@@ -76,9 +98,13 @@ def _short(entry: dict) -> str:
 @command("inspect", "show the NNAPI operations, operand types and shapes, and feature level"
          " of a converted module", _configure, torchscript=True)
 def run(args: argparse.Namespace) -> int:
-    import torch
-
-    info = describe(torch.jit.load(args.module))
+    module = load_converted(args.module)
+    try:
+        info = describe(module)
+    except (NnapiError, ValueError) as e:
+        raise bad_file(f"module {args.module}: its NNAPI model cannot be read ({e})",
+                       "the file was modified after conversion: convert the model again")\
+            from None
     if args.json:
         print(json.dumps(info, indent=1))
         return 0
@@ -91,8 +117,9 @@ def run(args: argparse.Namespace) -> int:
           f" {info['flexible_patches']}")
     for i, entry in enumerate(info["inputs"]):
         layout = " NHWC" if entry["nhwc"] else ""
-        print(f"input {i}: {_short(entry)}{layout} (PyTorch shape {entry['pytorch_shape']},"
-              " -1 flexible)")
+        flexible = ", -1: flexible" if any(d < 0 for d in entry["pytorch_shape"]) else ""
+        print(f"input {i}: {_short(entry)}{layout} (PyTorch shape"
+              f" {entry['pytorch_shape']}{flexible})")
     for i, entry in enumerate(info["outputs"]):
         print(f"output {i}: {_short(entry)}")
     for message in info["guards"]:
@@ -102,5 +129,6 @@ def run(args: argparse.Namespace) -> int:
         for op in info["operations"]:
             ins = ", ".join(_short(e) for e in op["inputs"])
             outs = ", ".join(_short(e) for e in op["outputs"])
-            print(f"  {op['index']:4} {op['type']:24} L{op['level']} ({ins}) -> {outs}")
-    return 0
+            origin = f"  [{op['origin']}]" if op["origin"] else ""
+            print(f"  {op['index']:4} {op['type']:24} L{op['level']} ({ins}) -> {outs}{origin}")
+    return int(ExitCode.OK)

@@ -7,6 +7,7 @@ import os
 
 from ..capi import include_path, library_path
 from ._commands import command
+from ._errors import bad_file
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -20,7 +21,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
 @command("libpath", "print the path of libneuralnetworks.so (for LIBNEURALNETWORKS_PATH)",
          _configure)
 def run(args: argparse.Namespace) -> int:
-    path = library_path()
+    try:
+        path = library_path()
+    except FileNotFoundError as e:
+        raise bad_file(str(e)) from None
     if args.include:
         print(include_path())
     elif args.dir:

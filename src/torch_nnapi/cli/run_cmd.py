@@ -1,9 +1,12 @@
 """``torch-nnapi run``: run a converted module and print its outputs and latency.
 
-Inputs are the module's bundled inputs when it has some, else random tensors of the shapes
-given with ``--input`` (same syntax as ``convert``), else of the shapes the model was
-converted for. The module runs through PyTorch's NNAPI runtime on torch-nnapi's
-libneuralnetworks.so, or with ``--host`` directly on the host runtime.
+Inputs are, in order of preference: real ones from ``--input-file``; random tensors of the
+shapes given with ``--input`` (same syntax as ``convert``); the module's bundled inputs;
+random tensors of the shapes the model was converted for. Random inputs have the dtype the
+model takes (int64 token ids, quint8 at the model's scale) and are seeded: the same every
+run. The module runs through PyTorch's NNAPI runtime on torch-nnapi's libneuralnetworks.so,
+or with ``--host`` directly on the host runtime. ``--save-outputs out.npz`` writes the
+outputs (quantized ones as their integers, with ``_scale`` and ``_zero_point`` entries).
 """
 
 from __future__ import annotations
@@ -11,47 +14,105 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 from ._commands import command
+from ._errors import CliError, ExitCode, usage
+from ._inputs import (
+    InputSpec,
+    add_input_options,
+    conform,
+    example_inputs,
+    parse_input,
+    read_input_files,
+    with_dtype,
+)
+from ._loading import load_converted, output_path, writing
+
+_DEFAULT_INPUTS = ("; without --input or --input-file: the bundled inputs, else random"
+                   " inputs of the converted shapes (seeded, in the model's dtypes)")
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("module", help="a module saved by torch-nnapi convert")
-    p.add_argument("--input", action="append", default=[], metavar="SPEC",
-                   help="input shape (see convert); default: bundled inputs or the converted"
-                        " shapes")
+    add_input_options(p, default_help=_DEFAULT_INPUTS)
     p.add_argument("--host", action="store_true",
                    help="run on the host runtime instead of torch's NNAPI runtime")
-    p.add_argument("--repeat", type=int, default=10, help="timed runs (default: %(default)s)")
+    p.add_argument("--repeat", type=int, default=10, metavar="N",
+                   help="timed runs (default: %(default)s)")
     p.add_argument("--profile", action="store_true",
-                   help="per-operation times (host runtime)")
+                   help="per-operation times (needs --host: the host runtime times them)")
+    p.add_argument("--save-outputs", metavar="FILE.npz",
+                   help="write the outputs to a NumPy .npz file (output_0, output_1...)")
 
 
-def _inputs(module, texts):
-    from .convert_cmd import example_inputs, parse_input
+def model_inputs(module) -> list[InputSpec]:
+    """What the converted module takes: shapes (-1: flexible), dtypes, quantization."""
+    from ..convert.host import program_of
 
-    if texts:
-        return example_inputs([parse_input(t) for t in texts]), "random"
+    prog = program_of(module)
+    names = dict(prog.dtype_names) if hasattr(prog, "dtype_names") else {}
+    dtypes = list(prog.input_dtypes) if hasattr(prog, "input_dtypes") else []
+    specs = []
+    for i, shape in enumerate(prog.input_shapes):
+        if i < len(dtypes):
+            dtype = names.get(dtypes[i], "float32")
+        else:  # artifacts of format 2 record casts only
+            dtype = {1: "int64", 2: "float32"}.get(int(prog.input_casts[i]), "float32")
+        spec = InputSpec(tuple(int(d) for d in shape))
+        if dtype == "quint8":
+            spec = with_dtype(spec, dtype, float(prog.input_scales[i]),
+                              int(prog.input_zero_points[i]))
+        else:
+            spec = with_dtype(spec, dtype)
+        specs.append(spec)
+    return specs
+
+
+def converted_inputs(module, args: argparse.Namespace) -> tuple[tuple, str]:
+    """(inputs, where they come from) for ``run`` and ``bench``; see the module docstring."""
+    taken = model_inputs(module)
+    if args.input_file:
+        specs = [_completed(parse_input(t), taken, i) for i, t in enumerate(args.input)]
+        tensors = read_input_files(args.input_file, specs or taken, args.mean, args.std)
+        return tuple(conform(tensors, [*specs, *taken[len(specs):]])), "from files"
+    if args.mean or args.std:
+        raise usage("--mean and --std apply to image input files only")
+    if args.input:
+        specs = [_completed(parse_input(t), taken, i) for i, t in enumerate(args.input)]
+        return example_inputs(specs), "random"
     if hasattr(module, "get_all_bundled_inputs"):
         bundled = module.get_all_bundled_inputs()
         if bundled:
             return tuple(bundled[0]), "bundled"
+    if any(d < 0 for s in taken for d in s.shape):
+        flexible = ", ".join(f"input {i} {list(s.shape)}" for i, s in enumerate(taken)
+                             if any(d < 0 for d in s.shape))
+        raise usage(f"the model has flexible dimensions ({flexible}; -1: flexible)",
+                    "give the input shapes with --input, e.g. --input 1x3x224x224")
+    return example_inputs(taken), "random"
+
+
+def _completed(spec: InputSpec, taken: list[InputSpec], i: int) -> InputSpec:
+    """An ``--input`` without a dtype takes the model's (and its quantization)."""
+    if spec.dtype is not None or i >= len(taken):
+        return spec
+    model = taken[i]
+    return with_dtype(spec, model.dtype_or_float, model.scale, model.zero_point)
+
+
+def check_inputs(module, inputs: tuple) -> None:
+    """Inputs the module does not take (count, shape, dtype, quantization) are a usage
+    error naming the input, before anything runs."""
+    from ..convert.errors import one_line
     from ..convert.host import program_of
 
-    prog = program_of(module)
-    shapes = [list(s) for s in prog.input_shapes]
-    if any(d < 0 for s in shapes for d in s):
-        raise ValueError("the model has flexible dimensions: give input shapes with --input")
-    import torch
-
-    g = torch.Generator().manual_seed(0)
-    inputs = []
-    for shape, cast in zip(shapes, prog.input_casts):
-        if cast == 1:
-            inputs.append(torch.randint(0, 10, shape, generator=g))
-        else:
-            inputs.append(torch.randn(shape, generator=g))
-    return tuple(inputs), "random"
+    try:
+        program_of(module).check_inputs(list(inputs))
+    except Exception as e:  # noqa: BLE001 - TorchScript raises its own error types
+        raise usage(one_line(e), "check the --input shapes and dtypes, or the input files")\
+            from None
 
 
 def run_module(module, inputs, host: bool = False, repeat: int = 1, profile: bool = False):
@@ -75,32 +136,44 @@ def run_module(module, inputs, host: bool = False, repeat: int = 1, profile: boo
     return out, times, backend
 
 
-@command("run", "run a converted module (bundled or random inputs): outputs and latency",
-         _configure, torchscript=True, runs_models=True)
-def run(args: argparse.Namespace) -> int:
-    import torch
+@contextmanager
+def running(backend: str) -> Iterator[None]:
+    """Turns a failure of the model while it runs into a one-line RUN_FAILED error."""
+    try:
+        yield
+    except (CliError, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever the runtime raises
+        from ..convert.errors import one_line
 
-    module = torch.jit.load(args.module)
-    inputs, source = _inputs(module, args.input)
+        raise CliError(f"the model failed to run ({backend}): {one_line(e)}",
+                       ExitCode.RUN_FAILED) from None
+
+
+@command("run", "run a converted module (input files, bundled or random inputs): outputs"
+         " and latency", _configure, torchscript=True, runs_models=True)
+def run(args: argparse.Namespace) -> int:
+    if args.profile and not args.host:
+        raise usage("--profile times each NNAPI operation on the host runtime: add --host",
+                    "torch-nnapi bench profiles a module too")
+    if args.repeat < 1:
+        raise usage("--repeat must be at least 1")
+    if args.save_outputs:
+        output_path(args.save_outputs, args.module)
+    module = load_converted(args.module)
+    inputs, source = converted_inputs(module, args)
+    check_inputs(module, inputs)
     print(f"inputs ({source}): " + ", ".join(f"{list(x.shape)} {str(x.dtype)[6:]}"
                                             for x in inputs))
-    first, _, backend = run_module(module, inputs, args.host, 1)
-    out, times, _ = run_module(module, inputs, args.host, args.repeat, args.profile)
+    with running("host runtime" if args.host else "torch NNAPI runtime"):
+        run_module(module, inputs, args.host, 1)  # compiles: not timed with the runs
+        out, times, backend = run_module(module, inputs, args.host, args.repeat, args.profile)
     timings = None
-    if args.profile and args.host:
+    if args.profile:
         out, timings = out
     outputs = list(out) if isinstance(out, (tuple, list)) else [out]
     for i, o in enumerate(outputs):
-        values = o.dequantize() if o.is_quantized else o
-        flat = values.reshape(-1)
-        head = ", ".join(f"{v:.4g}" if values.is_floating_point() else str(int(v))
-                         for v in flat[:6].tolist())
-        stats = ""
-        if values.is_floating_point() and flat.numel():
-            stats = (f" min {flat.min().item():.4g} max {flat.max().item():.4g}"
-                     f" mean {flat.mean().item():.4g}")
-        print(f"output {i}: {list(o.shape)} {str(o.dtype)[6:]} [{head}"
-              f"{', ...' if flat.numel() > 6 else ''}]{stats}")
+        print(f"output {i}: {_summary(o)}")
     print(f"latency ({backend}, {len(times)} runs): median {statistics.median(times) * 1e3:.2f}"
           f" ms, min {min(times) * 1e3:.2f} ms")
     if timings:
@@ -109,5 +182,38 @@ def run(args: argparse.Namespace) -> int:
             by_op[t.operation] = by_op.get(t.operation, 0.0) + t.seconds
         for name, seconds in sorted(by_op.items(), key=lambda kv: -kv[1])[:10]:
             print(f"  {name:28} {seconds * 1e3:8.2f} ms")
-    del first
-    return 0
+    if args.save_outputs:
+        save_outputs(args.save_outputs, outputs)
+        print(f"saved outputs to {args.save_outputs}")
+    return int(ExitCode.OK)
+
+
+def _summary(o) -> str:
+    values = o.dequantize() if o.is_quantized else o
+    flat = values.reshape(-1)
+    head = ", ".join(f"{v:.4g}" if values.is_floating_point() else str(int(v))
+                     for v in flat[:6].tolist())
+    stats = ""
+    if values.is_floating_point() and flat.numel():
+        stats = (f" min {flat.min().item():.4g} max {flat.max().item():.4g}"
+                 f" mean {flat.mean().item():.4g}")
+    return (f"{list(o.shape)} {str(o.dtype)[6:]} [{head}{', ...' if flat.numel() > 6 else ''}]"
+            f"{stats}")
+
+
+def save_outputs(path: str, outputs: list) -> None:
+    """``output_i`` arrays; a quantized output as its integers with its scale and zero
+    point beside it (``output_i_scale``, ``output_i_zero_point``)."""
+    import numpy as np
+
+    arrays = {}
+    for i, o in enumerate(outputs):
+        if o.is_quantized:
+            arrays[f"output_{i}"] = o.int_repr().numpy()
+            arrays[f"output_{i}_scale"] = np.float64(o.q_scale())
+            arrays[f"output_{i}_zero_point"] = np.int64(o.q_zero_point())
+        else:
+            arrays[f"output_{i}"] = o.detach().contiguous().numpy()
+    with writing(path):
+        with open(path, "wb") as f:
+            np.savez(f, **arrays)

@@ -15,7 +15,7 @@ from ..nnapi.model import Model
 from . import layout as lay
 from .capture import as_example_tuple, capture
 from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
-from .levels import above, model_requirements, operation_levels
+from .levels import above, model_requirements, operation_levels, origin_of
 from .lower import Lowered, example_spec, lower
 from .serialize import SerializedModel, serialize
 from .symbolic import program
@@ -243,7 +243,10 @@ def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: i
                         for t in outputs],
         [_KINDS[t.dtype] for t in outputs], [float(t.scale) for t in outputs],
         [int(t.zero_point) for t in outputs], list(lowered.output_ranks),
-        list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level))
+        list(lowered.output_map), preference, bool(relax), int(cx.model.feature_level),
+        input_dtypes=[getattr(torch, s.example.dtype) for s in specs],
+        operation_origins=[origin_of(cx.model, cx.origins, k)
+                           for k in range(len(cx.model.operations))])
 
 
 def _input_cast(t: TensorValue, spec) -> int:

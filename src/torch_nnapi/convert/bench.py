@@ -232,23 +232,29 @@ def _operand(model: Model, shapes, index: int) -> str:
 
 
 def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
-                 threads: Optional[int] = None, original=None, profile_runs: int = 3
-                 ) -> BenchReport:
+                 threads: Optional[int] = None, original=None, profile_runs: int = 3,
+                 progress: Optional[Callable[[str], None]] = None) -> BenchReport:
     """Latency of a converted module on PyTorch's NNAPI runtime (and of ``original`` in
-    eager PyTorch when given), and its host-runtime profile (``profile_runs=0``: none)."""
+    eager PyTorch when given), and its host-runtime profile (``profile_runs=0``: none).
+    ``progress`` is told each step."""
+    step = progress or (lambda text: None)
     inputs = tuple(inputs)
     report = BenchReport([{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
                           for x in inputs], threads)
     report.first_use = "torch_nnapi.capi.bridge" not in sys.modules
     with num_threads(threads), torch.no_grad():
+        step("compiling")
         report.compile_seconds, report.first_run_seconds = first_run(module, inputs)
         library = loaded_nnapi_library()
         report.backend = "PyTorch's NNAPI runtime" + (f" ({library})" if library else "")
+        step(f"timing {runs} runs on NNAPI")
         report.nnapi = time_calls(lambda: module(*inputs), runs)
         if (threads or get_num_threads()) > 1:
+            step("timing a few runs on one thread")
             with num_threads(1):
                 report.single_thread = time_calls(lambda: module(*inputs), max(3, runs // 2))
         if original is not None:
+            step(f"timing {runs} runs of the original in eager PyTorch")
             expected = original(*inputs)
             report.eager = time_calls(lambda: original(*inputs), runs)
             actual = module(*inputs)
@@ -258,6 +264,7 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
                 error, unit = tensor_error(a, e)
                 report.output_errors.append({"output": i, "error": error, "unit": unit})
         if profile_runs > 0:
+            step(f"profiling {profile_runs} runs on the host runtime")
             report.profile = profile_on_host(module, inputs, profile_runs)
     return report
 

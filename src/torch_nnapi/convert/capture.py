@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator, Optional
 
 import torch
 
@@ -46,6 +47,8 @@ class Value:
     constant: Any = NO_CONSTANT
     example: Any = None  # ExampleTensor for tensors, the value for numbers
     tensor: Any = None  # the example tensor itself, kept only for layer-wise comparison
+    # the same tensor computed by another of PyTorch's quantized engines (see capture)
+    alternate: Any = None
 
     @property
     def is_constant(self) -> bool:
@@ -135,9 +138,39 @@ def _is_frozen(script) -> bool:
         return False
 
 
-def capture(model, example_inputs, keep_values: bool = False) -> Graph:
+@contextmanager
+def quantized_engine(name: Optional[str]) -> Iterator[None]:
+    """PyTorch's quantized kernels set to ``name`` for the body (None: unchanged)."""
+    previous = torch.backends.quantized.engine
+    if name is None or name == previous:
+        yield
+        return
+    if name not in torch.backends.quantized.supported_engines:
+        raise ValueError(f"quantized engine {name!r} is not available in this PyTorch (it has"
+                         f" {', '.join(torch.backends.quantized.supported_engines)})")
+    torch.backends.quantized.engine = name
+    try:
+        yield
+    finally:
+        torch.backends.quantized.engine = previous
+
+
+def alternate_engine() -> Optional[str]:
+    """Another of PyTorch's quantized engines than the current one, to tell a wrong
+    reference from a wrong conversion (x86 or fbgemm beside qnnpack, and the reverse)."""
+    current = torch.backends.quantized.engine
+    for name in ("x86", "fbgemm", "qnnpack", "onednn"):
+        if name != current and name in torch.backends.quantized.supported_engines:
+            return name
+    return None
+
+
+def capture(model, example_inputs, keep_values: bool = False,
+            alternate: Optional[str] = None) -> Graph:
     """The frozen graph of ``model``, probed on ``example_inputs``; with ``keep_values``
-    each value also keeps its example tensor (``Value.tensor``), for layer-wise checks."""
+    each value also keeps its example tensor (``Value.tensor``), for layer-wise checks, and
+    with ``alternate`` (a quantized engine) the tensor that engine computes
+    (``Value.alternate``)."""
     examples = as_example_tuple(example_inputs)
     for i, x in enumerate(examples):
         if not isinstance(x, torch.Tensor):
@@ -154,6 +187,9 @@ def capture(model, example_inputs, keep_values: bool = False) -> Graph:
     copier = _Copier()
     graph = copier.copy(ts_graph)
     _probe(ts_graph, examples, graph, copier, keep_values)
+    if keep_values and alternate is not None:
+        with quantized_engine(alternate):
+            _probe(ts_graph, examples, graph, copier, keep_values, into="alternate")
     return graph
 
 
@@ -264,8 +300,9 @@ def example_of(x) -> Any:
 
 
 def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Copier",
-           keep_values: bool = False) -> None:
-    """Runs the graph once, returning every top-level tensor and number, to record examples."""
+           keep_values: bool = False, into: str = "tensor") -> None:
+    """Runs the graph once, returning every top-level tensor and number, to record examples
+    (and with ``keep_values`` the tensors, in each value's attribute ``into``)."""
     g = ts_graph.copy()
     originals, wanted = [], []
     for n, n_copy in zip(list(ts_graph.nodes()), list(g.nodes())):
@@ -297,13 +334,15 @@ def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Co
             results = fn(*[x.clone() for x in examples])
     except Exception:  # noqa: BLE001 - probing is a check; conversion works without it
         return
-    for v, x in zip(graph.inputs, examples):
-        v.example = example_of(x)
     if not isinstance(results, tuple):
         results = (results,)
+    if into == "tensor":
+        for v, x in zip(graph.inputs, examples):
+            v.example = example_of(x)
     for o, x in zip(originals, results):
         value = copier.values.get(o.unique())
         if value is not None:
-            value.example = example_of(x)
+            if into == "tensor":
+                value.example = example_of(x)
             if keep_values and isinstance(x, torch.Tensor):
-                value.tensor = x.detach().clone()
+                setattr(value, into, x.detach().clone())

@@ -12,14 +12,21 @@
 * the converted module run through PyTorch's NNAPI runtime against eager PyTorch, and a
   layer-by-layer comparison on the host runtime naming the first layer whose error exceeds
   the tolerance (float: relative to the layer's magnitude; quantized: in quanta).
+
+The reference is not taken on trust: for a quantized model, every output and layer is also
+compared with what another of PyTorch's quantized engines computes (a layer from that
+engine's own values of its inputs, see ``compare.py``). A tensor over the tolerance against
+the first reference but within it against the second, whose two references disagree with
+each other, is reported as "reference disagrees", not as a mismatch of the conversion. ``isolated``
+feeds each layer PyTorch's own input (see ``compare.py``), so that drift accumulated along a
+deep quantized network is not taken for a broken layer.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -27,11 +34,17 @@ import torch
 from ..nnapi.codes import FeatureLevel
 from ..nnapi.model import Model
 from .api import Conversion, convert_with_details
-from .capture import as_example_tuple
+from .capture import alternate_engine, as_example_tuple, quantized_engine
 from .compare import LayerDiff, compare_layers
-from .errors import ConversionError, ConverterBug, UnsupportedUse
-from .levels import (OperationLevel, Requirement, above, model_requirements, operation_levels,
-                     origin_of)
+from .errors import ConversionError, ConverterBug, UnsupportedUse, one_line
+from .levels import (
+    OperationLevel,
+    Requirement,
+    above,
+    model_requirements,
+    operation_levels,
+    origin_of,
+)
 
 FLOAT_TOLERANCE = 1e-4  # relative to the magnitude of the layer or output
 # Quantized tensors (and float tensors dequantized from them), in quanta. PyTorch's quantized
@@ -62,10 +75,49 @@ class TensorCheck:
     tolerance: float
     kind: str = ""
     location: str = ""
+    alternate_error: Optional[float] = None  # against the other quantized engine's reference
+    reference_gap: Optional[float] = None  # between the two references
+
+    @property
+    def within(self) -> bool:
+        return bool(self.error <= self.tolerance)
+
+    @property
+    def reference_disagrees(self) -> bool:
+        """Over the tolerance against the reference, within it against the other engine's,
+        and the two references differ by more than the tolerance: PyTorch's problem."""
+        return bool(not self.within and self.alternate_error is not None
+                    and self.alternate_error <= self.tolerance
+                    and (self.reference_gap or 0.0) > self.tolerance)
 
     @property
     def ok(self) -> bool:
-        return bool(self.error <= self.tolerance)
+        """Not a fault of the conversion."""
+        return self.within or self.reference_disagrees
+
+    @property
+    def verdict(self) -> str:
+        if self.within:
+            return "ok"
+        return "reference disagrees" if self.reference_disagrees else "MISMATCH"
+
+    def value(self) -> str:
+        return f"{self.error:g} quanta" if self.unit == "quanta" else \
+            f"{self.error:.2g} relative"
+
+    def limit(self) -> str:
+        return f"{self.tolerance:g} quanta" if self.unit == "quanta" else f"{self.tolerance:g}"
+
+    def describe(self, engines: tuple[str, str] = ("", "")) -> str:
+        """``3 quanta (tolerance 8 quanta) ok``, with the other reference when it decides."""
+        text = f"{self.value()} (tolerance {self.limit()}) {self.verdict}"
+        if self.reference_disagrees:
+            first, second = engines
+            unit = " quanta" if self.unit == "quanta" else " relative"
+            text += (f": {self.alternate_error:g}{unit} from PyTorch's"
+                     f" {second or 'other'} kernels, whose result differs from"
+                     f" {first or 'the reference'}'s by {self.reference_gap:g}{unit}")
+        return text
 
     @property
     def severity(self) -> float:
@@ -94,6 +146,18 @@ class CheckReport:
     conversion_seconds: float = 0.0
     quantized: bool = False  # the converted model has quantized operands
     quantized_engine: str = ""  # PyTorch's quantized engine for the eager reference
+    alternate_engine: str = ""  # the other engine the reference is checked against
+    isolated: bool = False  # each layer computed from PyTorch's own inputs
+    input_error: str = ""  # the model does not take the given inputs
+
+    @property
+    def engines(self) -> tuple[str, str]:
+        return self.quantized_engine, self.alternate_engine
+
+    @property
+    def disagreements(self) -> list[TensorCheck]:
+        """Outputs and layers where PyTorch's references disagree (not the conversion)."""
+        return [t for t in self.outputs + self.layers if t.reference_disagrees]
 
     @property
     def level_forced_by(self) -> list[OperationLevel]:
@@ -133,8 +197,11 @@ class CheckReport:
 
     @property
     def exit_code(self) -> int:
-        """0: converts, matches and fits the target level; 1: cannot convert; 2: converts
-        but disagrees with PyTorch or fails to run; 3: a target-level device rejects it."""
+        """The CLI's exit codes (cli/_errors.py): 0 converts, matches and fits the target
+        level; 1 cannot convert; 2 converts but disagrees with PyTorch or fails to run; 3 a
+        target-level device rejects it; 4 the model does not take the given inputs."""
+        if self.input_error:
+            return 4
         if not self.converted:
             return 1
         if not self.matches:
@@ -143,6 +210,9 @@ class CheckReport:
 
     def to_json(self) -> dict:
         data = asdict(self)
+        for name in ("outputs", "layers"):
+            for entry, check in zip(data[name], getattr(self, name)):
+                entry["verdict"] = check.verdict
         data.update(
             ok=self.exit_code == 0, exit_code=self.exit_code,
             level_forced_by=[asdict(op) for op in self.level_forced_by],
@@ -209,27 +279,14 @@ def _tolerance(unit: str, report: CheckReport) -> float:
 
 def _layer(diff: LayerDiff, report: CheckReport) -> TensorCheck:
     return TensorCheck(f"%{diff.name}", list(diff.shape), diff.error, diff.unit,
-                       _tolerance(diff.unit, report), diff.kind, diff.location)
+                       _tolerance(diff.unit, report), diff.kind, diff.location,
+                       diff.alternate_error, diff.reference_gap)
 
 
 # ------------------------------------------------------------------------------ the check
 
 
-@contextmanager
-def quantized_engine(name: Optional[str]):
-    """PyTorch's quantized kernels set to ``name`` for the body (None: unchanged)."""
-    previous = torch.backends.quantized.engine
-    if name is None or name == previous:
-        yield
-        return
-    if name not in torch.backends.quantized.supported_engines:
-        raise ValueError(f"quantized engine {name!r} is not available in this PyTorch (it has"
-                         f" {', '.join(torch.backends.quantized.supported_engines)})")
-    torch.backends.quantized.engine = name
-    try:
-        yield
-    finally:
-        torch.backends.quantized.engine = previous
+Progress = Callable[[str], None]
 
 
 def check_model(model, example_inputs, *,
@@ -237,34 +294,39 @@ def check_model(model, example_inputs, *,
                 flexible=None, float_tolerance: float = FLOAT_TOLERANCE,
                 quanta_tolerance: float = QUANTA_TOLERANCE,
                 target_level: Optional[int] = None, host: bool = False,
-                layers: bool = True, engine: Optional[str] = "qnnpack") -> CheckReport:
+                layers: bool = True, engine: Optional[str] = "qnnpack",
+                isolated: bool = False, progress: Optional[Progress] = None) -> CheckReport:
     """Converts ``model`` for ``example_inputs`` and checks the result; see the module
     docstring. ``host`` runs the converted module on the host runtime instead of PyTorch's
-    NNAPI runtime; ``layers=False`` skips the layer-by-layer comparison. ``engine`` is the
-    PyTorch quantized engine computing the eager reference of quantized models: qnnpack by
-    default, the one PyTorch Mobile uses (models quantized for it can saturate fbgemm's
-    16-bit accumulations on x86, giving wrong reference values)."""
+    NNAPI runtime; ``layers=False`` skips the layer-by-layer comparison, ``isolated`` feeds
+    each layer PyTorch's own input. ``engine`` is the PyTorch quantized engine computing the
+    eager reference of quantized models: qnnpack by default, the one PyTorch Mobile uses
+    (models quantized for it can saturate fbgemm's 16-bit accumulations on x86, giving wrong
+    reference values). ``progress`` is told what is being done, step by step."""
     examples = as_example_tuple(example_inputs)
     report = CheckReport([{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
                           for x in examples], float_tolerance=float_tolerance,
-                         quanta_tolerance=quanta_tolerance, target_level=target_level)
+                         quanta_tolerance=quanta_tolerance, target_level=target_level,
+                         isolated=isolated)
     if engine == "qnnpack" and engine not in torch.backends.quantized.supported_engines:
         engine = None  # a PyTorch built without qnnpack: keep its default
     with quantized_engine(engine):
         report.quantized_engine = torch.backends.quantized.engine
-        _check(report, model, examples, nhwc, flexible, host, layers)
+        _check(report, model, examples, dict(nhwc=nhwc, flexible=flexible), host, layers,
+               progress or (lambda step: None))
     return report
 
 
-def _check(report: CheckReport, model, examples: tuple, nhwc, flexible, host: bool,
-           layers: bool) -> None:
-    options = dict(nhwc=nhwc, flexible=flexible)
+def _check(report: CheckReport, model, examples: tuple, options: dict, host: bool,
+           layers: bool, progress: Progress) -> None:
+    progress("running the model in PyTorch")
     try:
-        with torch.no_grad():
-            expected = _as_list(model(*[x.clone() for x in examples]))
+        expected = _eager(model, examples)
     except Exception as e:  # noqa: BLE001 - the inputs do not fit the model
-        report.errors.append(f"the model fails on the given inputs: {_one_line(e)}")
+        shapes = ", ".join(f"{entry['shape']} {entry['dtype']}" for entry in report.inputs)
+        report.input_error = f"the model fails on inputs {shapes}: {one_line(e)}"
         return
+    progress("converting")
     try:
         conversion = convert_with_details(model, examples, **options)
     except ConversionError as e:
@@ -277,14 +339,24 @@ def _check(report: CheckReport, model, examples: tuple, nhwc, flexible, host: bo
     report.converted = True
     _describe(report, conversion)
     report.quantized = any(o.info.is_quantized for o in conversion.model.operands)
-    _check_outputs(report, expected, conversion, examples, host)
+    alternate = alternate_engine() if report.quantized else None
+    report.alternate_engine = alternate or ""
+    progress("running the converted model")
+    _check_outputs(report, expected, conversion, examples, host, alternate, model)
     if layers:
+        progress("comparing layer by layer" + (" (isolated)" if report.isolated else ""))
         try:
-            diffs = compare_layers(model, examples, **options)
+            diffs = compare_layers(model, examples, alternate=alternate,
+                                   isolated=report.isolated, **options)
         except Exception as e:  # noqa: BLE001 - reported, the rest of the check stands
-            report.errors.append(f"layer-by-layer comparison failed: {_one_line(e)}")
+            report.errors.append(f"layer-by-layer comparison failed: {one_line(e)}")
         else:
             report.layers = [_layer(d, report) for d in diffs]
+
+
+def _eager(model, examples: tuple) -> list:
+    with torch.no_grad():
+        return _as_list(model(*[x.clone() for x in examples]))
 
 
 def _describe(report: CheckReport, conversion: Conversion) -> None:
@@ -302,7 +374,7 @@ def _describe(report: CheckReport, conversion: Conversion) -> None:
 
 
 def _check_outputs(report: CheckReport, expected: list, conversion: Conversion,
-                   examples: tuple, host: bool) -> None:
+                   examples: tuple, host: bool, alternate: Optional[str], model) -> None:
     from .host import run_on_host
 
     module = conversion.module
@@ -312,23 +384,50 @@ def _check_outputs(report: CheckReport, expected: list, conversion: Conversion,
             actual = _as_list(run_on_host(module, *examples) if host else module(*examples))
     except Exception as e:  # noqa: BLE001 - reported, the rest of the check stands
         report.errors.append(f"running the converted module ({report.backend}) failed:"
-                             f" {_one_line(e)}")
+                             f" {one_line(e)}")
         return
     library = loaded_nnapi_library()
     if not host and library:
         report.backend += f" ({library})"
+    other = None
+    if alternate is not None:
+        try:
+            with quantized_engine(alternate):
+                other = _eager(model, examples)
+        except Exception:  # noqa: BLE001 - without a second reference, the first stands
+            other = None
+    report.outputs, errors = compare_outputs(actual, expected, conversion,
+                                             report.float_tolerance, report.quanta_tolerance,
+                                             other)
+    report.errors.extend(errors)
+
+
+def compare_outputs(actual: Sequence, expected: Sequence, conversion: Conversion,
+                    float_tolerance: float = FLOAT_TOLERANCE,
+                    quanta_tolerance: float = QUANTA_TOLERANCE,
+                    alternate: Optional[Sequence] = None
+                    ) -> tuple[list[TensorCheck], list[str]]:
+    """Each converted output against PyTorch's (and ``alternate``, the outputs another
+    quantized engine computes): the checks, and the errors that prevent a comparison."""
+    actual, expected = _as_list(actual), _as_list(expected)
     if len(actual) != len(expected):
-        report.errors.append(f"the converted module returned {len(actual)} outputs, PyTorch"
-                             f" {len(expected)}")
-        return
+        return [], [f"the converted module returned {len(actual)} outputs, PyTorch"
+                    f" {len(expected)}"]
+    checks, errors = [], []
     for i, (a, e) in enumerate(zip(actual, expected)):
         if tuple(a.shape) != tuple(e.shape):
-            report.errors.append(f"output {i} has shape {list(a.shape)}, PyTorch's"
-                                 f" {list(e.shape)}")
+            errors.append(f"output {i} has shape {list(a.shape)}, PyTorch's {list(e.shape)}")
             continue
-        error, unit = tensor_error(a, e, _dequantized_from(conversion, i))
-        report.outputs.append(TensorCheck(f"output {i}", list(e.shape), error, unit,
-                                          _tolerance(unit, report)))
+        quantum = _dequantized_from(conversion, i)
+        error, unit = tensor_error(a, e, quantum)
+        check = TensorCheck(f"output {i}", list(e.shape), error, unit,
+                            quanta_tolerance if unit == "quanta" else float_tolerance)
+        other = _as_list(alternate)[i] if alternate is not None else None
+        if isinstance(other, torch.Tensor) and other.shape == e.shape:
+            check.alternate_error = tensor_error(a, other, quantum)[0]
+            check.reference_gap = tensor_error(other, e, quantum)[0]
+        checks.append(check)
+    return checks, errors
 
 
 def _dequantized_from(conversion: Conversion, output: int) -> float:
@@ -344,13 +443,6 @@ def _dequantized_from(conversion: Conversion, output: int) -> float:
     return 0.0
 
 
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip() or type(e).__name__
-    lines = [line for line in text.splitlines() if line.strip()]
-    # TorchScript errors carry the script traceback first; the cause is the last line
-    return lines[-1] if len(lines) > 1 and "Traceback" in text else " ".join(lines)
-
-
 def loaded_nnapi_library() -> str:
     """The path of the libneuralnetworks.so this process has loaded ("" if none)."""
     try:
@@ -364,5 +456,5 @@ def loaded_nnapi_library() -> str:
 
 
 __all__ = ["CheckReport", "OperationLevel", "Requirement", "TensorCheck", "Transpose",
-           "check_model", "layout_transposes", "loaded_nnapi_library", "model_requirements",
-           "operation_levels", "tensor_error"]
+           "check_model", "compare_outputs", "layout_transposes", "loaded_nnapi_library",
+           "model_requirements", "operation_levels", "quantized_engine", "tensor_error"]

@@ -8,7 +8,22 @@ locations, so a user sees the whole list of work at once instead of one op per a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+_CAUSE = re.compile(r"^(?:builtins\.)?[A-Za-z_.]*(?:Error|Exception): (.*)$")
+
+
+def one_line(error: BaseException) -> str:
+    """An exception's message as one line. TorchScript errors carry the script's traceback
+    first and the cause last (``builtins.ValueError: input 0 has shape ...``): the cause,
+    without its exception type, is kept."""
+    text = str(error).strip() or type(error).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and ("Traceback" in text or "TorchScript" in text):
+        cause = _CAUSE.match(lines[-1])
+        return cause.group(1) if cause else lines[-1]
+    return " ".join(lines)
 
 
 class Unsupported(Exception):

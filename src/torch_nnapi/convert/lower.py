@@ -114,13 +114,16 @@ class Lowerer:
                                  f" {list(ex.shape)}")
             layout = lay.NHWC
         if ex.dtype not in ("float32", "quint8", "int32", "int64"):
-            raise ValueError(f"input {index}: dtype {ex.dtype} cannot be an input of PyTorch's"
-                             " NNAPI runtime (float32, quint8, int32 and int64 can)")
+            raise _input_unsupported(index, f"dtype {ex.dtype} cannot be an input of PyTorch's"
+                                     " NNAPI runtime (float32, quint8, int32 and int64 can)")
         dtype, scale, zero_point = ex.dtype, ex.scale, ex.zero_point
         quantized = _quantized_on_host(value, self.cx.users) if dtype == "float32" else None
         if quantized is not None:
             dtype, (scale, zero_point) = "quint8", quantized
-        t = self.cx.new_tensor(shape, dtype, layout, scale, zero_point)
+        try:
+            t = self.cx.new_tensor(shape, dtype, layout, scale, zero_point)
+        except Unsupported as e:
+            raise _input_unsupported(index, str(e)) from None
         self.cx.model.operands[t.operand].name = f"input{index}"
         self.env[value] = t
         return t
@@ -377,6 +380,12 @@ def _constant(a: Any) -> bool:
     if isinstance(a, (list, tuple)):
         return all(_constant(x) for x in a)
     return True
+
+
+def _input_unsupported(index: int, reason: str) -> ConversionError:
+    """A model input NNAPI cannot take: the conversion fails as for an unsupported op."""
+    return ConversionError([UnsupportedUse("model input", f"input {index}: {reason}",
+                                           "the model's inputs")])
 
 
 def lower(graph: Graph, specs: Sequence[InputSpec], *,

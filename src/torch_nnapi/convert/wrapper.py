@@ -9,19 +9,26 @@ guards, patches a copy of the serialized model and compiles it. It then casts (o
 quantizes) and permutes inputs to the layout the model expects (e.g. NHWC), runs, and
 permutes outputs back to PyTorch's order. Everything it needs is data held in attributes,
 so the same fixed TorchScript code serves every converted model, and it survives
-``save``/``_save_for_lite_interpreter``.
+``save``/``_save_for_lite_interpreter``, also after running: the compilation lives in a
+:class:`CompiledModel` submodule that saves as nothing. Inputs of another dtype or
+quantization than converted for, and weights replaced by tensors of another dtype or shape,
+are refused with an error naming them (NNAPI would compute on their raw bytes).
 
 :func:`build_module` adds the outer module whose ``forward`` takes the model's inputs as
 separate arguments and returns a tensor or tuple, as the original model did.
 """
 
 
+import math
 import warnings
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import torch
 
-FORMAT_VERSION = 2  # 2: input_casts may quantize (CAST_QUANTIZE, input_scales/zero_points)
+# 2: input_casts may quantize (CAST_QUANTIZE, input_scales/zero_points); 3: the compilation
+# lives in a submodule that saves as nothing, weight and input dtypes are checked, and each
+# operation's PyTorch origin is recorded
+FORMAT_VERSION = 3
 
 # output_kinds: how an NNAPI output buffer is allocated and returned
 KIND_FLOAT32, KIND_QUINT8, KIND_INT32, KIND_INT64, KIND_BOOL, KIND_FLOAT16 = range(6)
@@ -30,10 +37,103 @@ KIND_FLOAT32, KIND_QUINT8, KIND_INT32, KIND_INT64, KIND_BOOL, KIND_FLOAT16 = ran
 CAST_NONE, CAST_INT32, CAST_QUANTIZE = range(3)
 
 
+def _script(function):
+    """``torch.jit.script``, without its deprecation warning (TorchScript is what PyTorch
+    Mobile's NNAPI runtime runs)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return torch.jit.script(function)
+
+
+def _dtype_code(dtype: torch.dtype) -> int:
+    """The number TorchScript code sees for a dtype (what a module attribute can hold)."""
+    return dtype
+
+
+dtype_code = _script(_dtype_code)
+
+
+def _format_number(x: float) -> str:
+    """``x`` with up to 6 significant digits, as Python's ``f"{x:g}"`` writes it (TorchScript
+    prints floats with 17)."""
+    if x == 0.0 or x != x or x == math.inf or x == -math.inf:
+        return str(x)
+    sign = ""
+    if x < 0:
+        sign = "-"
+        x = -x
+    exponent = int(math.floor(math.log10(x)))
+    digits = int(round(x * 10.0 ** (5 - exponent)))
+    if digits >= 1000000:
+        digits = digits // 10
+        exponent += 1
+    text = str(digits)
+    while len(text) > 1 and text[-1] == "0":
+        text = text[:-1]
+    if exponent >= 6 or exponent < -4:
+        mantissa = text[0]
+        if len(text) > 1:
+            mantissa = mantissa + "." + text[1:]
+        sign_e = "-" if exponent < 0 else "+"
+        e = str(abs(exponent))
+        if len(e) < 2:
+            e = "0" + e
+        return sign + mantissa + "e" + sign_e + e
+    if exponent < 0:
+        zeros = ""
+        for _ in range(-exponent - 1):
+            zeros += "0"
+        return sign + "0." + zeros + text
+    while len(text) < exponent + 1:
+        text += "0"
+    if len(text) == exponent + 1:
+        return sign + text
+    return sign + text[:exponent + 1] + "." + text[exponent + 1:]
+
+
+format_number = _script(_format_number)
+
+
+# The dtypes a converted module's weights and inputs can have, named in its error messages.
+NAMED_DTYPES = (torch.float32, torch.float16, torch.float64, torch.int64, torch.int32,
+                torch.int16, torch.int8, torch.uint8, torch.bool, torch.quint8, torch.qint8)
+
+
+class CompiledModel(torch.nn.Module):
+    """The compilation for the input shapes last seen. PyTorch cannot serialize a
+    Compilation, so this saves as nothing and loads empty: a module that has run saves like
+    a fresh one, and compiles again on its first call after loading."""
+
+    comp: Optional[torch.classes._nnapi.Compilation]
+    shapes: List[List[int]]
+    output_dims: List[List[int]]
+
+    def __init__(self):
+        super().__init__()
+        self.comp = None
+        self.shapes = []
+        self.output_dims = []
+
+    @torch.jit.export
+    def clear(self):
+        self.comp = None
+        empty: List[List[int]] = []
+        self.shapes = empty
+        self.output_dims = empty
+
+    @torch.jit.export
+    def __getstate__(self) -> bool:
+        return self.training
+
+    @torch.jit.export
+    def __setstate__(self, training: bool):
+        self.training = training
+        self.clear()
+
+
 class NnapiProgram(torch.nn.Module):
     """Runs one serialized NNAPI model; see the module docstring."""
 
-    comp: Optional[torch.classes._nnapi.Compilation]
     weights: List[torch.Tensor]
     patch_offsets: List[int]
     patch_programs: List[List[int]]
@@ -52,8 +152,11 @@ class NnapiProgram(torch.nn.Module):
     output_zero_points: List[int]
     output_ranks: List[int]
     output_map: List[int]
-    compiled_shapes: List[List[int]]
-    output_dims: List[List[int]]
+    weight_dtypes: List[int]
+    weight_shapes: List[List[int]]
+    input_dtypes: List[int]
+    dtype_names: Dict[int, str]
+    operation_origins: List[str]
 
     def __init__(self, ser_model: torch.Tensor, weights: List[torch.Tensor],
                  patch_offsets: List[int], patch_programs: List[List[int]],
@@ -65,7 +168,8 @@ class NnapiProgram(torch.nn.Module):
                  output_kinds: List[int], output_scales: List[float],
                  output_zero_points: List[int], output_ranks: List[int],
                  output_map: List[int], compilation_preference: int, relax_f32_to_f16: bool,
-                 feature_level: int):
+                 feature_level: int, *, input_dtypes: Optional[List[torch.dtype]] = None,
+                 operation_origins: Optional[List[str]] = None):
         super().__init__()
         self.ser_model = ser_model
         self.weights = weights
@@ -90,9 +194,14 @@ class NnapiProgram(torch.nn.Module):
         self.relax_f32_to_f16 = relax_f32_to_f16
         self.feature_level = feature_level
         self.format_version = FORMAT_VERSION
-        self.comp = None
-        self.compiled_shapes = []
-        self.output_dims = []
+        self.compiled = CompiledModel()
+        self.weight_dtypes = [dtype_code(w.dtype) for w in weights]
+        self.weight_shapes = [list(w.shape) for w in weights]
+        # the dtype each input must have (none given: not checked)
+        self.input_dtypes = [dtype_code(d) for d in input_dtypes or []]
+        self.dtype_names = {dtype_code(d): str(d).replace("torch.", "") for d in NAMED_DTYPES}
+        # per NNAPI operation, the PyTorch code it comes from (for inspect)
+        self.operation_origins = list(operation_origins or [])
 
     def _evaluate(self, prog: List[int], shapes: List[List[int]]) -> int:
         stack: List[int] = []
@@ -134,14 +243,55 @@ class NnapiProgram(torch.nn.Module):
                 return False
         return True
 
+    def _dtype_name(self, code: int) -> str:
+        if code in self.dtype_names:
+            return self.dtype_names[code]
+        return "dtype " + str(code)
+
+    @torch.jit.export
+    def check_weights(self):
+        """Weights of another dtype or shape than converted would be read as raw bytes by
+        NNAPI (a file whose weight tensors were replaced): refused, naming the weight."""
+        if len(self.weights) != len(self.weight_shapes):
+            raise ValueError("the module has " + str(len(self.weights)) + " weight tensors,"
+                             + " it was converted with " + str(len(self.weight_shapes)))
+        for i in range(len(self.weights)):
+            w = self.weights[i]
+            if w.dtype != self.weight_dtypes[i]:
+                raise ValueError("weight " + str(i) + " is " + self._dtype_name(w.dtype)
+                                 + ", the model was converted with "
+                                 + self._dtype_name(self.weight_dtypes[i]))
+            if w.size() != self.weight_shapes[i]:
+                raise ValueError("weight " + str(i) + " has shape " + str(w.size())
+                                 + ", the model was converted with "
+                                 + str(self.weight_shapes[i]))
+
+    def _check_input_type(self, i: int, x: torch.Tensor):
+        """An input of another dtype, or quantized with other parameters, than the model
+        was converted for would be computed on as raw bytes: refused."""
+        if len(self.input_dtypes) > i and x.dtype != self.input_dtypes[i] \
+                and not (self.input_casts[i] == 1 and x.dtype == torch.int32):  # CAST_INT32
+            raise ValueError("input " + str(i) + " is " + self._dtype_name(x.dtype)
+                             + ", the model takes " + self._dtype_name(self.input_dtypes[i]))
+        if x.is_quantized and self.input_casts[i] == 0:  # CAST_NONE
+            scale = self.input_scales[i]
+            if abs(x.q_scale() - scale) > 1e-6 * scale \
+                    or x.q_zero_point() != self.input_zero_points[i]:
+                raise ValueError("input " + str(i) + " is quantized with scale "
+                                 + format_number(x.q_scale()) + " and zero point "
+                                 + str(x.q_zero_point()) + ", the model takes scale "
+                                 + format_number(scale) + " and zero point "
+                                 + str(self.input_zero_points[i]))
+
     @torch.jit.export
     def check_inputs(self, args: List[torch.Tensor]) -> List[List[int]]:
-        """The input shapes, after checking them against what the model takes."""
+        """The input shapes, after checking the inputs against what the model takes."""
         if len(args) != len(self.input_shapes):
             raise ValueError("expected " + str(len(self.input_shapes)) + " inputs, got "
                              + str(len(args)))
         shapes: List[List[int]] = []
         for i in range(len(args)):
+            self._check_input_type(i, args[i])
             shape = args[i].size()
             expected = self.input_shapes[i]
             ok = len(shape) == len(expected)
@@ -183,20 +333,18 @@ class NnapiProgram(torch.nn.Module):
     def init(self, args: List[torch.Tensor]):
         shapes = self.check_inputs(args)
         model = self.patched_model(shapes)
+        self.check_weights()
         self.weights = [w.contiguous() for w in self.weights]
         comp = torch.classes._nnapi.Compilation()
         comp.init2(model, self.weights, self.compilation_preference, self.relax_f32_to_f16)
-        self.comp = comp
-        self.compiled_shapes = shapes
-        self.output_dims = self.output_dimensions(shapes)
+        self.compiled.comp = comp
+        self.compiled.shapes = shapes
+        self.compiled.output_dims = self.output_dimensions(shapes)
 
     @torch.jit.export
     def reset(self):
-        """Drops the compilation (it cannot be saved); the next call compiles again."""
-        self.comp = None
-        empty: List[List[int]] = []
-        self.compiled_shapes = empty
-        self.output_dims = empty
+        """Drops the compilation; the next call compiles again (saving needs no reset)."""
+        self.compiled.clear()
 
     @torch.jit.export
     def prepare_inputs(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
@@ -251,11 +399,11 @@ class NnapiProgram(torch.nn.Module):
 
     def forward(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
         shapes = self.check_inputs(args)
-        if self.comp is None or not self._same_shapes(shapes, self.compiled_shapes):
+        if self.compiled.comp is None or not self._same_shapes(shapes, self.compiled.shapes):
             self.init(args)
-        comp = self.comp
+        comp = self.compiled.comp
         assert comp is not None
-        outs = self.allocate_outputs(self.output_dims)
+        outs = self.allocate_outputs(self.compiled.output_dims)
         comp.run(self.prepare_inputs(args), outs)
         return self.finish_outputs(outs)
 
@@ -272,9 +420,7 @@ def build_module(program: NnapiProgram, input_count: int, returns: str,
             super().__init__()
             self.nnapi = nnapi
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        module = torch.jit.script(NnapiModule(program))
+    module = _script(NnapiModule(program))
     names = [f"input_{i}" for i in range(input_count)]
     params = ", ".join(f"{n}: Tensor" for n in names)
     if returns == "tensor":

@@ -16,6 +16,7 @@ from .errors import (
     BadStateError,
     NnapiError,
     OpFailedError,
+    OutOfMemoryError,
     OutputInsufficientSizeError,
 )
 from .model import ChannelQuant, Lifetime, Model, Operand, Operation
@@ -34,6 +35,7 @@ __all__ = [
     "NnapiError",
     "OPERAND_TYPES",
     "OpFailedError",
+    "OutOfMemoryError",
     "Operand",
     "OperandType",
     "Operation",

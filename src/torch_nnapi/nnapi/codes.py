@@ -199,4 +199,9 @@ class DurationCode(IntEnum):
 # Constant values of at most this many bytes are copied by setOperandValue; larger ones are
 # referenced and must stay alive until the model is no longer used.
 MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES = 128
+# The most dimensions an operand may have. NNAPI's operations document ranks up to 4 (the
+# conformance tests use 5 at most); the C library refuses larger counts before it reads a
+# dimensions array (neuralnetworks.c, TNN_MAX_RANK), so a corrupted count (2^31 with a
+# 16-byte array) cannot make it read past the caller's memory.
+MAX_RANK = 6
 BYTE_SIZE_OF_CACHE_TOKEN = 32

@@ -34,6 +34,12 @@ class OpFailedError(NnapiError, RuntimeError):
     code = ResultCode.OP_FAILED
 
 
+class OutOfMemoryError(NnapiError, MemoryError):
+    """A tensor would need more memory than the machine has."""
+
+    code = ResultCode.OUT_OF_MEMORY
+
+
 class OutputInsufficientSizeError(NnapiError):
     """An output buffer is too small for the actual output; the real dimensions are known."""
 

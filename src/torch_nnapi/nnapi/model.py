@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .codes import FeatureLevel, OperandType, OperationType
+from .codes import MAX_RANK, FeatureLevel, OperandType, OperationType
 from .errors import BadDataError, BadStateError
 from .operand_types import QuantKind, type_info, zero_point_range
 from .signatures import (
@@ -124,12 +124,18 @@ class Model:
         dims = tuple(int(d) for d in dimensions)
         if any(d < 0 for d in dims):
             raise BadDataError(f"{where}: negative dimension in {list(dims)}")
+        if len(dims) > MAX_RANK:
+            raise BadDataError(f"{where}: {len(dims)} dimensions, more than the {MAX_RANK} any"
+                               " NNAPI operation takes")
         info = type_info(op_type)
-        scale, zero_point = float(scale), int(zero_point)
+        zero_point = int(zero_point)
         if info.is_scalar and dims:
             raise BadDataError(f"{where}: scalar type {op_type.name} cannot have dimensions {dims}")
-        if not math.isfinite(scale):
-            raise BadDataError(f"{where}: scale {scale} is not finite")
+        if not math.isfinite(float(scale)) or not math.isfinite(_float32(scale)):
+            raise BadDataError(f"{where}: scale {float(scale):g} is not a finite float32")
+        # NNAPI's scale is a C float: computing with the float64 given would differ from the
+        # C API and from devices by a quantum now and then
+        scale = _float32(scale)
         if info.quant in (QuantKind.ASYMMETRIC, QuantKind.SYMMETRIC):
             lo, hi = zero_point_range(op_type)
             if not lo <= zero_point <= hi:
@@ -175,7 +181,7 @@ class Model:
         if not 0 <= channel_dim < len(operand.dimensions):
             raise BadDataError(f"{where}: channel dimension {channel_dim} is out of range for"
                                f" rank {len(operand.dimensions)}")
-        scales = tuple(float(s) for s in scales)
+        scales = tuple(_float32(s) for s in scales)
         expected = operand.dimensions[channel_dim]
         if expected and len(scales) != expected:
             raise BadDataError(f"{where}: {len(scales)} scales for a channel dimension of size"
@@ -375,6 +381,12 @@ class Model:
     def _where(self, index: int) -> str:
         name = self.operands[index].name
         return f"operand {index}" + (f" ({name!r})" if name else "")
+
+
+def _float32(value) -> float:
+    """``value`` rounded to the nearest float32 (inf beyond its range), as a Python float."""
+    with np.errstate(over="ignore"):
+        return float(np.float32(value))
 
 
 def _coerce_value(value, operand: Operand, shape: tuple[int, ...], where: str,

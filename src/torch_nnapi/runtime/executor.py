@@ -14,15 +14,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..nnapi.codes import OperandType, PreferenceCode
-from ..nnapi.errors import BadDataError, BadStateError, NnapiError, OpFailedError
+from ..nnapi.errors import (
+    BadDataError,
+    BadStateError,
+    NnapiError,
+    OpFailedError,
+    OutOfMemoryError,
+)
 from ..nnapi.model import Lifetime, Model, Operation, element_count
+from ..nnapi.signatures import MatchFailure, match_signature, signature_of
 from . import native
 from .context import OMITTED, KernelContext, Shape, ValueNotKnown
+from .limits import check_tensor_sizes, is_allocation_failure
 from .registry import Kernel, PlanFn, Runner, fusion_for, kernel_for, native_kernel_for
 
 RELAXED_PRECISIONS = ("float32", "float16")
@@ -42,9 +50,13 @@ def _conflicts(declared: Shape, actual: Shape) -> bool:
 
 
 def _prefixed(error: Exception, where: str) -> NnapiError:
-    """Re-raises a kernel's error with the operation it happened in."""
+    """Re-raises a kernel's error with the operation it happened in (once)."""
     if isinstance(error, NnapiError):
-        return type(error)(f"{where}: {error}", error.code)
+        message = str(error)
+        return type(error)(message if message.startswith(where) else f"{where}: {message}",
+                           error.code)
+    if is_allocation_failure(error):
+        return OutOfMemoryError(f"{where}: {type(error).__name__}: {error}")
     return OpFailedError(f"{where}: {type(error).__name__}: {error}")
 
 
@@ -197,6 +209,11 @@ class Compilation:
             if _conflicts(declared, shape):
                 raise error(f"{step.where}: output {pos} ({self.model.describe_operand(o)}) is"
                             f" declared {list(declared)} but the inputs give {list(shape)}")
+        try:
+            check_tensor_sizes(shapes, [self.model.operands[o].info.dtype for o in outputs],
+                               "output")
+        except NnapiError as e:
+            raise _prefixed(e, step.where) from None
 
     def _find_fusions(self) -> None:
         """Pairs each step of one output with the step it can be fused with: one whose only
@@ -243,34 +260,62 @@ class Compilation:
         return Execution(self)
 
     def run(self, inputs: Sequence[Any], *, keep_intermediates: bool = False,
-            profile: bool = False) -> ExecutionResult:
-        """Executes once: ``inputs`` in model-input order (None for an omitted input)."""
+            profile: bool = False,
+            substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
+        """Executes once: ``inputs`` in model-input order (None for an omitted input).
+
+        ``substitutes`` replaces what operations compute for some operands: the operations
+        reading them get the substitute, the result keeps the computed value (to check each
+        layer on its reference input, ``convert.compare``)."""
         if len(inputs) != len(self.model.inputs):
             raise BadDataError(f"the model has {len(self.model.inputs)} inputs, got"
                                f" {len(inputs)}")
         execution = Execution(self)
         for i, value in enumerate(inputs):
             execution.set_input(i, value)
-        return execution.compute(keep_intermediates=keep_intermediates, profile=profile)
+        return execution.compute(keep_intermediates=keep_intermediates, profile=profile,
+                                 substitutes=substitutes)
 
-    def _execute(self, inputs: Sequence[Any], keep_intermediates: bool,
-                 profile: bool) -> ExecutionResult:
+    def check_omitted(self, omitted: set[int]) -> None:
+        """Model inputs omitted at execution (``omitted``: their operands) may only feed
+        inputs their operations' signatures let be omitted: BAD_DATA before anything runs
+        (a kernel would otherwise fail on the missing value)."""
+        operands = self.model.operands
+        for step in self.steps:
+            op = step.operation
+            if not omitted.intersection(op.inputs):
+                continue
+            flags = [i in omitted or operands[i].lifetime is Lifetime.NO_VALUE
+                     for i in op.inputs]
+            match = match_signature(signature_of(op.type), [operands[i].type for i in op.inputs],
+                                    [operands[o].type for o in op.outputs], flags)
+            if isinstance(match, MatchFailure):
+                operand = op.inputs[match.position] \
+                    if match.direction == "input" and 0 <= match.position < len(op.inputs) \
+                    else None
+                which = f" (model input {self.model.inputs.index(operand)} is omitted)" \
+                    if operand in omitted else ""
+                raise BadDataError(f"{step.where}: {match.message}{which}")
+
+    def _execute(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
+                 substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         if not native.uses_native(self.kernels):
-            return self._run_steps(inputs, keep_intermediates, profile)
+            return self._run_steps(inputs, keep_intermediates, profile, substitutes)
         # Native runners compute IEEE results (infinities, NaN) without NumPy's warnings, as
         # the reference kernels do.
         with native.execution_scope(), np.errstate(all="ignore"):
-            return self._run_steps(inputs, keep_intermediates, profile)
+            return self._run_steps(inputs, keep_intermediates, profile, substitutes)
 
-    def _run_steps(self, inputs: Sequence[Any], keep_intermediates: bool,
-                   profile: bool) -> ExecutionResult:
+    def _run_steps(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
+                   substitutes: Mapping[int, np.ndarray] | None) -> ExecutionResult:
         values = list(self._constants)
         for index, value in zip(self.model.inputs, inputs):
             values[index] = value
         static = self._static_inputs is not None and self._static_inputs == tuple(
             getattr(value, "shape", None) for value in inputs)
-        # Intermediates to keep: every step the full way, none fused away.
-        fast = not keep_intermediates
+        # Intermediates to keep, or substituted: every step the full way, none fused away.
+        fast = not keep_intermediates and not substitutes
+        computed: dict[int, np.ndarray] = {}  # substituted operands' own values
         fused = fast and static
         timings: list[OperationTiming] = []
         for step in self.steps:
@@ -301,7 +346,7 @@ class Compilation:
                         values[o] = array.astype(np.float16).astype(np.float32) if rounded \
                             else array
             else:
-                self._run_step(step, values, static)
+                self._run_step(step, values, static, substitutes, computed)
             if profile:
                 timings.append(OperationTiming(step.position, step.operation.type.name,
                                                time.perf_counter() - start))
@@ -314,11 +359,14 @@ class Compilation:
             kept = {i: v for i, v in enumerate(values)
                     if v is not None and v is not OMITTED}
             kept.update(zip(self.model.outputs, outputs))
+            kept.update(computed)
         else:
             kept = dict(zip(self.model.outputs, outputs))
         return ExecutionResult(outputs, kept, timings)
 
-    def _run_step(self, step: Step, values: list[Any], static: bool) -> None:
+    def _run_step(self, step: Step, values: list[Any], static: bool,
+                  substitutes: Mapping[int, np.ndarray] | None = None,
+                  computed: dict[int, np.ndarray] | None = None) -> None:
         """One step the full way: shapes settled and checked, the native kernel planned (when
         there is one) or the reference kernel run, and every output checked; with the
         compile-time shapes (``static``), its fusion with an earlier step planned too."""
@@ -362,6 +410,8 @@ class Compilation:
                     f" expected {operand.info.dtype}{list(shape)} (a kernel bug)")
             if step.rounded[pos]:
                 array = array.astype(np.float16).astype(np.float32)
+            if substitutes is not None and o in substitutes and computed is not None:
+                computed[o], array = array, substitutes[o]
             values[o] = array
         if static and step.fusion is not None and step.fused_runner is None and \
                 not any(step.rounded) and not any(step.fusion.rounded):
@@ -422,14 +472,19 @@ class Execution:
             return
         self._inputs[index] = _as_input_array(value, operand, dimensions, where)
 
-    def compute(self, *, keep_intermediates: bool = False, profile: bool = False) \
-            -> ExecutionResult:
+    def compute(self, *, keep_intermediates: bool = False, profile: bool = False,
+                substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         if self.result is not None:
             raise BadStateError("an execution computes only once; create a new one")
         unset = [i for i, s in enumerate(self._set) if not s]
         if unset:
             raise BadDataError(f"model inputs {unset} were not set")
-        self.result = self.compilation._execute(self._inputs, keep_intermediates, profile)
+        model = self.compilation.model
+        omitted = {model.inputs[i] for i, v in enumerate(self._inputs) if v is OMITTED}
+        if omitted:
+            self.compilation.check_omitted(omitted)
+        self.result = self.compilation._execute(self._inputs, keep_intermediates, profile,
+                                                substitutes)
         return self.result
 
 

@@ -22,6 +22,9 @@ def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
     """Splits a positive real multiplier into (int32 fixed-point multiplier, left shift).
 
     ``real ~= multiplier * 2**(shift - 31)``; shift is negative for multipliers below 0.5.
+    Multipliers outside [2**-32, 2**31) have no meaningful 32-bit fixed-point form (every
+    bit would be shifted out, or every value saturate): they come from extreme quantization
+    scales and are refused with BAD_DATA.
     """
     if real_multiplier == 0.0:
         return 0, 0
@@ -32,6 +35,10 @@ def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
     if q_fixed == 1 << 31:
         q_fixed //= 2
         shift += 1
+    if not -31 <= shift <= 31:
+        raise BadDataError(f"quantized rescale multiplier {real_multiplier:g} (a ratio of the"
+                           " operands' scales) is outside [2^-32, 2^31), the range of 32-bit"
+                           " fixed-point arithmetic")
     return int(q_fixed), int(shift)
 
 
@@ -136,7 +143,9 @@ def activation_range_quantized(fuse_code: int, scale: float, zero_point: int,
     qmin, qmax = int(limits.min), int(limits.max)
 
     def q(f: float) -> int:
-        return zero_point + _round_half_away(float(np.float32(f) / np.float32(scale)))
+        with np.errstate(over="ignore"):  # a tiny scale: saturates like any far value
+            real = float(np.float32(f) / np.float32(scale))
+        return zero_point + _round_half_away(max(-2.0**40, min(real, 2.0**40)))
 
     code = check_fuse_code(fuse_code)
     if code == FuseCode.RELU:

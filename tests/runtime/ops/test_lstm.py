@@ -277,8 +277,8 @@ def test_required_operand_omitted_at_execution_is_named():
     p, x, h, c = _basic()
     inputs = _lstm_inputs(p, x, h, c)
     inputs[13] = None  # forget_gate_bias
-    with pytest.raises(NnapiError, match=r"input 13 \(forget_gate_bias\) is required but has"
-                                         " no value"):
+    with pytest.raises(NnapiError, match=r"input 13 \(forget_gate_bias\) has no value but is"
+                                         r" required \(model input 13 is omitted\)"):
         run(Op.LSTM, *operands(inputs, 4, omit_as_input=True))
 
 

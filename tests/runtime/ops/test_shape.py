@@ -124,6 +124,18 @@ def test_concatenation_requantizes_quant8_inputs_to_the_output():
     np.testing.assert_array_equal(y, expected)
 
 
+def test_concatenation_requantization_saturates_before_casting():
+    """128 and 255 at scale 10 into scale 1e-6 are some 1e9 quanta: both saturate to 255 (an
+    int32 cast first would wrap 255's value around to a negative number, giving 0)."""
+    a = np.array([128, 255], np.uint8)
+    y = run1(Op.CONCATENATION, [feed(Q8, a, scale=10.0, zero_point=0), const(INT, 0)],
+             out(Q8, (2,), scale=1e-6, zero_point=255))
+    np.testing.assert_array_equal(y, [255, 255])
+    y = run1(Op.CONCATENATION, [feed(Q8, a, scale=10.0, zero_point=255), const(INT, 0)],
+             out(Q8, (2,), scale=1e-6, zero_point=0))
+    np.testing.assert_array_equal(y, [0, 0])
+
+
 def test_concatenation_with_shared_quantization_keeps_feature_level_1():
     a = np.zeros((1, 2), np.uint8)
     model = build(Op.CONCATENATION, [feed(Q8, a, scale=0.5), feed(Q8, a, scale=0.5),

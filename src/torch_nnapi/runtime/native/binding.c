@@ -40,6 +40,21 @@ int tnn_parse_window(PyObject *tuple, tnn_window *g) {
                           &g->kernel_w, &g->stride_h, &g->stride_w, &g->dilation_h,
                           &g->dilation_w, &g->pad_top, &g->pad_left))
         return -1;
+    /* Sizes the kernels' int arithmetic cannot overflow (native/conv.py keeps to them). */
+    const int limit = 1 << 24;
+    const int values[] = {g->height, g->width, g->channels, g->out_h, g->out_w, g->kernel_h,
+                          g->kernel_w, g->stride_h, g->stride_w, g->dilation_h, g->dilation_w,
+                          g->pad_top, g->pad_left};
+    for (size_t i = 0; i < sizeof values / sizeof *values; i++)
+        if (values[i] > limit) {
+            PyErr_SetString(PyExc_ValueError, "window: a size beyond 2^24");
+            return -1;
+        }
+    if ((int64_t)(g->kernel_h - 1) * g->dilation_h >= limit ||
+        (int64_t)(g->kernel_w - 1) * g->dilation_w >= limit) {
+        PyErr_SetString(PyExc_ValueError, "window: a dilated filter beyond 2^24");
+        return -1;
+    }
     if (g->batches < 0 || g->height < 1 || g->width < 1 || g->channels < 1 || g->out_h < 1 ||
         g->out_w < 1 || g->kernel_h < 1 || g->kernel_w < 1 || g->stride_h < 1 ||
         g->stride_w < 1 || g->dilation_h < 1 || g->dilation_w < 1 || g->pad_top < 0 ||

@@ -27,12 +27,25 @@ MICROKERNELS = ("generic", "avx2", "avx512vnni")
 _PRODUCT_BOUND = 255 * 255
 
 
+# Sizes of a window the C kernels take (their int arithmetic cannot overflow below it).
+WINDOW_LIMIT = 1 << 24
+
+
 def window(batches: int, height: int, width: int, channels: int, out_h: int, out_w: int,
            kernel_h: int, kernel_w: int, stride_h: int, stride_w: int, dilation_h: int,
            dilation_w: int, pad_top: int, pad_left: int) -> tuple[int, ...]:
     """The window tuple the C functions take (see tnn_window in conv.h)."""
     return (batches, height, width, channels, out_h, out_w, kernel_h, kernel_w, stride_h,
             stride_w, dilation_h, dilation_w, pad_top, pad_left)
+
+
+def window_fits(geometry: tuple[int, ...]) -> bool:
+    """Whether the C kernels take this window: every size within WINDOW_LIMIT, the dilated
+    filter too (beyond, the reference kernels run, with their own limits)."""
+    kernel_h, kernel_w, dilation_h, dilation_w = geometry[6], geometry[7], geometry[10], \
+        geometry[11]
+    return max(geometry[1:]) <= WINDOW_LIMIT and \
+        max((kernel_h - 1) * dilation_h, (kernel_w - 1) * dilation_w) < WINDOW_LIMIT
 
 
 # ------------------------------------------------------------------------------ float

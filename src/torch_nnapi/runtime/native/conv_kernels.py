@@ -34,6 +34,7 @@ from .conv import (
     q8_products,
     q8_sums,
     window,
+    window_fits,
 )
 
 _F32 = OperandType.TENSOR_FLOAT32
@@ -136,6 +137,8 @@ def conv_2d(ctx: KernelContext) -> Runner | None:
     if geo.batches == 0 or kind not in (_F32, _Q8) or not constant_parameters(ctx, first=3):
         return None
     nchw, geometry = geo.params.nchw, _geometry_window(geo)
+    if not window_fits(geometry):
+        return None
     shape = (geo.batches, geo.out_h, geo.out_w, geo.out_depth)
     if kind == _Q8:
         plan = _once(ctx, "q8_conv", _conv_plan) if constant_parameters(ctx) else None
@@ -163,6 +166,8 @@ def depthwise_conv_2d(ctx: KernelContext) -> Runner | None:
     if geo.batches == 0 or kind not in (_F32, _Q8) or not constant_parameters(ctx, first=3):
         return None
     nchw, geometry = geo.params.nchw, _geometry_window(geo)
+    if not window_fits(geometry):
+        return None
     shape = (geo.batches, geo.out_h, geo.out_w, geo.out_depth)
     if kind == _Q8:
         plan = _once(ctx, "q8_depthwise", _depthwise_plan) if constant_parameters(ctx) else None
@@ -183,6 +188,8 @@ def fully_connected(ctx: KernelContext) -> Runner | None:
     if batch == 0 or kind not in (_F32, _Q8) or not constant_parameters(ctx, first=3):
         return None
     geometry = window(batch, 1, 1, input_size, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0)
+    if not window_fits(geometry):
+        return None
     if kind == _Q8:
         plan = _once(ctx, "q8_fc", _fc_plan) if constant_parameters(ctx) else None
         if plan is None:
@@ -229,6 +236,8 @@ def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     # The scatter's window: the input's size, the output's, the filter, strides, pads.
     geometry = window(n, h, wd, cout, geo.out_h, geo.out_w, kh, kw, wnd.stride_h, wnd.stride_w,
                       1, 1, wnd.pad_top, wnd.pad_left)
+    if not window_fits(geometry):
+        return None
     shape = (n, geo.out_h, geo.out_w, cout)
     if kind == _F32:
         lo, hi = activation_range_float(params.fuse_code)

@@ -31,6 +31,8 @@ def pool_2d(ctx: KernelContext) -> Runner | None:
         return None
     geometry = conv.window(n, h, w, c, out_h, out_w, fh, fw, window.stride_h, window.stride_w,
                            1, 1, window.pad_top, window.pad_left)
+    if not conv.window_fits(geometry):
+        return None
     lo, hi = activation_range_float(params.fuse_code)
     qlo, qhi = 0, 255
     if quantized:

@@ -73,10 +73,11 @@ def for_row_blocks(rows: int, elements_per_row: int, work: Callable[[int, int], 
 
 
 def _workers(count: int) -> ThreadPoolExecutor:
+    """A pool of at least ``count`` threads. A smaller pool is replaced but never shut down:
+    another execution may be about to submit to it; its idle threads exit once the last
+    reference to it is gone."""
     global _pool, _pool_size
     with _pool_lock:
         if _pool is None or _pool_size < count:
-            if _pool is not None:
-                _pool.shutdown(wait=False)
             _pool, _pool_size = ThreadPoolExecutor(count, "torch-nnapi"), count
         return _pool

@@ -16,6 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 from ...nnapi.codes import OperandType, PaddingCode
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
+from ..limits import check_tensor_sizes
 from ..quant import check_fuse_code
 from ._common import check_rank
 
@@ -195,8 +196,9 @@ def pad_image(x: np.ndarray, window: Window, value=0) -> np.ndarray:
     if not (w.pad_top or w.pad_bottom or w.pad_left or w.pad_right):
         return x
     n, h, wd, c = x.shape
-    out = np.empty((n, h + w.pad_top + w.pad_bottom, wd + w.pad_left + w.pad_right, c),
-                   dtype=x.dtype)
+    shape = (n, h + w.pad_top + w.pad_bottom, wd + w.pad_left + w.pad_right, c)
+    check_tensor_sizes([shape], [x.dtype], "padded input")  # huge strides pad hugely
+    out = np.empty(shape, dtype=x.dtype)
     out[:, :w.pad_top] = value
     out[:, h + w.pad_top:] = value
     out[:, w.pad_top:h + w.pad_top, :w.pad_left] = value

@@ -37,13 +37,26 @@ def _output_hw(ctx: KernelContext, height: int, width: int) -> tuple[int, int]:
     if ctx.input_type(1) == OperandType.INT32:
         out_w, out_h = int(ctx.scalar(1)), int(ctx.scalar(2))
     else:
-        scale_w, scale_h = _F32(ctx.scalar(1)), _F32(ctx.scalar(2))
-        out_w = int(np.floor(_F32(width) * scale_w))
-        out_h = int(np.floor(_F32(height) * scale_h))
+        out_w = _scaled_size(width, ctx.scalar(1), "width")
+        out_h = _scaled_size(height, ctx.scalar(2), "height")
     if out_h <= 0 or out_w <= 0:
         raise BadDataError(f"the output height and width must be positive, got {out_h} and"
                            f" {out_w}")
     return out_h, out_w
+
+
+def _scaled_size(size: int, scale, axis: str) -> int:
+    """floor(size * scale) in float32; the scale must be finite and positive and the size it
+    gives an NNAPI dimension."""
+    scale = _F32(scale)
+    if not (np.isfinite(scale) and scale > 0):
+        raise BadDataError(f"the {axis} scale {float(scale):g} must be a positive finite number")
+    with np.errstate(over="ignore"):
+        scaled = np.floor(_F32(size) * scale)
+    if not scaled < 2**32:
+        raise BadDataError(f"the {axis} scale {float(scale):g} makes the {axis} {size} too large"
+                           " for an NNAPI dimension")
+    return int(scaled)
 
 
 def _prepare(ctx: KernelContext) -> list[Shape]:

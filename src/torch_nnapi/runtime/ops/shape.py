@@ -143,7 +143,9 @@ def _requantized(ctx: KernelContext, i: int) -> np.ndarray:
         return x
     ratio = np.float32(scale) * (np.float32(1.0) / np.float32(out_scale))
     bias = np.float32(-zero_point) * ratio
-    q = round_half_away(x.astype(np.float32) * ratio + bias).astype(np.int32) + out_zero_point
+    # saturate before the integer cast: far outside [0, 255] an int32 cast would wrap
+    with np.errstate(over="ignore"):  # beyond float32: inf, which saturates too
+        q = round_half_away(x.astype(np.float32) * ratio + bias) + np.float32(out_zero_point)
     return np.clip(q, 0, 255).astype(np.uint8)
 
 

@@ -1,0 +1,211 @@
+"""Reading model files and writing results for the commands, with one-line errors.
+
+A model file is a TorchScript archive (``torch.jit.save``) or a whole ``nn.Module`` pickled
+with ``torch.save``. Anything else (a text file renamed ``.pt``, a truncated or corrupted
+archive, a state dict, a pickle whose class cannot be imported) is a :class:`CliError` with
+``ExitCode.BAD_FILE`` naming the file and the reason. Pickled modules are unpickled with the
+current directory on the import path, as ``python -m`` would have it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+from ..convert.errors import one_line
+from ._errors import CliError, ExitCode, bad_file, usage
+
+_PICKLE_PROTOCOL = 0x80  # the first byte of a binary pickle (torch.save's legacy format)
+
+
+def _readable(path: str, what: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise bad_file(f"{what} {path}: no such file")
+    if p.is_dir():
+        raise bad_file(f"{what} {path}: is a directory, not a file")
+    if not os.access(p, os.R_OK):
+        raise bad_file(f"{what} {path}: permission denied")
+    return p
+
+
+def _is_torchscript(names: Sequence[str]) -> bool:
+    return any(n.endswith("/constants.pkl") or "/code/" in n for n in names)
+
+
+def _archive_names(p: Path, where: str) -> Optional[list[str]]:
+    """The file names in a zip archive (None: not one), after checking every member's CRC:
+    PyTorch's loaders can abort the process on corrupted contents instead of raising."""
+    try:
+        if not zipfile.is_zipfile(p):
+            return None
+        with zipfile.ZipFile(p) as archive:
+            damaged = archive.testzip()
+            names = archive.namelist()
+    except Exception as e:  # noqa: BLE001 - zipfile raises many kinds on corrupted data
+        raise bad_file(f"{where}: a corrupted archive ({one_line(e)})") from None
+    if damaged is not None:
+        raise bad_file(f"{where}: a corrupted archive ({damaged} fails its checksum)")
+    return names
+
+
+def load_model(path: str, what: str = "model"):
+    """A TorchScript module or a pickled nn.Module from ``path`` (see the module docstring)."""
+    import torch
+
+    p = _readable(path, what)
+    with open(p, "rb") as f:
+        head = f.read(4)
+    names = _archive_names(p, f"{what} {path}")
+    if names is not None:
+        if _is_torchscript(names):
+            return _load_torchscript(p, what)
+        model = _unpickle(p, what)
+    elif head.startswith(b"PK"):
+        raise bad_file(f"{what} {path}: a truncated or corrupted archive (its directory is"
+                       " missing)")
+    elif head[:1] == bytes([_PICKLE_PROTOCOL]):
+        model = _unpickle(p, what)
+    else:
+        raise bad_file(f"{what} {path}: not a PyTorch model file (neither TorchScript nor a"
+                       " pickled nn.Module)",
+                       "save the model with torch.jit.save(torch.jit.script(model), PATH) or"
+                       " torch.save(model, PATH)")
+    if not isinstance(model, torch.nn.Module):
+        hint = ("a state_dict holds weights only: save the whole model (torch.save(model,"
+                " PATH)) or a TorchScript module") if isinstance(model, dict) else None
+        raise bad_file(f"{what} {path}: holds a Python {type(model).__name__}, not a model", hint)
+    return model
+
+
+def _load_torchscript(p: Path, what: str):
+    import torch
+
+    try:
+        return torch.jit.load(str(p), map_location="cpu")
+    except Exception as e:  # noqa: BLE001 - any loading failure is the file's
+        raise bad_file(f"{what} {p}: a TorchScript archive that cannot be loaded, truncated"
+                       f" or corrupted ({one_line(e)})") from None
+
+
+def _unpickle(p: Path, what: str) -> Any:
+    import torch
+
+    added = os.getcwd() not in sys.path
+    if added:  # as `python -m` has it: classes defined next to the user are importable
+        sys.path.insert(0, os.getcwd())
+    try:
+        return torch.load(str(p), map_location="cpu", weights_only=False)
+    except (ModuleNotFoundError, AttributeError, ImportError) as e:
+        raise bad_file(f"{what} {p}: pickles a class that cannot be imported here"
+                       f" ({one_line(e)})",
+                       "run torch-nnapi from the directory of the module defining the class,"
+                       " add it to PYTHONPATH, or save a TorchScript module with"
+                       " torch.jit.save") from None
+    except Exception as e:  # noqa: BLE001 - any unpickling failure is the file's
+        raise bad_file(f"{what} {p}: not a readable PyTorch file, truncated or corrupted"
+                       f" ({one_line(e)})") from None
+    finally:
+        if added and os.getcwd() in sys.path:
+            sys.path.remove(os.getcwd())
+
+
+def load_converted(path: str):
+    """A module saved by ``torch-nnapi convert``, with its weights checked."""
+    from ..convert.host import program_of
+
+    module = load_model(path, "module")
+    try:
+        program = program_of(module)
+    except ValueError:
+        raise bad_file(f"module {path}: not converted by torch-nnapi (it has no NNAPI"
+                       " program)", f"convert it first: torch-nnapi convert {path} -o"
+                       " OUTPUT --input SHAPE") from None
+    try:
+        program.check_weights()
+    except Exception as e:  # noqa: BLE001 - TorchScript raises its own error types
+        raise bad_file(f"module {path}: {one_line(e)}",
+                       "the file was modified after conversion: convert the model again")\
+            from None
+    return module
+
+
+def input_names(model) -> list[str] | None:
+    """The names of the model's forward inputs (None when it takes any number)."""
+    import inspect
+
+    forward = getattr(model, "forward", None)
+    if forward is None:
+        return None
+    schema = getattr(forward, "schema", None)
+    if schema is not None:
+        return [a.name for a in schema.arguments[1:]]
+    try:
+        parameters = inspect.signature(forward).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
+        return None
+    return [p.name for p in parameters if p.default is p.empty]
+
+
+def check_input_count(model, count: int, what: str = "--input") -> None:
+    names = input_names(model)
+    if names is not None and len(names) != count:
+        raise usage(f"the model takes {len(names)} input{'s' if len(names) != 1 else ''}"
+                    f" ({', '.join(names) or 'none'}), got {count} {what}",
+                    f"give one {what} per model input")
+
+
+def run_eagerly(model, examples: tuple):
+    """The model's outputs on the examples; a model that does not take them is a usage
+    error naming the shapes."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            return model(*[x.clone() for x in examples])
+    except MemoryError:
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever the model raises
+        shapes = ", ".join(f"{list(x.shape)} {str(x.dtype).replace('torch.', '')}"
+                           for x in examples)
+        raise usage(f"the model fails on inputs {shapes}: {one_line(e)}",
+                    "check the --input shapes and dtypes") from None
+
+
+def output_path(path: str, *inputs: str) -> Path:
+    """Checks an output can be written before the work to produce it is done."""
+    p = Path(path)
+    if p.is_dir():
+        raise CliError(f"output {path}: is a directory", ExitCode.CANNOT_WRITE,
+                       "give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise CliError(f"output {path}: directory {parent} does not exist",
+                       ExitCode.CANNOT_WRITE)
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise CliError(f"output {path}: permission denied", ExitCode.CANNOT_WRITE)
+    for source in inputs:
+        if source and Path(source).exists() and p.exists() and os.path.samefile(source, p):
+            raise CliError(f"output {path}: is the input file; it would be overwritten",
+                           ExitCode.CANNOT_WRITE, "give another output name")
+    return p
+
+
+@contextmanager
+def writing(path: str) -> Iterator[None]:
+    """Turns a failure to write ``path`` (an OSError, or PyTorch's RuntimeError when it
+    cannot open the file) into a one-line CliError."""
+    try:
+        yield
+    except OSError as e:
+        raise CliError(f"output {path}: {e.strerror or e}", ExitCode.CANNOT_WRITE) from None
+    except RuntimeError as e:
+        if "cannot be opened" not in str(e) and "Parent directory" not in str(e):
+            raise
+        raise CliError(f"output {path}: {one_line(e)}", ExitCode.CANNOT_WRITE) from None

@@ -1,0 +1,42 @@
+"""``torch-nnapi inspect``: operations with named scalar inputs and their PyTorch origin."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from torch_nnapi.cli import main
+
+from ._models import save
+
+
+class Pooled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)) * 2.0
+
+
+def test_inspect_names_scalars_and_shows_origins(tmp_path, capsys):
+    model = save(Pooled(), torch.randn(1, 3, 8, 8), tmp_path / "pooled.pt")
+    fixed, flexible = str(tmp_path / "fixed.pt"), str(tmp_path / "flexible.pt")
+    assert main(["convert", model, "-o", fixed, "--input", "1x3x8x8:nhwc"]) == 0
+    assert main(["convert", model, "-o", flexible, "--input", "1x3x?8x?8:nhwc"]) == 0
+    capsys.readouterr()
+    assert main(["inspect", fixed]) == 0
+    text = capsys.readouterr().out
+    conv = next(line for line in text.splitlines() if " CONV_2D " in line)
+    assert "stride_w=2" in conv and "stride_h=2" in conv and "fuse_code=1" in conv
+    assert "[aten::_convolution at " in conv and "test_inspect.py:" in conv
+    assert "input 0: FLOAT32[1x8x8x3] NHWC (PyTorch shape [1, 3, 8, 8])" in text
+    assert main(["inspect", flexible]) == 0
+    assert "(PyTorch shape [1, 3, -1, -1], -1: flexible)" in capsys.readouterr().out
+    assert main(["inspect", fixed, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    operation = next(op for op in info["operations"] if op["type"] == "CONV_2D")
+    assert "aten::_convolution at" in operation["origin"]
+    assert {e.get("name") for e in operation["inputs"]} >= {"input", "filter", "stride_w"}
