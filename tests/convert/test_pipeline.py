@@ -89,6 +89,34 @@ def test_shape_arithmetic_is_folded():
     assert nnapi_ops(conversion) == ["MUL", "ADD"]
 
 
+def test_bool_inputs_pass_as_int32():
+    """PyTorch's NNAPI runtime passes no bool tensors: the wrapper casts to int32, the model
+    makes TENSOR_BOOL8 again."""
+    class M(nn.Module):
+        def forward(self, mask, x):
+            return torch.where(mask, x, x * 2.0), mask.logical_not()
+
+    mask, x = torch.rand(2, 3) > 0.5, torch.randn(2, 3)
+    conversion, _ = check(M(), (mask, x))
+    model = conversion.model
+    assert model.operands[model.inputs[0]].type == OperandType.TENSOR_INT32
+    assert nnapi_ops(conversion)[0] == "NOT_EQUAL"
+
+
+def test_shape_arithmetic_with_tensors_is_folded():
+    """Sizes made 0-dim tensors (as tracing does) and stacked fold too: torchvision's
+    detection models pad their image batch this way."""
+    class M(nn.Module):
+        def forward(self, x):
+            h = torch.ops.prim.NumToTensor(x.size(2))
+            sizes = torch.stack([h]).to(torch.float32)
+            padded = (torch.ceil(torch.max(sizes) / 8.0) * 8.0).to(torch.int64)
+            return x * float(padded)
+
+    conversion, _ = check(torch.jit.script(M()), torch.randn(1, 3, 4, 5))
+    assert nnapi_ops(conversion) == ["MUL"]
+
+
 def test_unsupported_ops_are_listed_together():
     class M(nn.Module):
         def forward(self, x):

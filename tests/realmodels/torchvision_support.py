@@ -75,6 +75,12 @@ def load_torchvision() -> ModuleType:
     import torchvision.ops.roi_align
 
     # torchvision asks whether its extension loaded before calling its operators; they exist.
-    torchvision.extension._has_ops = lambda: True
-    torchvision.ops.roi_align._has_ops = lambda: True
+    # (A function, not a lambda: tracing a detection model scripts batched_nms, which calls
+    # it, and TorchScript compiles functions only.)
+    torchvision.extension._has_ops = _has_ops
+    torchvision.ops.roi_align._has_ops = _has_ops
     return torchvision
+
+
+def _has_ops() -> bool:
+    return True

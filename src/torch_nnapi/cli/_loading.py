@@ -115,18 +115,21 @@ def _unpickle(p: Path, what: str) -> Any:
 
 
 def load_converted(path: str):
-    """A module saved by ``torch-nnapi convert``, with its weights checked."""
+    """A module saved by ``torch-nnapi convert``, with its weights (every region's, for a
+    partitioned one) checked."""
+    from ..convert.fallback_run import is_partitioned, region_programs
     from ..convert.host import program_of
 
     module = load_model(path, "module")
     try:
-        program = program_of(module)
+        programs = region_programs(module) if is_partitioned(module) else [program_of(module)]
     except ValueError:
         raise bad_file(f"module {path}: not converted by torch-nnapi (it has no NNAPI"
                        " program)", f"convert it first: torch-nnapi convert {path} -o"
                        " OUTPUT --input SHAPE") from None
     try:
-        program.check_weights()
+        for program in programs:
+            program.check_weights()
     except Exception as e:  # noqa: BLE001 - TorchScript raises its own error types
         raise bad_file(f"module {path}: {one_line(e)}",
                        "the file was modified after conversion: convert the model again")\

@@ -6,6 +6,8 @@ the original model and the ratio; then a host-runtime profile: time per NNAPI op
 type and the slowest operations with their operand shapes. Inputs as for ``run``: input
 files, bundled, ``--input`` shapes, or the converted shapes. ``--report FILE.html`` also
 writes the report as one self-contained page with the time per operation plotted.
+For a partitioned module (``convert --fallback``) also each NNAPI region timed alone and
+the CPU nodes timed alone.
 """
 
 from __future__ import annotations
@@ -107,6 +109,14 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
                      f" ({_ms(n.median)} against {_ms(one.median)} on one thread): thread pools"
                      " are competing for the cores (another busy process, or PyTorch's OpenMP"
                      " threads spinning: set OMP_WAIT_POLICY=PASSIVE); try --threads 1")
+    if report.regions:
+        total = sum(r.latency.median for r in report.regions)
+        lines.append(f"  NNAPI regions alone: median {_ms(total)} in {len(report.regions)}"
+                     " region" + ("s" if len(report.regions) != 1 else ""))
+        for r in report.regions:
+            lines.append(f"    region {r.index}: median {_ms(r.latency.median)}"
+                         f" ({r.operations} operations)")
+        lines.append(f"  CPU nodes alone: median {_ms(report.cpu.median)}")
     if report.eager is not None:
         e = report.eager
         lines.append(f"eager PyTorch (original): median {_ms(e.median)}, p90 {_ms(e.p90)},"
@@ -131,6 +141,7 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
             for op in p.slowest(top):
                 operands = ", ".join(op.inputs) + " -> " + ", ".join(op.outputs)
                 kind = op.data_type.replace("TENSOR_", "").lower()
-                lines.append(f"  {op.index:>5} {op.type:24} {_ms(op.seconds):>10}"
+                where = f"r{op.region}:" if op.region >= 0 else ""  # region, if several
+                lines.append(f"  {where + str(op.index):>5} {op.type:24} {_ms(op.seconds):>10}"
                              f" {op.share:>7.1%}  {kind} {operands}")
     return lines

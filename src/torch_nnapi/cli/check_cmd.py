@@ -11,6 +11,11 @@ For quantized models the reference is checked against a second PyTorch engine: w
 two disagree and NNAPI agrees with one, the report says "reference disagrees".
 ``--report FILE.html`` also writes the report as one self-contained page.
 
+With ``--fallback`` (and its knobs, as for ``convert``) a model that does not convert whole
+is partitioned, and the report shows the regions, the tensors crossing each boundary with
+their sizes, and every node left on the CPU with its source line and why; with
+``--target-level``, what a device of that level would reject runs on the CPU.
+
 Exit code (cli/_errors.py): 0 all good, 1 cannot convert, 2 converts but disagrees with
 PyTorch (or fails to run), 3 a device of the target level would reject it, 4 the model does
 not take the inputs.
@@ -23,6 +28,7 @@ import json
 
 from ._commands import command
 from ._errors import usage
+from ._fallback import add_fallback_options, fallback_options
 from ._inputs import (
     add_input_options,
     conform,
@@ -63,6 +69,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report", metavar="FILE.html",
                    help="also write the report as one self-contained HTML page")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_fallback_options(p)
 
 
 def _examples(args: argparse.Namespace) -> tuple[list, tuple]:
@@ -94,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.quantized_engine not in ("default", *engines):
         raise usage(f"quantized engine {args.quantized_engine!r} is not available in this"
                     f" PyTorch (it has {', '.join(engines)})")
+    fallback = fallback_options(args)
     if args.report:
         output_path(args.report, args.model)
     specs, examples = _examples(args)
@@ -107,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             quanta_tolerance=QUANTA_TOLERANCE if args.quanta is None else args.quanta,
             target_level=args.target_level, host=args.host, layers=not args.no_layers,
             engine=None if args.quantized_engine == "default" else args.quantized_engine,
-            isolated=args.isolated, progress=progress.step)
+            isolated=args.isolated, progress=progress.step, **fallback)
     if report.input_error:
         raise usage(report.input_error, "check the --input shapes and dtypes")
     if args.json:
@@ -148,6 +156,8 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
         level = FeatureLevel(report.feature_level)
         ops = sum(report.operation_counts.values())
         lines.append(f"converts: {ops} NNAPI operations in {report.conversion_seconds:.2f} s")
+        if report.partition is not None:
+            lines.extend(report.partition.render())
         lines.append(f"feature level {int(level)} (Android {level.android}, API"
                      f" {level.api_level})" + (", forced by:" if report.level_forced_by
                                                or _model_forces(report) else ""))
@@ -193,6 +203,9 @@ def _numbers(report, worst: int) -> list[str]:
         lines.append(f"outputs against eager PyTorch{engine}, on {report.backend}:")
         for o in report.outputs:
             lines.append(f"  {o.name} {o.shape}: {o.describe(report.engines)}")
+    if report.partition is not None:
+        lines.append("layer by layer: not available for a partitioned model (its regions are"
+                     " separate NNAPI models)")
     if report.layers:
         first = report.first_bad_layer
         how = ", each from PyTorch's own input" if report.isolated else ""
@@ -238,5 +251,6 @@ def _verdict(report) -> str:
         first, second = report.engines
         note = (f" (PyTorch's {first} and {second} kernels disagree on"
                 f" {len(report.disagreements)} tensors; NNAPI agrees with one of them)")
-    return (f"result: OK, converts and matches PyTorch; needs NNAPI feature level"
+    parts = f" into {report.partition.summary()}" if report.partition is not None else ""
+    return (f"result: OK, converts{parts} and matches PyTorch; needs NNAPI feature level"
             f" {report.feature_level}{note}")

@@ -6,6 +6,11 @@ feature level than N (1: Android 8.1, 2: Android 9, 3: Android 10). ``--bundle``
 seeded example inputs (the same tensors every run) with ``torch.utils.bundled_inputs``.
 ``--check`` loads the saved file, runs it once and compares with the original model: a
 verdict per output and exit code 2 when one is over the tolerance.
+
+``--fallback`` runs on the CPU what NNAPI cannot (with ``--target-level``, also what a device
+of that level would reject): the result runs NNAPI regions and CPU nodes in one module.
+``--fallback-op KIND`` keeps an op on the CPU, ``--min-region-size N`` and ``--max-regions N``
+bound the regions (``_fallback.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import sys
 
 from ._commands import command
 from ._errors import ExitCode
+from ._fallback import add_fallback_options, fallback_options
 from ._inputs import add_input_options, example_inputs, layout_options, parse_input
 from ._loading import check_input_count, load_model, output_path, run_eagerly, writing
 from ._progress import Progress
@@ -50,6 +56,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="--check's tolerance for quantized outputs, in quanta (default 8)")
     p.add_argument("--compare", action="store_true",
                    help="print a layer-by-layer comparison with PyTorch (host runtime)")
+    add_fallback_options(p)
 
 
 @command("convert", "convert a PyTorch model to a TorchScript module that runs on NNAPI",
@@ -61,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from ..convert.errors import ConversionError, FeatureLevelError
 
     specs = [parse_input(text) for text in args.input]
+    fallback = fallback_options(args)
     output_path(args.output, args.model)
     with Progress("convert") as progress:
         progress.step("loading the model")
@@ -74,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         progress.step("converting")
         try:
             conversion = convert_with_details(model, examples, target_level=args.target_level,
-                                              **options)
+                                              **options, **fallback)
         except FeatureLevelError as e:
             progress.done()
             print(f"torch-nnapi convert: {e}", file=sys.stderr)
@@ -95,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
                 module._save_for_lite_interpreter(args.output)
             else:
                 torch.jit.save(module, args.output)
-        if args.compare:
+        report = getattr(conversion, "report", None)  # a partitioned conversion's
+        if args.compare and report is None:
             from ..convert.compare import compare_layers
 
             progress.step("comparing layer by layer")
@@ -104,11 +113,20 @@ def run(args: argparse.Namespace) -> int:
         if args.check:  # on the saved file: it must load and run as saved
             progress.step("running the saved module")
             verdicts = _check(args, conversion, expected, examples)
-    print(f"converted in {conversion.seconds:.2f} s: {len(conversion.model.operations)} NNAPI"
-          f" operations, feature level {conversion.feature_level}"
-          f" (Android {_android(conversion.feature_level)})")
+    if report is not None:
+        print(f"converted in {conversion.seconds:.2f} s into {report.summary()}; feature"
+              f" level {conversion.feature_level} (Android"
+              f" {_android(conversion.feature_level)})")
+        print("\n".join(report.render()[1:]))
+    else:
+        print(f"converted in {conversion.seconds:.2f} s: {len(conversion.model.operations)}"
+              f" NNAPI operations, feature level {conversion.feature_level}"
+              f" (Android {_android(conversion.feature_level)})")
     print(f"saved {args.output}")
-    if args.compare:
+    if args.compare and report is not None:
+        print("layer-by-layer comparison: not available for a partitioned model (use"
+              " --check)")
+    elif args.compare:
         for diff in diffs:
             print(diff)
     if verdicts is None:

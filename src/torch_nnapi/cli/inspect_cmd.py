@@ -3,7 +3,10 @@
 Reads the serialized model inside the module (without running it) and prints its inputs
 and outputs, every operation with its operands' types and shapes (``?``: flexible), its
 scalar inputs by name (``stride_w=2``) and the PyTorch code it comes from, and the NNAPI
-feature level, i.e. the oldest Android that can run it.
+feature level, i.e. the oldest Android that can run it. For a partitioned module
+(``convert --fallback``): the regions in running order with the tensors crossing each
+boundary and their sizes, the nodes on the CPU with their source lines and why, then each
+region's NNAPI model.
 """
 
 from __future__ import annotations
@@ -25,12 +28,28 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 def describe(module) -> dict:
-    """The NNAPI model inside a converted module, as plain data."""
-    from ..convert.deserialize import deserialize
+    """The NNAPI model inside a converted module (each region's, and the partition, for a
+    partitioned one), as plain data."""
+    from ..convert.fallback import report_of
+    from ..convert.fallback_run import is_partitioned, region_programs
     from ..convert.host import program_of
+    from ..nnapi.codes import FeatureLevel
+
+    report = report_of(module) if is_partitioned(module) else None
+    if report is None:
+        return describe_program(program_of(module))
+    regions = [describe_program(p) for p in region_programs(module)]
+    level = FeatureLevel(max(r["feature_level"] for r in regions))
+    return {"partitioned": True, "feature_level": int(level), "android": level.android,
+            "api_level": level.api_level, "partition": report.to_json(),
+            "regions": regions}
+
+
+def describe_program(prog) -> dict:
+    """One NnapiProgram's NNAPI model, as plain data."""
+    from ..convert.deserialize import deserialize
     from ..nnapi.codes import FeatureLevel, PreferenceCode
 
-    prog = program_of(module)
     weights = [w.contiguous().numpy() for w in prog.weights]
     loaded = deserialize(prog.ser_model.numpy(), weights)
     model = loaded.model
@@ -107,28 +126,46 @@ def run(args: argparse.Namespace) -> int:
             from None
     if args.json:
         print(json.dumps(info, indent=1))
-        return 0
+        return int(ExitCode.OK)
+    if not info.get("partitioned"):
+        print("\n".join(_render_program(info, args.summary)))
+        return int(ExitCode.OK)
+    from ..convert.fallback import PartitionReport
+
+    report = PartitionReport.from_json(info["partition"])
+    print(f"NNAPI feature level {info['feature_level']} (Android {info['android']}, API"
+          f" {info['api_level']}), {report.summary()}")
+    print("\n".join(report.render()[1:]))
+    for k, region in enumerate(info["regions"]):
+        print(f"region {k}:")
+        print("\n".join("  " + line for line in _render_program(region, args.summary)))
+    return int(ExitCode.OK)
+
+
+def _render_program(info: dict, summary: bool) -> list[str]:
     counts = Counter(op["type"] for op in info["operations"])
-    print(f"NNAPI feature level {info['feature_level']} (Android {info['android']},"
-          f" API {info['api_level']}): {len(info['operations'])} operations,"
-          f" {info['operand_count']} operands, {info['weights_bytes'] / 1e6:.2f} MB of weights")
-    print(f"preference {info['compilation_preference']}, relaxed float16:"
-          f" {info['relax_fp32_to_fp16']}, flexible sizes patched at load:"
-          f" {info['flexible_patches']}")
+    lines = [f"NNAPI feature level {info['feature_level']} (Android {info['android']},"
+             f" API {info['api_level']}): {len(info['operations'])} operations,"
+             f" {info['operand_count']} operands, {info['weights_bytes'] / 1e6:.2f} MB of"
+             " weights",
+             f"preference {info['compilation_preference']}, relaxed float16:"
+             f" {info['relax_fp32_to_fp16']}, flexible sizes patched at load:"
+             f" {info['flexible_patches']}"]
     for i, entry in enumerate(info["inputs"]):
         layout = " NHWC" if entry["nhwc"] else ""
         flexible = ", -1: flexible" if any(d < 0 for d in entry["pytorch_shape"]) else ""
-        print(f"input {i}: {_short(entry)}{layout} (PyTorch shape"
-              f" {entry['pytorch_shape']}{flexible})")
+        lines.append(f"input {i}: {_short(entry)}{layout} (PyTorch shape"
+                     f" {entry['pytorch_shape']}{flexible})")
     for i, entry in enumerate(info["outputs"]):
-        print(f"output {i}: {_short(entry)}")
+        lines.append(f"output {i}: {_short(entry)}")
     for message in info["guards"]:
-        print(f"load-time check: {message}")
-    print("operations: " + ", ".join(f"{n} {name}" for name, n in counts.most_common()))
-    if not args.summary:
+        lines.append(f"load-time check: {message}")
+    lines.append("operations: " + ", ".join(f"{n} {name}" for name, n in counts.most_common()))
+    if not summary:
         for op in info["operations"]:
             ins = ", ".join(_short(e) for e in op["inputs"])
             outs = ", ".join(_short(e) for e in op["outputs"])
             origin = f"  [{op['origin']}]" if op["origin"] else ""
-            print(f"  {op['index']:4} {op['type']:24} L{op['level']} ({ins}) -> {outs}{origin}")
-    return int(ExitCode.OK)
+            lines.append(f"  {op['index']:4} {op['type']:24} L{op['level']} ({ins}) ->"
+                         f" {outs}{origin}")
+    return lines

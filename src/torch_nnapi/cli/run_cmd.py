@@ -48,9 +48,16 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 def model_inputs(module) -> list[InputSpec]:
-    """What the converted module takes: shapes (-1: flexible), dtypes, quantization."""
+    """What the converted module takes: shapes (-1: flexible), dtypes, quantization (a
+    partitioned module's, from its partition report)."""
+    from ..convert.fallback import report_of
     from ..convert.host import program_of
 
+    report = report_of(module)
+    if report is not None:
+        return [with_dtype(InputSpec(tuple(int(d) for d in entry["shape"])), entry["dtype"],
+                           float(entry.get("scale", 1.0)), int(entry.get("zero_point", 0)))
+                for entry in report.inputs]
     prog = program_of(module)
     names = dict(prog.dtype_names) if hasattr(prog, "dtype_names") else {}
     dtypes = list(prog.input_dtypes) if hasattr(prog, "input_dtypes") else []
@@ -106,13 +113,33 @@ def check_inputs(module, inputs: tuple) -> None:
     """Inputs the module does not take (count, shape, dtype, quantization) are a usage
     error naming the input, before anything runs."""
     from ..convert.errors import one_line
+    from ..convert.fallback_run import is_partitioned
     from ..convert.host import program_of
 
+    hint = "check the --input shapes and dtypes, or the input files"
+    if is_partitioned(module):
+        _check_partitioned_inputs(model_inputs(module), inputs, hint)
+        return
     try:
         program_of(module).check_inputs(list(inputs))
     except Exception as e:  # noqa: BLE001 - TorchScript raises its own error types
-        raise usage(one_line(e), "check the --input shapes and dtypes, or the input files")\
-            from None
+        raise usage(one_line(e), hint) from None
+
+
+def _check_partitioned_inputs(taken: list[InputSpec], inputs: tuple, hint: str) -> None:
+    """A partitioned module's inputs against the model's (its regions check what they get
+    again when they run)."""
+    if len(inputs) != len(taken):
+        raise usage(f"expected {len(taken)} inputs, got {len(inputs)}", hint)
+    for i, (x, spec) in enumerate(zip(inputs, taken)):
+        shape = list(x.shape)
+        if len(shape) != len(spec.shape) or any(d >= 0 and d != n
+                                                for d, n in zip(spec.shape, shape)):
+            raise usage(f"input {i} has shape {shape}, the model takes {list(spec.shape)}"
+                        " (-1: flexible)", hint)
+        dtype = str(x.dtype).replace("torch.", "")
+        if dtype != spec.dtype_or_float:
+            raise usage(f"input {i} is {dtype}, the model takes {spec.dtype_or_float}", hint)
 
 
 def run_module(module, inputs, host: bool = False, repeat: int = 1, profile: bool = False):

@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 import types
 
-__all__ = ["Conversion", "ConversionError", "FeatureLevelError", "convert",
-           "convert_with_details", "run_on_host", "set_num_threads", "supported_ops"]
+__all__ = ["Conversion", "ConversionError", "FeatureLevelError", "PartitionedConversion",
+           "convert", "convert_with_details", "run_on_host", "set_num_threads", "supported_ops"]
 
 
 def __getattr__(name: str):
@@ -25,6 +25,10 @@ def __getattr__(name: str):
         from . import errors
 
         return getattr(errors, name)
+    if name == "PartitionedConversion":
+        from .fallback import PartitionedConversion
+
+        return PartitionedConversion
     if name == "run_on_host":
         from .host import run_on_host
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -13,10 +13,11 @@ import torch
 from ..nnapi.codes import FeatureLevel, PreferenceCode
 from ..nnapi.model import Model
 from . import layout as lay
-from .capture import as_example_tuple, capture
+from .capture import as_example_tuple, capture_script
 from .errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
+from .fallback_partition import FallbackPolicy
 from .levels import above, model_requirements, operation_levels, origin_of
-from .lower import Lowered, example_spec, lower
+from .lower import Lowered, Lowerer, LowererFactory, example_spec, lower
 from .serialize import SerializedModel, serialize
 from .symbolic import program
 from .values import TensorValue
@@ -33,6 +34,9 @@ from .wrapper import (
     NnapiProgram,
     build_module,
 )
+
+if TYPE_CHECKING:
+    from .fallback import PartitionedConversion
 
 PREFERENCES = {
     "low_power": PreferenceCode.LOW_POWER,
@@ -61,7 +65,8 @@ class Conversion:
 
 def convert(model, example_inputs, **options) -> torch.jit.ScriptModule:
     """Converts ``model`` (an nn.Module, traced here, or a ScriptModule) to a TorchScript
-    module that runs it through NNAPI. See :func:`convert_with_details` for the options."""
+    module that runs it through NNAPI (with ``fallback=True``, what NNAPI cannot run on
+    the CPU). See :func:`convert_with_details` for the options."""
     return convert_with_details(model, example_inputs, **options).module
 
 
@@ -75,7 +80,11 @@ def convert_with_details(
     relax_fp32_to_fp16: bool = False,
     return_shapes: Optional[Sequence[Optional[Sequence[int]]]] = None,
     target_level: Optional[int] = None,
-) -> Conversion:
+    fallback: bool = False,
+    fallback_ops: Sequence[str] = (),
+    min_region_size: int = 1,
+    max_regions: Optional[int] = None,
+) -> Union[Conversion, "PartitionedConversion"]:
     """Converts ``model`` and returns the module with the NNAPI model behind it.
 
     - ``nhwc``: per input (or one value for all 4-D inputs): True hands the input to NNAPI
@@ -96,25 +105,64 @@ def convert_with_details(
       Android 9, 3: Android 10); a model needing more raises :class:`FeatureLevelError`
       (a :class:`ConversionError`) naming every operation that needs more, why, and the
       PyTorch code it comes from. Default: no limit.
+    - ``fallback``: run on the CPU what NNAPI cannot (no lowering, a lowering that rejects
+      the node, an op in ``fallback_ops``, an operation above ``target_level``): the model
+      is split into NNAPI regions, each its own NNAPI model, and CPU nodes, run in order by
+      one TorchScript module. The result is then a :class:`~.fallback.PartitionedConversion`
+      (a model that converts whole still gives a :class:`Conversion`). Without it, an
+      unsupported model raises :class:`ConversionError` ending with what ``fallback=True``
+      would make of it.
+    - ``fallback_ops``: op kinds (``"aten::softmax"``) that stay on the CPU.
+    - ``min_region_size``: regions with fewer computing NNAPI operations (RESHAPE and other
+      data moves not counted) run on the CPU; default 1.
+    - ``max_regions``: at most this many NNAPI regions, the largest; default no limit.
     """
     start = time.perf_counter()
     examples = as_example_tuple(example_inputs)
     if target_level is not None:
         target_level = int(FeatureLevel(int(target_level)))
     preference = _preference(compilation_preference)
-    graph = capture(model, examples)
-    lowered = lower_graph(graph, examples, nhwc, flexible, relax_fp32_to_fp16)
-    specs = lowered.specs
-    cx = lowered.cx
-    if target_level is not None:
-        require_level(cx.model, cx.origins, target_level)
+    if not fallback and (fallback_ops or min_region_size != 1 or max_regions is not None):
+        raise ValueError("fallback_ops, min_region_size and max_regions need fallback=True")
+    policy = FallbackPolicy(frozenset(fallback_ops), int(min_region_size),
+                            None if max_regions is None else int(max_regions), target_level)
+    captured = capture_script(model, examples)
+    choices, flex = _nhwc_choices(examples, nhwc), _flexible_dims(examples, flexible)
+    try:
+        if fallback and _denied_kinds(captured.graph, policy):
+            raise ConversionError([])  # some ops must stay on the CPU: partition
+        lowered = lower_graph(captured.graph, examples, nhwc, flexible, relax_fp32_to_fp16)
+        cx = lowered.cx
+        if target_level is not None:
+            require_level(cx.model, cx.origins, target_level)
+    except (ConversionError, ConverterBug) as e:
+        from .fallback import convert_partitioned, fallback_hint
+
+        if not fallback:
+            if isinstance(e, ConversionError):
+                e.with_hint(fallback_hint(captured, examples, policy, nhwc=choices,
+                                          flexible=flex, relax=relax_fp32_to_fp16))
+            raise
+        if return_shapes is not None:
+            raise ValueError("return_shapes applies to a model that converts whole; this one"
+                             " needs the CPU fallback") from None
+        return convert_partitioned(captured, examples, policy, nhwc=choices, flexible=flex,
+                                   preference=preference, relax=relax_fp32_to_fp16,
+                                   start=start)
     serialized = serialize(cx.model, cx.sym_dims, cx.sym_values)
-    prog = _program(lowered, serialized, specs, preference, relax_fp32_to_fp16, return_shapes)
+    prog = nnapi_program(lowered, serialized, preference, relax_fp32_to_fp16, return_shapes)
     module = build_module(prog, len(examples), lowered.returns, len(lowered.output_map))
     return Conversion(module, cx.model, serialized, lowered, time.perf_counter() - start)
 
 
-def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False) -> Lowered:
+def _denied_kinds(graph, policy: FallbackPolicy) -> set[str]:
+    """The op kinds of ``graph`` that ``fallback_ops`` keeps on the CPU."""
+    kinds = {n.kind for n in graph.walk()} | {s.kind for n in graph.walk() for s in n.steps}
+    return kinds & set(policy.fallback_ops)
+
+
+def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False,
+                make_lowerer: LowererFactory = Lowerer) -> Lowered:
     """Lowers a captured graph, choosing the NNAPI layout of the inputs ``nhwc`` leaves
     open (None): PyTorch's order first; if the model then needs more than feature level 1,
     channels-last too, kept when its level is lower, or equal with fewer operations above
@@ -126,7 +174,7 @@ def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False) -> 
     def attempt(open_as: bool) -> Lowered:
         specs = [example_spec(x, open_as if c is None else c, f)
                  for x, c, f in zip(examples, choices, flex)]
-        return lower(graph, specs, relax_float32_to_float16=relax)
+        return lower(graph, specs, relax_float32_to_float16=relax, make_lowerer=make_lowerer)
 
     lowered = attempt(False)
     if None in choices and lowered.cx.model.feature_level > 1:
@@ -159,7 +207,9 @@ def require_level(model: Model, origins, target_level: int) -> None:
     uses = [UnsupportedUse(op.kind or op.type,
                            f"{op.type}: {'; '.join(op.reasons_above(target_level))}",
                            op.location or "an unknown place") for op in operations]
-    raise FeatureLevelError(uses, target_level, int(model.feature_level), operations, reasons)
+    raise FeatureLevelError(uses, target_level=target_level,
+                            feature_level=int(model.feature_level), operations=operations,
+                            model_reasons=reasons)
 
 
 def _nhwc_choices(examples: tuple, nhwc) -> list[Optional[bool]]:
@@ -210,9 +260,11 @@ def _preference(value) -> int:
     return int(PreferenceCode(int(value)))
 
 
-def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: int,
-             relax: bool, return_shapes) -> NnapiProgram:
+def nnapi_program(lowered: Lowered, serialized: SerializedModel, preference: int,
+                  relax: bool, return_shapes=None) -> NnapiProgram:
+    """The TorchScript module that runs one lowered and serialized NNAPI model."""
     cx = lowered.cx
+    specs = lowered.specs
     guard_programs = [program(expr) for expr, _, _ in cx.guards]
     guard_values = [expected for _, expected, _ in cx.guards]
     guard_messages = [message for _, _, message in cx.guards]
@@ -250,8 +302,8 @@ def _program(lowered: Lowered, serialized: SerializedModel, specs, preference: i
 
 
 def _input_cast(t: TensorValue, spec) -> int:
-    if t.dtype == "int64":
-        return CAST_INT32
+    if t.dtype == "int64" or spec.example.dtype == "bool":
+        return CAST_INT32  # a bool input becomes TENSOR_BOOL8 inside (lower._add_bool_input)
     if t.dtype == "quint8" and spec.example.dtype == "float32":
         return CAST_QUANTIZE  # quantized on the host (lower._quantized_on_host)
     return CAST_NONE

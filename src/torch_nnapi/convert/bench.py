@@ -5,6 +5,9 @@
   percentile of timed runs; optionally eager PyTorch on the original model, for the ratio.
 * A profile on the host runtime (the same NNAPI model, executed operation by operation):
   time per NNAPI operation type, and the slowest operations with their operand shapes.
+* For a partitioned module (``fallback=True``): each NNAPI region timed alone on the inputs
+  the module gives it, and the CPU nodes timed alone on the regions' outputs; the profile
+  covers every region.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import torch
 from ..nnapi.model import Lifetime, Model
 from ..runtime.threads import get_num_threads
 from .check import loaded_nnapi_library, tensor_error
+from .fallback_run import cpu_program, is_partitioned, region_programs, run_apart
 from .host import model_for, program_of
 from .threads import num_threads
 
@@ -59,6 +63,7 @@ class OperationTime:
     inputs: list[str]  # tensor operands: "1x56x56x24", "const 24x1x1x144"
     outputs: list[str]
     data_type: str  # the first input's operand type
+    region: int = -1  # in a partitioned module, the region it belongs to
 
 
 @dataclass
@@ -85,6 +90,15 @@ class HostProfile:
 
 
 @dataclass
+class RegionTime:
+    """One region of a partitioned module, timed alone on the inputs the module gives it."""
+
+    index: int
+    operations: int
+    latency: Latency
+
+
+@dataclass
 class BenchReport:
     inputs: list[dict]
     threads: Optional[int]
@@ -100,6 +114,8 @@ class BenchReport:
     eager: Optional[Latency] = None
     output_errors: list[dict] = field(default_factory=list)
     profile: Optional[HostProfile] = None
+    regions: list[RegionTime] = field(default_factory=list)  # a partitioned module's
+    cpu: Optional[Latency] = None  # a partitioned module's CPU nodes alone
 
     @property
     def ratio(self) -> Optional[float]:
@@ -135,6 +151,10 @@ class BenchReport:
                 "pools_contend": self.pools_contend,
                 "outside_runtime_ms": None if self.outside_runtime is None
                 else self.outside_runtime * 1e3}
+        if self.regions:
+            data["regions"] = [{"region": r.index, "operations": r.operations,
+                                **r.latency.to_json()} for r in self.regions]
+            data["cpu"] = self.cpu.to_json() if self.cpu else None
         if self.profile is not None:
             p = self.profile
             data["host_profile"] = {
@@ -179,12 +199,33 @@ def first_run(module, inputs: Sequence[torch.Tensor]) -> tuple[float, float]:
     return compiled - start, time.perf_counter() - compiled
 
 
+def _first_partitioned_run(module, inputs: Sequence[torch.Tensor], trace
+                           ) -> tuple[float, float]:
+    """:func:`first_run` of a partitioned module: every region compiled on what the
+    module gives it."""
+    compile_seconds = 0.0
+    for program, given in zip(region_programs(module), trace.region_inputs):
+        program.reset()
+        start = time.perf_counter()
+        program.init(given)
+        compile_seconds += time.perf_counter() - start
+    start = time.perf_counter()
+    module(*inputs)
+    return compile_seconds, time.perf_counter() - start
+
+
 def profile_on_host(module, inputs: Sequence[torch.Tensor], runs: int = 3) -> HostProfile:
     """Per-operation times of the module's NNAPI model on the host runtime (medians)."""
+    return profile_program(program_of(module), inputs, runs)
+
+
+def profile_program(program, inputs: Sequence[torch.Tensor], runs: int = 3,
+                    region: int = -1) -> HostProfile:
+    """:func:`profile_on_host` of one NnapiProgram (region ``region`` of a partitioned
+    module)."""
     from ..runtime import Compilation
 
-    program = program_of(module)
-    model = model_for(module, list(inputs))
+    model = model_for(program, list(inputs))
     compilation = Compilation(model, preference=int(program.compilation_preference))
     ready = [x.int_repr().numpy() if x.is_quantized else x.numpy()
              for x in program.prepare_inputs(list(inputs))]
@@ -197,23 +238,30 @@ def profile_on_host(module, inputs: Sequence[torch.Tensor], runs: int = 3) -> Ho
         for timing in result.timings:
             per_operation[timing.position].append(timing.seconds)
     medians = {k: statistics.median(v) for k, v in per_operation.items()}
-    total = sum(medians.values()) or 1e-30
     operations = []
     for k, operation in enumerate(model.operations):
         seconds = medians.get(k, 0.0)
         operations.append(OperationTime(
-            k, operation.type.name, seconds, seconds / total,
+            k, operation.type.name, seconds, 0.0,
             [_operand(model, compilation.shapes, i) for i in operation.inputs
              if _is_tensor(model, i)],
             [_operand(model, compilation.shapes, o) for o in operation.outputs],
-            model.operands[operation.inputs[0]].type.name if operation.inputs else ""))
+            model.operands[operation.inputs[0]].type.name if operation.inputs else "", region))
+    return _profile(len(walls), statistics.median(walls), operations)
+
+
+def _profile(runs: int, wall: float, operations: list[OperationTime]) -> HostProfile:
+    """A profile of these operations: shares of their total, times by type."""
+    total = sum(op.seconds for op in operations) or 1e-30
+    for op in operations:
+        op.share = op.seconds / total
     grouped: dict[str, list[OperationTime]] = defaultdict(list)
     for op in operations:
         grouped[op.type].append(op)
     by_type = sorted((TypeTime(name, sum(o.seconds for o in ops),
                                sum(o.seconds for o in ops) / total, len(ops))
                       for name, ops in grouped.items()), key=lambda t: -t.seconds)
-    return HostProfile(len(walls), statistics.median(walls), operations, by_type)
+    return HostProfile(runs, wall, operations, by_type)
 
 
 def _is_tensor(model: Model, index: int) -> bool:
@@ -242,9 +290,15 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
     report = BenchReport([{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
                           for x in inputs], threads)
     report.first_use = "torch_nnapi.capi.bridge" not in sys.modules
+    partitioned = is_partitioned(module)
     with num_threads(threads), torch.no_grad():
         step("compiling")
-        report.compile_seconds, report.first_run_seconds = first_run(module, inputs)
+        if partitioned:
+            trace = run_apart(module, inputs, lambda program, given: program(given))
+            report.compile_seconds, report.first_run_seconds = _first_partitioned_run(
+                module, inputs, trace)
+        else:
+            report.compile_seconds, report.first_run_seconds = first_run(module, inputs)
         library = loaded_nnapi_library()
         report.backend = "PyTorch's NNAPI runtime" + (f" ({library})" if library else "")
         step(f"timing {runs} runs on NNAPI")
@@ -253,6 +307,8 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
             step("timing a few runs on one thread")
             with num_threads(1):
                 report.single_thread = time_calls(lambda: module(*inputs), max(3, runs // 2))
+        if partitioned:
+            _time_apart(report, module, inputs, trace, runs)
         if original is not None:
             step(f"timing {runs} runs of the original in eager PyTorch")
             expected = original(*inputs)
@@ -265,9 +321,26 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
                 report.output_errors.append({"output": i, "error": error, "unit": unit})
         if profile_runs > 0:
             step(f"profiling {profile_runs} runs on the host runtime")
+        if profile_runs > 0 and partitioned:
+            profiles = [profile_program(program, given, profile_runs, k) for k, (program, given)
+                        in enumerate(zip(region_programs(module), trace.region_inputs))]
+            report.profile = _profile(profile_runs, sum(p.wall_seconds for p in profiles),
+                                      [op for p in profiles for op in p.operations])
+        elif profile_runs > 0:
             report.profile = profile_on_host(module, inputs, profile_runs)
     return report
 
 
-__all__ = ["BenchReport", "HostProfile", "Latency", "OperationTime", "TypeTime",
-           "bench_module", "first_run", "profile_on_host", "time_calls"]
+def _time_apart(report: BenchReport, module, inputs: tuple, trace, runs: int) -> None:
+    """Each region alone on what the module gives it; the CPU nodes alone on the regions'
+    outputs."""
+    for k, (program, given) in enumerate(zip(region_programs(module), trace.region_inputs)):
+        operations = len(model_for(program, given).operations)
+        report.regions.append(RegionTime(k, operations,
+                                         time_calls(lambda: program(given), runs)))
+    cpu = cpu_program(module)
+    report.cpu = time_calls(lambda: cpu(*inputs, *trace.region_outputs), runs)
+
+
+__all__ = ["BenchReport", "HostProfile", "Latency", "OperationTime", "RegionTime", "TypeTime",
+           "bench_module", "first_run", "profile_on_host", "profile_program", "time_calls"]

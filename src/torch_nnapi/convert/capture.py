@@ -171,13 +171,56 @@ def capture(model, example_inputs, keep_values: bool = False,
     each value also keeps its example tensor (``Value.tensor``), for layer-wise checks, and
     with ``alternate`` (a quantized engine) the tensor that engine computes
     (``Value.alternate``)."""
+    return capture_script(model, example_inputs, keep_values, alternate=alternate).graph
+
+
+@dataclass(eq=False)
+class Captured:
+    """A captured graph with the TorchScript graph it copies: the CPU fallback keeps the
+    TorchScript nodes NNAPI cannot run and probes the graph again on other inputs."""
+
+    graph: Graph
+    script: torch._C.Graph  # frozen and inlined; its first input is the module
+    nodes: dict[Node, torch._C.Node]  # each top-level node's TorchScript node
+    values: dict[Value, torch._C.Value]  # each top-level value's TorchScript value
+    examples: tuple  # the example inputs it was probed on
+
+    def without_mutation(self) -> "Captured":
+        """The same model with in-place operations made functional where TorchScript
+        proves it safe (copied and probed again; ``self`` when nothing mutates)."""
+        if not _has_mutation(self.script):
+            return self
+        return _captured(self.script.copy(), self.examples, keep_values=False,
+                         remove_mutation=True)
+
+    def probe(self, inputs: tuple) -> dict[Value, Any] | None:
+        """What every top-level tensor and number is when the graph runs on ``inputs``
+        (``example_of``: shapes and dtypes), or None if the graph fails on them."""
+        by_script = {v.unique(): value for value, v in self.values.items()}
+        results = _run_probe(self.script, inputs, keep_values=False)
+        if results is None:
+            return None
+        return {by_script[o.unique()]: example_of(x) for o, x in results
+                if o.unique() in by_script}
+
+
+def capture_script(model, example_inputs, keep_values: bool = False,
+                   remove_mutation: bool = False, alternate: Optional[str] = None) -> Captured:
+    """:func:`capture`, keeping the TorchScript graph; ``remove_mutation`` first rewrites
+    in-place operations as functional ones where TorchScript can prove it safe."""
     examples = as_example_tuple(example_inputs)
     for i, x in enumerate(examples):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"example input {i} must be a tensor, got {type(x).__name__}")
     frozen = freeze(model, examples)
-    ts_graph = frozen.graph
+    return _captured(frozen.graph, examples, keep_values, remove_mutation, alternate)
+
+
+def _captured(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool,
+              remove_mutation: bool, alternate: Optional[str] = None) -> Captured:
     torch._C._jit_pass_inline(ts_graph)
+    if remove_mutation:
+        torch._C._jit_pass_remove_mutation(ts_graph)
     torch._C._jit_pass_constant_propagation(ts_graph)
     torch._C._jit_pass_dce(ts_graph)
     ts_inputs = list(ts_graph.inputs())[1:]
@@ -190,7 +233,28 @@ def capture(model, example_inputs, keep_values: bool = False,
     if keep_values and alternate is not None:
         with quantized_engine(alternate):
             _probe(ts_graph, examples, graph, copier, keep_values, into="alternate")
-    return graph
+    values = {copier.values[v.unique()]: v for v in ts_inputs}
+    for ts_node in ts_graph.nodes():
+        for v in ts_node.outputs():
+            if v.unique() in copier.values:
+                values[copier.values[v.unique()]] = v
+    return Captured(graph, ts_graph, copier.nodes_of, values, examples)
+
+
+def _has_mutation(g: torch._C.Graph) -> bool:
+    """Whether a node (in a block too) writes one of its inputs in place."""
+    def visit(block_nodes) -> bool:
+        for n in block_nodes:
+            try:
+                schema = str(n.schema())
+            except RuntimeError:
+                schema = ""
+            if "!" in schema.split("->", 1)[0]:
+                return True
+            if any(visit(b.nodes()) for b in n.blocks()):
+                return True
+        return False
+    return visit(g.nodes())
 
 
 # ------------------------------------------------------------------------------ copying
@@ -199,6 +263,7 @@ def capture(model, example_inputs, keep_values: bool = False,
 class _Copier:
     def __init__(self):
         self.values: dict[int, Value] = {}
+        self.nodes_of: dict[Node, torch._C.Node] = {}  # top-level nodes only
 
     def value(self, v: torch._C.Value) -> Value:
         key = v.unique()
@@ -214,11 +279,11 @@ class _Copier:
 
     def copy(self, g: torch._C.Graph) -> Graph:
         inputs = [self.value(v) for v in list(g.inputs())[1:]]
-        nodes = self.nodes(g.nodes())
+        nodes = self.nodes(g.nodes(), top_level=True)
         (out,) = list(g.outputs())
         return Graph(inputs, nodes, self.value(out))
 
-    def nodes(self, ts_nodes) -> list[Node]:
+    def nodes(self, ts_nodes, top_level: bool = False) -> list[Node]:
         nodes = []
         for n in ts_nodes:
             if n.kind() == "prim::Constant":
@@ -237,6 +302,8 @@ class _Copier:
                 node.blocks.append(Block(self.nodes(b.nodes()),
                                          [self.value(v) for v in b.outputs()]))
             nodes.append(node)
+            if top_level:
+                self.nodes_of[node] = n
         return nodes
 
 
@@ -303,6 +370,25 @@ def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Co
            keep_values: bool = False, into: str = "tensor") -> None:
     """Runs the graph once, returning every top-level tensor and number, to record examples
     (and with ``keep_values`` the tensors, in each value's attribute ``into``)."""
+    results = _run_probe(ts_graph, examples, keep_values)
+    if results is None:
+        return  # probing is a check; conversion works without it
+    if into == "tensor":
+        for v, x in zip(graph.inputs, examples):
+            v.example = example_of(x)
+    for o, x in results:
+        value = copier.values.get(o.unique())
+        if value is not None:
+            if into == "tensor":
+                value.example = example_of(x)
+            if keep_values and isinstance(x, torch.Tensor):
+                setattr(value, into, x.detach().clone())
+
+
+def _run_probe(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool
+               ) -> list[tuple[torch._C.Value, Any]] | None:
+    """(TorchScript value, what it is) for every top-level tensor and number when the graph
+    runs on ``examples``; None when it fails on them."""
     g = ts_graph.copy()
     originals, wanted = [], []
     for n, n_copy in zip(list(ts_graph.nodes()), list(g.nodes())):
@@ -332,17 +418,8 @@ def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Co
         fn = torch._C._create_function_from_graph("torch_nnapi_probe", g)
         with torch.no_grad():
             results = fn(*[x.clone() for x in examples])
-    except Exception:  # noqa: BLE001 - probing is a check; conversion works without it
-        return
+    except Exception:  # noqa: BLE001 - the graph does not run on these inputs
+        return None
     if not isinstance(results, tuple):
         results = (results,)
-    if into == "tensor":
-        for v, x in zip(graph.inputs, examples):
-            v.example = example_of(x)
-    for o, x in zip(originals, results):
-        value = copier.values.get(o.unique())
-        if value is not None:
-            if into == "tensor":
-                value.example = example_of(x)
-            if keep_values and isinstance(x, torch.Tensor):
-                setattr(value, into, x.detach().clone())
+    return list(zip(originals, results))

@@ -20,13 +20,17 @@ the first reference but within it against the second, whose two references disag
 each other, is reported as "reference disagrees", not as a mismatch of the conversion. ``isolated``
 feeds each layer PyTorch's own input (see ``compare.py``), so that drift accumulated along a
 deep quantized network is not taken for a broken layer.
+
+With ``fallback=True`` a model that does not convert whole is partitioned: the report then
+also holds the :class:`~.fallback.PartitionReport` (regions, CPU nodes and why, boundary
+tensors), and its levels, counts and transposes cover every region.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -37,6 +41,7 @@ from .api import Conversion, convert_with_details
 from .capture import alternate_engine, as_example_tuple, quantized_engine
 from .compare import LayerDiff, compare_layers
 from .errors import ConversionError, ConverterBug, UnsupportedUse, one_line
+from .fallback import PartitionedConversion, PartitionReport, output_quantum
 from .levels import (
     OperationLevel,
     Requirement,
@@ -45,6 +50,7 @@ from .levels import (
     operation_levels,
     origin_of,
 )
+from .lower import dequantized_scale
 
 FLOAT_TOLERANCE = 1e-4  # relative to the magnitude of the layer or output
 # Quantized tensors (and float tensors dequantized from them), in quanta. PyTorch's quantized
@@ -149,6 +155,7 @@ class CheckReport:
     alternate_engine: str = ""  # the other engine the reference is checked against
     isolated: bool = False  # each layer computed from PyTorch's own inputs
     input_error: str = ""  # the model does not take the given inputs
+    partition: Optional[PartitionReport] = None  # with fallback, a partitioned model's
 
     @property
     def engines(self) -> tuple[str, str]:
@@ -295,14 +302,17 @@ def check_model(model, example_inputs, *,
                 quanta_tolerance: float = QUANTA_TOLERANCE,
                 target_level: Optional[int] = None, host: bool = False,
                 layers: bool = True, engine: Optional[str] = "qnnpack",
-                isolated: bool = False, progress: Optional[Progress] = None) -> CheckReport:
+                isolated: bool = False, progress: Optional[Progress] = None,
+                **fallback) -> CheckReport:
     """Converts ``model`` for ``example_inputs`` and checks the result; see the module
     docstring. ``host`` runs the converted module on the host runtime instead of PyTorch's
     NNAPI runtime; ``layers=False`` skips the layer-by-layer comparison, ``isolated`` feeds
     each layer PyTorch's own input. ``engine`` is the PyTorch quantized engine computing the
     eager reference of quantized models: qnnpack by default, the one PyTorch Mobile uses
     (models quantized for it can saturate fbgemm's 16-bit accumulations on x86, giving wrong
-    reference values). ``progress`` is told what is being done, step by step."""
+    reference values). ``progress`` is told what is being done, step by step. ``fallback``:
+    ``fallback=True`` and its knobs, as ``convert`` takes them (with ``target_level``, the
+    operations a device of that level would reject then run on the CPU)."""
     examples = as_example_tuple(example_inputs)
     report = CheckReport([{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
                           for x in examples], float_tolerance=float_tolerance,
@@ -313,12 +323,12 @@ def check_model(model, example_inputs, *,
     with quantized_engine(engine):
         report.quantized_engine = torch.backends.quantized.engine
         _check(report, model, examples, dict(nhwc=nhwc, flexible=flexible), host, layers,
-               progress or (lambda step: None))
+               progress or (lambda step: None), fallback)
     return report
 
 
 def _check(report: CheckReport, model, examples: tuple, options: dict, host: bool,
-           layers: bool, progress: Progress) -> None:
+           layers: bool, progress: Progress, fallback: dict) -> None:
     progress("running the model in PyTorch")
     try:
         expected = _eager(model, examples)
@@ -328,7 +338,10 @@ def _check(report: CheckReport, model, examples: tuple, options: dict, host: boo
         return
     progress("converting")
     try:
-        conversion = convert_with_details(model, examples, **options)
+        converting = dict(options, **fallback)
+        if fallback.get("fallback"):
+            converting["target_level"] = report.target_level
+        conversion = convert_with_details(model, examples, **converting)
     except ConversionError as e:
         report.unsupported = list(e.uses)
         report.unsupported_text = e.render()
@@ -337,6 +350,11 @@ def _check(report: CheckReport, model, examples: tuple, options: dict, host: boo
         report.errors.append(f"conversion failed: {e}")
         return
     report.converted = True
+    if isinstance(conversion, PartitionedConversion):
+        _describe_partitioned(report, conversion)
+        progress("running the converted model")
+        _check_outputs(report, expected, conversion, examples, host, None, model)
+        return  # the layer-by-layer comparison needs the whole model in one NNAPI model
     _describe(report, conversion)
     report.quantized = any(o.info.is_quantized for o in conversion.model.operands)
     alternate = alternate_engine() if report.quantized else None
@@ -373,8 +391,27 @@ def _describe(report: CheckReport, conversion: Conversion) -> None:
         entry["nhwc"] = bool(spec.nhwc)  # the order NNAPI takes the input in
 
 
-def _check_outputs(report: CheckReport, expected: list, conversion: Conversion,
-                   examples: tuple, host: bool, alternate: Optional[str], model) -> None:
+def _describe_partitioned(report: CheckReport, conversion: PartitionedConversion) -> None:
+    """Levels, counts and transposes over every region, and the partition itself."""
+    report.conversion_seconds = conversion.seconds
+    report.partition = conversion.report
+    report.feature_level = conversion.feature_level
+    counts: Counter = Counter()
+    for region in conversion.regions:
+        cx = region.result.cx
+        report.model_requirements += [r for r in model_requirements(cx.model)
+                                      if r not in report.model_requirements]
+        report.operations += operation_levels(cx.model, cx.origins)
+        report.transposes += layout_transposes(cx.model, cx.origins)
+        counts.update(op.type.name for op in cx.model.operations)
+        report.quantized = report.quantized or any(o.info.is_quantized
+                                                   for o in cx.model.operands)
+    report.operation_counts = dict(counts.most_common())
+
+
+def _check_outputs(report: CheckReport, expected: list,
+                   conversion: Union[Conversion, PartitionedConversion], examples: tuple,
+                   host: bool, alternate: Optional[str], model) -> None:
     from .host import run_on_host
 
     module = conversion.module
@@ -402,7 +439,8 @@ def _check_outputs(report: CheckReport, expected: list, conversion: Conversion,
     report.errors.extend(errors)
 
 
-def compare_outputs(actual: Sequence, expected: Sequence, conversion: Conversion,
+def compare_outputs(actual: Sequence, expected: Sequence,
+                    conversion: Union[Conversion, PartitionedConversion],
                     float_tolerance: float = FLOAT_TOLERANCE,
                     quanta_tolerance: float = QUANTA_TOLERANCE,
                     alternate: Optional[Sequence] = None
@@ -418,7 +456,8 @@ def compare_outputs(actual: Sequence, expected: Sequence, conversion: Conversion
         if tuple(a.shape) != tuple(e.shape):
             errors.append(f"output {i} has shape {list(a.shape)}, PyTorch's {list(e.shape)}")
             continue
-        quantum = _dequantized_from(conversion, i)
+        quantum = output_quantum(conversion, i) if isinstance(
+            conversion, PartitionedConversion) else dequantized_scale(conversion.lowered, i)
         error, unit = tensor_error(a, e, quantum)
         check = TensorCheck(f"output {i}", list(e.shape), error, unit,
                             quanta_tolerance if unit == "quanta" else float_tolerance)
@@ -428,19 +467,6 @@ def compare_outputs(actual: Sequence, expected: Sequence, conversion: Conversion
             check.reference_gap = tensor_error(other, e, quantum)[0]
         checks.append(check)
     return checks, errors
-
-
-def _dequantized_from(conversion: Conversion, output: int) -> float:
-    """The scale of the quantized tensor that returned output ``output`` is dequantized
-    from (0.0 when it is not the result of a DEQUANTIZE)."""
-    lowered, model = conversion.lowered, conversion.model
-    operand = lowered.outputs[lowered.output_map[output]].operand
-    for operation in model.operations:
-        if operand in operation.outputs:
-            if operation.type.name == "DEQUANTIZE":
-                return float(model.operands[operation.inputs[0]].scale)
-            break
-    return 0.0
 
 
 def loaded_nnapi_library() -> str:

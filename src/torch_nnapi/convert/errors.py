@@ -42,9 +42,19 @@ class ConversionError(Exception):
     """The model uses operations (or operation parameters) the converter cannot express."""
 
     uses: list[UnsupportedUse] = field(default_factory=list)
+    hint: str = ""  # a last line: what would make the model convert
 
     def __post_init__(self) -> None:
         super().__init__(self.render())
+
+    def with_hint(self, hint: str) -> "ConversionError":
+        """The same error, its message ending with ``hint``."""
+        self.hint = hint
+        self.args = (self.render(),)
+        return self
+
+    def _hinted(self, lines: list[str]) -> str:
+        return "\n".join(lines + ([self.hint] if self.hint else []))
 
     def by_kind(self) -> dict[str, list[UnsupportedUse]]:
         grouped: dict[str, list[UnsupportedUse]] = {}
@@ -68,7 +78,7 @@ class ConversionError(Exception):
                     lines.append(f"      at {loc}")
                 if len(locations) > max_locations:
                     lines.append(f"      ... and {len(locations) - max_locations} more")
-        return "\n".join(lines)
+        return self._hinted(lines)
 
 
 @dataclass
@@ -93,7 +103,7 @@ class FeatureLevelError(ConversionError):
                  f" {self.target_level} would reject {count} operation{'s' if count != 1 else ''}"]
         lines += [f"  the model: {reason}" for reason in self.model_reasons]
         lines += render_operations(self.operations, self.target_level, max_locations)
-        return "\n".join(lines)
+        return self._hinted(lines)
 
 
 class ConverterBug(RuntimeError):

@@ -26,8 +26,9 @@ def program_of(module) -> Any:
 
 
 def model_for(module, inputs: Sequence[torch.Tensor]) -> Model:
-    """The finished NNAPI model the module would compile for these inputs."""
-    prog = program_of(module)
+    """The finished NNAPI model the module (or one NnapiProgram) would compile for these
+    inputs."""
+    prog = module if hasattr(module, "ser_model") else program_of(module)
     shapes = prog.check_inputs(list(inputs))
     words = prog.patched_model(shapes).numpy()
     weights = [w.contiguous().numpy() for w in prog.weights]
@@ -37,10 +38,38 @@ def model_for(module, inputs: Sequence[torch.Tensor]) -> Model:
 def run_on_host(module, *inputs: torch.Tensor, relaxed_precision: str = "float32",
                 profile: bool = False):
     """Runs the converted module on the host runtime; returns what ``module(*inputs)``
-    returns (a tensor or a tuple), plus per-operation timings when ``profile``."""
-    prog = program_of(module)
+    returns (a tensor or a tuple), plus per-operation timings when ``profile``. In a
+    partitioned module (``fallback=True``) each region runs on the host runtime and the
+    CPU nodes in TorchScript."""
+    from .fallback_run import is_partitioned, run_apart
+
+    given = list(inputs)
+    if is_partitioned(module):
+        timings: list = []
+
+        def run_region(prog, tensors):
+            outs, region_timings = run_program_on_host(prog, tensors, relaxed_precision,
+                                                       profile)
+            timings.extend(region_timings or [])
+            return outs
+
+        returned = run_apart(module, given, run_region).outputs
+        return (returned, timings) if profile else returned
+    outs, timings = run_program_on_host(program_of(module), given, relaxed_precision,
+                                        profile)
+    returned = _shape_like_forward(module, outs)
+    return (returned, timings) if profile else returned
+
+
+def run_program_on_host(prog, inputs: Sequence[torch.Tensor],
+                        relaxed_precision: str = "float32", profile: bool = False):
+    """(outputs as the program returns them, per-operation timings or None): one
+    NnapiProgram run on the host runtime."""
     inputs = list(inputs)
-    model = model_for(module, inputs)
+    shapes = prog.check_inputs(inputs)
+    words = prog.patched_model(shapes).numpy()
+    weights = [w.contiguous().numpy() for w in prog.weights]
+    model = deserialize(words, weights).model
     compilation = Compilation(model, preference=int(prog.compilation_preference),
                               relaxed_precision=relaxed_precision)
     ready = [_to_numpy(x) for x in prog.prepare_inputs(inputs)]
@@ -48,9 +77,7 @@ def run_on_host(module, *inputs: torch.Tensor, relaxed_precision: str = "float32
     raw = [_to_torch(a, model.operands[o].type, model.operands[o].scale,
                      model.operands[o].zero_point)
            for a, o in zip(result.outputs, model.outputs)]
-    outs = list(prog.finish_outputs(raw))
-    returned = _shape_like_forward(module, outs)
-    return (returned, result.timings) if profile else returned
+    return list(prog.finish_outputs(raw)), (result.timings if profile else None)
 
 
 def _to_numpy(x: torch.Tensor) -> np.ndarray:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
 import torch
 
 from ..nnapi.codes import OperationType as Op
@@ -65,12 +66,28 @@ class Lowered:
     specs: list = field(default_factory=list)  # the InputSpec of each input
 
 
+def dequantized_scale(lowered: Lowered, output: int) -> float:
+    """The scale of the quantized tensor the model's returned tensor ``output`` is
+    dequantized from (0.0 when it is not the result of a DEQUANTIZE): its quantum."""
+    model = lowered.cx.model
+    operand = lowered.outputs[lowered.output_map[output]].operand
+    for operation in model.operations:
+        if operand in operation.outputs:
+            if operation.type.name == "DEQUANTIZE":
+                return float(model.operands[operation.inputs[0]].scale)
+            break
+    return 0.0
+
+
 class Lowerer:
-    def __init__(self, graph: Graph, specs: Sequence[InputSpec]):
+    def __init__(self, graph: Graph, specs: Sequence[InputSpec],
+                 known: Mapping[Value, Any] | None = None):
+        """``known``: values already computed at conversion time (by the caller), such as
+        sizes a partitioned graph folded outside the part lowered here."""
         self.graph = graph
         self.specs = list(specs)
         self.cx = Converter()
-        self.env: dict[Value, Any] = {}
+        self.env: dict[Value, Any] = dict(known or {})
         self.produced: dict[Value, Any] = {}  # what each node produced (no in-place rebinding)
         self.unsupported: list[UnsupportedUse] = []
 
@@ -78,7 +95,7 @@ class Lowerer:
 
     def run(self, relax_float32_to_float16: bool = False) -> Lowered:
         patterns.fuse(self.graph)
-        self.cx.users = _readers(self.graph)
+        self.cx.users = value_readers(self.graph)
         inputs = [self._add_input(i, v, s) for i, (v, s) in
                   enumerate(zip(self.graph.inputs, self.specs))]
         self._find_missing_lowerings()
@@ -113,9 +130,12 @@ class Lowerer:
                 raise ValueError(f"input {index}: NHWC needs a 4-D input, got shape"
                                  f" {list(ex.shape)}")
             layout = lay.NHWC
-        if ex.dtype not in ("float32", "quint8", "int32", "int64"):
+        if ex.dtype not in ("float32", "quint8", "int32", "int64", "bool"):
             raise _input_unsupported(index, f"dtype {ex.dtype} cannot be an input of PyTorch's"
-                                     " NNAPI runtime (float32, quint8, int32 and int64 can)")
+                                     " NNAPI runtime (float32, quint8, int32, int64 and bool"
+                                     " can)")
+        if ex.dtype == "bool":
+            return self._add_bool_input(index, value, shape, layout)
         dtype, scale, zero_point = ex.dtype, ex.scale, ex.zero_point
         quantized = _quantized_on_host(value, self.cx.users) if dtype == "float32" else None
         if quantized is not None:
@@ -126,6 +146,17 @@ class Lowerer:
             raise _input_unsupported(index, str(e)) from None
         self.cx.model.operands[t.operand].name = f"input{index}"
         self.env[value] = t
+        return t
+
+    def _add_bool_input(self, index: int, value: Value, shape: tuple,
+                        layout: lay.Layout | None) -> TensorValue:
+        """PyTorch's NNAPI runtime passes no bool tensors: the wrapper casts a bool input to
+        int32 (CAST_INT32) and the model makes it TENSOR_BOOL8 again with NOT_EQUAL 0."""
+        t = self.cx.new_tensor(shape, "int32", layout)
+        self.cx.model.operands[t.operand].name = f"input{index}"
+        zero = self.cx.constant(np.zeros((1,) * max(len(shape), 1), np.int32), "int32")
+        self.env[value] = self.cx.emit(Op.NOT_EQUAL, dict(input0=t, input1=zero), shape, "bool",
+                                       layout)
         return t
 
     def _find_missing_lowerings(self) -> None:
@@ -199,6 +230,7 @@ class Lowerer:
             fn = getattr(packet, schema.overload_name or "default")
             positional, keywords = [], {}
             for arg, value in zip(schema.arguments, args):
+                value = _as_tensor_argument(str(arg.type), value)
                 if arg.kwarg_only:
                     keywords[arg.name] = value
                 else:
@@ -353,7 +385,7 @@ def _quantized_on_host(value: Value, readers: dict) -> tuple[float, int] | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _readers(graph: Graph) -> dict:
+def value_readers(graph: Graph) -> dict:
     """Each value's reading nodes in program order (the graph's return counts as one)."""
     readers: dict = {}
     for node in graph.walk():
@@ -374,6 +406,28 @@ def _poisoned(a: Any) -> bool:
     return False
 
 
+def _as_tensor_argument(type_name: str, value: Any) -> Any:
+    """A number where the op takes a tensor is a 0-dim tensor, as ``prim::NumToTensor``
+    made it (its lowering keeps sizes as numbers), so size arithmetic done with tensors
+    (``torch.stack([h, w])``) folds too."""
+    if type_name == "Tensor" and _is_plain_number(value):
+        return _number_tensor(value)
+    if type_name == "List[Tensor]" and isinstance(value, (list, tuple)) and value \
+            and all(_is_plain_number(v) for v in value):
+        return [_number_tensor(v) for v in value]
+    return value
+
+
+def _is_plain_number(v: Any) -> bool:
+    return isinstance(v, (bool, int, float))
+
+
+def _number_tensor(v: Any) -> torch.Tensor:
+    dtype = torch.bool if isinstance(v, bool) else torch.int64 if isinstance(v, int) \
+        else torch.float64
+    return torch.scalar_tensor(v, dtype=dtype)
+
+
 def _constant(a: Any) -> bool:
     if isinstance(a, (TensorValue, Sym)):
         return False
@@ -388,9 +442,14 @@ def _input_unsupported(index: int, reason: str) -> ConversionError:
                                            "the model's inputs")])
 
 
+# Makes the Lowerer of a graph and its input specs (the CPU fallback records per node).
+LowererFactory = Callable[[Graph, Sequence[InputSpec]], Lowerer]
+
+
 def lower(graph: Graph, specs: Sequence[InputSpec], *,
-          relax_float32_to_float16: bool = False) -> Lowered:
-    return Lowerer(graph, specs).run(relax_float32_to_float16)
+          relax_float32_to_float16: bool = False,
+          make_lowerer: LowererFactory = Lowerer) -> Lowered:
+    return make_lowerer(graph, specs).run(relax_float32_to_float16)
 
 
 def example_spec(x: torch.Tensor, nhwc: bool = False, flexible: Sequence[int] = ()) -> InputSpec:

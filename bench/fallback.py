@@ -1,0 +1,112 @@
+"""The CPU fallback: region counts and latency of partitioned models against eager PyTorch.
+
+For each model: conversion with ``fallback=True`` (and the knobs given below), the NNAPI
+regions and CPU nodes it gives, then the median latency of the converted module (regions
+through PyTorch's NNAPI runtime on torch-nnapi's libneuralnetworks.so, CPU nodes in
+TorchScript) against eager PyTorch in the same process (the two timed in turn), with the
+regions and the CPU nodes also timed apart (``torch-nnapi bench`` does the same for one
+saved module).
+``--threads`` sets PyTorch's, the runtime's and BLAS's pools together (on a machine other
+processes keep busy, 1 thread avoids OpenMP pools spinning against them).
+
+- ``ssdlite``: torchvision's SSDLite320 (MobileNetV3 backbone, random weights with varied
+  scores; tests/convert/fallback_detection.py), its post-processing on the CPU.
+- ``mobilenet_v2_pool``: MobileNetV2 of the test zoo with ``fallback_ops`` keeping the global
+  average pool on the CPU (two regions: the features, the classifier).
+- ``resnet18_relu``: ResNet-18 with every ReLU kept on the CPU and ``max_regions=4``: many
+  small regions, most of the network on the CPU.
+
+    PYTHONPATH=src python3 bench/fallback.py [--runs 10] [--threads 2] [--models ssdlite,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.convert import zoo  # noqa: E402
+
+from torch_nnapi.convert.api import convert_with_details  # noqa: E402
+from torch_nnapi.convert.bench import bench_module, thread_count  # noqa: E402
+
+
+def _ssdlite():
+    from tests.convert.fallback_detection import detector, image
+
+    return detector("ssdlite320_mobilenet_v3_large"), image(0), {}
+
+
+def _mobilenet_v2_pool():
+    model = zoo.randomize_batchnorm(zoo.MobileNetV2(num_classes=1000))
+    return model, torch.randn(1, 3, 224, 224), {
+        "fallback_ops": ["aten::adaptive_avg_pool2d"], "nhwc": True}
+
+
+def _resnet18_relu():
+    model = zoo.randomize_batchnorm(zoo.ResNet18(num_classes=1000))
+    return model, torch.randn(1, 3, 224, 224), {
+        "fallback_ops": ["aten::relu", "aten::relu_"], "max_regions": 4, "nhwc": True}
+
+
+MODELS = {"ssdlite": _ssdlite, "mobilenet_v2_pool": _mobilenet_v2_pool,
+          "resnet18_relu": _resnet18_relu}
+
+
+def _interleaved(first, second, runs: int) -> tuple[float, float]:
+    """Median times of two calls timed in turn, so that a busy machine slows both alike."""
+    for _ in range(2):
+        first()
+        second()
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(runs):
+        for call, found in zip((first, second), times):
+            start = time.perf_counter()
+            call()
+            found.append(time.perf_counter() - start)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="timed runs per latency")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--models", default=",".join(MODELS))
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    header = (f"{'model':18} {'regions':>7} {'ops':>5} {'cpu nodes':>9} {'convert s':>9}"
+              f" {'eager ms':>9} {'nnapi ms':>9} {'ratio':>6} {'regions ms':>10}"
+              f" {'cpu ms':>7}")
+    print(f"{args.threads} threads; nnapi: the partitioned module (regions through PyTorch's NNAPI"
+          " runtime on libneuralnetworks.so); regions and cpu: timed apart")
+    print(header)
+    print("-" * len(header))
+    for name in args.models.split(","):
+        torch.manual_seed(0)
+        model, x, options = MODELS[name]()
+        model.eval()
+        start = time.perf_counter()
+        conversion = convert_with_details(model, x, fallback=True, **options)
+        seconds = time.perf_counter() - start
+        report = conversion.report
+        module = conversion.module
+        with thread_count(args.threads), torch.no_grad():
+            eager, nnapi = _interleaved(lambda: model(x), lambda: module(x), args.runs)
+        bench = bench_module(module, (x,), runs=args.runs, threads=args.threads,
+                             profile_runs=0)
+        regions = sum(r.latency.median for r in bench.regions)
+        print(f"{name:18} {len(report.regions):>7} {report.operation_count:>5}"
+              f" {len(report.cpu):>9} {seconds:>9.1f} {eager * 1e3:>9.2f} {nnapi * 1e3:>9.2f}"
+              f" {nnapi / eager:>6.2f} {regions * 1e3:>10.2f} {bench.cpu.median * 1e3:>7.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

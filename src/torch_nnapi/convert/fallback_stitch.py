@@ -1,0 +1,177 @@
+"""CPU fallback, step 2: one TorchScript module that runs the regions and the CPU nodes.
+
+The module's ``forward`` is the captured TorchScript graph itself, edited: each region's
+nodes are replaced by one call of the region's :class:`~.wrapper.NnapiProgram` submodule
+(``region_0``, ``region_1``...: a list of tensors in, a list out), the CPU nodes stay as
+they are, and everything is put in the partition's running order.
+
+Why edit the graph rather than generate TorchScript source for the stitching ``forward``:
+the CPU nodes are whatever the model holds (control flow with blocks, loops, custom ops,
+overloads TorchScript already resolved, frozen tensor constants), and the graph keeps them
+exactly as PyTorch compiled them. Source code would have to print each node back into
+Python syntax, turn its tensor constants into attributes and rebuild its blocks, one more
+place for a model to break. The edited graph becomes the ``forward`` of a scripted module
+holding the region programs; TorchScript's own printer then writes it out when the module
+is saved, and the module is saved to memory and loaded back here, so what ``convert``
+returns is what a file holds: a module that loads in a fresh process, in the lite
+interpreter, and takes bundled inputs like any other.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from typing import Any, Sequence
+
+import torch
+
+from .capture import Captured, Node, Value
+from .errors import ConverterBug
+from .fallback_partition import Partition, Region
+from .wrapper import NnapiProgram
+
+REGION_PREFIX = "region_"
+
+
+def region_name(index: int) -> str:
+    return f"{REGION_PREFIX}{index}"
+
+
+def build_partitioned_module(captured: Captured, part: Partition,
+                             programs: Sequence[NnapiProgram], report: str
+                             ) -> torch.jit.ScriptModule:
+    """The module running ``part``: ``programs[i]`` runs ``part.regions[i]``; ``report``
+    (JSON) is kept as the module's ``partition`` attribute for ``torch-nnapi inspect``."""
+
+    # A new class per conversion: ``define`` adds the method to the class.
+    class PartitionedModule(torch.nn.Module):
+        """A PyTorch model converted by torch-nnapi: NNAPI regions and CPU nodes."""
+
+        def __init__(self):
+            super().__init__()
+            for i, program in enumerate(programs):
+                self.add_module(region_name(i), program)
+            self.partition = report
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        module = torch.jit.script(PartitionedModule())
+    script = captured.script
+    inputs = list(script.inputs())[1:]
+    params = ", ".join(f"input_{i}: {v.type().annotation_str}" for i, v in enumerate(inputs))
+    returns = next(iter(script.outputs())).type().annotation_str
+    module.define(f"def forward(self, {params}) -> {returns}:\n"
+                  "    raise RuntimeError('replaced by the partitioned graph')\n")
+    stitched = _stitch(captured, part, module)
+    _replace_body(module.graph, stitched)
+    return _reloaded(module)
+
+
+def _stitch(captured: Captured, part: Partition, module) -> torch._C.Graph:
+    """A copy of the captured TorchScript graph with the regions replaced by calls."""
+    graph = captured.script.copy()
+    copy_of = _node_map(captured.script, graph)
+    value_of = _value_map(captured.script, graph)
+
+    current: dict[Value, torch._C.Value] = {}  # region outputs: read from the calls
+
+    def ts_value(v: Value) -> torch._C.Value:
+        return current.get(v) or value_of[captured.values[v].unique()]
+
+    def ts_nodes(node: Node) -> list[torch._C.Node]:
+        steps = node.steps or [node]
+        return [copy_of[captured.nodes[s]] for s in steps]
+
+    this = list(graph.inputs())[0]
+    this.setType(module._c._type())
+    end = graph.return_node()
+    for v, constant in part.constants.items():
+        if v in captured.values:
+            old = ts_value(v)
+            if old.uses():
+                with graph.insert_point_guard(next(iter(graph.nodes()))):
+                    new = graph.insertConstant(constant)  # type: ignore[attr-defined]
+                old.replaceAllUsesWith(new)
+    # Everything that runs goes to the end in running order; what stays behind (the
+    # regions' nodes, shared nodes the CPU does not need) is then removed.
+    placed = 0
+    for item in part.schedule:
+        if isinstance(item, Region):
+            placed += _call_region(graph, this, module, part.regions.index(item), item,
+                                   ts_value, current, end)
+        else:
+            for n in ts_nodes(item):
+                n.moveBefore(end)
+                placed += 1
+    left = list(graph.nodes())
+    for n in reversed(left[:len(left) - placed]):
+        if n.kind() == "prim::Constant":
+            continue
+        for out in n.outputs():
+            if out.uses():
+                raise ConverterBug(f"the CPU needs %{out.debugName()}, which its region does"
+                                   " not return")
+        n.destroy()
+    torch._C._jit_pass_dce(graph)
+    graph.lint()
+    return graph
+
+
+def _call_region(graph: torch._C.Graph, this: torch._C.Value, module, index: int,
+                 region: Region, ts_value, current: dict, end: torch._C.Node) -> int:
+    """``outputs = self.region_<index>([inputs])`` before ``end``, the region's outputs
+    then read from the call; returns the number of nodes added."""
+    program = getattr(module, region_name(index))
+    tensors = torch._C.ListType(torch._C.TensorType.get())
+    get = graph.create("prim::GetAttr", [this], 1)
+    get.s_("name", region_name(index))
+    get.output().setType(program._c._type())
+    pack = graph.create("prim::ListConstruct", [ts_value(v) for v in region.inputs], 1)
+    pack.output().setType(tensors)
+    call = graph.create("prim::CallMethod", [get.output(), pack.output()], 1)
+    call.s_("name", "forward")
+    call.output().setType(tensors)
+    unpack = graph.create("prim::ListUnpack", [call.output()], len(region.outputs))
+    for node in (get, pack, call, unpack):
+        node.insertBefore(end)
+    for v, out in zip(region.outputs, unpack.outputs()):
+        out.setType(torch._C.TensorType.get())
+        ts_value(v).replaceAllUsesWith(out)
+        current[v] = out
+    return 4
+
+
+def _node_map(original: torch._C.Graph, copy: torch._C.Graph) -> dict:
+    """Each top-level node of ``original`` -> the same node in its ``copy``."""
+    return dict(zip(original.nodes(), copy.nodes()))
+
+
+def _value_map(original: torch._C.Graph, copy: torch._C.Graph) -> dict[int, Any]:
+    """Each top-level value of ``original`` (by ``unique()``) -> the same value in ``copy``."""
+    found = {a.unique(): b for a, b in zip(original.inputs(), copy.inputs())}
+    for a, b in zip(original.nodes(), copy.nodes()):
+        found.update((x.unique(), y) for x, y in zip(a.outputs(), b.outputs()))
+    return found
+
+
+def _replace_body(target: torch._C.Graph, body: torch._C.Graph) -> None:
+    """Makes ``target`` (a method's graph, same inputs as ``body``) compute ``body``."""
+    while len(list(target.outputs())):
+        target.eraseOutput(0)
+    for n in reversed(list(target.nodes())):
+        n.destroy()
+    target.setInsertPoint(target.return_node())
+    for out in target.insertGraph(body, list(target.inputs())):
+        target.registerOutput(out)
+    target.lint()
+
+
+def _reloaded(module: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
+    """The module saved to memory and loaded back: what a file would hold."""
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning,
+                                message=r"`torch\.jit\.(save|load)` is deprecated")
+        torch.jit.save(module, buffer)
+        buffer.seek(0)
+        return torch.jit.load(buffer)
