@@ -1,4 +1,11 @@
-"""What a kernel sees of its operation: inputs, their operands, and the output operands."""
+"""What a kernel sees of its operation: inputs and outputs by the names its signature declares.
+
+``Model.finish()`` matched every operation to a form of its signature. A ``Binding`` turns that
+match into name -> operand maps once per compiled step; a ``KernelContext`` pairs it with one
+execution's values, so kernels read ``ctx.scalar("stride_w")`` or ``ctx.input_shape("filter")``
+and never count positions. An optional input that is left out (past the end of the operation's
+inputs, or an operand without a value) reads as the default its signature declares.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +14,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..nnapi.codes import OperandType, OperationType
-from ..nnapi.errors import BadDataError
-from ..nnapi.model import Lifetime, Operand
+from ..nnapi.errors import BadDataError, OpFailedError
+from ..nnapi.model import Lifetime, Operand, Operation
+from ..nnapi.signatures import SignatureMatch
+from ..nnapi.signatures._dsl import Arg
 
 Shape = tuple[int, ...]
 
@@ -25,114 +34,245 @@ class _Omitted:
 
 
 OMITTED = _Omitted()
-_REQUIRED: Any = object()
+
+
+class Binding:
+    """One operation's arguments by name: the operands bound to them and their positions.
+
+    Built once per compiled step from the operation's SignatureMatch. ``inputs`` maps every
+    input the matched form declares to its operands (several for a variadic input, none when
+    the input is absent or an operand without a value); ``positions`` gives where each input
+    is, or would be, among the operation's inputs, for messages.
+    """
+
+    __slots__ = ("args", "form", "inputs", "operands", "operation", "output_positions", "outputs",
+                 "positions", "present", "types", "variable")
+
+    def __init__(self, operands: Sequence[Operand], operation: Operation, match: SignatureMatch):
+        self.operation: OperationType = operation.type
+        self.form: str = match.form.name
+        self.operands = operands
+        self.args: dict[str, Arg] = {a.name: a for a in match.form.inputs}
+        self.types: dict[str, OperandType] = {
+            a.name: a.resolve(match.combo.bindings) for a in match.form.inputs}
+        self.inputs: dict[str, tuple[int, ...]] = {}
+        self.positions: dict[str, tuple[int, ...]] = {}
+        absent_at = len(operation.inputs)
+        for arg in match.form.inputs:
+            where = match.input_positions.get(arg.name)
+            if where is None:
+                self.positions[arg.name] = (absent_at,)
+                self.inputs[arg.name] = ()
+                absent_at += 1
+                continue
+            self.positions[arg.name] = tuple(where)
+            self.inputs[arg.name] = tuple(
+                operation.inputs[p] for p in where
+                if operands[operation.inputs[p]].lifetime is not Lifetime.NO_VALUE)
+        self.outputs: dict[str, tuple[int, ...]] = {
+            name: tuple(operation.outputs[p] for p in where)
+            for name, where in match.output_positions.items()}
+        self.output_positions: dict[str, tuple[int, ...]] = {
+            name: tuple(where) for name, where in match.output_positions.items()}
+        # Every operand with a value, in input order (the memo's shape key), and the inputs
+        # whose values are only known at execution.
+        self.present: tuple[int, ...] = tuple(
+            i for i in operation.inputs if operands[i].lifetime is not Lifetime.NO_VALUE)
+        self.variable: frozenset[str] = frozenset(
+            name for name, indices in self.inputs.items()
+            if any(operands[i].lifetime is not Lifetime.CONSTANT for i in indices))
 
 
 class KernelContext:
-    """Access to one operation's inputs and outputs, for prepare and execute.
+    """One operation's inputs and outputs by name, for prepare and execute.
 
     During compile-time preparation only constants have values; reading another input's value
-    raises ValueNotKnown, which defers shape inference to execution.
+    raises ValueNotKnown, which defers shape inference to execution. ``k`` selects one operand
+    of a variadic input (CONCATENATION's ``inputs``).
     """
 
-    __slots__ = ("operation", "index", "relaxed", "memo", "_operands", "_inputs", "_outputs",
-                 "_values", "_shapes")
+    __slots__ = ("_binding", "_inputs", "_operands", "_shapes", "_values", "memo", "operation")
 
-    def __init__(self, operation: OperationType, index: int, operands: Sequence[Operand],
-                 inputs: Sequence[int], outputs: Sequence[int], values: Sequence[Any],
-                 shapes: Sequence[Shape] | None = None, relaxed: bool = False,
-                 memo: dict[str, Any] | None = None):
-        self.operation = operation
-        self.index = index
-        self.relaxed = relaxed
+    def __init__(self, binding: Binding, values: Sequence[Any],
+                 shapes: Sequence[Shape] | None = None, memo: dict[str, Any] | None = None):
+        self._binding = binding
+        self.operation: OperationType = binding.operation
+        self._inputs = binding.inputs
+        self._operands = binding.operands
+        self._values = values
+        self._shapes = shapes
         # What kernels derive from this operation's constants and input shapes, kept by the
         # compiled step so that later executions of the same compilation reuse it.
         self.memo: dict[str, Any] = {} if memo is None else memo
-        self._operands = operands
-        self._inputs = inputs
-        self._outputs = outputs
-        self._values = values
-        self._shapes = shapes
 
     @property
-    def num_inputs(self) -> int:
-        return len(self._inputs)
-
-    @property
-    def num_outputs(self) -> int:
-        return len(self._outputs)
+    def form(self) -> str:
+        """The name of the signature form the operation matched ("explicit", "implicit", "")."""
+        return self._binding.form
 
     @property
     def at_compile_time(self) -> bool:
         return self._shapes is not None
 
-    def is_omitted(self, i: int) -> bool:
-        """True when input ``i`` is absent (past the end) or has no value."""
-        if i >= len(self._inputs):
-            return True
-        index = self._inputs[i]
-        return (self._operands[index].lifetime is Lifetime.NO_VALUE
-                or self._values[index] is OMITTED)
+    # ---------------------------------------------------------------- inputs
 
-    def has_input(self, i: int) -> bool:
-        return not self.is_omitted(i)
+    def declares(self, name: str) -> bool:
+        """True when the matched form has an input called ``name`` (given or not)."""
+        return name in self._inputs
 
-    def input(self, i: int) -> np.ndarray:
-        """The value of input ``i`` as an array of its operand's dtype."""
-        if self.is_omitted(i):
-            raise BadDataError(f"input {i} is omitted but needed")
-        value = self._values[self._inputs[i]]
-        if value is None:
-            raise ValueNotKnown(i)
-        return value
+    def has_input(self, name: str) -> bool:
+        """True when input ``name`` is given and has a value (not absent, not omitted)."""
+        indices = self._inputs.get(name)
+        if indices is None:
+            raise self._undeclared(name)
+        return bool(indices) and self._values[indices[0]] is not OMITTED
 
-    def scalar(self, i: int, default: Any = _REQUIRED) -> Any:
-        """A scalar input as a Python value; ``default`` when the input is absent or omitted."""
-        if self.is_omitted(i):
-            if default is _REQUIRED:
-                raise BadDataError(f"input {i} is omitted but needed")
-            return default
-        return self.input(i).item()
+    def input_count(self, name: str) -> int:
+        """How many operands input ``name`` has: one, several for a variadic, 0 if absent."""
+        return len(self._binding.positions[name]) if self.has_input(name) else 0
 
-    def float_input(self, i: int) -> np.ndarray:
+    def input(self, name: str, k: int = 0) -> np.ndarray:
+        """The value of input ``name`` as an array of its operand's dtype."""
+        indices = self._inputs.get(name, ())
+        if k < len(indices):
+            value = self._values[indices[k]]
+            if value is not None and value is not OMITTED:
+                return value
+        raise self._unavailable(name, k)
+
+    def inputs(self, name: str) -> list[np.ndarray]:
+        """The values of every operand of variadic input ``name``."""
+        return [self.input(name, k) for k in range(self.input_count(name))]
+
+    def scalar(self, name: str) -> Any:
+        """A scalar input as a Python value; the declared default when it is left out."""
+        indices = self._inputs.get(name, ())
+        if indices:
+            value = self._values[indices[0]]
+            if value is not None and value is not OMITTED:
+                return value.item()
+        arg = self._binding.args.get(name)
+        if arg is not None and arg.has_default and (not indices
+                                                     or self._values[indices[0]] is OMITTED):
+            return arg.default
+        raise self._unavailable(name, 0)
+
+    def float_input(self, name: str, k: int = 0) -> np.ndarray:
         """A float16/float32 input as float32 (kernels compute fp16 in fp32, as Android does)."""
-        value = self.input(i)
+        value = self.input(name, k)
         return value if value.dtype == np.float32 else value.astype(np.float32)
 
-    def input_shape(self, i: int) -> Shape:
-        index = self._inputs[i]
+    def input_shape(self, name: str, k: int = 0) -> Shape:
+        indices = self._inputs.get(name, ())
+        if k < len(indices):
+            if self._shapes is not None:
+                return self._shapes[indices[k]]
+            value = self._values[indices[k]]
+            if value is not OMITTED:
+                return value.shape
+        raise self._unavailable(name, k)
+
+    def input_type(self, name: str, k: int = 0) -> OperandType:
+        """The operand type of input ``name``; the declared one when the input is absent."""
+        indices = self._inputs.get(name, ())
+        if k < len(indices):
+            return self._operands[indices[k]].type
+        if name not in self._inputs:
+            raise self._undeclared(name)
+        return self._binding.types[name]
+
+    def input_operand(self, name: str, k: int = 0) -> Operand:
+        indices = self._inputs.get(name, ())
+        if k < len(indices):
+            return self._operands[indices[k]]
+        raise self._unavailable(name, k)
+
+    def input_quant(self, name: str, k: int = 0) -> tuple[float, int]:
+        """(scale, zero point) of input ``name``."""
+        operand = self.input_operand(name, k)
+        return operand.scale, operand.zero_point
+
+    def describe_input(self, name: str, k: int = 0) -> str:
+        """How messages name an input: its position among the operation's inputs and its name,
+        "input 4 (stride_w)"."""
+        positions = self._binding.positions.get(name)
+        if positions is None:
+            raise self._undeclared(name)
+        return f"input {positions[min(k, len(positions) - 1)]} ({name})"
+
+    # ---------------------------------------------------------------- outputs
+
+    def output_count(self, name: str) -> int:
+        """How many operands output ``name`` has (0 for an optional output left out)."""
+        return len(self._binding.outputs.get(name, ()))
+
+    def output_operand(self, name: str = "output", k: int = 0) -> Operand:
+        indices = self._binding.outputs.get(name, ())
+        if k < len(indices):
+            return self._operands[indices[k]]
+        raise self._no_output(name)
+
+    def output_type(self, name: str = "output", k: int = 0) -> OperandType:
+        return self.output_operand(name, k).type
+
+    def output_quant(self, name: str = "output", k: int = 0) -> tuple[float, int]:
+        operand = self.output_operand(name, k)
+        return operand.scale, operand.zero_point
+
+    def output_dtype(self, name: str = "output", k: int = 0) -> np.dtype:
+        indices = self._binding.outputs.get(name, ())  # inlined: kernels ask for it often
+        if k < len(indices):
+            return self._operands[indices[k]].info.dtype
+        raise self._no_output(name)
+
+    def describe_output(self, name: str, k: int = 0) -> str:
+        positions = self._binding.output_positions.get(name, ())
+        return f"output {positions[k]} ({name})" if k < len(positions) else f"output {name!r}"
+
+    # ---------------------------------------------------------------- for the memo
+
+    def shapes_key(self) -> tuple[Shape | None, ...]:
+        """The shapes of every input with a value (None for one omitted at execution)."""
         if self._shapes is not None:
-            return self._shapes[index]
-        value = self._values[index]
-        return () if value is OMITTED else value.shape
+            shapes = self._shapes
+            return tuple(shapes[i] for i in self._binding.present)
+        values = self._values
+        return tuple(None if values[i] is OMITTED else values[i].shape
+                     for i in self._binding.present)
 
-    def input_operand(self, i: int) -> Operand:
-        return self._operands[self._inputs[i]]
+    @property
+    def variable_inputs(self) -> frozenset[str]:
+        """The inputs whose values are not constants of the model."""
+        return self._binding.variable
 
-    def input_type(self, i: int) -> OperandType:
-        return self._operands[self._inputs[i]].type
-
-    def input_quant(self, i: int) -> tuple[float, int]:
-        operand = self._operands[self._inputs[i]]
-        return operand.scale, operand.zero_point
-
-    def output_operand(self, j: int = 0) -> Operand:
-        return self._operands[self._outputs[j]]
-
-    def output_type(self, j: int = 0) -> OperandType:
-        return self._operands[self._outputs[j]].type
-
-    def output_quant(self, j: int = 0) -> tuple[float, int]:
-        operand = self._operands[self._outputs[j]]
-        return operand.scale, operand.zero_point
-
-    def output_dtype(self, j: int = 0) -> np.dtype:
-        return self._operands[self._outputs[j]].info.dtype
-
-    def with_input(self, i: int, value: np.ndarray) -> KernelContext:
-        """This operation's context with input ``i`` given ``value`` instead (same operands),
-        e.g. to evaluate an element-wise kernel on every possible uint8 value at once."""
+    def with_input(self, name: str, value: np.ndarray, k: int = 0) -> KernelContext:
+        """This operation's context with input ``name`` given ``value`` instead (the same
+        operands): to evaluate an element-wise kernel on every possible uint8 value at once,
+        say."""
         values = list(self._values)
-        values[self._inputs[i]] = value
-        return KernelContext(self.operation, self.index, self._operands, self._inputs,
-                             self._outputs, values, None, self.relaxed, {})
+        values[self._inputs[name][k]] = value
+        return KernelContext(self._binding, values, None, {})
+
+    # ---------------------------------------------------------------- errors
+
+    def _unavailable(self, name: str, k: int) -> Exception:
+        """Why input ``name`` (operand ``k``) cannot be read: undeclared, absent, omitted, or
+        (at compile time) not known yet."""
+        indices = self._inputs.get(name)
+        if indices is None:
+            return self._undeclared(name)
+        if k < len(indices):
+            if self._values[indices[k]] is not OMITTED:
+                return ValueNotKnown(name)
+        elif k >= len(self._binding.positions[name]):
+            return OpFailedError(f"{self.describe_input(name)} has no operand {k}")
+        return BadDataError(f"{self.describe_input(name, k)} is omitted but needed")
+
+    def _no_output(self, name: str) -> Exception:
+        return OpFailedError(f"the kernel asked for output {name!r}, which this"
+                             f" {self.operation.name} operation does not have")
+
+    def _undeclared(self, name: str) -> Exception:
+        form = f" ({self.form} form)" if self.form else ""
+        return OpFailedError(f"the kernel asked for input {name!r}, which the signature of"
+                             f" {self.operation.name}{form} does not declare")

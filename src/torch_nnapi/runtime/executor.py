@@ -27,9 +27,9 @@ from ..nnapi.errors import (
     OutOfMemoryError,
 )
 from ..nnapi.model import Lifetime, Model, Operation, element_count
-from ..nnapi.signatures import MatchFailure, match_signature, signature_of
+from ..nnapi.signatures import MatchFailure, SignatureMatch, match_signature, signature_of
 from . import native
-from .context import OMITTED, KernelContext, Shape, ValueNotKnown
+from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
 from .limits import check_tensor_sizes, is_allocation_failure
 from .registry import Kernel, PlanFn, Runner, fusion_for, kernel_for, native_kernel_for
 
@@ -65,6 +65,8 @@ class Step:
     position: int
     operation: Operation
     kernel: Kernel
+    # The operation's inputs and outputs by signature name, for its kernel.
+    binding: Binding
     # Output shapes settled at compile time from input shapes and constants only, valid
     # whenever the actual input shapes equal ``input_shapes``.
     static_outputs: list[Shape] | None = None
@@ -145,7 +147,8 @@ class Compilation:
         self._constants: list[Any] = [
             o.value if o.lifetime is Lifetime.CONSTANT else None for o in model.operands
         ]
-        self.steps = [self._step(i, op) for i, op in enumerate(model.operations)]
+        self.steps = [self._step(i, op, match)
+                      for i, (op, match) in enumerate(zip(model.operations, model.matches))]
         self.shapes = self._infer_static_shapes()
         if native.uses_native(self.kernels):
             self._find_fusions()
@@ -158,7 +161,7 @@ class Compilation:
 
     # ---------------------------------------------------------------- compile time
 
-    def _step(self, position: int, operation: Operation) -> Step:
+    def _step(self, position: int, operation: Operation, match: SignatureMatch) -> Step:
         kernel = kernel_for(operation.type)
         if kernel is None:
             raise BadDataError(f"operation {position} ({operation.type.name}): the host runtime"
@@ -170,8 +173,9 @@ class Compilation:
         rounded = tuple(self.emulate_float16 and operands[o].type == OperandType.TENSOR_FLOAT32
                         for o in operation.outputs)
         single = operation.outputs[0] if len(operation.outputs) == 1 and not rounded[0] else -1
-        return Step(position, operation, kernel, planner=planner, variable=variable,
-                    rounded=rounded, inputs=tuple(operation.inputs), single_output=single)
+        return Step(position, operation, kernel, Binding(operands, operation, match),
+                    planner=planner, variable=variable, rounded=rounded,
+                    inputs=tuple(operation.inputs), single_output=single)
 
     def _infer_static_shapes(self) -> list[Shape]:
         operands = self.model.operands
@@ -183,9 +187,7 @@ class Compilation:
             present = [i for i in op.inputs if operands[i].lifetime is not Lifetime.NO_VALUE]
             if not all(_fully_known(shapes[i], operands[i].is_scalar) for i in present):
                 continue
-            ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs,
-                                self._constants, shapes, self.model.relax_float32_to_float16,
-                                step.memo)
+            ctx = KernelContext(step.binding, self._constants, shapes, step.memo)
             try:
                 outs = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
             except ValueNotKnown:
@@ -337,7 +339,9 @@ class Compilation:
                     results = plan[1](*[values[i] for i in step.inputs])
                 except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
                     raise _prefixed(e, step.where) from e
-                if step.single_output >= 0 and type(results) is np.ndarray:
+                if results is None:  # this execution is the reference kernel's
+                    self._run_step(step, values, static)
+                elif step.single_output >= 0 and type(results) is np.ndarray:
                     values[step.single_output] = results
                 else:
                     if type(results) is np.ndarray:
@@ -372,8 +376,7 @@ class Compilation:
         compile-time shapes (``static``), its fusion with an earlier step planned too."""
         op = step.operation
         operands = self.model.operands
-        ctx = KernelContext(op.type, step.position, operands, op.inputs, op.outputs, values,
-                            None, self.model.relax_float32_to_float16, step.memo)
+        ctx = KernelContext(step.binding, values, None, step.memo)
         try:
             if step.static_outputs is not None and all(
                     values[i] is OMITTED or values[i] is None or values[i].shape == s
@@ -421,9 +424,7 @@ class Compilation:
         producer = step.fusion
         assert producer is not None
         op = producer.operation
-        producer_ctx = KernelContext(op.type, producer.position, self.model.operands, op.inputs,
-                                     op.outputs, values, None,
-                                     self.model.relax_float32_to_float16, producer.memo)
+        producer_ctx = KernelContext(producer.binding, values, None, producer.memo)
         planner = fusion_for(op.type, step.operation.type)
         try:
             runner = planner(producer_ctx, ctx) if planner is not None else None

@@ -7,7 +7,9 @@ A native kernel is a planner: given an operation's context (its constants and th
 its inputs) it reads and checks its parameters once and returns a runner, ``runner(*values)``
 on the operation's input values in order, returning its outputs, valid while the non-constant
 inputs keep their shapes; or None to leave the operation to the reference execute. The
-executor keeps each step's runner and calls it directly on later executions. A native fusion
+executor keeps each step's runner and calls it directly on later executions; a runner
+returning None hands that execution to the reference execute (GATHER's, for indices out of
+range, which the reference reports). A native fusion
 (``register_fusion``) plans one runner for two operations.
 """
 

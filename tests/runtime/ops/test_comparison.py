@@ -93,10 +93,11 @@ def test_select_requantizes_to_the_output():
 
 def test_select_needs_equal_shapes():
     with pytest.raises(BadDataError, match=r"SELECT\): input 0 \(condition\) has shape \[3\]"
-                                           r" but input 1 has \[1\]"):
+                                           r" but input 1 \(input1\) has \[1\]"):
         Compilation(build(Op.SELECT, [feed(BOOL8, dims=(3,)), feed(F32, dims=(1,)),
                                       feed(F32, dims=(1,))], [out(F32, (1,))]))
-    with pytest.raises(BadDataError, match=r"input 2 has shape \[1\] but input 1 has \[3\]"):
+    with pytest.raises(BadDataError, match=r"input 2 \(input2\) has shape \[1\] but input 1"
+                                           r" \(input1\) has \[3\]"):
         Compilation(build(Op.SELECT, [feed(BOOL8, dims=(3,)), feed(F32, dims=(3,)),
                                       feed(F32, dims=(1,))], [out(F32, (3,))]))
 

@@ -352,17 +352,18 @@ def _conv_error(args, op=Op.CONV_2D):
 
 def test_parameter_errors_name_the_operation_and_the_problem():
     x, w, b = feed(F32, rand(1, 5, 5, 2)), const(F32, rand(3, 3, 3, 2)), const(F32, rand(3))
-    assert "operation 0 (CONV_2D): implicit padding must be a PaddingCode" in \
+    assert "operation 0 (CONV_2D): input 3 (padding) must be a PaddingCode" in \
         _conv_error(conv_args(x, w, b, scheme=3))
-    assert "strides must be positive" in _conv_error(conv_args(x, w, b, scheme=SAME,
-                                                               strides=(0, 1)))
+    assert "input 5 (stride_h) must be positive, got 0" in \
+        _conv_error(conv_args(x, w, b, scheme=SAME, strides=(0, 1)))
     assert "padding left (3) must be smaller than the filter extent (3)" in \
         _conv_error(conv_args(x, w, b, explicit=(3, 0, 0, 0)))
-    assert "padding top must not be negative" in \
+    assert "input 5 (pad_top) must not be negative, got -1" in \
         _conv_error(conv_args(x, w, b, explicit=(0, 0, -1, 0)))
-    assert "dilation factors must be positive" in \
+    assert "input 9 (dilation_h) must be positive, got 0" in \
         _conv_error(conv_args(x, w, b, scheme=SAME, nchw=False, dilation=(0, 1)))
-    assert "fused activation code 7" in _conv_error(conv_args(x, w, b, scheme=SAME, fuse=7))
+    assert "input 6 (fuse_code) 7 is not a FuseCode" in \
+        _conv_error(conv_args(x, w, b, scheme=SAME, fuse=7))
     assert "input depth 2 must equal the filter's depth 3" in \
         _conv_error(conv_args(x, const(F32, rand(3, 3, 3, 3)), b, scheme=SAME))
     assert "input 2 (bias) has 4 values, the output depth is 3" in \
@@ -375,13 +376,14 @@ def test_parameter_errors_name_the_operation_and_the_problem():
 
 def test_depthwise_grouped_and_fc_errors():
     x = feed(F32, rand(1, 5, 5, 2))
-    assert "depth_multiplier 3 times input depth 2 must equal the filter's depth 4" in \
+    assert "input 6 (depth_multiplier) 3 times input depth 2 must equal the filter's depth 4" \
+        in \
         _conv_error(conv_args(x, const(F32, rand(1, 3, 3, 4)), const(F32, rand(4)), scheme=SAME,
                               extra=(3,)), Op.DEPTHWISE_CONV_2D)
-    assert "num_groups (3) must be positive and divide the output depth (4)" in \
+    assert "input 6 (num_groups) 3 must be positive and divide the output depth (4)" in \
         _conv_error(conv_args(x, const(F32, rand(4, 3, 3, 1)), const(F32, rand(4)), scheme=SAME,
                               extra=(3,), nchw=False), Op.GROUPED_CONV_2D)
-    assert "input 0 has 50 elements, not a multiple of the weights' input size 3" in \
+    assert "input 0 (input) has 50 elements, not a multiple of the weights' input size 3" in \
         _conv_error([x, const(F32, rand(4, 3)), const(F32, rand(4)), i32(0)], Op.FULLY_CONNECTED)
     assert "input 3 (output_shape) must have 4 values" in \
         _conv_error([x, const(F32, rand(2, 3, 3, 2)), const(F32, rand(2)),

@@ -228,9 +228,10 @@ def _basic(rng=None):
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda p: p.pop("ri"), r"CIFG: inputs 1 \(input_to_input_weights\), 5"
-                            r" \(recurrent_to_input_weights\), 12 \(input_gate_bias\) must all"),
-    (lambda p: p.pop("pf"), r"peephole: inputs 9 .* must all have values or all be omitted"),
+    (lambda p: p.pop("ri"), r"CIFG: input 1 \(input_to_input_weights\), input 5"
+                            r" \(recurrent_to_input_weights\), input 12 \(input_gate_bias\)"
+                            " must all"),
+    (lambda p: p.pop("pf"), r"peephole: input 9 .* must all have values or all be omitted"),
     (lambda p: p.update(wf=np.zeros((4, 2), np.float32)),
      r"input 2 \(input_to_forget_weights\) must have shape \[4, 3\], got \[4, 2\]"),
     (lambda p: p.update(pb=np.zeros(4, np.float32)),
@@ -287,8 +288,8 @@ def test_bidirectional_lstm_output_count_must_follow_merge_outputs():
     fw, bw = lstm_params(rng, 3, 4), lstm_params(rng, 3, 4)
     xs = np.zeros((2, 1, 3), np.float32)
     states = [*_states(rng, 1, fw, 4), *_states(rng, 1, bw, 4)]
-    with pytest.raises(BadDataError, match="merge_outputs is True, so the operation must have"
-                                           " 1 outputs, not 2"):
+    with pytest.raises(BadDataError, match=r"input 51 \(merge_outputs\) is True, so the"
+                                           " operation must have 1 outputs, not 2"):
         run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
             *operands(_bidirectional_inputs(fw, bw, xs, states, True, True), 2))
 

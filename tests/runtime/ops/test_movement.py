@@ -172,7 +172,8 @@ def test_space_to_batch_pads_quant8_with_the_zero_point():
 
 
 def test_batch_to_space_needs_a_divisible_batch():
-    with pytest.raises(BadDataError, match="batch 3 of input 0 is not a multiple of the block"):
+    with pytest.raises(BadDataError, match=r"batch 3 of input 0 \(input\) is not a multiple"
+                                           r" of the block size, input 1 \(block_shape\) 2x1"):
         run1(Op.BATCH_TO_SPACE_ND, [feed(F32, np.zeros((3, 1, 1, 1), np.float32)),
                                     const(I32, [2, 1])], out(F32, (0,) * 4))
 
@@ -200,8 +201,8 @@ def test_depth_to_space_and_back(nchw):
 
 
 def test_space_to_depth_needs_divisible_spatial_size():
-    with pytest.raises(BadDataError, match=r"spatial size 3x4 of input 0 is not a multiple of"
-                                           " block_size 2"):
+    with pytest.raises(BadDataError, match=r"spatial size 3x4 of input 0 \(input\) is not a"
+                                           r" multiple of input 1 \(block_size\) 2"):
         run1(Op.SPACE_TO_DEPTH, [feed(F32, np.zeros((1, 3, 4, 1), np.float32)), const(INT, 2)],
              out(F32, (0,) * 4))
 

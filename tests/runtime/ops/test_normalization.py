@@ -71,8 +71,8 @@ def test_softmax_quant8_with_a_wide_range_saturates_small_terms_to_zero():
 
 @pytest.mark.parametrize("inputs,message", [
     ([const(FLOAT, 0.0)], r"input 1 \(beta\) must be positive, got 0.0"),
-    ([const(FLOAT, 1.0), const(INT, 4)], r"input 2 \(axis\) must be in \[-4, 4\) .*, got 4"),
-    ([const(FLOAT, 1.0), const(INT, -5)], r"must be in \[-4, 4\) .*, got -5"),
+    ([const(FLOAT, 1.0), const(INT, 4)], r"input 2 \(axis\) 4 is out of range \[-4, 4\)"),
+    ([const(FLOAT, 1.0), const(INT, -5)], r"input 2 \(axis\) -5 is out of range \[-4, 4\)"),
 ])
 def test_softmax_invalid_parameters(inputs, message):
     model = build(Op.SOFTMAX, [feed(F32, dims=SHAPE), *inputs], [out(F32, SHAPE)])

@@ -112,8 +112,8 @@ def test_pool_zero_batches_and_dynamic_shapes():
 
 def test_pool_errors():
     x = feed(F32, rand(1, 4, 4, 1))
-    with pytest.raises(BadDataError, match=r"MAX_POOL_2D\): filter width and height must be"
-                                           r" positive, got 0 and 2"):
+    with pytest.raises(BadDataError, match=r"MAX_POOL_2D\): input 4 \(filter_w\) and input 5"
+                                           r" \(filter_h\) must be positive, got 0 and 2"):
         run1(Op.MAX_POOL_2D, pool_args(x, scheme=SAME, filt=(2, 0)), out(F32))
     with pytest.raises(BadDataError, match=r"padding bottom \(2\) must be smaller than the"
                                            r" filter extent \(2\)"):
@@ -225,7 +225,8 @@ def test_resize_errors():
     with pytest.raises(BadDataError, match=r"RESIZE_BILINEAR\): the output height and width"
                                            r" must be positive, got 1 and 0"):
         run1(Op.RESIZE_BILINEAR, resize_args(feed(F32, x), f32(0.2), f32(0.3)), out(F32))
-    with pytest.raises(BadDataError, match="align_corners and half_pixel_centers cannot both"):
+    with pytest.raises(BadDataError, match=r"input 4 \(align_corners\) and input 5"
+                                           r" \(half_pixel_centers\) cannot both be true"):
         run1(Op.RESIZE_NEAREST_NEIGHBOR, resize_args(feed(F32, x), i32(2), i32(2), nchw=False,
                                                      corners=(True, True)), out(F32))
     # A float16 input takes float16 scales.

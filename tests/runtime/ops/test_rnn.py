@@ -120,7 +120,9 @@ def test_bidirectional_rnn_aux_inputs_all_or_none():
     fw, bw = _rnn_weights(rng, 3, 4, 3), _rnn_weights(rng, 3, 4, 3)
     xs = np.zeros((2, 1, 3), np.float32)
     h = np.zeros((1, 4), np.float32)
-    with pytest.raises(BadDataError, match=r"inputs 9 \(aux_input\), 10 \(fw_aux_weights\)"):
+    with pytest.raises(BadDataError, match=r"input 9 \(aux_input\), input 10"
+                                           r" \(fw_aux_weights\), input 11 \(bw_aux_weights\)"
+                                           " must all have values or all be omitted"):
         run(Op.BIDIRECTIONAL_SEQUENCE_RNN,
             *operands([xs, *fw[:3], h, *bw[:3], h, xs, fw[3], None, i32(RELU), boolean(True),
                        boolean(False)], 2))

@@ -145,7 +145,8 @@ def test_concatenation_with_shared_quantization_keeps_feature_level_1():
 
 @pytest.mark.parametrize("axis, b_shape, message", [
     (-1, (2, 3, 4), r"input 2 \(axis\) -1 is out of range \[0, 3\)"),
-    (0, (2, 2, 4), r"input 1 has shape \[2, 2, 4\], which differs from input 0"),
+    (0, (2, 2, 4), r"input 1 \(inputs\) has shape \[2, 2, 4\], which differs from"
+                    r" input 0 \(inputs\)"),
 ])
 def test_concatenation_errors(axis, b_shape, message):
     with pytest.raises(BadDataError, match=message):

@@ -13,7 +13,6 @@ import numpy as np
 
 from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
-from ...nnapi.model import Lifetime
 from ..context import KernelContext
 from ..ops import conv as ref
 from ..ops._spatial import from_nhwc
@@ -44,12 +43,11 @@ _PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 _MAX_COLUMN_ELEMENTS = 1 << 22
 
 
-def constant_parameters(ctx: KernelContext, first: int = 1) -> bool:
-    """Whether every input from ``first`` on (the parameters after the data) is a constant
-    of the model, which a plan may read once: a runner is reused while the shapes of the
-    other inputs stay the same, whatever their values."""
-    return all(ctx.input_operand(i).lifetime in (Lifetime.CONSTANT, Lifetime.NO_VALUE)
-               for i in range(first, ctx.num_inputs))
+def constant_parameters(ctx: KernelContext, *data: str) -> bool:
+    """Whether every input but the ``data`` ones (by default "input") is a constant of the
+    model, which a plan may read once: a runner is reused while the shapes of the data
+    inputs stay the same, whatever their values."""
+    return ctx.variable_inputs <= set(data or ("input",))
 
 
 def _geometry_window(geo: ref._Conv) -> tuple[int, ...]:
@@ -63,14 +61,15 @@ def _nhwc(x: np.ndarray, nchw: bool) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nchw else x
 
 
-def _requantization(ctx: KernelContext, fuse_code: int) -> Requantization:
+def _requantization(ctx: KernelContext, fuse_code: int, weights: str = "filter") \
+        -> Requantization:
     scale, zero = ctx.output_quant()
     lo, hi = activation_range_quantized(fuse_code, scale, zero)
-    return Requantization(ref._real_multipliers(ctx, scale), zero, lo, hi)
+    return Requantization(ref._real_multipliers(ctx, scale, weights), zero, lo, hi)
 
 
-def _filter_zero(ctx: KernelContext) -> int:
-    return 0 if ctx.input_type(1) == _PER_CHANNEL else ctx.input_quant(1)[1]
+def _filter_zero(ctx: KernelContext, weights: str = "filter") -> int:
+    return 0 if ctx.input_type(weights) == _PER_CHANNEL else ctx.input_quant(weights)[1]
 
 
 def _once(ctx: KernelContext, what: str, build):
@@ -82,20 +81,23 @@ def _once(ctx: KernelContext, what: str, build):
 
 def _conv_plan(ctx: KernelContext) -> Q8Conv | None:
     geo = ref._geometry(ctx)
-    return q8_conv(ctx.input(1), _filter_zero(ctx), ctx.input(2), geo.groups,
-                   ctx.input_quant(0)[1], _requantization(ctx, geo.params.fuse_code))
+    return q8_conv(ctx.input("filter"), _filter_zero(ctx), ctx.input("bias"), geo.groups,
+                   ctx.input_quant("input")[1], _requantization(ctx, geo.params.fuse_code))
 
 
 def _depthwise_plan(ctx: KernelContext) -> Q8Depthwise | None:
     geo = ref._geometry(ctx)
-    return q8_depthwise(ctx.input(1), _filter_zero(ctx), ctx.input(2), geo.multiplier,
-                        ctx.input_quant(0)[1], _requantization(ctx, geo.params.fuse_code))
+    return q8_depthwise(ctx.input("filter"), _filter_zero(ctx), ctx.input("bias"),
+                        geo.multiplier, ctx.input_quant("input")[1],
+                        _requantization(ctx, geo.params.fuse_code))
 
 
 def _fc_plan(ctx: KernelContext) -> Q8Conv | None:
-    weights = ctx.input(1)
-    return q8_conv(weights.reshape(weights.shape[0], 1, 1, weights.shape[1]), _filter_zero(ctx),
-                   ctx.input(2), 1, ctx.input_quant(0)[1], _requantization(ctx, ctx.scalar(3)))
+    weights = ctx.input("weights")
+    return q8_conv(weights.reshape(weights.shape[0], 1, 1, weights.shape[1]),
+                   _filter_zero(ctx, "weights"), ctx.input("bias"), 1,
+                   ctx.input_quant("input")[1],
+                   _requantization(ctx, ctx.scalar("fuse_code"), "weights"))
 
 
 def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref._Conv,
@@ -133,8 +135,9 @@ def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref._Conv,
 @register_native(Op.CONV_2D, Op.GROUPED_CONV_2D)
 def conv_2d(ctx: KernelContext) -> Runner | None:
     geo = ref._geometry(ctx)
-    kind = ctx.input_type(0)
-    if geo.batches == 0 or kind not in (_F32, _Q8) or not constant_parameters(ctx, first=3):
+    kind = ctx.input_type("input")
+    if geo.batches == 0 or kind not in (_F32, _Q8) or \
+            not constant_parameters(ctx, "input", "filter", "bias"):
         return None
     nchw, geometry = geo.params.nchw, _geometry_window(geo)
     if not window_fits(geometry):
@@ -162,8 +165,9 @@ def conv_2d(ctx: KernelContext) -> Runner | None:
 @register_native(Op.DEPTHWISE_CONV_2D)
 def depthwise_conv_2d(ctx: KernelContext) -> Runner | None:
     geo = ref._geometry(ctx)
-    kind = ctx.input_type(0)
-    if geo.batches == 0 or kind not in (_F32, _Q8) or not constant_parameters(ctx, first=3):
+    kind = ctx.input_type("input")
+    if geo.batches == 0 or kind not in (_F32, _Q8) or \
+            not constant_parameters(ctx, "input", "filter", "bias"):
         return None
     nchw, geometry = geo.params.nchw, _geometry_window(geo)
     if not window_fits(geometry):
@@ -184,8 +188,9 @@ def depthwise_conv_2d(ctx: KernelContext) -> Runner | None:
 @register_native(Op.FULLY_CONNECTED)
 def fully_connected(ctx: KernelContext) -> Runner | None:
     batch, input_size, units = ref._fc_geometry(ctx)
-    kind = ctx.input_type(0)
-    if batch == 0 or kind not in (_F32, _Q8) or not constant_parameters(ctx, first=3):
+    kind = ctx.input_type("input")
+    if batch == 0 or kind not in (_F32, _Q8) or \
+            not constant_parameters(ctx, "input", "weights", "bias"):
         return None
     geometry = window(batch, 1, 1, input_size, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0)
     if not window_fits(geometry):
@@ -196,7 +201,7 @@ def fully_connected(ctx: KernelContext) -> Runner | None:
             return None
         return lambda x, *_: plan.run(x.reshape(batch, input_size), geometry,
                                       np.empty((batch, units), np.uint8))
-    lo, hi = activation_range_float(ctx.scalar(3))
+    lo, hi = activation_range_float(ctx.scalar("fuse_code"))
     if not module().has_sgemm():
         return lambda x, w, b, *_: bias_activation_f32(
             np.matmul(x.reshape(batch, input_size), w.T), b, lo, hi)
@@ -212,14 +217,14 @@ def fully_connected(ctx: KernelContext) -> Runner | None:
 def _transpose_products(ctx: KernelContext) -> Q8Conv | None:
     """Every input pixel times the whole filter: products [kh * kw * out, in] as a 1x1
     convolution, when all the sums of the transposed convolution fit int32."""
-    w = ctx.input(1)
+    w = ctx.input("filter")
     _, kh, kw, cin = w.shape
-    bias = ctx.input(2)
+    bias = ctx.input("bias")
     if kh * kw * cin * _PRODUCT_BOUND + int(np.abs(bias.astype(np.int64)).max(initial=0)) \
             > _INT32_LIMIT:
         return None
     return q8_products(np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(-1, cin),
-                       _filter_zero(ctx), ctx.input_quant(0)[1])
+                       _filter_zero(ctx), ctx.input_quant("input")[1])
 
 
 @register_native(Op.TRANSPOSE_CONV_2D)
@@ -227,8 +232,9 @@ def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     """Each input pixel times the whole filter (BLAS, or the exact quantized sums), then C
     adds up the contributions landing on each output pixel, in the reference's order."""
     wnd, params, geo = ref._transpose_geometry(ctx)
-    kind = ctx.input_type(0)
-    if geo.batches == 0 or kind not in (_F32, _Q8) or not constant_parameters(ctx, first=3):
+    kind = ctx.input_type("input")
+    if geo.batches == 0 or kind not in (_F32, _Q8) or \
+            not constant_parameters(ctx, "input", "filter", "bias"):
         return None
     nchw = params.nchw
     n, h, wd, c = geo.batches, geo.height, geo.width, geo.in_depth
@@ -257,7 +263,7 @@ def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     fixed = requant.fixed_point(cout)
     if plan is None or fixed is None:
         return None
-    bias = np.ascontiguousarray(ctx.input(2), np.int32)
+    bias = np.ascontiguousarray(ctx.input("bias"), np.int32)
     pixels = window(n, h, wd, c, h, wd, 1, 1, 1, 1, 1, 1, 0, 0)
 
     def run(x: np.ndarray, *_) -> np.ndarray:

@@ -77,8 +77,9 @@ def broadcast_layout(a: tuple[int, ...], b: tuple[int, ...]) -> Layout | None:
 def _q8_binary_params(ctx: KernelContext) -> tuple[int, ...] | None:
     """The fixed-point parameters of a quantized ADD/SUB/MUL, computed as the reference kernel
     does; None when a shift is beyond the native kernel's range."""
-    (s1, z1), (s2, z2), (so, zo) = ctx.input_quant(0), ctx.input_quant(1), ctx.output_quant()
-    lo, hi = activation_range_quantized(ctx.scalar(2), so, zo)
+    (s1, z1), (s2, z2), (so, zo) = ctx.input_quant("input0"), ctx.input_quant("input1"), \
+        ctx.output_quant()
+    lo, hi = activation_range_quantized(ctx.scalar("fuse_code"), so, zo)
     if ctx.operation == Op.MUL:
         product_scale = float(np.float32(s1) * np.float32(s2))
         mo, ro = quantize_multiplier_smaller_than_one(product_scale / so)
@@ -100,11 +101,11 @@ def _q8_binary_params(ctx: KernelContext) -> tuple[int, ...] | None:
 
 @register_native(Op.ADD, Op.SUB, Op.MUL, Op.DIV)
 def binary_arithmetic(ctx: KernelContext) -> Runner | None:
-    kind = ctx.input_type(0)
+    kind = ctx.input_type("input0")
     if kind not in (_F32, _Q8) or (kind == _Q8 and ctx.operation == Op.DIV) or \
-            not constant_parameters(ctx, first=2):
+            not constant_parameters(ctx, "input0", "input1"):
         return None
-    a, b = ctx.input_shape(0), ctx.input_shape(1)
+    a, b = ctx.input_shape("input0"), ctx.input_shape("input1")
     layout = broadcast_layout(a, b)
     if layout is None:
         return None
@@ -112,7 +113,7 @@ def binary_arithmetic(ctx: KernelContext) -> Runner | None:
     kernels = module()
     if kind == _F32:
         opcode = _OPCODES[ctx.operation]
-        lo, hi = activation_range_float(ctx.scalar(2))
+        lo, hi = activation_range_float(ctx.scalar("fuse_code"))
         if lo == -np.inf and hi == np.inf:  # NumPy's ufunc: the same IEEE arithmetic, one call
             return _UFUNCS[ctx.operation]
 
@@ -135,15 +136,15 @@ def binary_arithmetic(ctx: KernelContext) -> Runner | None:
 
 
 def reference_table(ctx: KernelContext) -> np.ndarray:
-    """The reference kernel's output for each of the 256 values of input 0 (uint8)."""
+    """The reference kernel's output for each of the 256 values of the (uint8) input."""
     reference = kernel_for(ctx.operation)
     assert reference is not None, f"no reference kernel for {ctx.operation.name}"
     every_value = np.arange(256, dtype=np.uint8)
-    return np.ascontiguousarray(reference.execute(ctx.with_input(0, every_value)))
+    return np.ascontiguousarray(reference.execute(ctx.with_input("input", every_value)))
 
 
 def _table_lookup(ctx: KernelContext) -> Runner | None:
-    if not constant_parameters(ctx, first=1):
+    if not constant_parameters(ctx):
         return None
     table = reference_table(ctx)
     lut = module().lut
@@ -158,7 +159,7 @@ def _table_lookup(ctx: KernelContext) -> Runner | None:
 
 @register_native(Op.RELU, Op.RELU1, Op.RELU6)
 def clamp_activation(ctx: KernelContext) -> Runner | None:
-    kind = ctx.input_type(0)
+    kind = ctx.input_type("input")
     if kind == _Q8:
         return _table_lookup(ctx)
     if kind != _F32:
@@ -177,19 +178,19 @@ def clamp_activation(ctx: KernelContext) -> Runner | None:
 @register_native(Op.LOGISTIC, Op.TANH)
 def sigmoid_activation(ctx: KernelContext) -> Runner | None:
     # Float LOGISTIC and TANH stay with NumPy, whose exp and tanh are already vectorized.
-    return _table_lookup(ctx) if ctx.input_type(0) == _Q8 else None
+    return _table_lookup(ctx) if ctx.input_type("input") == _Q8 else None
 
 
 @register_native(Op.DEQUANTIZE)
 def dequantize(ctx: KernelContext) -> Runner | None:
-    if ctx.input_type(0) != _Q8 or ctx.output_dtype() != np.float32:
+    if ctx.input_type("input") != _Q8 or ctx.output_dtype() != np.float32:
         return None
     return _table_lookup(ctx)
 
 
 @register_native(Op.QUANTIZE)
 def quantize(ctx: KernelContext) -> Runner | None:
-    if ctx.input_type(0) != _F32:
+    if ctx.input_type("input") != _F32:
         return None
     scale, zero_point = ctx.output_quant()
     quantize_f32 = module().quantize_f32

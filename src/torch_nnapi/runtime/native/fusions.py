@@ -41,13 +41,13 @@ def _roles(a: tuple[int, ...], b: tuple[int, ...], axis: int):
 
 @register_fusion(Op.MUL, Op.REDUCE_SUM)
 def product_sum(mul: KernelContext, reduce_sum: KernelContext) -> Runner | None:
-    if mul.input_type(0) != _F32 or not constant_parameters(mul, first=2) or \
-            mul.scalar(2) != 0 or not constant_parameters(reduce_sum):
+    if mul.input_type("input0") != _F32 or not constant_parameters(mul, "input0", "input1") \
+            or mul.scalar("fuse_code") != 0 or not constant_parameters(reduce_sum):
         return None
     axes, _, out_shape = reduction._reduce_plan(reduce_sum)
     if len(axes) != 1:
         return None
-    a_shape, b_shape = mul.input_shape(0), mul.input_shape(1)
+    a_shape, b_shape = mul.input_shape("input0"), mul.input_shape("input1")
     rank = max(len(a_shape), len(b_shape))
     a_shape = (1,) * (rank - len(a_shape)) + tuple(a_shape)
     b_shape = (1,) * (rank - len(b_shape)) + tuple(b_shape)

@@ -19,6 +19,7 @@ from ...nnapi.codes import OperationType as Op
 from .. import fixedpoint as fp
 from ..context import KernelContext
 from ..ops import normalization as ref
+from ..ops._shape_common import axis_scalar
 from ..registry import Runner, register_native
 from . import module
 from .conv_kernels import constant_parameters
@@ -32,7 +33,7 @@ def _rows(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
 def _q8_tables(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, int]:
     """(exponentials, their terms of the sum, smallest counted difference), indexed by
     -difference from the row maximum, as the reference computes them."""
-    multiplier, left_shift, diff_min = ref._softmax_quant8_params(ctx, float(ctx.scalar(1)))
+    multiplier, left_shift, diff_min = ref._softmax_quant8_params(ctx, float(ctx.scalar("beta")))
     diff = -np.arange(256, dtype=np.int64)
     counted = diff >= diff_min
     scaled = fp.multiply_by_quantized_multiplier_greater_than_one(
@@ -44,15 +45,15 @@ def _q8_tables(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, int]:
 
 @register_native(Op.SOFTMAX)
 def softmax(ctx: KernelContext) -> Runner | None:
-    kind = ctx.input_type(0)
-    shape = ctx.input_shape(0)
+    kind = ctx.input_type("input")
+    shape = ctx.input_shape("input")
     if kind not in (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_QUANT8_ASYMM) or \
             math.prod(shape) == 0 or not constant_parameters(ctx):
         return None
-    layout = _rows(shape, ref._axis(ctx, 2, len(shape)))
+    layout = _rows(shape, axis_scalar(ctx, "axis", len(shape)))
     kernels = module()
     if kind == OperandType.TENSOR_FLOAT32:
-        beta = float(np.float32(ctx.scalar(1)))
+        beta = float(np.float32(ctx.scalar("beta")))
 
         def run_float(x: np.ndarray, *_) -> np.ndarray:
             out = np.empty(shape, np.float32)

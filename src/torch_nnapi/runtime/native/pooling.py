@@ -21,7 +21,7 @@ _KINDS = {Op.AVERAGE_POOL_2D: 0, Op.MAX_POOL_2D: 1, Op.L2_POOL_2D: 2}
 
 @register_native(Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D)
 def pool_2d(ctx: KernelContext) -> Runner | None:
-    kind = ctx.input_type(0)
+    kind = ctx.input_type("input")
     quantized = kind == OperandType.TENSOR_QUANT8_ASYMM
     if not (quantized or kind == OperandType.TENSOR_FLOAT32) or \
             (quantized and ctx.operation == Op.L2_POOL_2D) or not constant_parameters(ctx):

@@ -22,13 +22,13 @@ _KINDS = {Op.MEAN: 0, Op.REDUCE_SUM: 1, Op.REDUCE_MAX: 2, Op.REDUCE_MIN: 3}
 
 @register_native(*_KINDS)
 def reduce(ctx: KernelContext) -> Runner | None:
-    kind = ctx.input_type(0)
+    kind = ctx.input_type("input")
     quantized = kind == OperandType.TENSOR_QUANT8_ASYMM
     if not (kind == OperandType.TENSOR_FLOAT32 or (quantized and ctx.operation == Op.MEAN)) \
             or not constant_parameters(ctx):
         return None
     axes, _, out_shape = ref._reduce_plan(ctx)
-    shape = ctx.input_shape(0)
+    shape = ctx.input_shape("input")
     if not axes or list(axes) != list(range(axes[0], axes[-1] + 1)) or math.prod(shape) == 0:
         return None  # reduced axes apart, none, or nothing to reduce
     layout = (math.prod(shape[:axes[0]]), math.prod(shape[axes[0]:axes[-1] + 1]),

@@ -18,10 +18,9 @@ import numpy as np
 
 from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
-from ...nnapi.model import Lifetime
 from ..context import KernelContext
 from ..ops import shape, unary_math
-from ..ops._shape_common import check_indices, resolve_axis
+from ..ops._shape_common import axis_scalar
 from ..registry import Runner, register_native
 from . import module
 from .conv_kernels import constant_parameters
@@ -55,21 +54,21 @@ def split(ctx: KernelContext) -> Runner | None:
     return lambda x, *_: [np.ascontiguousarray(p) for p in np.split(x, parts, axis=axis)]
 
 
-def _requantization_table(ctx: KernelContext, i: int) -> np.ndarray | None:
-    """The reference's requantization of input ``i`` to the output's quantization for every
-    uint8 value; None when they are quantized alike."""
+def _requantization_table(ctx: KernelContext, k: int) -> np.ndarray | None:
+    """The reference's requantization of the k-th input to the output's quantization for
+    every uint8 value; None when they are quantized alike."""
     every_value = np.arange(256, dtype=np.uint8)
-    table = shape._requantized(ctx.with_input(i, every_value), i)
+    table = shape._requantized(ctx.with_input("inputs", every_value, k), k)
     return None if table is every_value else np.ascontiguousarray(table, np.uint8)
 
 
 @register_native(Op.CONCATENATION)
 def concatenation(ctx: KernelContext) -> Runner | None:
-    count = ctx.num_inputs - 1
-    if ctx.input_operand(count).lifetime is not Lifetime.CONSTANT:
+    if not constant_parameters(ctx, "inputs"):
         return None
-    axis = ctx.scalar(count)
-    if ctx.input_type(0) != _Q8:
+    count = ctx.input_count("inputs")
+    axis = ctx.scalar("axis")
+    if ctx.input_type("inputs") != _Q8:
         return lambda *values: np.concatenate(values[:count], axis=axis)
     tables = [_requantization_table(ctx, i) for i in range(count)]
     lut = module().lut
@@ -87,14 +86,15 @@ def concatenation(ctx: KernelContext) -> Runner | None:
 
 @register_native(Op.GATHER)
 def gather(ctx: KernelContext) -> Runner | None:
-    if ctx.input_operand(1).lifetime is not Lifetime.CONSTANT:
+    if not constant_parameters(ctx, "input", "indices"):
         return None
-    x_shape = ctx.input_shape(0)
-    axis = resolve_axis(ctx.scalar(1), len(x_shape), 1, "axis")
+    x_shape = ctx.input_shape("input")
+    axis = axis_scalar(ctx, "axis", len(x_shape))
     size = x_shape[axis]
 
-    def run(x: np.ndarray, _axis, indices: np.ndarray) -> np.ndarray:
-        check_indices(indices, size, 2, "indices", f"dimension {axis} of input 0")
+    def run(x: np.ndarray, _axis, indices: np.ndarray) -> np.ndarray | None:
+        if ((indices < 0) | (indices >= size)).any():
+            return None  # the reference kernel reports which index, where
         return np.asarray(np.take(x, indices, axis=axis))
 
     return run
@@ -102,7 +102,7 @@ def gather(ctx: KernelContext) -> Runner | None:
 
 @register_native(*unary_math._FUNCTIONS)
 def unary(ctx: KernelContext) -> Runner | None:
-    if ctx.input_type(0) != OperandType.TENSOR_FLOAT32:
+    if ctx.input_type("input") != OperandType.TENSOR_FLOAT32:
         return None
     # float32 in and out, as the reference computes it
     function = cast(Callable[[np.ndarray], np.ndarray], unary_math._FUNCTIONS[ctx.operation])

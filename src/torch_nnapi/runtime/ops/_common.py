@@ -1,11 +1,14 @@
-"""Shape helpers shared by kernel families."""
+"""Shape and parameter helpers shared by kernel families."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
+from ...nnapi.codes import FuseCode
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
+
+_FUSE_CODES = frozenset(int(code) for code in FuseCode)
 
 
 def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> Shape:
@@ -22,26 +25,39 @@ def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> Shape:
     return tuple(out)
 
 
-def same_as_input(i: int = 0):
-    """A prepare function for operations whose single output has input ``i``'s shape."""
+def same_as_input(name: str = "input") -> Callable[[KernelContext], list[Shape]]:
+    """A prepare function for operations whose single output has input ``name``'s shape."""
 
     def prepare(ctx: KernelContext) -> list[Shape]:
-        return [ctx.input_shape(i)]
+        return [ctx.input_shape(name)]
 
     return prepare
 
 
-def broadcast_inputs(ctx: KernelContext) -> list[Shape]:
-    """A prepare function: the output is the broadcast of inputs 0 and 1."""
-    return [broadcast_shapes(ctx.input_shape(0), ctx.input_shape(1))]
+def broadcast_inputs(first: str = "input0", second: str = "input1") \
+        -> Callable[[KernelContext], list[Shape]]:
+    """A prepare function: the output is the broadcast of inputs ``first`` and ``second``."""
+
+    def prepare(ctx: KernelContext) -> list[Shape]:
+        return [broadcast_shapes(ctx.input_shape(first), ctx.input_shape(second))]
+
+    return prepare
 
 
-def check_rank(ctx: KernelContext, i: int, ranks: Sequence[int] | range, what: str = "") -> Shape:
-    """Input ``i``'s shape, after checking its rank is one of ``ranks``."""
-    shape = ctx.input_shape(i)
+def fuse_code_input(ctx: KernelContext, name: str = "fuse_code") -> int:
+    """The fused activation of input ``name``, checked to be a FuseCode."""
+    code = ctx.scalar(name)
+    if code not in _FUSE_CODES:
+        raise BadDataError(f"{ctx.describe_input(name)} {code} is not a FuseCode (0..3)")
+    return code
+
+
+def check_rank(ctx: KernelContext, name: str, ranks: Sequence[int] | range) -> Shape:
+    """Input ``name``'s shape, after checking its rank is one of ``ranks``."""
+    shape = ctx.input_shape(name)
     if len(shape) not in ranks:
         allowed = f"{ranks.start}..{ranks.stop - 1}" if isinstance(ranks, range) else \
             " or ".join(map(str, ranks))
-        raise BadDataError(f"input {i}{' (' + what + ')' if what else ''} must have rank"
-                           f" {allowed}, got shape {list(shape)}")
+        raise BadDataError(f"{ctx.describe_input(name)} must have rank {allowed}, got shape"
+                           f" {list(shape)}")
     return shape

@@ -13,7 +13,7 @@ from typing import Callable, TypeVar
 
 import numpy as np
 
-from ...nnapi.errors import OpFailedError
+from ...nnapi.errors import BadDataError, OpFailedError
 from ..context import KernelContext
 from ..quant import round_half_away
 
@@ -22,27 +22,35 @@ ROI_DIM = 4
 Result = TypeVar("Result")
 
 
-def float_input(ctx: KernelContext, i: int) -> np.ndarray:
-    """Input ``i`` as float32: floats widened, quantized values (q - zero_point) * scale."""
-    value = ctx.input(i)
+def float_input(ctx: KernelContext, name: str) -> np.ndarray:
+    """Input ``name`` as float32: floats widened, quantized values (q - zero_point) * scale."""
+    value = ctx.input(name)
     if value.dtype.kind == "f":
         return value.astype(F32, copy=False)
-    scale, zero_point = ctx.input_quant(i)
+    scale, zero_point = ctx.input_quant(name)
     return (value.astype(F32) - F32(zero_point)) * F32(scale)
 
 
-def float_scalar(ctx: KernelContext, i: int) -> np.float32:
+def float_scalar(ctx: KernelContext, name: str) -> np.float32:
     """A FLOAT32 or FLOAT16 scalar input as float32 (the precision Android computes in)."""
-    return F32(ctx.scalar(i))
+    return F32(ctx.scalar(name))
 
 
-def output_from_float(ctx: KernelContext, j: int, values: np.ndarray) -> np.ndarray:
-    """float32 results in output ``j``'s type; quantized as round(v / scale + zero_point)."""
-    dtype = ctx.output_dtype(j)
+def positive_scalar(ctx: KernelContext, name: str):
+    """Scalar input ``name``, checked to be greater than zero."""
+    value = ctx.scalar(name)
+    if not value > 0:
+        raise BadDataError(f"{ctx.describe_input(name)} must be positive, got {value}")
+    return value
+
+
+def output_from_float(ctx: KernelContext, name: str, values: np.ndarray) -> np.ndarray:
+    """float32 results in output ``name``'s type; quantized as round(v / scale + zero_point)."""
+    dtype = ctx.output_dtype(name)
     values = np.asarray(values, dtype=F32)
     if dtype.kind == "f":
         return values.astype(dtype)
-    scale, zero_point = ctx.output_quant(j)
+    scale, zero_point = ctx.output_quant(name)
     with np.errstate(invalid="ignore", over="ignore"):
         q = round_half_away(values / F32(scale) + F32(zero_point))
     limits = np.iinfo(dtype)

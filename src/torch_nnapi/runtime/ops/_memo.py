@@ -11,26 +11,23 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
-from ...nnapi.model import Lifetime
 from ..context import KernelContext
 
 T = TypeVar("T")
 
 
 def per_operation(ctx: KernelContext, what: str, compute: Callable[[KernelContext], T],
-                  shape_only: tuple[int, ...]) -> T:
+                  shape_only: frozenset[str]) -> T:
     """compute(ctx), reused for this operation while its inputs keep their shapes.
 
-    ``compute`` may read the values of constant inputs but only the shapes of the inputs in
-    ``shape_only``; when any other input is not a constant, nothing is remembered.
+    ``compute`` may read the values of constant inputs but only the shapes of the inputs
+    named in ``shape_only``; when any other input is not a constant, nothing is remembered.
     """
-    shapes = tuple(ctx.input_shape(i) for i in range(ctx.num_inputs))
+    shapes = ctx.shapes_key()
     entry = ctx.memo.get(what)
     if entry is not None and entry[0] == shapes:
         return entry[1]
     value = compute(ctx)
-    if all(i in shape_only or ctx.input_operand(i).lifetime in (Lifetime.CONSTANT,
-                                                                   Lifetime.NO_VALUE)
-           for i in range(ctx.num_inputs)):
+    if ctx.variable_inputs <= shape_only:
         ctx.memo[what] = (shapes, value)
     return value

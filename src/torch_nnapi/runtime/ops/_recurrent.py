@@ -16,7 +16,6 @@ from typing import Callable, Sequence, TypeVar
 import numpy as np
 
 from ...nnapi.errors import BadDataError
-from ...nnapi.signatures import signature_of
 from ..context import KernelContext, Shape
 from ._common import check_rank
 
@@ -57,13 +56,13 @@ FUSE_CODES = (0, 1, 2, 3)
 LSTM_ACTIVATIONS = (0, 1, 3, 4, 6)
 
 
-def activation(ctx: KernelContext, i: int, allowed: Sequence[int]) -> Activation:
-    """The activation function chosen by scalar input ``i``, one of the ``allowed`` codes."""
-    code = int(ctx.scalar(i))
+def activation(ctx: KernelContext, name: str, allowed: Sequence[int]) -> Activation:
+    """The activation function chosen by scalar input ``name``, one of the ``allowed`` codes."""
+    code = int(ctx.scalar(name))
     if code not in allowed:
         names = ", ".join(f"{c} ({_ACTIVATIONS[c][0]})" for c in allowed)
-        raise BadDataError(f"input {i} ({input_name(ctx, i)}) is activation {code}; expected"
-                           f" one of {names}")
+        raise BadDataError(f"{ctx.describe_input(name)} is activation {code}; expected one of"
+                           f" {names}")
     return _ACTIVATIONS[code][1]
 
 
@@ -71,23 +70,18 @@ def activation(ctx: KernelContext, i: int, allowed: Sequence[int]) -> Activation
 # Shape checks with messages that name the operand
 
 
-def input_name(ctx: KernelContext, i: int) -> str:
-    inputs = signature_of(ctx.operation).forms[0].inputs
-    return inputs[i].name if i < len(inputs) else "?"
+def required_shape(ctx: KernelContext, name: str, rank: int) -> Shape:
+    """Input ``name``'s shape, after checking it has a value and rank ``rank``."""
+    if not ctx.has_input(name):
+        raise BadDataError(f"{ctx.describe_input(name)} is required but has no value")
+    return tuple(check_rank(ctx, name, (rank,)))
 
 
-def required_shape(ctx: KernelContext, i: int, rank: int) -> Shape:
-    """Input ``i``'s shape, after checking it has a value and rank ``rank``."""
-    if ctx.is_omitted(i):
-        raise BadDataError(f"input {i} ({input_name(ctx, i)}) is required but has no value")
-    return tuple(check_rank(ctx, i, (rank,), input_name(ctx, i)))
-
-
-def expect_shape(ctx: KernelContext, i: int, expected: Sequence[int]) -> None:
-    shape = required_shape(ctx, i, len(expected))
+def expect_shape(ctx: KernelContext, name: str, expected: Sequence[int]) -> None:
+    shape = required_shape(ctx, name, len(expected))
     if shape != tuple(expected):
-        raise BadDataError(f"input {i} ({input_name(ctx, i)}) must have shape {list(expected)},"
-                           f" got {list(shape)}")
+        raise BadDataError(f"{ctx.describe_input(name)} must have shape {list(expected)}, got"
+                           f" {list(shape)}")
 
 
 def time_major_view(x: np.ndarray, time_major: bool) -> np.ndarray:
@@ -95,33 +89,76 @@ def time_major_view(x: np.ndarray, time_major: bool) -> np.ndarray:
     return x if time_major else x.swapaxes(0, 1)
 
 
-def sequence_dims(ctx: KernelContext, i: int, time_major: bool) -> tuple[int, int, int]:
+def sequence_dims(ctx: KernelContext, name: str, time_major: bool) -> tuple[int, int, int]:
     """(max_time, batch, features) of a rank-3 sequence input in either layout."""
-    first, second, features = required_shape(ctx, i, 3)
+    first, second, features = required_shape(ctx, name, 3)
     return (first, second, features) if time_major else (second, first, features)
+
+
+def check_merged_outputs(ctx: KernelContext) -> bool:
+    """A bidirectional operation's merge_outputs flag, checked against its outputs: merged
+    outputs come out of fw_output alone, otherwise bw_output is there too."""
+    merge = bool(ctx.scalar("merge_outputs"))
+    if ctx.output_count("bw_output") != (0 if merge else 1):
+        raise BadDataError(f"{ctx.describe_input('merge_outputs')} is {merge}, so the operation"
+                           f" must have {1 if merge else 2} outputs, not"
+                           f" {1 + ctx.output_count('bw_output')}")
+    return merge
+
+
+def all_or_none(ctx: KernelContext, names: Sequence[str], what: str) -> bool:
+    """True when all of these optional inputs have values, False when none has."""
+    have = [ctx.has_input(name) for name in names]
+    if any(have) and not all(have):
+        given = ", ".join(ctx.describe_input(name) for name in names)
+        raise BadDataError(f"{what}: {given} must all have values or all be omitted")
+    return all(have)
 
 
 # --------------------------------------------------------------------------------------------
 # LSTM
 
-# Offsets of the 17 weight operands from input_to_input_weights, as NeuralNetworks.h orders
-# them, and of the four auxiliary and four layer normalization weights.
 _GATES = ("input", "forget", "cell", "output")
-_INPUT_TO, _RECURRENT_TO, _CELL_TO, _BIAS = 0, 4, 8, 11
 _PEEPHOLE_GATES = ("input", "forget", "output")
-_PROJECTION, _PROJECTION_BIAS = 15, 16
 LAYER_NORM_EPSILON = 1e-8
 
 
 @dataclass(frozen=True)
 class LstmOperands:
-    """Where one LSTM cell's operands are among an operation's inputs."""
+    """The names of one LSTM cell's inputs, as the operations' signatures declare them: the
+    weights carry BIDIRECTIONAL_SEQUENCE_LSTM's ``fw_``/``bw_`` prefix, the states are named
+    per operation."""
 
-    weights: int  # input_to_input_weights; the other 16 weight operands follow
-    output_state: int
-    cell_state: int
-    layer_norm: int | None = None  # input_layer_norm_weights; three more follow
-    aux_weights: int | None = None  # aux_input_to_input_weights; three more follow
+    prefix: str = ""
+    output_state: str = "output_state_in"
+    cell_state: str = "cell_state_in"
+    has_aux: bool = False  # the operation declares auxiliary input weights
+
+    def input_to(self, gate: str) -> str:
+        return f"{self.prefix}input_to_{gate}_weights"
+
+    def recurrent_to(self, gate: str) -> str:
+        return f"{self.prefix}recurrent_to_{gate}_weights"
+
+    def cell_to(self, gate: str) -> str:
+        return f"{self.prefix}cell_to_{gate}_weights"
+
+    def bias(self, gate: str) -> str:
+        return f"{self.prefix}cell_bias" if gate == "cell" else f"{self.prefix}{gate}_gate_bias"
+
+    def layer_norm(self, gate: str) -> str:
+        return f"{self.prefix}{gate}_layer_norm_weights"
+
+    def aux_to(self, gate: str) -> str:
+        return f"{self.prefix}aux_input_to_{gate}_weights"
+
+    @property
+    def projection(self) -> str:
+        return f"{self.prefix}projection_weights"
+
+    @property
+    def projection_bias(self) -> str:
+        return f"{self.prefix}projection_bias"
 
 
 @dataclass(frozen=True)
@@ -141,78 +178,68 @@ class LstmConfig:
         return _GATES[1:] if self.cifg else _GATES
 
 
-def _all_or_none(ctx: KernelContext, indices: Sequence[int], what: str) -> bool:
-    """True when all of these optional inputs have values, False when none has."""
-    have = [ctx.has_input(i) for i in indices]
-    if any(have) and not all(have):
-        given = ", ".join(f"{i} ({input_name(ctx, i)})" for i in indices)
-        raise BadDataError(f"{what}: inputs {given} must all have values or all be omitted")
-    return all(have)
-
-
-def _optional_per_gate(ctx: KernelContext, base: int, group: Sequence[str],
-                       gates: Sequence[str], what: str, shape: Sequence[int]) -> bool:
+def _optional_per_gate(ctx: KernelContext, name_of: Callable[[str], str],
+                       group: Sequence[str], gates: Sequence[str], what: str,
+                       shape: Sequence[int]) -> bool:
     """Whether a group of optional per-gate operands (peephole, layer normalization or
-    auxiliary weights, starting with the input gate's at ``base``) is present; all or none of
-    the cell's gates, and never the input gate's with CIFG."""
-    if "input" not in gates and ctx.has_input(base):
-        raise BadDataError(f"input {base} ({input_name(ctx, base)}) must be omitted when CIFG"
+    auxiliary weights, named by ``name_of(gate)``) is present; all or none of the cell's gates,
+    and never the input gate's with CIFG."""
+    if "input" not in gates and ctx.has_input(name_of("input")):
+        raise BadDataError(f"{ctx.describe_input(name_of('input'))} must be omitted when CIFG"
                            " is used (no input-to-input weights)")
-    indices = [base + k for k, gate in enumerate(group) if gate in gates]
-    present = _all_or_none(ctx, indices, what)
-    for i in indices if present else ():
-        expect_shape(ctx, i, shape)
+    names = [name_of(gate) for gate in group if gate in gates]
+    present = all_or_none(ctx, names, what)
+    for name in names if present else ():
+        expect_shape(ctx, name, shape)
     return present
 
 
 def lstm_config(ctx: KernelContext, at: LstmOperands, batch: int, input_size: int,
                 aux_input_size: int | None = None) -> LstmConfig:
     """Checks one LSTM cell's operand shapes and which optional ones are present."""
-    w = at.weights
-    num_cells = required_shape(ctx, w + _INPUT_TO + 3, 2)[0]
-    output_size = required_shape(ctx, w + _RECURRENT_TO + 3, 2)[1]
-    cifg = not _all_or_none(ctx, [w + _INPUT_TO, w + _RECURRENT_TO, w + _BIAS], "CIFG")
+    num_cells = required_shape(ctx, at.input_to("output"), 2)[0]
+    output_size = required_shape(ctx, at.recurrent_to("output"), 2)[1]
+    cifg = not all_or_none(ctx, [at.input_to("input"), at.recurrent_to("input"),
+                                 at.bias("input")], "CIFG")
     gates = _GATES[1:] if cifg else _GATES
-    for k, gate in enumerate(_GATES):
-        if gate in gates:
-            expect_shape(ctx, w + _INPUT_TO + k, (num_cells, input_size))
-            expect_shape(ctx, w + _RECURRENT_TO + k, (num_cells, output_size))
-            expect_shape(ctx, w + _BIAS + k, (num_cells,))
-    peephole = _optional_per_gate(ctx, w + _CELL_TO, _PEEPHOLE_GATES, gates, "peephole",
+    for gate in gates:
+        expect_shape(ctx, at.input_to(gate), (num_cells, input_size))
+        expect_shape(ctx, at.recurrent_to(gate), (num_cells, output_size))
+        expect_shape(ctx, at.bias(gate), (num_cells,))
+    peephole = _optional_per_gate(ctx, at.cell_to, _PEEPHOLE_GATES, gates, "peephole",
                                   (num_cells,))
-    projection = ctx.has_input(w + _PROJECTION)
+    projection = ctx.has_input(at.projection)
     if projection:
-        expect_shape(ctx, w + _PROJECTION, (output_size, num_cells))
+        expect_shape(ctx, at.projection, (output_size, num_cells))
     elif output_size != num_cells:
         raise BadDataError(f"without projection weights the output size ({output_size}, from"
-                           f" input {w + _RECURRENT_TO + 3}) must equal the number of cells"
-                           f" ({num_cells})")
-    if ctx.has_input(w + _PROJECTION_BIAS):
+                           f" {ctx.describe_input(at.recurrent_to('output'))}) must equal the"
+                           f" number of cells ({num_cells})")
+    if ctx.has_input(at.projection_bias):
         if not projection:
-            raise BadDataError(f"input {w + _PROJECTION_BIAS}"
-                               f" ({input_name(ctx, w + _PROJECTION_BIAS)}) needs projection"
+            raise BadDataError(f"{ctx.describe_input(at.projection_bias)} needs projection"
                                " weights")
-        expect_shape(ctx, w + _PROJECTION_BIAS, (output_size,))
-    layer_norm = at.layer_norm is not None and _optional_per_gate(
-        ctx, at.layer_norm, _GATES, gates, "layer normalization", (num_cells,))
+        expect_shape(ctx, at.projection_bias, (output_size,))
+    layer_norm = _optional_per_gate(ctx, at.layer_norm, _GATES, gates, "layer normalization",
+                                    (num_cells,))
     aux = False
-    if at.aux_weights is not None:
-        aux = any(ctx.has_input(at.aux_weights + k) for k in range(len(_GATES)))
+    if at.has_aux:
+        aux = any(ctx.has_input(at.aux_to(gate)) for gate in _GATES)
         if aux != (aux_input_size is not None):
             raise BadDataError("the auxiliary input and the auxiliary weights must both have"
                                " values or both be omitted")
-        aux = aux and _optional_per_gate(ctx, at.aux_weights, _GATES, gates,
+        aux = aux and _optional_per_gate(ctx, at.aux_to, _GATES, gates,
                                          "auxiliary input weights", (num_cells, aux_input_size))
     expect_shape(ctx, at.output_state, (batch, output_size))
     expect_shape(ctx, at.cell_state, (batch, num_cells))
     return LstmConfig(num_cells, output_size, cifg, peephole, layer_norm, projection, aux)
 
 
-def lstm_clip(ctx: KernelContext, i: int) -> float:
-    clip = float(ctx.scalar(i))
+def lstm_clip(ctx: KernelContext, name: str) -> float:
+    clip = float(ctx.scalar(name))
     if not clip >= 0.0:
-        raise BadDataError(f"input {i} ({input_name(ctx, i)}) must be >= 0 (0 disables"
-                           f" clipping), got {clip}")
+        raise BadDataError(f"{ctx.describe_input(name)} must be >= 0 (0 disables clipping), got"
+                           f" {clip}")
     return clip
 
 
@@ -308,25 +335,24 @@ def _normalize(x: np.ndarray) -> np.ndarray:
 def load_lstm_cell(ctx: KernelContext, at: LstmOperands, config: LstmConfig,
                    act: Activation, cell_clip: float, proj_clip: float) -> LstmCell:
     """Reads one LSTM cell's present operands as float32."""
-    w = at.weights
-    ks = [k for k, g in enumerate(_GATES) if g in config.gates]
+    gates = config.gates
 
-    def stacked(base: int) -> np.ndarray:
-        return np.concatenate([ctx.float_input(base + k) for k in ks])
+    def stacked(name_of: Callable[[str], str]) -> np.ndarray:
+        return np.concatenate([ctx.float_input(name_of(gate)) for gate in gates])
 
-    cell = LstmCell(config, stacked(w + _INPUT_TO), stacked(w + _RECURRENT_TO),
-                    stacked(w + _BIAS).reshape(len(ks), -1), act, cell_clip, proj_clip)
+    cell = LstmCell(config, stacked(at.input_to), stacked(at.recurrent_to),
+                    stacked(at.bias).reshape(len(gates), -1), act, cell_clip, proj_clip)
     if config.aux:
-        cell.aux_weights = stacked(at.aux_weights)
+        cell.aux_weights = stacked(at.aux_to)
     if config.peephole:
-        cell.peephole = {g: ctx.float_input(w + _CELL_TO + k)
-                         for k, g in enumerate(_PEEPHOLE_GATES) if g in config.gates}
+        cell.peephole = {g: ctx.float_input(at.cell_to(g))
+                         for g in _PEEPHOLE_GATES if g in gates}
     if config.layer_norm:
-        cell.layer_norm = stacked(at.layer_norm).reshape(len(ks), -1)
+        cell.layer_norm = stacked(at.layer_norm).reshape(len(gates), -1)
     if config.projection:
-        cell.projection = ctx.float_input(w + _PROJECTION)
-        if ctx.has_input(w + _PROJECTION_BIAS):
-            cell.projection_bias = ctx.float_input(w + _PROJECTION_BIAS)
+        cell.projection = ctx.float_input(at.projection)
+        if ctx.has_input(at.projection_bias):
+            cell.projection_bias = ctx.float_input(at.projection_bias)
     return cell
 
 
@@ -365,7 +391,7 @@ class RnnCell:
         return outputs, state
 
 
-def rnn_units(ctx: KernelContext, weights: int, recurrent: int, bias: int, state: int,
+def rnn_units(ctx: KernelContext, weights: str, recurrent: str, bias: str, state: str,
               batch: int, input_size: int) -> int:
     """Checks one RNN cell's weight, bias and state shapes; returns its number of units."""
     units = required_shape(ctx, weights, 2)[0]

@@ -1,9 +1,9 @@
 """Helpers of the shape, movement, reduction and lookup kernels: parameter vectors, axes,
-the NCHW layout flag, and owned output arrays."""
+NHWC views of NCHW inputs, and owned output arrays."""
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -11,35 +11,40 @@ from ...nnapi.errors import BadDataError, OpFailedError
 from ..context import KernelContext, Shape, ValueNotKnown
 
 
-def describe(i: int, what: str) -> str:
-    return f"input {i} ({what})"
-
-
-def int_vector(ctx: KernelContext, i: int, what: str, length: int | None = None) -> list[int]:
+def int_vector(ctx: KernelContext, name: str, length: int | None = None) -> list[int]:
     """A 1-D int32 parameter tensor as Python ints, after checking its shape.
 
     The shape is checked first so that a bad shape is reported even when the values are only
     known at execution (reading them raises ValueNotKnown then).
     """
-    shape = ctx.input_shape(i)
+    shape = ctx.input_shape(name)
     if len(shape) != 1:
-        raise BadDataError(f"{describe(i, what)} must be a 1-D tensor, got shape {list(shape)}")
+        raise BadDataError(f"{ctx.describe_input(name)} must be a 1-D tensor, got shape"
+                           f" {list(shape)}")
     if length is not None and shape[0] != length:
-        raise BadDataError(f"{describe(i, what)} must have {length} values, got {shape[0]}")
-    return [int(v) for v in ctx.input(i).reshape(-1)]
+        raise BadDataError(f"{ctx.describe_input(name)} must have {length} values, got"
+                           f" {shape[0]}")
+    return [int(v) for v in ctx.input(name).reshape(-1)]
 
 
-def resolve_axis(axis: int, rank: int, i: int, what: str = "axis") -> int:
-    """A possibly negative axis in [-rank, rank) as a non-negative index."""
+def resolve_axis(ctx: KernelContext, name: str, axis: int, rank: int) -> int:
+    """An axis from input ``name``, possibly negative, in [-rank, rank) as a non-negative
+    index."""
     if not -rank <= axis < rank:
-        raise BadDataError(f"{describe(i, what)} {axis} is out of range [{-rank}, {rank}) for"
-                           f" an input of rank {rank}")
+        raise BadDataError(f"{ctx.describe_input(name)} {axis} is out of range [{-rank}, {rank})"
+                           f" for an input of rank {rank}")
     return axis % rank
 
 
-def resolve_axes(axes: Iterable[int], rank: int, i: int, what: str = "axes") -> list[int]:
-    """Distinct non-negative axes, in increasing order (repeated axes count once)."""
-    return sorted({resolve_axis(a, rank, i, what) for a in axes})
+def axis_scalar(ctx: KernelContext, name: str, rank: int) -> int:
+    """Scalar input ``name`` (its declared default when left out) as an axis of ``rank``."""
+    return resolve_axis(ctx, name, ctx.scalar(name), rank)
+
+
+def axes_vector(ctx: KernelContext, name: str, rank: int) -> list[int]:
+    """Distinct non-negative axes from 1-D input ``name``, in increasing order (repeated axes
+    count once)."""
+    return sorted({resolve_axis(ctx, name, a, rank) for a in int_vector(ctx, name)})
 
 
 def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep_dims: bool) -> Shape:
@@ -49,31 +54,33 @@ def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep_dims: bool) ->
     return tuple(n for d, n in enumerate(shape) if d not in axes)
 
 
-def check_indices(indices: np.ndarray, size: int, i: int, what: str, target: str,
+def check_indices(ctx: KernelContext, name: str, target: str, axis: int,
                   error: type = OpFailedError) -> None:
-    """Index values must address ``size`` entries; a data-dependent failure otherwise."""
+    """The values of index input ``name`` must address dimension ``axis`` of input ``target``;
+    a data-dependent failure otherwise."""
+    indices, size = ctx.input(name), ctx.input_shape(target)[axis]
     bad = (indices < 0) | (indices >= size)
     if bad.any():
         position = tuple(int(p) for p in np.argwhere(bad)[0])
-        raise error(f"{describe(i, what)} value {int(indices[position])} at"
-                    f" {list(position)} is out of range [0, {size}) for {target}")
+        raise error(f"{ctx.describe_input(name)} value {int(indices[position])} at"
+                    f" {list(position)} is out of range [0, {size}) for dimension {axis} of"
+                    f" {ctx.describe_input(target)}")
 
 
-def check_constant_indices(ctx: KernelContext, i: int, size: int, what: str,
-                           target: str) -> None:
+def check_constant_indices(ctx: KernelContext, name: str, target: str, axis: int) -> None:
     """At compile time, constant indices out of range make the model invalid."""
     if not ctx.at_compile_time:
         return  # execute checks them, as a data-dependent failure
     try:
-        indices = ctx.input(i)
+        check_indices(ctx, name, target, axis, BadDataError)
     except ValueNotKnown:
         return
-    check_indices(indices, size, i, what, target, BadDataError)
 
 
-def check_positive(value: int, i: int, what: str) -> int:
+def positive_scalar(ctx: KernelContext, name: str) -> int:
+    value = ctx.scalar(name)
     if value < 1:
-        raise BadDataError(f"{describe(i, what)} must be >= 1, got {value}")
+        raise BadDataError(f"{ctx.describe_input(name)} must be >= 1, got {value}")
     return value
 
 
@@ -82,11 +89,6 @@ def check_positive(value: int, i: int, what: str) -> int:
 
 _NCHW_TO_NHWC = (0, 2, 3, 1)
 _NHWC_TO_NCHW = (0, 3, 1, 2)
-
-
-def nchw_flag(ctx: KernelContext, i: int) -> bool:
-    """The optional BOOL layout input ``i``: True for NCHW; NHWC when absent."""
-    return bool(ctx.scalar(i, False))
 
 
 def nhwc_shape(shape: Sequence[int], nchw: bool) -> Shape:
@@ -106,11 +108,12 @@ def from_nhwc(x: np.ndarray, nchw: bool) -> np.ndarray:
     return x.transpose(_NHWC_TO_NCHW) if nchw else x
 
 
-def check_rank4(shape: Sequence[int], nchw: bool, what: str = "input") -> Shape:
-    """The NHWC view of a rank-4 input 0 shape."""
+def check_rank4(ctx: KernelContext, name: str, nchw: bool) -> Shape:
+    """The NHWC view of rank-4 input ``name``'s shape."""
+    shape = ctx.input_shape(name)
     if len(shape) != 4:
         layout = "NCHW" if nchw else "NHWC"
-        raise BadDataError(f"input 0 ({what}) must have rank 4 ({layout}), got shape"
+        raise BadDataError(f"{ctx.describe_input(name)} must have rank 4 ({layout}), got shape"
                            f" {list(shape)}")
     return nhwc_shape(shape, nchw)
 

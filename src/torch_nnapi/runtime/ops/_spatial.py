@@ -1,9 +1,10 @@
 """Window geometry shared by the convolution and pooling kernels.
 
 One place computes what NNAPI's spatial operations have in common: reading the padding,
-stride, dilation, fused-activation and layout scalars of either form, turning an implicit
-PaddingCode into explicit amounts, output sizes, NHWC/NCHW conversion, and strided window
-views. Kernels compute in NHWC; NCHW inputs are transposed in and out, as Android does.
+stride, dilation, fused-activation and layout scalars of the explicit or implicit form (by the
+names their signatures declare), turning an implicit PaddingCode into explicit amounts, output
+sizes, NHWC/NCHW conversion, and strided window views. Kernels compute in NHWC; NCHW inputs
+are transposed in and out, as Android does.
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ...nnapi.codes import OperandType, PaddingCode
+from ...nnapi.codes import PaddingCode
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..limits import check_tensor_sizes
-from ..quant import check_fuse_code
-from ._common import check_rank
+from ._common import check_rank, fuse_code_input
 
 
 def implicit_padding(in_size: int, stride: int, dilation: int, filter_size: int, scheme: int,
@@ -82,17 +82,12 @@ class Window:
 
 @dataclass(frozen=True)
 class WindowParams:
-    """The scalars of a convolution or pooling operation, read from either form.
-
-    ``extras`` holds the scalars between the strides and the fused activation (DEPTHWISE's
-    multiplier, GROUPED's group count, the pools' filter width and height).
-    """
+    """The window scalars of a convolution or pooling operation, read from either form."""
 
     explicit_pads: tuple[int, int, int, int] | None  # left, right, top, bottom
     scheme: int | None
     stride_w: int
     stride_h: int
-    extras: tuple[int, ...]
     fuse_code: int
     nchw: bool
     dilation_w: int = 1
@@ -110,67 +105,56 @@ class WindowParams:
                       self.dilation_w)
 
 
-def read_window_params(ctx: KernelContext, first: int, num_extras: int = 0, *,
-                       negative_tail: bool = False) -> WindowParams:
-    """Reads the scalars that start at input ``first`` (the first padding scalar).
+_PADS = ("pad_left", "pad_right", "pad_top", "pad_bottom")
 
-    The implicit form is recognized as Android does: its layout flag (a BOOL) sits where the
-    explicit form has an INT32, or the operation ends right after its fused activation.
+
+def read_window_params(ctx: KernelContext, *, negative_tail: bool = False) -> WindowParams:
+    """Reads the padding, strides, dilations, fused activation and layout of the matched form
+    (dilations and layout default to 1 and NHWC where the form leaves them out or has none).
     ``negative_tail`` allows negative right and bottom padding (TRANSPOSE_CONV_2D).
     """
-    implicit_end = first + 4 + num_extras  # position of the implicit form's layout flag
-    implicit = ctx.num_inputs == implicit_end or (
-        ctx.num_inputs > implicit_end and ctx.input_type(implicit_end) == OperandType.BOOL)
-
-    def required(i: int) -> int:
-        return int(ctx.input(i).item())
-
-    if implicit:
-        pads, scheme = None, check_padding_code(required(first))
-        pos = first + 1
+    if ctx.form == "implicit":
+        pads, scheme = None, check_padding_code(ctx)
     else:
-        pads = tuple(required(first + i) for i in range(4))
         scheme = None
-        pos = first + 4
-        names = ("left", "right", "top", "bottom")
-        for name, pad in zip(names, pads):
-            if pad < 0 and not (negative_tail and name in ("right", "bottom")):
-                raise BadDataError(f"padding {name} must not be negative, got {pad}")
-    stride_w, stride_h = required(pos), required(pos + 1)
-    extras = tuple(required(pos + 2 + i) for i in range(num_extras))
-    pos += 2 + num_extras
-    fuse_code = int(check_fuse_code(required(pos)))
-    nchw = ctx.num_inputs > pos + 1 and bool(ctx.scalar(pos + 1, False))
-    dilation_w, dilation_h = 1, 1
-    if ctx.num_inputs > pos + 2:
-        dilation_w, dilation_h = int(ctx.scalar(pos + 2, 1)), int(ctx.scalar(pos + 3, 1))
-    if stride_w <= 0 or stride_h <= 0:
-        raise BadDataError(f"strides must be positive, got width {stride_w} and height"
-                           f" {stride_h}")
-    if dilation_w <= 0 or dilation_h <= 0:
-        raise BadDataError(f"dilation factors must be positive, got width {dilation_w} and"
-                           f" height {dilation_h}")
-    return WindowParams(pads, scheme, stride_w, stride_h, extras, fuse_code, nchw, dilation_w,
-                        dilation_h)
+        pads = tuple(ctx.scalar(name) for name in _PADS)
+        for name, pad in zip(_PADS, pads):
+            if pad < 0 and not (negative_tail and name in ("pad_right", "pad_bottom")):
+                raise BadDataError(f"{ctx.describe_input(name)} must not be negative, got {pad}")
+    stride_w, stride_h = _positive(ctx, "stride_w"), _positive(ctx, "stride_h")
+    dilation_w = dilation_h = 1
+    if ctx.declares("dilation_w"):
+        dilation_w, dilation_h = _positive(ctx, "dilation_w"), _positive(ctx, "dilation_h")
+    return WindowParams(pads, scheme, stride_w, stride_h, fuse_code_input(ctx),
+                        bool(ctx.scalar("nchw")), dilation_w, dilation_h)
 
 
-def check_padding_code(code: int) -> int:
+def _positive(ctx: KernelContext, name: str) -> int:
+    value = ctx.scalar(name)
+    if value <= 0:
+        raise BadDataError(f"{ctx.describe_input(name)} must be positive, got {value}")
+    return value
+
+
+def check_padding_code(ctx: KernelContext) -> int:
+    """The implicit form's padding scheme."""
+    code = ctx.scalar("padding")
     if code not in (PaddingCode.SAME, PaddingCode.VALID):
-        raise BadDataError(f"implicit padding must be a PaddingCode (1 SAME, 2 VALID), got"
-                           f" {code}")
+        raise BadDataError(f"{ctx.describe_input('padding')} must be a PaddingCode (1 SAME,"
+                           f" 2 VALID), got {code}")
     return int(code)
 
 
 # ------------------------------------------------------------------------------ layout
 
 
-def image_dims(ctx: KernelContext, i: int, nchw: bool, what: str = "input") -> \
+def image_dims(ctx: KernelContext, nchw: bool, name: str = "input") -> \
         tuple[int, int, int, int]:
     """(batches, height, width, channels) of a rank-4 input; only batches may be zero."""
-    shape = check_rank(ctx, i, (4,), what)
+    shape = check_rank(ctx, name, (4,))
     n, h, w, c = (shape[0], shape[2], shape[3], shape[1]) if nchw else shape
     if h <= 0 or w <= 0 or c <= 0:
-        raise BadDataError(f"input {i} ({what}) has an empty height, width or depth:"
+        raise BadDataError(f"{ctx.describe_input(name)} has an empty height, width or depth:"
                            f" {list(shape)}")
     return n, h, w, c
 

@@ -16,11 +16,8 @@ from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError
 from .. import fixedpoint as fp
 from ..context import KernelContext, Shape
-from ..quant import (
-    activation_range_quantized,
-    multiply_by_quantized_multiplier,
-    quantize_multiplier,
-)
+from ..quant import activation_range_quantized, multiply_by_quantized_multiplier, \
+    quantize_multiplier
 from ..registry import register
 from ._common import broadcast_shapes, check_rank
 
@@ -42,8 +39,8 @@ def _float32_scale(scale: float) -> float:
 
 
 def _prepare_elementwise(ctx: KernelContext) -> list[Shape]:
-    shape = check_rank(ctx, 0, range(0, 5), "input")
-    if ctx.input_type(0) == _Q8 and ctx.operation in (Op.LOGISTIC, Op.TANH):
+    shape = check_rank(ctx, "input", range(0, 5))
+    if ctx.input_type("input") == _Q8 and ctx.operation in (Op.LOGISTIC, Op.TANH):
         _sigmoid_input_params(ctx)
     return [shape]
 
@@ -51,11 +48,11 @@ def _prepare_elementwise(ctx: KernelContext) -> list[Shape]:
 @register(Op.RELU, Op.RELU1, Op.RELU6, prepare=_prepare_elementwise)
 def clamp_activation(ctx: KernelContext) -> np.ndarray:
     fuse_code, lo, hi = _CLAMPS[ctx.operation]
-    if ctx.input_type(0) == _Q8:
+    if ctx.input_type("input") == _Q8:
         scale, zero_point = ctx.output_quant()
         qmin, qmax = activation_range_quantized(fuse_code, scale, zero_point)
-        return np.clip(ctx.input(0), qmin, qmax).astype(np.uint8)
-    x = ctx.float_input(0)
+        return np.clip(ctx.input("input"), qmin, qmax).astype(np.uint8)
+    x = ctx.float_input("input")
     # std::min(std::max(lo, x), hi): NaN becomes lo, and RELU caps infinity at FLT_MAX
     # (which float16 rounds back to infinity).
     result = np.where(x > lo, x, np.float32(lo))
@@ -66,9 +63,9 @@ def clamp_activation(ctx: KernelContext) -> np.ndarray:
 
 @register(Op.LOGISTIC, Op.TANH, prepare=_prepare_elementwise)
 def sigmoid_activation(ctx: KernelContext) -> np.ndarray:
-    if ctx.input_type(0) == _Q8:
+    if ctx.input_type("input") == _Q8:
         return _sigmoid_quant8(ctx)
-    x = ctx.float_input(0)
+    x = ctx.float_input("input")
     with np.errstate(over="ignore"):
         if ctx.operation == Op.TANH:
             result = np.tanh(x)
@@ -80,7 +77,7 @@ def sigmoid_activation(ctx: KernelContext) -> np.ndarray:
 def _sigmoid_input_params(ctx: KernelContext) -> tuple[int, int, int]:
     """(multiplier, left shift, input radius) rescaling centered uint8 inputs to 4 integer
     bits; beyond the radius the output saturates."""
-    scale = _float32_scale(ctx.input_quant(0)[0])
+    scale = _float32_scale(ctx.input_quant("input")[0])
     multiplier, left_shift = fp.quantize_multiplier_greater_than_one(
         scale * float(1 << (31 - _INPUT_INTEGER_BITS)))
     return multiplier, left_shift, fp.calculate_input_radius(_INPUT_INTEGER_BITS, left_shift)
@@ -88,7 +85,7 @@ def _sigmoid_input_params(ctx: KernelContext) -> tuple[int, int, int]:
 
 def _sigmoid_quant8(ctx: KernelContext) -> np.ndarray:
     multiplier, left_shift, radius = _sigmoid_input_params(ctx)
-    centered = ctx.input(0).astype(np.int64) - ctx.input_quant(0)[1]
+    centered = ctx.input("input").astype(np.int64) - ctx.input_quant("input")[1]
     rescaled = fp.multiply_by_quantized_multiplier_greater_than_one(
         np.clip(centered, -radius, radius), multiplier, left_shift)
     if ctx.operation == Op.TANH:
@@ -107,21 +104,21 @@ def _sigmoid_quant8(ctx: KernelContext) -> np.ndarray:
 
 
 def _prepare_prelu(ctx: KernelContext) -> list[Shape]:
-    for i, name in ((0, "input"), (1, "alpha")):
-        if not ctx.input_shape(i):
-            raise BadDataError(f"input {i} ({name}) must have rank 1 or more, got a scalar"
-                               " shape []")
-    shape = broadcast_shapes(ctx.input_shape(0), ctx.input_shape(1))
-    if ctx.input_type(0) == _Q8:
+    for name in ("input", "alpha"):
+        if not ctx.input_shape(name):
+            raise BadDataError(f"{ctx.describe_input(name)} must have rank 1 or more, got a"
+                               " scalar shape []")
+    shape = broadcast_shapes(ctx.input_shape("input"), ctx.input_shape("alpha"))
+    if ctx.input_type("input") == _Q8:
         _prelu_multipliers(ctx)
     return [shape]
 
 
 @register(Op.PRELU, prepare=_prepare_prelu)
 def prelu(ctx: KernelContext) -> np.ndarray:
-    if ctx.input_type(0) == _Q8:
+    if ctx.input_type("input") == _Q8:
         return _prelu_quant8(ctx)
-    x, alpha = ctx.float_input(0), ctx.float_input(1)
+    x, alpha = ctx.float_input("input"), ctx.float_input("alpha")
     with np.errstate(all="ignore"):
         return np.where(x >= 0, x, x * alpha).astype(ctx.output_dtype(), copy=False)
 
@@ -129,8 +126,8 @@ def prelu(ctx: KernelContext) -> np.ndarray:
 def _prelu_multipliers(ctx: KernelContext) -> tuple[tuple[int, int], tuple[int, int]]:
     """Fixed-point multipliers for positive inputs (input scale / output scale) and for
     negative ones (input scale * alpha scale / output scale), as float math then double."""
-    input_scale = np.float32(ctx.input_quant(0)[0])
-    alpha_scale = np.float32(ctx.input_quant(1)[0])
+    input_scale = np.float32(ctx.input_quant("input")[0])
+    alpha_scale = np.float32(ctx.input_quant("alpha")[0])
     output_scale = np.float32(ctx.output_quant()[0])
     positive = float(input_scale / output_scale)
     negative = float(input_scale * alpha_scale) / float(output_scale)
@@ -139,8 +136,8 @@ def _prelu_multipliers(ctx: KernelContext) -> tuple[tuple[int, int], tuple[int, 
 
 def _prelu_quant8(ctx: KernelContext) -> np.ndarray:
     (m_pos, s_pos), (m_neg, s_neg) = _prelu_multipliers(ctx)
-    x = ctx.input(0).astype(np.int64) - ctx.input_quant(0)[1]
-    alpha = ctx.input(1).astype(np.int64) - ctx.input_quant(1)[1]
+    x = ctx.input("input").astype(np.int64) - ctx.input_quant("input")[1]
+    alpha = ctx.input("alpha").astype(np.int64) - ctx.input_quant("alpha")[1]
     x, alpha = np.broadcast_arrays(x, alpha)
     positive = multiply_by_quantized_multiplier(x, m_pos, s_pos)
     negative = multiply_by_quantized_multiplier(x * alpha, m_neg, s_neg)

@@ -19,15 +19,16 @@ from ..quant import (
     quantize_multiplier_smaller_than_one,
 )
 from ..registry import register
-from ._common import broadcast_inputs, check_rank
+from ._common import broadcast_inputs, check_rank, fuse_code_input
 
 _ADD_LEFT_SHIFT = 20
+_broadcast = broadcast_inputs()
 
 
 def _prepare(ctx: KernelContext) -> list[Shape]:
-    check_rank(ctx, 0, range(0, 5), "input0")
-    check_rank(ctx, 1, range(0, 5), "input1")
-    return broadcast_inputs(ctx)
+    check_rank(ctx, "input0", range(0, 5))
+    check_rank(ctx, "input1", range(0, 5))
+    return _broadcast(ctx)
 
 
 _FLOAT_OPS = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.divide}
@@ -35,19 +36,21 @@ _FLOAT_OPS = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: 
 
 @register(Op.ADD, Op.SUB, Op.MUL, Op.DIV, prepare=_prepare)
 def binary_arithmetic(ctx: KernelContext) -> np.ndarray:
-    fuse_code = ctx.scalar(2)
-    if ctx.input_type(0) == OperandType.TENSOR_QUANT8_ASYMM:
+    fuse_code = fuse_code_input(ctx)
+    if ctx.input_type("input0") == OperandType.TENSOR_QUANT8_ASYMM:
         if ctx.operation == Op.MUL:
             return _mul_quant8(ctx, fuse_code)
         return _add_quant8(ctx, fuse_code, negate_second=ctx.operation == Op.SUB)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        result = _FLOAT_OPS[ctx.operation](ctx.float_input(0), ctx.float_input(1))
+        result = _FLOAT_OPS[ctx.operation](ctx.float_input("input0"),
+                                            ctx.float_input("input1"))
     result = apply_fused_activation(np.asarray(result, dtype=np.float32), fuse_code)
     return result.astype(ctx.output_dtype(), copy=False)
 
 
 def _add_quant8(ctx: KernelContext, fuse_code: int, negate_second: bool) -> np.ndarray:
-    (s1, z1), (s2, z2), (so, zo) = ctx.input_quant(0), ctx.input_quant(1), ctx.output_quant()
+    (s1, z1), (s2, z2) = ctx.input_quant("input0"), ctx.input_quant("input1")
+    so, zo = ctx.output_quant()
     twice_max_scale = 2 * max(float(np.float32(s1)), float(np.float32(s2)))
     m1, r1 = quantize_multiplier_smaller_than_one(s1 / twice_max_scale)
     m2, r2 = quantize_multiplier_smaller_than_one(s2 / twice_max_scale)
@@ -55,8 +58,8 @@ def _add_quant8(ctx: KernelContext, fuse_code: int, negate_second: bool) -> np.n
                                                   / ((1 << _ADD_LEFT_SHIFT) * so))
     if negate_second:
         m2 = -m2
-    x1 = (ctx.input(0).astype(np.int64) - z1) << _ADD_LEFT_SHIFT
-    x2 = (ctx.input(1).astype(np.int64) - z2) << _ADD_LEFT_SHIFT
+    x1 = (ctx.input("input0").astype(np.int64) - z1) << _ADD_LEFT_SHIFT
+    x2 = (ctx.input("input1").astype(np.int64) - z2) << _ADD_LEFT_SHIFT
     total = multiply_by_quantized_multiplier(x1, m1, -r1) + \
         multiply_by_quantized_multiplier(x2, m2, -r2)
     out = multiply_by_quantized_multiplier(total, mo, -ro) + zo
@@ -65,10 +68,12 @@ def _add_quant8(ctx: KernelContext, fuse_code: int, negate_second: bool) -> np.n
 
 
 def _mul_quant8(ctx: KernelContext, fuse_code: int) -> np.ndarray:
-    (s1, z1), (s2, z2), (so, zo) = ctx.input_quant(0), ctx.input_quant(1), ctx.output_quant()
+    (s1, z1), (s2, z2) = ctx.input_quant("input0"), ctx.input_quant("input1")
+    so, zo = ctx.output_quant()
     product_scale = float(np.float32(s1) * np.float32(s2))
     mo, ro = quantize_multiplier_smaller_than_one(product_scale / so)
-    product = (ctx.input(0).astype(np.int64) - z1) * (ctx.input(1).astype(np.int64) - z2)
+    product = (ctx.input("input0").astype(np.int64) - z1) \
+        * (ctx.input("input1").astype(np.int64) - z2)
     out = multiply_by_quantized_multiplier(product, mo, -ro) + zo
     lo, hi = activation_range_quantized(fuse_code, so, zo)
     return np.clip(out, lo, hi).astype(np.uint8)

@@ -33,41 +33,42 @@ _PREDICATES = {
 }
 
 
-def _comparable(ctx: KernelContext, i: int) -> np.ndarray:
-    if ctx.input_type(i) == OperandType.TENSOR_QUANT8_ASYMM:
-        return dequantize(ctx.input(i), *ctx.input_quant(i))
-    return ctx.input(i)
+def _comparable(ctx: KernelContext, name: str) -> np.ndarray:
+    if ctx.input_type(name) == OperandType.TENSOR_QUANT8_ASYMM:
+        return dequantize(ctx.input(name), *ctx.input_quant(name))
+    return ctx.input(name)
 
 
-@register(*_PREDICATES, prepare=broadcast_inputs)
+@register(*_PREDICATES, prepare=broadcast_inputs())
 def binary_predicate(ctx: KernelContext) -> np.ndarray:
-    result = _PREDICATES[ctx.operation](_comparable(ctx, 0), _comparable(ctx, 1))
+    result = _PREDICATES[ctx.operation](_comparable(ctx, "input0"), _comparable(ctx, "input1"))
     return np.asarray(result).astype(np.uint8)
 
 
-@register(Op.LOGICAL_NOT, prepare=same_as_input(0))
+@register(Op.LOGICAL_NOT, prepare=same_as_input())
 def logical_not(ctx: KernelContext) -> np.ndarray:
-    return (ctx.input(0) == 0).astype(np.uint8)
+    return (ctx.input("input") == 0).astype(np.uint8)
 
 
 def _prepare_select(ctx: KernelContext) -> list[Shape]:
-    condition, first, second = (ctx.input_shape(i) for i in range(3))
-    if condition != first:
-        raise BadDataError(f"input 0 (condition) has shape {list(condition)} but input 1 has"
-                           f" {list(first)}; SELECT needs equal shapes (no broadcasting)")
-    if second != first:
-        raise BadDataError(f"input 2 has shape {list(second)} but input 1 has {list(first)};"
-                           " SELECT needs equal shapes (no broadcasting)")
+    first = ctx.input_shape("input1")
+    for name in ("condition", "input2"):
+        shape = ctx.input_shape(name)
+        if shape != first:
+            raise BadDataError(f"{ctx.describe_input(name)} has shape {list(shape)} but"
+                               f" {ctx.describe_input('input1')} has {list(first)}; SELECT"
+                               " needs equal shapes (no broadcasting)")
     return [first]
 
 
-def _in_output_terms(ctx: KernelContext, i: int) -> np.ndarray:
-    if ctx.input_type(i) == OperandType.TENSOR_QUANT8_ASYMM:
-        return requantize_uint8(ctx.input(i), ctx.input_quant(i), ctx.output_quant())
-    return ctx.input(i)
+def _in_output_terms(ctx: KernelContext, name: str) -> np.ndarray:
+    if ctx.input_type(name) == OperandType.TENSOR_QUANT8_ASYMM:
+        return requantize_uint8(ctx.input(name), ctx.input_quant(name), ctx.output_quant())
+    return ctx.input(name)
 
 
 @register(Op.SELECT, prepare=_prepare_select)
 def select(ctx: KernelContext) -> np.ndarray:
-    chosen = np.where(ctx.input(0) != 0, _in_output_terms(ctx, 1), _in_output_terms(ctx, 2))
+    chosen = np.where(ctx.input("condition") != 0, _in_output_terms(ctx, "input1"),
+                      _in_output_terms(ctx, "input2"))
     return chosen.astype(ctx.output_dtype(), copy=False)

@@ -24,12 +24,11 @@ from ..context import KernelContext, Shape
 from ..quant import (
     activation_range_float,
     activation_range_quantized,
-    check_fuse_code,
     requantize,
     requantize_per_channel,
 )
 from ..registry import register
-from ._common import check_rank
+from ._common import check_rank, fuse_code_input
 from ._depthwise import depthwise_accumulate
 from ._memo import per_operation
 from ._parallel import for_row_blocks
@@ -49,6 +48,8 @@ from ._spatial import (
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 _PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
+# The geometry depends on these inputs' shapes and on the other inputs' (constant) values.
+_GEOMETRY_SHAPES = frozenset({"input", "filter", "bias"})
 # Largest im2col buffer (in elements) built at once; bigger convolutions go by row blocks.
 _MAX_COLUMN_ELEMENTS = 1 << 24
 
@@ -82,43 +83,43 @@ class _Conv:
 
 def _filter_and_bias(ctx: KernelContext) -> tuple[Shape, int]:
     """The filter's shape and the bias length, after checking their ranks."""
-    filter_shape = check_rank(ctx, 1, (4,), "filter")
-    bias_shape = check_rank(ctx, 2, (1,), "bias")
+    filter_shape = check_rank(ctx, "filter", (4,))
+    bias_shape = check_rank(ctx, "bias", (1,))
     if any(d <= 0 for d in filter_shape):
-        raise BadDataError(f"input 1 (filter) has an empty dimension: {list(filter_shape)}")
+        raise BadDataError(f"{ctx.describe_input('filter')} has an empty dimension:"
+                           f" {list(filter_shape)}")
     return filter_shape, bias_shape[0]
 
 
 def _conv_geometry(ctx: KernelContext) -> _Conv:
     op = ctx.operation
-    num_extras = 1 if op in (Op.DEPTHWISE_CONV_2D, Op.GROUPED_CONV_2D) else 0
-    params = read_window_params(ctx, 3, num_extras)
-    n, h, w, c = image_dims(ctx, 0, params.nchw)
+    params = read_window_params(ctx)
+    n, h, w, c = image_dims(ctx, params.nchw)
     filter_shape, bias_len = _filter_and_bias(ctx)
     groups = multiplier = 1
     if op == Op.DEPTHWISE_CONV_2D:
-        multiplier = params.extras[0]
+        multiplier = ctx.scalar("depth_multiplier")
         out_depth = filter_shape[3]
         if filter_shape[0] != 1:
-            raise BadDataError(f"input 1 (filter) must have shape [1, height, width, depth_out],"
-                               f" got {list(filter_shape)}")
+            raise BadDataError(f"{ctx.describe_input('filter')} must have shape [1, height,"
+                               f" width, depth_out], got {list(filter_shape)}")
         if multiplier <= 0 or c * multiplier != out_depth:
-            raise BadDataError(f"depth_multiplier {multiplier} times input depth {c} must equal"
-                               f" the filter's depth {out_depth}")
+            raise BadDataError(f"{ctx.describe_input('depth_multiplier')} {multiplier} times"
+                               f" input depth {c} must equal the filter's depth {out_depth}")
     else:
         out_depth = filter_shape[0]
         if op == Op.GROUPED_CONV_2D:
-            groups = params.extras[0]
+            groups = ctx.scalar("num_groups")
             if groups <= 0 or out_depth % groups:
-                raise BadDataError(f"num_groups ({groups}) must be positive and divide the"
-                                   f" output depth ({out_depth})")
+                raise BadDataError(f"{ctx.describe_input('num_groups')} {groups} must be"
+                                   f" positive and divide the output depth ({out_depth})")
         if filter_shape[3] * groups != c:
             raise BadDataError(f"input depth {c} must equal the filter's depth"
                                f" {filter_shape[3]}" + (f" times num_groups {groups}"
                                                         if groups > 1 else ""))
     if bias_len != out_depth:
-        raise BadDataError(f"input 2 (bias) has {bias_len} values, the output depth is"
-                           f" {out_depth}")
+        raise BadDataError(f"{ctx.describe_input('bias')} has {bias_len} values, the output"
+                           f" depth is {out_depth}")
     fh, fw = filter_shape[1], filter_shape[2]
     window = params.window(h, w, fh, fw)
     window.check_fits(fh, fw)
@@ -129,7 +130,7 @@ def _conv_geometry(ctx: KernelContext) -> _Conv:
 
 
 def _geometry(ctx: KernelContext) -> _Conv:
-    return per_operation(ctx, "geometry", _conv_geometry, shape_only=(0, 1, 2))
+    return per_operation(ctx, "geometry", _conv_geometry, shape_only=_GEOMETRY_SHAPES)
 
 
 def _prepare_conv(ctx: KernelContext) -> list[Shape]:
@@ -139,21 +140,23 @@ def _prepare_conv(ctx: KernelContext) -> list[Shape]:
 # ------------------------------------------------------------------------------ operands
 
 
-def _operands(ctx: KernelContext, dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Input, filter and bias in the accumulation type, zero points already subtracted."""
-    if ctx.input_type(0) == _Q8:
-        x_zero = ctx.input_quant(0)[1]
-        w_zero = 0 if ctx.input_type(1) == _PER_CHANNEL else ctx.input_quant(1)[1]
-        x = ctx.input(0).astype(dtype)
+def _operands(ctx: KernelContext, dtype, weights: str = "filter") \
+        -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Input, filter (FULLY_CONNECTED's ``weights``) and bias in the accumulation type, zero
+    points already subtracted."""
+    if ctx.input_type("input") == _Q8:
+        x_zero = ctx.input_quant("input")[1]
+        w_zero = 0 if ctx.input_type(weights) == _PER_CHANNEL else ctx.input_quant(weights)[1]
+        x = ctx.input("input").astype(dtype)
         x -= x_zero
-        w = ctx.input(1).astype(dtype)
+        w = ctx.input(weights).astype(dtype)
         w -= w_zero
-        return x, w, ctx.input(2).astype(np.int64)
-    return ctx.float_input(0), ctx.float_input(1), ctx.float_input(2)
+        return x, w, ctx.input("bias").astype(np.int64)
+    return ctx.float_input("input"), ctx.float_input(weights), ctx.float_input("bias")
 
 
 def _finish(ctx: KernelContext, acc: np.ndarray, bias: np.ndarray | None,
-            fuse_code: int) -> np.ndarray:
+            fuse_code: int, weights: str = "filter") -> np.ndarray:
     """Adds the bias (unless None: already in the sums), applies the activation and converts
     to the output type. ``acc`` is NHWC or [batch, units] and may be overwritten."""
     if ctx.output_type() != _Q8:
@@ -163,7 +166,7 @@ def _finish(ctx: KernelContext, acc: np.ndarray, bias: np.ndarray | None,
         total += bias
     scale, zero = ctx.output_quant()
     lo, hi = activation_range_quantized(fuse_code, scale, zero)
-    multipliers = _real_multipliers(ctx, scale)
+    multipliers = _real_multipliers(ctx, scale, weights)
     if np.ndim(multipliers):
         out = requantize_per_channel(total, multipliers, zero, lo, hi, axis=-1)
     else:
@@ -215,13 +218,13 @@ def _epilogue_rows(rows: np.ndarray, bias: np.ndarray | None, fuse_code: int):
     return work
 
 
-def _real_multipliers(ctx: KernelContext, output_scale: float):
+def _real_multipliers(ctx: KernelContext, output_scale: float, weights: str):
     """(input.scale * filter.scale) / output.scale, with Android's float/double roundings.
 
     The scale product is a float32 product; the division is done in double.
     """
-    in_scale = np.float32(ctx.input_quant(0)[0])
-    filt = ctx.input_operand(1)
+    in_scale = np.float32(ctx.input_quant("input")[0])
+    filt = ctx.input_operand(weights)
     if filt.type == _PER_CHANNEL:
         scales = np.asarray(filt.channel_quant.scales, dtype=np.float32)
         return (in_scale * scales).astype(np.float64) / float(np.float32(output_scale))
@@ -229,7 +232,7 @@ def _real_multipliers(ctx: KernelContext, output_scale: float):
 
 
 def _accumulation_dtype(ctx: KernelContext):
-    return np.float64 if ctx.input_type(0) == _Q8 else np.float32
+    return np.float64 if ctx.input_type("input") == _Q8 else np.float32
 
 
 # ------------------------------------------------------------------------------ kernels
@@ -305,7 +308,7 @@ def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
     geo = _geometry(ctx)
     if geo.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
-    quantized = ctx.input_type(0) == _Q8
+    quantized = ctx.input_type("input") == _Q8
     # 8-bit products summed over a filter window fit int32 exactly.
     x, w, bias = _operands(ctx, np.int32 if quantized else np.float32)
     x = x.transpose(0, 2, 3, 1) if geo.params.nchw else x
@@ -332,25 +335,24 @@ def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
 
 
 def _transpose_geometry(ctx: KernelContext) -> tuple[Window, WindowParams, _Conv]:
-    explicit = ctx.num_inputs == 11
-    # The padding scalars start after output_shape in the implicit form; the tail padding
-    # may be negative to pick one of the output sizes a stride > 1 makes ambiguous.
-    params = read_window_params(ctx, 3 if explicit else 4, negative_tail=True)
-    n, h, w, c = image_dims(ctx, 0, params.nchw)
+    # The tail padding may be negative to pick one of the output sizes a stride > 1 makes
+    # ambiguous.
+    params = read_window_params(ctx, negative_tail=True)
+    n, h, w, c = image_dims(ctx, params.nchw)
     filter_shape, bias_len = _filter_and_bias(ctx)
     out_depth, fh, fw = filter_shape[0], filter_shape[1], filter_shape[2]
     if filter_shape[3] != c:
         raise BadDataError(f"input depth {c} must equal the filter's depth {filter_shape[3]}")
     if bias_len != out_depth:
-        raise BadDataError(f"input 2 (bias) has {bias_len} values, the output depth is"
-                           f" {out_depth}")
-    if explicit:
+        raise BadDataError(f"{ctx.describe_input('bias')} has {bias_len} values, the output"
+                           f" depth is {out_depth}")
+    if params.explicit_pads is not None:
         left, right, top, bottom = params.explicit_pads
     else:
-        requested = ctx.input(3)
+        requested = ctx.input("output_shape")
         if requested.shape != (4,):
-            raise BadDataError(f"input 3 (output_shape) must have 4 values, got shape"
-                               f" {list(requested.shape)}")
+            raise BadDataError(f"{ctx.describe_input('output_shape')} must have 4 values, got"
+                               f" shape {list(requested.shape)}")
         req_h, req_w = (requested[2], requested[3]) if params.nchw else requested[1:3]
         top, bottom = implicit_padding(int(req_h), params.stride_h, 1, fh, params.scheme,
                                        transpose=True)
@@ -399,35 +401,34 @@ def transpose_conv_2d(ctx: KernelContext) -> np.ndarray:
 
 
 def _fc_geometry(ctx: KernelContext) -> tuple[int, int, int]:
-    shape = ctx.input_shape(0)
-    if not 2 <= len(shape) <= 4:
-        raise BadDataError(f"input 0 (input) must have rank 2 to 4, got shape {list(shape)}")
-    weights = check_rank(ctx, 1, (2,), "weights")
-    bias = check_rank(ctx, 2, (1,), "bias")
+    shape = check_rank(ctx, "input", range(2, 5))
+    weights = check_rank(ctx, "weights", (2,))
+    bias = check_rank(ctx, "bias", (1,))
     units, input_size = weights
     if units <= 0 or input_size <= 0:
-        raise BadDataError(f"input 1 (weights) has an empty dimension: {list(weights)}")
+        raise BadDataError(f"{ctx.describe_input('weights')} has an empty dimension:"
+                           f" {list(weights)}")
     if bias[0] != units:
-        raise BadDataError(f"input 2 (bias) has {bias[0]} values, the weights have {units}"
-                           " units")
+        raise BadDataError(f"{ctx.describe_input('bias')} has {bias[0]} values, the weights"
+                           f" have {units} units")
     total = int(np.prod(shape))
     if total % input_size:
-        raise BadDataError(f"input 0 has {total} elements, not a multiple of the weights'"
-                           f" input size {input_size}")
+        raise BadDataError(f"{ctx.describe_input('input')} has {total} elements, not a multiple"
+                           f" of the weights' input size {input_size}")
     return total // input_size, input_size, units
 
 
 def _prepare_fc(ctx: KernelContext) -> list[Shape]:
     batch, _, units = _fc_geometry(ctx)
-    check_fuse_code(ctx.scalar(3))
+    fuse_code_input(ctx)
     return [(batch, units)]
 
 
 @register(Op.FULLY_CONNECTED, prepare=_prepare_fc)
 def fully_connected(ctx: KernelContext) -> np.ndarray:
     batch, input_size, units = _fc_geometry(ctx)
-    fuse_code = ctx.scalar(3)
+    fuse_code = fuse_code_input(ctx)
     if batch == 0:
         return np.zeros((0, units), ctx.output_dtype())
-    x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
-    return _finish(ctx, x.reshape(batch, input_size) @ w.T, bias, fuse_code)
+    x, w, bias = _operands(ctx, _accumulation_dtype(ctx), "weights")
+    return _finish(ctx, x.reshape(batch, input_size) @ w.T, bias, fuse_code, "weights")

@@ -25,12 +25,12 @@ from ._common import check_rank
 
 def _prepare(ctx: KernelContext) -> list[Shape]:
     if ctx.operation == Op.DEQUANTIZE:
-        return [check_rank(ctx, 0, range(0, 5), "input")]
-    return [ctx.input_shape(0)]
+        return [check_rank(ctx, "input", range(0, 5))]
+    return [ctx.input_shape("input")]
 
 
 def _cast(ctx: KernelContext) -> np.ndarray:
-    values, target = ctx.input(0), ctx.output_dtype()
+    values, target = ctx.input("input"), ctx.output_dtype()
     if target.kind in "iu" and values.dtype != target:
         limits = np.iinfo(target)
         if values.dtype.kind == "f":
@@ -42,7 +42,7 @@ def _cast(ctx: KernelContext) -> np.ndarray:
 
 
 def _quantize(ctx: KernelContext) -> np.ndarray:
-    values = ctx.float_input(0)
+    values = ctx.float_input("input")
     scale, zero_point = ctx.output_quant()
     # The reference's clamp lets NaN through as its upper bound.
     values = np.where(np.isnan(values), np.float32(np.inf), values)
@@ -50,9 +50,9 @@ def _quantize(ctx: KernelContext) -> np.ndarray:
 
 
 def _dequantize(ctx: KernelContext) -> np.ndarray:
-    operand = ctx.input_operand(0)
-    values = ctx.input(0)
-    if ctx.input_type(0) == OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+    operand = ctx.input_operand("input")
+    values = ctx.input("input")
+    if operand.type == OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
         axis = operand.channel_quant.channel_dim
         scales = np.asarray(operand.channel_quant.scales, dtype=np.float32)
         shape = [1] * values.ndim

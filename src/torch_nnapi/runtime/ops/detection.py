@@ -30,6 +30,7 @@ from ._detection import (
     greedy_nms,
     hard_suppression,
     output_from_float,
+    positive_scalar,
     to_nhwc,
 )
 
@@ -60,37 +61,38 @@ def _transform(boxes: np.ndarray, deltas: np.ndarray, image_hw: np.ndarray) -> n
 # ------------------------------------------------------------------------- AXIS_ALIGNED_BBOX_...
 
 def _prepare_bbox_transform(ctx: KernelContext) -> list[Shape]:
-    rois = check_rank(ctx, 0, (2,), "rois")
-    deltas = check_rank(ctx, 1, (2,), "deltas")
-    batch_index = check_rank(ctx, 2, (1,), "batch_index")
-    image_info = check_rank(ctx, 3, (2,), "image_info")
+    rois = check_rank(ctx, "rois", (2,))
+    deltas = check_rank(ctx, "deltas", (2,))
+    batch_index = check_rank(ctx, "batch_index", (1,))
+    image_info = check_rank(ctx, "image_info", (2,))
     if rois[1] != ROI_DIM:
-        raise BadDataError(f"input 0 (rois) must have shape [num_rois, 4], got {list(rois)}")
+        raise BadDataError(f"{ctx.describe_input('rois')} must have shape [num_rois, 4], got"
+                           f" {list(rois)}")
     if deltas[0] != rois[0] or deltas[1] < ROI_DIM or deltas[1] % ROI_DIM:
-        raise BadDataError(f"input 1 (deltas) must have shape [{rois[0]}, num_classes * 4],"
-                           f" got {list(deltas)}")
+        raise BadDataError(f"{ctx.describe_input('deltas')} must have shape [{rois[0]},"
+                           f" num_classes * 4], got {list(deltas)}")
     if batch_index[0] != rois[0]:
-        raise BadDataError(f"input 2 (batch_index) must have shape [{rois[0]}], got"
+        raise BadDataError(f"{ctx.describe_input('batch_index')} must have shape [{rois[0]}], got"
                            f" {list(batch_index)}")
     if image_info[0] <= 0 or image_info[1] != 2:
-        raise BadDataError(f"input 3 (image_info) must have shape [batches, 2], got"
+        raise BadDataError(f"{ctx.describe_input('image_info')} must have shape [batches, 2], got"
                            f" {list(image_info)}")
     return [(rois[0], deltas[1])]
 
 
 @register(Op.AXIS_ALIGNED_BBOX_TRANSFORM, prepare=_prepare_bbox_transform)
 def axis_aligned_bbox_transform(ctx: KernelContext) -> np.ndarray:
-    num_rois, width = ctx.input_shape(1)
+    num_rois, width = ctx.input_shape("deltas")
     if num_rois == 0:
         return np.zeros((0, width), ctx.output_dtype())
-    rois = float_input(ctx, 0)
-    image_info = float_input(ctx, 3)
-    batch_index = ctx.input(2)
+    rois = float_input(ctx, "rois")
+    image_info = float_input(ctx, "image_info")
+    batch_index = ctx.input("batch_index")
     check_batch_index(batch_index, image_info.shape[0])
     check_corners(rois)
-    deltas = float_input(ctx, 1).reshape(num_rois, -1, ROI_DIM)
+    deltas = float_input(ctx, "deltas").reshape(num_rois, -1, ROI_DIM)
     boxes = _transform(rois, deltas, image_info[batch_index])
-    return output_from_float(ctx, 0, boxes.reshape(num_rois, width))
+    return output_from_float(ctx, "output", boxes.reshape(num_rois, width))
 
 
 # ------------------------------------------------------------------------- BOX_WITH_NMS_LIMIT
@@ -99,34 +101,34 @@ _HARD, _LINEAR, _GAUSSIAN = 0, 1, 2
 
 
 def _check_nms_inputs(ctx: KernelContext) -> tuple[int, int]:
-    scores = check_rank(ctx, 0, (2,), "scores")
-    rois = check_rank(ctx, 1, (2,), "rois")
-    batch_index = check_rank(ctx, 2, (1,), "batch_index")
+    scores = check_rank(ctx, "scores", (2,))
+    rois = check_rank(ctx, "rois", (2,))
+    batch_index = check_rank(ctx, "batch_index", (1,))
     num_rois, num_classes = scores
     if num_classes < 2:
-        raise BadDataError(f"input 0 (scores) needs at least 2 classes (class 0 is the"
-                           f" background), got shape {list(scores)}")
+        raise BadDataError(f"{ctx.describe_input('scores')} needs at least 2 classes (class 0"
+                           f" is the background), got shape {list(scores)}")
     if tuple(rois) != (num_rois, num_classes * ROI_DIM):
-        raise BadDataError(f"input 1 (rois) must have shape [{num_rois}, {num_classes * 4}],"
-                           f" got {list(rois)}")
+        raise BadDataError(f"{ctx.describe_input('rois')} must have shape [{num_rois},"
+                           f" {num_classes * 4}], got {list(rois)}")
     if batch_index[0] != num_rois:
-        raise BadDataError(f"input 2 (batch_index) must have shape [{num_rois}], got"
+        raise BadDataError(f"{ctx.describe_input('batch_index')} must have shape [{num_rois}], got"
                            f" {list(batch_index)}")
-    kernel = ctx.scalar(5)
+    kernel = ctx.scalar("nms_kernel")
     if kernel not in (_HARD, _LINEAR, _GAUSSIAN):
-        raise BadDataError(f"input 5 (nms_kernel) must be 0 (hard), 1 (linear) or 2"
+        raise BadDataError(f"{ctx.describe_input('nms_kernel')} must be 0 (hard), 1 (linear) or 2"
                            f" (gaussian), got {kernel}")
-    if kernel == _GAUSSIAN and not float_scalar(ctx, 7) > 0:
-        raise BadDataError(f"input 7 (sigma) must be positive for the gaussian kernel, got"
-                           f" {ctx.scalar(7)}")
+    if kernel == _GAUSSIAN and not float_scalar(ctx, "sigma") > 0:
+        raise BadDataError(f"{ctx.describe_input('sigma')} must be positive for the gaussian"
+                           f" kernel, got {ctx.scalar('sigma')}")
     return num_rois, num_classes
 
 
 def _soft_suppression(ctx: KernelContext, scores: np.ndarray):
     """Rescores pending boxes by the kernel of their IoU; drops those below the NMS threshold."""
-    kernel = ctx.scalar(5)
-    iou_threshold, sigma = float_scalar(ctx, 6), float_scalar(ctx, 7)
-    nms_score_threshold = float_scalar(ctx, 8)
+    kernel = ctx.scalar("nms_kernel")
+    iou_threshold, sigma = float_scalar(ctx, "iou_threshold"), float_scalar(ctx, "sigma")
+    nms_score_threshold = float_scalar(ctx, "nms_score_threshold")
 
     def factor(iou: np.ndarray) -> np.ndarray:
         if kernel == _GAUSSIAN:
@@ -148,14 +150,14 @@ def _box_with_nms(ctx: KernelContext):
     if num_rois == 0:
         empty = np.zeros(0, np.int64)
         return empty, np.zeros(0, F32), empty
-    scores = float_input(ctx, 0).reshape(-1).copy()  # soft NMS rescores in place
-    boxes = float_input(ctx, 1).reshape(-1, ROI_DIM)
-    batch_index = ctx.input(2)
+    scores = float_input(ctx, "scores").reshape(-1).copy()  # soft NMS rescores in place
+    boxes = float_input(ctx, "rois").reshape(-1, ROI_DIM)
+    batch_index = ctx.input("batch_index")
     if batch_index.min() < 0:
         raise OpFailedError(f"batch indices must be >= 0, got {int(batch_index.min())}")
     check_corners(boxes)
-    score_threshold = float_scalar(ctx, 3)
-    max_detections = ctx.scalar(4)
+    score_threshold = float_scalar(ctx, "score_threshold")
+    max_detections = ctx.scalar("max_detections")
     suppress = _soft_suppression(ctx, scores)
     kept, kept_batches = [], []
     for start, stop in batch_runs(batch_index):
@@ -187,50 +189,50 @@ def _prepare_box_with_nms(ctx: KernelContext) -> list[Shape]:
 @register(Op.BOX_WITH_NMS_LIMIT, prepare=_prepare_box_with_nms)
 def box_with_nms_limit(ctx: KernelContext) -> tuple[np.ndarray, ...]:
     kept, scores, batches = _box_with_nms_once(ctx)
-    num_classes = ctx.input_shape(0)[1]
-    rois = ctx.input(1).reshape(-1, ROI_DIM)  # copied as given, as Android does
-    return (output_from_float(ctx, 0, scores), rois[kept], (kept % num_classes).astype(np.int32),
-            batches.astype(np.int32))
+    num_classes = ctx.input_shape("scores")[1]
+    rois = ctx.input("rois").reshape(-1, ROI_DIM)  # copied as given, as Android does
+    return (output_from_float(ctx, "out_scores", scores), rois[kept],
+            (kept % num_classes).astype(np.int32), batches.astype(np.int32))
 
 
 # ------------------------------------------------------------------------- GENERATE_PROPOSALS
 
 def _prepare_proposal_inputs(ctx: KernelContext) -> None:
-    scores = check_rank(ctx, 0, (4,), "scores")
-    deltas = check_rank(ctx, 1, (4,), "deltas")
-    anchors = check_rank(ctx, 2, (2,), "anchors")
-    image_info = check_rank(ctx, 3, (2,), "image_info")
-    nchw = bool(ctx.scalar(10))
+    scores = check_rank(ctx, "scores", (4,))
+    deltas = check_rank(ctx, "deltas", (4,))
+    anchors = check_rank(ctx, "anchors", (2,))
+    image_info = check_rank(ctx, "image_info", (2,))
+    nchw = bool(ctx.scalar("nchw"))
     batches, height, width, num_anchors = (scores[0], scores[2], scores[3], scores[1]) \
         if nchw else scores
     expected = (batches, num_anchors * ROI_DIM, height, width) if nchw \
         else (batches, height, width, num_anchors * ROI_DIM)
     if tuple(deltas) != expected:
-        raise BadDataError(f"input 1 (deltas) must have shape {list(expected)}, got"
+        raise BadDataError(f"{ctx.describe_input('deltas')} must have shape {list(expected)}, got"
                            f" {list(deltas)}")
     if tuple(anchors) != (num_anchors, ROI_DIM):
-        raise BadDataError(f"input 2 (anchors) must have shape [{num_anchors}, 4], got"
-                           f" {list(anchors)}")
+        raise BadDataError(f"{ctx.describe_input('anchors')} must have shape [{num_anchors}, 4],"
+                           f" got {list(anchors)}")
     if tuple(image_info) != (batches, 2):
-        raise BadDataError(f"input 3 (image_info) must have shape [{batches}, 2], got"
+        raise BadDataError(f"{ctx.describe_input('image_info')} must have shape [{batches}, 2], got"
                            f" {list(image_info)}")
-    for i, name in ((4, "height_stride"), (5, "width_stride")):
-        if not float_scalar(ctx, i) > 0:
-            raise BadDataError(f"input {i} ({name}) must be positive, got {ctx.scalar(i)}")
+    for name in ("height_stride", "width_stride"):
+        positive_scalar(ctx, name)
 
 
 def _generate_proposals(ctx: KernelContext):
     """(scores, boxes [n, 4], batch index) of the proposals kept, in float32."""
     _prepare_proposal_inputs(ctx)
-    nchw = bool(ctx.scalar(10))
-    scores = to_nhwc(float_input(ctx, 0), nchw)
-    deltas = to_nhwc(float_input(ctx, 1), nchw)
-    anchors = float_input(ctx, 2)
-    image_info = float_input(ctx, 3)
-    height_stride, width_stride = float_scalar(ctx, 4), float_scalar(ctx, 5)
-    pre_nms, post_nms = ctx.scalar(6), ctx.scalar(7)
-    suppress = hard_suppression(float_scalar(ctx, 8))
-    min_size = float_scalar(ctx, 9)
+    nchw = bool(ctx.scalar("nchw"))
+    scores = to_nhwc(float_input(ctx, "scores"), nchw)
+    deltas = to_nhwc(float_input(ctx, "deltas"), nchw)
+    anchors = float_input(ctx, "anchors")
+    image_info = float_input(ctx, "image_info")
+    height_stride = float_scalar(ctx, "height_stride")
+    width_stride = float_scalar(ctx, "width_stride")
+    pre_nms, post_nms = ctx.scalar("pre_nms_max"), ctx.scalar("post_nms_max")
+    suppress = hard_suppression(float_scalar(ctx, "iou_threshold"))
+    min_size = float_scalar(ctx, "min_size")
     check_corners(anchors, "anchor")
 
     batches, height, width, num_anchors = scores.shape
@@ -281,43 +283,37 @@ def _prepare_generate_proposals(ctx: KernelContext) -> list[Shape]:
 @register(Op.GENERATE_PROPOSALS, prepare=_prepare_generate_proposals)
 def generate_proposals(ctx: KernelContext) -> tuple[np.ndarray, ...]:
     scores, boxes, batches = _generate_proposals_once(ctx)
-    return output_from_float(ctx, 0, scores), output_from_float(ctx, 1, boxes), batches
+    return (output_from_float(ctx, "out_scores", scores), output_from_float(ctx, "out_rois", boxes),
+            batches)
 
 
 # ------------------------------------------------------------------------- DETECTION_POSTPROC...
 
 def _prepare_detection_postprocessing(ctx: KernelContext) -> list[Shape]:
-    scores = check_rank(ctx, 0, (3,), "scores")
-    deltas = check_rank(ctx, 1, (3,), "deltas")
-    anchors = check_rank(ctx, 2, (2,), "anchors")
+    scores = check_rank(ctx, "scores", (3,))
+    deltas = check_rank(ctx, "deltas", (3,))
+    anchors = check_rank(ctx, "anchors", (2,))
     batches, num_anchors, num_classes = scores
     if deltas[0] != batches or deltas[1] != num_anchors or deltas[2] < ROI_DIM:
-        raise BadDataError(f"input 1 (deltas) must have shape [{batches}, {num_anchors},"
-                           f" >= 4], got {list(deltas)}")
+        raise BadDataError(f"{ctx.describe_input('deltas')} must have shape [{batches},"
+                           f" {num_anchors}, >= 4], got {list(deltas)}")
     if tuple(anchors) != (num_anchors, ROI_DIM):
-        raise BadDataError(f"input 2 (anchors) must have shape [{num_anchors}, 4], got"
-                           f" {list(anchors)}")
+        raise BadDataError(f"{ctx.describe_input('anchors')} must have shape [{num_anchors}, 4],"
+                           f" got {list(anchors)}")
     if num_classes < 2:
-        raise BadDataError(f"input 0 (scores) needs at least 2 classes (class 0 is the"
-                           f" background), got shape {list(scores)}")
-    for i, name in ((3, "scale_y"), (4, "scale_x"), (5, "scale_h"), (6, "scale_w")):
-        if not float_scalar(ctx, i) > 0:
-            raise BadDataError(f"input {i} ({name}) must be positive, got {ctx.scalar(i)}")
-    for i, name in ((11, "score_threshold"), (12, "iou_threshold")):
-        if not float_scalar(ctx, i) >= 0:
-            raise BadDataError(f"input {i} ({name}) must be >= 0, got {ctx.scalar(i)}")
-    detections = ctx.scalar(8)
-    if detections <= 0:
-        raise BadDataError(f"input 8 (max_detections) must be positive, got {detections}")
-    if ctx.scalar(7):
-        if ctx.scalar(10) <= 0:
-            raise BadDataError(f"input 10 (max_detections_per_class) must be positive, got"
-                               f" {ctx.scalar(10)}")
+        raise BadDataError(f"{ctx.describe_input('scores')} needs at least 2 classes (class 0"
+                           f" is the background), got shape {list(scores)}")
+    for name in ("scale_y", "scale_x", "scale_h", "scale_w"):
+        positive_scalar(ctx, name)
+    for name in ("score_threshold", "iou_threshold"):
+        if not float_scalar(ctx, name) >= 0:
+            raise BadDataError(f"{ctx.describe_input(name)} must be >= 0, got"
+                               f" {ctx.scalar(name)}")
+    detections = positive_scalar(ctx, "max_detections")
+    if ctx.scalar("regular_nms"):
+        positive_scalar(ctx, "max_detections_per_class")
     else:
-        if ctx.scalar(9) <= 0:
-            raise BadDataError(f"input 9 (max_classes_per_detection) must be positive, got"
-                               f" {ctx.scalar(9)}")
-        detections *= ctx.scalar(9)
+        detections *= positive_scalar(ctx, "max_classes_per_detection")
     return [(batches, detections), (batches, detections, ROI_DIM), (batches, detections),
             (batches,)]
 
@@ -335,15 +331,19 @@ def _decode_anchors(deltas: np.ndarray, anchors: np.ndarray, scales: np.ndarray)
 
 @register(Op.DETECTION_POSTPROCESSING, prepare=_prepare_detection_postprocessing)
 def detection_postprocessing(ctx: KernelContext) -> tuple[np.ndarray, ...]:
-    scores = float_input(ctx, 0)
-    deltas = float_input(ctx, 1)[..., :ROI_DIM]
-    anchors = float_input(ctx, 2)
-    scales = np.array([float_scalar(ctx, i) for i in (3, 4, 5, 6)], dtype=F32)
-    regular = bool(ctx.scalar(7))
-    max_detections, max_classes, max_per_class = ctx.scalar(8), ctx.scalar(9), ctx.scalar(10)
-    score_threshold = float_scalar(ctx, 11)
-    suppress = hard_suppression(float_scalar(ctx, 12))
-    label_offset = 0 if ctx.scalar(13) else 1  # labels count from the background class or not
+    scores = float_input(ctx, "scores")
+    deltas = float_input(ctx, "deltas")[..., :ROI_DIM]
+    anchors = float_input(ctx, "anchors")
+    scales = np.array([float_scalar(ctx, name) for name in ("scale_y", "scale_x", "scale_h",
+                                                            "scale_w")], dtype=F32)
+    regular = bool(ctx.scalar("regular_nms"))
+    max_detections = ctx.scalar("max_detections")
+    max_classes = ctx.scalar("max_classes_per_detection")
+    max_per_class = ctx.scalar("max_detections_per_class")
+    score_threshold = float_scalar(ctx, "score_threshold")
+    suppress = hard_suppression(float_scalar(ctx, "iou_threshold"))
+    # Labels count from the background class or from the first real one.
+    label_offset = 0 if ctx.scalar("background_in_label") else 1
 
     batches, num_anchors, num_classes = scores.shape
     slots = max_detections if regular else max_detections * max_classes
@@ -379,5 +379,5 @@ def detection_postprocessing(ctx: KernelContext) -> tuple[np.ndarray, ...]:
         out_boxes[b, :count] = boxes[anchor]
         out_classes[b, :count] = cls - label_offset
         counts[b] = count
-    return (output_from_float(ctx, 0, out_scores), output_from_float(ctx, 1, out_boxes),
-            out_classes, counts)
+    return (output_from_float(ctx, "out_scores", out_scores),
+            output_from_float(ctx, "out_boxes", out_boxes), out_classes, counts)

@@ -31,6 +31,7 @@ from ._detection import (
     float_scalar,
     from_nhwc,
     output_from_float,
+    positive_scalar,
     to_nhwc,
 )
 
@@ -41,31 +42,35 @@ _WEIGHT_SCALE = F32(1.0) / F32(255.0)  # ROI_ALIGN's quantized bilinear weights
 
 # ------------------------------------------------------------------------- ROI_ALIGN / POOLING
 
-def _prepare_roi(ctx: KernelContext, layout_input: int) -> list[Shape]:
+def _prepare_roi(ctx: KernelContext) -> list[Shape]:
     """Shared shape checks; the output is [num_rois, out_height, out_width, depth] (or NCHW)."""
-    shape = check_rank(ctx, 0, (4,), "input")
-    rois = check_rank(ctx, 1, (2,), "rois")
-    batch_index = check_rank(ctx, 2, (1,), "batch_index")
-    nchw = bool(ctx.scalar(layout_input))
+    shape = check_rank(ctx, "input", (4,))
+    rois = check_rank(ctx, "rois", (2,))
+    batch_index = check_rank(ctx, "batch_index", (1,))
+    nchw = bool(ctx.scalar("nchw"))
     batches, height, width, depth = _nhwc_dims(shape, nchw)
     if min(batches, height, width, depth) <= 0:
-        raise BadDataError(f"input 0 must have non-zero batches, height, width and depth, got"
-                           f" shape {list(shape)}")
+        raise BadDataError(f"{ctx.describe_input('input')} must have non-zero batches, height,"
+                           f" width and depth, got shape {list(shape)}")
     if rois[1] != ROI_DIM:
-        raise BadDataError(f"input 1 (rois) must have shape [num_rois, 4], got {list(rois)}")
+        raise BadDataError(f"{ctx.describe_input('rois')} must have shape [num_rois, 4], got"
+                           f" {list(rois)}")
     if batch_index[0] != rois[0]:
-        raise BadDataError(f"input 2 (batch_index) must have one entry per roi ({rois[0]}),"
-                           f" got shape {list(batch_index)}")
-    out_height, out_width = ctx.scalar(3), ctx.scalar(4)
+        raise BadDataError(f"{ctx.describe_input('batch_index')} must have one entry per roi"
+                           f" ({rois[0]}), got shape {list(batch_index)}")
+    out_height, out_width = ctx.scalar("out_height"), ctx.scalar("out_width")
     if out_height <= 0 or out_width <= 0:
-        raise BadDataError(f"output height and width (inputs 3, 4) must be positive, got"
+        raise BadDataError(f"output height and width ({ctx.describe_input('out_height')},"
+                           f" {ctx.describe_input('out_width')}) must be positive, got"
                            f" {out_height} and {out_width}")
-    for i, name in ((5, "height_ratio"), (6, "width_ratio")):
-        if not float_scalar(ctx, i) > 0:
-            raise BadDataError(f"input {i} ({name}) must be positive, got {ctx.scalar(i)}")
-    if ctx.operation == Op.ROI_ALIGN and min(ctx.scalar(7), ctx.scalar(8)) < 0:
-        raise BadDataError(f"sampling ratios (inputs 7, 8) must be >= 0 (0: adaptive), got"
-                           f" {ctx.scalar(7)} and {ctx.scalar(8)}")
+    for name in ("height_ratio", "width_ratio"):
+        positive_scalar(ctx, name)
+    if ctx.operation == Op.ROI_ALIGN:
+        samples = ctx.scalar("height_samples"), ctx.scalar("width_samples")
+        if min(samples) < 0:
+            raise BadDataError(f"sampling ratios ({ctx.describe_input('height_samples')},"
+                               f" {ctx.describe_input('width_samples')}) must be >= 0"
+                               f" (0: adaptive), got {samples[0]} and {samples[1]}")
     if nchw:
         return [(rois[0], depth, out_height, out_width)]
     return [(rois[0], out_height, out_width, depth)]
@@ -77,14 +82,14 @@ def _nhwc_dims(shape: Shape, nchw: bool) -> tuple[int, int, int, int]:
 
 def _scaled_rois(ctx: KernelContext, feature_hw: tuple[int, int]) -> np.ndarray:
     """The rois in feature-map coordinates [x1, y1, x2, y2], checked to lie inside the map."""
-    height_scale = F32(1.0) / float_scalar(ctx, 5)
-    width_scale = F32(1.0) / float_scalar(ctx, 6)
+    height_scale = F32(1.0) / float_scalar(ctx, "height_ratio")
+    width_scale = F32(1.0) / float_scalar(ctx, "width_ratio")
     scale = np.array([width_scale, height_scale, width_scale, height_scale], dtype=F32)
-    rois = ctx.input(1)
-    if ctx.input_type(0) == _Q8 and ctx.operation == Op.ROI_ALIGN:
+    rois = ctx.input("rois")
+    if ctx.input_type("input") == _Q8 and ctx.operation == Op.ROI_ALIGN:
         scaled = rois.astype(F32) * scale * _BOX_SCALE  # this order, as Android's integer path
     else:
-        scaled = float_input(ctx, 1) * scale
+        scaled = float_input(ctx, "rois") * scale
     height, width = feature_hw
     limit = np.array([width, height, width, height], dtype=F32)
     outside = np.flatnonzero(~np.all((scaled >= 0) & (scaled <= limit), axis=1))
@@ -107,21 +112,21 @@ def _axis_samples(position: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarr
     return low, high, np.where(at_edge, F32(0), fraction).astype(F32)
 
 
-@register(Op.ROI_ALIGN, prepare=lambda ctx: _prepare_roi(ctx, 9))
+@register(Op.ROI_ALIGN, prepare=_prepare_roi)
 def roi_align(ctx: KernelContext) -> np.ndarray:
-    nchw = bool(ctx.scalar(9))
-    out_height, out_width = ctx.scalar(3), ctx.scalar(4)
-    height_samples, width_samples = ctx.scalar(7), ctx.scalar(8)
-    feature = to_nhwc(ctx.input(0), nchw)
+    nchw = bool(ctx.scalar("nchw"))
+    out_height, out_width = ctx.scalar("out_height"), ctx.scalar("out_width")
+    height_samples, width_samples = ctx.scalar("height_samples"), ctx.scalar("width_samples")
+    feature = to_nhwc(ctx.input("input"), nchw)
     batches, height, width, depth = feature.shape
-    num_rois = ctx.input_shape(1)[0]
+    num_rois = ctx.input_shape("rois")[0]
     if num_rois == 0:
         empty = np.zeros((0, out_height, out_width, depth), ctx.output_dtype())
         return from_nhwc(empty, nchw)
-    batch_index = ctx.input(2)
+    batch_index = ctx.input("batch_index")
     check_batch_index(batch_index, batches)
     rois = _scaled_rois(ctx, (height, width))
-    quantized = ctx.input_type(0) == _Q8
+    quantized = ctx.input_type("input") == _Q8
     if not quantized:
         feature = feature.astype(F32, copy=False)
 
@@ -143,7 +148,7 @@ def roi_align(ctx: KernelContext) -> np.ndarray:
     b = batch_index[:, None, None]
     uniform = np.all(width_ratio == width_ratio[0]) and np.all(height_ratio == height_ratio[0])
     acc = np.zeros((num_rois, out_height, out_width, depth), np.int64 if quantized else F32)
-    zero_point = ctx.input_quant(0)[1]
+    zero_point = ctx.input_quant("input")[1]
     for y_index in range(int(height_ratio.max())):
         y_low, y_high, dy = _axis_samples(y_first + height_bin[:, None] * F32(y_index), height)
         for x_index in range(int(width_ratio.max())):
@@ -182,7 +187,7 @@ def _sampling_ratio(requested: int, step: np.ndarray) -> np.ndarray:
 
 def _requantize_roi_align(ctx: KernelContext, acc: np.ndarray, count: np.ndarray) -> np.ndarray:
     """Averages and rescales the integer sums; the multiplier depends on each roi's count."""
-    (in_scale, _), (out_scale, out_zero_point) = ctx.input_quant(0), ctx.output_quant()
+    (in_scale, _), (out_scale, out_zero_point) = ctx.input_quant("input"), ctx.output_quant()
     out = np.empty(acc.shape, np.uint8)
     for samples in np.unique(count):
         real = (F32(in_scale) * _WEIGHT_SCALE / F32(out_scale)) / F32(samples)
@@ -196,16 +201,16 @@ def _requantize_roi_align(ctx: KernelContext, acc: np.ndarray, count: np.ndarray
     return out
 
 
-@register(Op.ROI_POOLING, prepare=lambda ctx: _prepare_roi(ctx, 7))
+@register(Op.ROI_POOLING, prepare=_prepare_roi)
 def roi_pooling(ctx: KernelContext) -> np.ndarray:
-    nchw = bool(ctx.scalar(7))
-    out_height, out_width = ctx.scalar(3), ctx.scalar(4)
-    feature = to_nhwc(ctx.input(0), nchw)
+    nchw = bool(ctx.scalar("nchw"))
+    out_height, out_width = ctx.scalar("out_height"), ctx.scalar("out_width")
+    feature = to_nhwc(ctx.input("input"), nchw)
     batches, height, width, depth = feature.shape
-    num_rois = ctx.input_shape(1)[0]
+    num_rois = ctx.input_shape("rois")[0]
     if num_rois == 0:
         return from_nhwc(np.zeros((0, out_height, out_width, depth), feature.dtype), nchw)
-    batch_index = ctx.input(2)
+    batch_index = ctx.input("batch_index")
     check_batch_index(batch_index, batches)
     corners = round_half_away(_scaled_rois(ctx, (height, width))).astype(np.int64)
     y_start, y_stop = _pooling_bins(corners[:, 1], corners[:, 3], out_height, height)
@@ -227,7 +232,7 @@ def roi_pooling(ctx: KernelContext) -> np.ndarray:
             best = np.where(inside, np.maximum(best, values), best)
             seen |= inside
     # An empty bin (at the map's far edge) reads as the zero point, as Android's does.
-    empty = ctx.input_quant(0)[1] if ctx.input_type(0) == _Q8 else 0
+    empty = ctx.input_quant("input")[1] if ctx.input_type("input") == _Q8 else 0
     return from_nhwc(np.where(seen, best, np.array(empty, feature.dtype)), nchw)
 
 
@@ -245,16 +250,18 @@ def _pooling_bins(start: np.ndarray, end: np.ndarray, bins: int,
 # ------------------------------------------------------------------------- HEATMAP_MAX_KEYPOINT
 
 def _prepare_heatmap(ctx: KernelContext) -> list[Shape]:
-    shape = check_rank(ctx, 0, (4,), "heatmaps")
-    boxes = check_rank(ctx, 1, (2,), "boxes")
-    nchw = bool(ctx.scalar(2))
+    shape = check_rank(ctx, "heatmaps", (4,))
+    boxes = check_rank(ctx, "boxes", (2,))
+    nchw = bool(ctx.scalar("nchw"))
     num_boxes, size, other, keypoints = _nhwc_dims(shape, nchw)
     if size != other:
-        raise BadDataError(f"input 0 (heatmaps) must be square, got shape {list(shape)}")
+        raise BadDataError(f"{ctx.describe_input('heatmaps')} must be square, got shape"
+                           f" {list(shape)}")
     if size < 2:
-        raise BadDataError(f"input 0 (heatmaps) must be at least 2x2, got shape {list(shape)}")
+        raise BadDataError(f"{ctx.describe_input('heatmaps')} must be at least 2x2, got shape"
+                           f" {list(shape)}")
     if tuple(boxes) != (num_boxes, ROI_DIM):
-        raise BadDataError(f"input 1 (boxes) must have shape [{num_boxes}, 4], got"
+        raise BadDataError(f"{ctx.describe_input('boxes')} must have shape [{num_boxes}, 4], got"
                            f" {list(boxes)}")
     return [(num_boxes, keypoints), (num_boxes, keypoints, 2)]
 
@@ -265,8 +272,8 @@ _FIT_TOLERANCE = {OperandType.TENSOR_FLOAT16: F32(1e-3)}
 
 @register(Op.HEATMAP_MAX_KEYPOINT, prepare=_prepare_heatmap)
 def heatmap_max_keypoint(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray]:
-    heatmaps = to_nhwc(float_input(ctx, 0), bool(ctx.scalar(2)))
-    boxes = float_input(ctx, 1)
+    heatmaps = to_nhwc(float_input(ctx, "heatmaps"), bool(ctx.scalar("nchw")))
+    boxes = float_input(ctx, "boxes")
     check_corners(boxes, "box")
     num_boxes, size, _, keypoints = heatmaps.shape
     flat = heatmaps.reshape(num_boxes, size * size, keypoints)
@@ -283,14 +290,14 @@ def heatmap_max_keypoint(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray]:
     k = np.arange(keypoints)[None, :]
     grid = [[flat[n, mirrored(row + dy) * size + mirrored(col + dx), k] for dx in (-1, 0, 1)]
             for dy in (-1, 0, 1)]
-    tolerance = _FIT_TOLERANCE.get(ctx.input_type(0), F32(1e-5))
+    tolerance = _FIT_TOLERANCE.get(ctx.input_type("heatmaps"), F32(1e-5))
     delta_x, delta_y, score = _taylor_maximum(grid, max_score, tolerance)
 
     x1, y1, x2, y2 = (boxes[:, i:i + 1] for i in range(ROI_DIM))
     x_rel = (col.astype(F32) + delta_x + F32(0.5)) / F32(size)
     y_rel = (row.astype(F32) + delta_y + F32(0.5)) / F32(size)
     points = np.stack([x_rel * (x2 - x1) + x1, y_rel * (y2 - y1) + y1], axis=-1)
-    return output_from_float(ctx, 0, score), output_from_float(ctx, 1, points)
+    return output_from_float(ctx, "scores", score), output_from_float(ctx, "keypoints", points)
 
 
 def _taylor_maximum(g, max_score: np.ndarray, tolerance: np.float32):

@@ -17,53 +17,51 @@ from ...nnapi.errors import BadDataError, OpFailedError
 from ..context import KernelContext, Shape
 from ..registry import register
 from ._farmhash import fingerprint64
-from ._shape_common import check_constant_indices, check_indices, describe
+from ._shape_common import check_constant_indices, check_indices
 
 # --------------------------------------------------------------------------------------------
 # EMBEDDING_LOOKUP and HASHTABLE_LOOKUP
 
 
-def _check_rank(ctx: KernelContext, i: int, what: str, least: int, most: int | None = None) \
-        -> Shape:
-    """Input ``i``'s shape, after checking least <= rank <= most (no bound when None)."""
-    shape = ctx.input_shape(i)
+def _check_rank(ctx: KernelContext, name: str, least: int, most: int | None = None) -> Shape:
+    """Input ``name``'s shape, after checking least <= rank <= most (no bound when None)."""
+    shape = ctx.input_shape(name)
     if len(shape) < least or (most is not None and len(shape) > most):
         wanted = f"{least}" if most == least else f"{least} or more"
-        raise BadDataError(f"{describe(i, what)} must have rank {wanted}, got shape"
+        raise BadDataError(f"{ctx.describe_input(name)} must have rank {wanted}, got shape"
                            f" {list(shape)}")
     return shape
 
 
 def _prepare_embedding(ctx: KernelContext) -> list[Shape]:
-    lookups = _check_rank(ctx, 0, "lookups", 1, 1)
-    values = _check_rank(ctx, 1, "values", 2)
-    check_constant_indices(ctx, 0, values[0], "lookups", "the rows of input 1 (values)")
+    lookups = _check_rank(ctx, "lookups", 1, 1)
+    values = _check_rank(ctx, "values", 2)
+    check_constant_indices(ctx, "lookups", "values", 0)
     return [lookups + values[1:]]
 
 
 @register(Op.EMBEDDING_LOOKUP, prepare=_prepare_embedding)
 def embedding_lookup(ctx: KernelContext) -> np.ndarray:
-    lookups, values = ctx.input(0), ctx.input(1)
-    check_indices(lookups, values.shape[0], 0, "lookups", "the rows of input 1 (values)")
-    return np.take(values, lookups, axis=0)
+    check_indices(ctx, "lookups", "values", 0)
+    return np.take(ctx.input("values"), ctx.input("lookups"), axis=0)
 
 
 def _prepare_hashtable(ctx: KernelContext) -> list[Shape]:
-    lookups = _check_rank(ctx, 0, "lookups", 1, 1)
-    keys = _check_rank(ctx, 1, "keys", 1, 1)
-    values = _check_rank(ctx, 2, "values", 1)
+    lookups = _check_rank(ctx, "lookups", 1, 1)
+    keys = _check_rank(ctx, "keys", 1, 1)
+    values = _check_rank(ctx, "values", 1)
     if keys[0] != values[0]:
-        raise BadDataError(f"{describe(1, 'keys')} has {keys[0]} keys but input 2 (values) has"
-                           f" {values[0]} rows")
+        raise BadDataError(f"{ctx.describe_input('keys')} has {keys[0]} keys but"
+                           f" {ctx.describe_input('values')} has {values[0]} rows")
     return [lookups + values[1:], lookups]
 
 
 @register(Op.HASHTABLE_LOOKUP, prepare=_prepare_hashtable)
 def hashtable_lookup(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray]:
     """Rows whose key equals each lookup; a miss gives a row of zero bytes and hit 0."""
-    lookups, keys, values = ctx.input(0), ctx.input(1), ctx.input(2)
+    lookups, keys, values = ctx.input("lookups"), ctx.input("keys"), ctx.input("values")
     if keys.size > 1 and (np.diff(keys.astype(np.int64)) < 0).any():
-        raise OpFailedError(f"{describe(1, 'keys')} must be sorted in ascending order")
+        raise OpFailedError(f"{ctx.describe_input('keys')} must be sorted in ascending order")
     rows = np.searchsorted(keys, lookups)
     clipped = np.minimum(rows, max(len(keys) - 1, 0))
     hits = (rows < len(keys)) & (keys[clipped] == lookups) if len(keys) else \
@@ -85,35 +83,35 @@ class LshType(IntEnum):
 
 def _lsh_plan(ctx: KernelContext) -> tuple[LshType, Shape]:
     """(projection type, output shape), checked."""
-    hash_shape = ctx.input_shape(0)
-    if len(hash_shape) != 2:
-        raise BadDataError(f"{describe(0, 'hash')} must have rank 2, got {list(hash_shape)}")
+    hash_shape = _check_rank(ctx, "hash", 2, 2)
     functions, bits = hash_shape
     if bits > 32:
-        raise BadDataError(f"{describe(0, 'hash')} has {bits} bits per function; at most 32")
-    rows = _check_rank(ctx, 1, "input", 1)[0]
-    if ctx.has_input(2):
-        weight = ctx.input_shape(2)
+        raise BadDataError(f"{ctx.describe_input('hash')} has {bits} bits per function; at most"
+                           " 32")
+    rows = _check_rank(ctx, "input", 1)[0]
+    if ctx.has_input("weight"):
+        weight = ctx.input_shape("weight")
         if tuple(weight) != (rows,):
-            raise BadDataError(f"{describe(2, 'weight')} must have shape [{rows}] (one weight"
-                               f" per row of input 1), got {list(weight)}")
+            raise BadDataError(f"{ctx.describe_input('weight')} must have shape [{rows}] (one"
+                               f" weight per row of {ctx.describe_input('input')}), got"
+                               f" {list(weight)}")
     try:
-        kind = LshType(ctx.scalar(3))
+        kind = LshType(ctx.scalar("type"))
     except ValueError:
-        raise BadDataError(f"{describe(3, 'type')} {ctx.scalar(3)} is not a projection type"
-                           " (1 sparse deprecated, 2 dense, 3 sparse)") from None
+        raise BadDataError(f"{ctx.describe_input('type')} {ctx.scalar('type')} is not a"
+                           " projection type (1 sparse deprecated, 2 dense, 3 sparse)") from None
     if kind == LshType.DENSE:
         return kind, (functions * bits,)
     if kind == LshType.SPARSE and bits + math.ceil(math.log2(max(functions, 1))) > 32:
-        raise BadDataError(f"{describe(0, 'hash')} {list(hash_shape)}: sparse signatures with"
-                           " offsets need bits + ceil(log2(functions)) <= 32")
+        raise BadDataError(f"{ctx.describe_input('hash')} {list(hash_shape)}: sparse signatures"
+                           " with offsets need bits + ceil(log2(functions)) <= 32")
     return kind, (functions,)
 
 
 @register(Op.LSH_PROJECTION, prepare=lambda ctx: [_lsh_plan(ctx)[1]])
 def lsh_projection(ctx: KernelContext) -> np.ndarray:
     kind, _ = _lsh_plan(ctx)
-    functions, bits = ctx.input_shape(0)
+    functions, bits = ctx.input_shape("hash")
     bit_values = _sign_bits(ctx).reshape(functions, bits)
     if kind == LshType.DENSE:
         return bit_values.reshape(-1).astype(np.int32)
@@ -126,15 +124,15 @@ def lsh_projection(ctx: KernelContext) -> np.ndarray:
 
 def _sign_bits(ctx: KernelContext) -> np.ndarray:
     """For each seed: 1 when the weighted sum of the rows' signed hashes is positive."""
-    seeds = ctx.float_input(0).reshape(-1)
-    x = ctx.input(1)
+    seeds = ctx.float_input("hash").reshape(-1)
+    x = ctx.input("input")
     rows = np.ascontiguousarray(x).reshape(x.shape[0], math.prod(x.shape[1:])).view(np.uint8)
     seed_bytes = seeds.astype("<f4").view(np.uint8).reshape(-1, 4)
     keys = np.concatenate([np.repeat(seed_bytes, len(rows), axis=0),
                            np.tile(rows, (len(seeds), 1))], axis=1)
     hashes = fingerprint64(keys).view(np.int64).astype(np.float64).reshape(len(seeds), -1)
-    if ctx.has_input(2):
-        hashes = hashes * ctx.float_input(2).astype(np.float64)
+    if ctx.has_input("weight"):
+        hashes = hashes * ctx.float_input("weight").astype(np.float64)
     # Accumulated row by row, in the reference's order, for the same rounding.
     scores = np.add.accumulate(hashes, axis=1)[:, -1] if hashes.shape[1] else \
         np.zeros(len(seeds))

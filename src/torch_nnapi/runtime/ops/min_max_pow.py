@@ -18,18 +18,21 @@ from ._common import broadcast_inputs
 from ._requantize import requantize_uint8
 
 
-def _operand_in_output_terms(ctx: KernelContext, i: int) -> np.ndarray:
-    if ctx.input_type(i) == OperandType.TENSOR_QUANT8_ASYMM:
-        return requantize_uint8(ctx.input(i), ctx.input_quant(i), ctx.output_quant())
-    return ctx.input(i)
+def _operand_in_output_terms(ctx: KernelContext, name: str) -> np.ndarray:
+    if ctx.input_type(name) == OperandType.TENSOR_QUANT8_ASYMM:
+        return requantize_uint8(ctx.input(name), ctx.input_quant(name), ctx.output_quant())
+    return ctx.input(name)
 
 
-@register(Op.MAXIMUM, Op.MINIMUM, Op.POW, prepare=broadcast_inputs)
-def min_max_pow(ctx: KernelContext) -> np.ndarray:
-    if ctx.operation == Op.POW:
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            result = np.power(ctx.float_input(0), ctx.float_input(1))
-        return result.astype(ctx.output_dtype(), copy=False)
-    a, b = _operand_in_output_terms(ctx, 0), _operand_in_output_terms(ctx, 1)
+@register(Op.MAXIMUM, Op.MINIMUM, prepare=broadcast_inputs())
+def min_max(ctx: KernelContext) -> np.ndarray:
+    a, b = _operand_in_output_terms(ctx, "input0"), _operand_in_output_terms(ctx, "input1")
     take_b = a < b if ctx.operation == Op.MAXIMUM else b < a
     return np.where(take_b, b, a).astype(ctx.output_dtype(), copy=False)
+
+
+@register(Op.POW, prepare=broadcast_inputs("base", "exponent"))
+def power(ctx: KernelContext) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        result = np.power(ctx.float_input("base"), ctx.float_input("exponent"))
+    return result.astype(ctx.output_dtype(), copy=False)

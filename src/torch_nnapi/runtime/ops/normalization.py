@@ -19,6 +19,7 @@ from .. import fixedpoint as fp
 from ..context import KernelContext, Shape
 from ..registry import register
 from ._common import check_rank
+from ._shape_common import axis_scalar
 
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 # Quantized SOFTMAX: differences from the row maximum get 5 integer bits (exp(-32) is already
@@ -28,44 +29,35 @@ _SUM_INTEGER_BITS = 12
 _INT32_MAX = 2**31 - 1
 
 
-def _axis(ctx: KernelContext, i: int, rank: int) -> int:
-    """Input ``i``'s axis (default -1 when absent) as a non-negative index."""
-    axis = int(ctx.scalar(i, -1))
-    if not -rank <= axis < rank:
-        raise BadDataError(f"input {i} (axis) must be in [{-rank}, {rank}) for an input of rank"
-                           f" {rank}, got {axis}")
-    return axis % rank
-
-
 def _along_last(fn, x: np.ndarray, axis: int) -> np.ndarray:
     """Applies ``fn`` to ``x`` with ``axis`` moved last, and moves the axis back."""
     return np.moveaxis(fn(np.moveaxis(x, axis, -1)), -1, axis)
 
 
 def _empty_output(ctx: KernelContext) -> np.ndarray:
-    return np.empty(ctx.input_shape(0), dtype=ctx.output_dtype())
+    return np.empty(ctx.input_shape("input"), dtype=ctx.output_dtype())
 
 
-def _prepare_along_axis(ctx: KernelContext, axis_input: int) -> list[Shape]:
-    """Checks input 0 (rank 1 to 4) and its axis (input ``axis_input``); the output has the
-    input's shape."""
-    shape = check_rank(ctx, 0, range(1, 5), "input")
-    _axis(ctx, axis_input, len(shape))
+def _prepare_along_axis(ctx: KernelContext) -> list[Shape]:
+    """Checks the input (rank 1 to 4) and its axis; the output has the input's shape."""
+    shape = check_rank(ctx, "input", range(1, 5))
+    axis_scalar(ctx, "axis", len(shape))
     return [shape]
 
 
-def _along_axis(ctx: KernelContext, axis_input: int, float_fn, quant8_fn=None) -> np.ndarray:
-    """Computes input 0 slice by slice along the axis given by input ``axis_input``, the axis
-    moved last for ``float_fn`` (in float32, cast back to the output type; infinities and NaNs
-    propagate without warnings) or, for a TENSOR_QUANT8_ASYMM input, ``quant8_fn`` (on its
-    raw values)."""
-    if ctx.input(0).size == 0:
+def _along_axis(ctx: KernelContext, float_fn, quant8_fn=None) -> np.ndarray:
+    """Computes the input slice by slice along its axis (the last one when the axis input is
+    left out), the axis moved last for ``float_fn`` (in float32, cast back to the output type;
+    infinities and NaNs propagate without warnings) or, for a TENSOR_QUANT8_ASYMM input,
+    ``quant8_fn`` (on its raw values)."""
+    x = ctx.input("input")
+    if x.size == 0:
         return _empty_output(ctx)
-    axis = _axis(ctx, axis_input, ctx.input(0).ndim)
-    if quant8_fn is not None and ctx.input_type(0) == _Q8:
-        return _along_last(quant8_fn, ctx.input(0), axis)
+    axis = axis_scalar(ctx, "axis", x.ndim)
+    if quant8_fn is not None and ctx.input_type("input") == _Q8:
+        return _along_last(quant8_fn, x, axis)
     with np.errstate(all="ignore"):
-        result = _along_last(float_fn, ctx.float_input(0), axis)
+        result = _along_last(float_fn, ctx.float_input("input"), axis)
         return result.astype(ctx.output_dtype(), copy=False)
 
 
@@ -74,18 +66,18 @@ def _along_axis(ctx: KernelContext, axis_input: int, float_fn, quant8_fn=None) -
 
 
 def _prepare_softmax(ctx: KernelContext) -> list[Shape]:
-    shapes = _prepare_along_axis(ctx, 2)
-    beta = float(ctx.scalar(1))
+    shapes = _prepare_along_axis(ctx)
+    beta = float(ctx.scalar("beta"))
     if not beta > 0:
-        raise BadDataError(f"input 1 (beta) must be positive, got {beta}")
-    if ctx.input_type(0) == _Q8:
+        raise BadDataError(f"{ctx.describe_input('beta')} must be positive, got {beta}")
+    if ctx.input_type("input") == _Q8:
         _softmax_quant8_params(ctx, beta)
     return shapes
 
 
 @register(Op.SOFTMAX, prepare=_prepare_softmax)
 def softmax(ctx: KernelContext) -> np.ndarray:
-    beta = float(ctx.scalar(1))
+    beta = float(ctx.scalar("beta"))
 
     def float_softmax(x: np.ndarray) -> np.ndarray:
         exps = np.exp((x - x.max(axis=-1, keepdims=True)) * np.float32(beta))
@@ -94,13 +86,13 @@ def softmax(ctx: KernelContext) -> np.ndarray:
     def quant8_softmax(q: np.ndarray) -> np.ndarray:
         return _softmax_quant8(q, *_softmax_quant8_params(ctx, beta))
 
-    return _along_axis(ctx, 2, float_softmax, quant8_softmax)
+    return _along_axis(ctx, float_softmax, quant8_softmax)
 
 
 def _softmax_quant8_params(ctx: KernelContext, beta: float) -> tuple[int, int, int]:
     """(multiplier, left shift) taking uint8 differences to 5 integer bits, and the smallest
     difference that still counts (the others contribute exp() == 0)."""
-    scale = float(np.float32(ctx.input_quant(0)[0]))
+    scale = float(np.float32(ctx.input_quant("input")[0]))
     real = min(beta * scale * float(1 << (31 - _DIFF_INTEGER_BITS)), float(_INT32_MAX))
     if not real > 1.0:
         raise BadDataError(f"beta * input scale = {beta * scale:g} is too small for quantized"
@@ -128,16 +120,17 @@ def _softmax_quant8(q: np.ndarray, multiplier: int, left_shift: int,
 
 
 def _prepare_log_softmax(ctx: KernelContext) -> list[Shape]:
-    shape = ctx.input_shape(0)
+    shape = ctx.input_shape("input")
     if not shape:
-        raise BadDataError("input 0 (input) must have rank 1 or more, got a scalar shape []")
-    _axis(ctx, 2, len(shape))
+        raise BadDataError(f"{ctx.describe_input('input')} must have rank 1 or more, got a"
+                           " scalar shape []")
+    axis_scalar(ctx, "axis", len(shape))
     return [shape]
 
 
 @register(Op.LOG_SOFTMAX, prepare=_prepare_log_softmax)
 def log_softmax(ctx: KernelContext) -> np.ndarray:
-    beta = np.float32(ctx.scalar(1))
+    beta = np.float32(ctx.scalar("beta"))
 
     def compute(x: np.ndarray) -> np.ndarray:
         # Subtracting the maximum (the minimum for a negative beta) keeps exp() finite.
@@ -146,22 +139,22 @@ def log_softmax(ctx: KernelContext) -> np.ndarray:
         log_sum = np.log(np.exp(shifted.astype(np.float64)).sum(axis=-1, keepdims=True))
         return shifted - log_sum.astype(np.float32)
 
-    return _along_axis(ctx, 2, compute)
+    return _along_axis(ctx, compute)
 
 
 # --------------------------------------------------------------------------------------------
 # L2_NORMALIZATION and LOCAL_RESPONSE_NORMALIZATION
 
 
-@register(Op.L2_NORMALIZATION, prepare=lambda ctx: _prepare_along_axis(ctx, 1))
+@register(Op.L2_NORMALIZATION, prepare=_prepare_along_axis)
 def l2_normalization(ctx: KernelContext) -> np.ndarray:
     def compute(x: np.ndarray) -> np.ndarray:
         norm = np.sqrt((x * x).sum(axis=-1, keepdims=True))
         # An all-zero slice stays zero (Android's float kernel would give 0/0 = NaN).
         return np.where(norm > 0, x / norm, np.float32(0))
 
-    zero_point = ctx.input_quant(0)[1]
-    return _along_axis(ctx, 1, compute, lambda q: _l2_normalization_quant8(q, zero_point))
+    zero_point = ctx.input_quant("input")[1]
+    return _along_axis(ctx, compute, lambda q: _l2_normalization_quant8(q, zero_point))
 
 
 def _l2_normalization_quant8(q: np.ndarray, zero_point: int) -> np.ndarray:
@@ -178,17 +171,17 @@ def _l2_normalization_quant8(q: np.ndarray, zero_point: int) -> np.ndarray:
 
 
 def _prepare_local_response_normalization(ctx: KernelContext) -> list[Shape]:
-    shapes = _prepare_along_axis(ctx, 5)
-    radius = int(ctx.scalar(1))
+    shapes = _prepare_along_axis(ctx)
+    radius = int(ctx.scalar("radius"))
     if radius < 0:
-        raise BadDataError(f"input 1 (radius) must not be negative, got {radius}")
+        raise BadDataError(f"{ctx.describe_input('radius')} must not be negative, got {radius}")
     return shapes
 
 
 @register(Op.LOCAL_RESPONSE_NORMALIZATION, prepare=_prepare_local_response_normalization)
 def local_response_normalization(ctx: KernelContext) -> np.ndarray:
-    radius = int(ctx.scalar(1))
-    bias, alpha, beta = (float(ctx.scalar(i)) for i in (2, 3, 4))
+    radius = int(ctx.scalar("radius"))
+    bias, alpha, beta = (float(ctx.scalar(name)) for name in ("bias", "alpha", "beta"))
 
     def compute(x: np.ndarray) -> np.ndarray:
         depth = x.shape[-1]
@@ -201,7 +194,7 @@ def local_response_normalization(ctx: KernelContext) -> np.ndarray:
         window_sum = cumulative[..., window_end] - cumulative[..., window_begin]
         return x * np.power(bias + alpha * window_sum, -beta)
 
-    return _along_axis(ctx, 5, compute)
+    return _along_axis(ctx, compute)
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,7 +202,7 @@ def local_response_normalization(ctx: KernelContext) -> np.ndarray:
 
 
 def _prepare_instance_normalization(ctx: KernelContext) -> list[Shape]:
-    return [check_rank(ctx, 0, (4,), "input")]
+    return [check_rank(ctx, "input", (4,))]
 
 
 @register(Op.INSTANCE_NORMALIZATION, prepare=_prepare_instance_normalization)
@@ -220,11 +213,11 @@ def instance_normalization(ctx: KernelContext) -> np.ndarray:
     reference, and the conformance tests, divide by sqrt(mean(x * x) + epsilon): the mean is
     subtracted from x but not from the second moment. We follow Android.
     """
-    x = ctx.float_input(0)
+    x = ctx.float_input("input")
     if x.size == 0:
         return _empty_output(ctx)
-    gamma, beta, epsilon = (np.float32(ctx.scalar(i)) for i in (1, 2, 3))
-    spatial = (2, 3) if ctx.scalar(4) else (1, 2)
+    gamma, beta, epsilon = (np.float32(ctx.scalar(name)) for name in ("gamma", "beta", "epsilon"))
+    spatial = (2, 3) if ctx.scalar("nchw") else (1, 2)
     count = np.float32(x.shape[spatial[0]] * x.shape[spatial[1]])
     with np.errstate(all="ignore"):
         mean = x.sum(axis=spatial, keepdims=True) / count

@@ -30,12 +30,13 @@ from ._spatial import (
 
 def _geometry(ctx: KernelContext) -> tuple[WindowParams, Window, tuple[int, ...]]:
     """The parameters, window, and (n, h, w, c, filter_h, filter_w, out_h, out_w)."""
-    params = read_window_params(ctx, 1, num_extras=2)
-    filter_w, filter_h = params.extras
+    params = read_window_params(ctx)
+    filter_w, filter_h = ctx.scalar("filter_w"), ctx.scalar("filter_h")
     if filter_w <= 0 or filter_h <= 0:
-        raise BadDataError(f"filter width and height must be positive, got {filter_w} and"
-                           f" {filter_h}")
-    n, h, w, c = image_dims(ctx, 0, params.nchw)
+        raise BadDataError(f"{ctx.describe_input('filter_w')} and"
+                           f" {ctx.describe_input('filter_h')} must be positive, got {filter_w}"
+                           f" and {filter_h}")
+    n, h, w, c = image_dims(ctx, params.nchw)
     window = params.window(h, w, filter_h, filter_w)
     window.check_fits(filter_h, filter_w)
     out_h, out_w = window.output_hw(h, w, filter_h, filter_w)
@@ -82,8 +83,8 @@ def pool_2d(ctx: KernelContext) -> np.ndarray:
     shape = image_shape(n, out_h, out_w, c, params.nchw)
     if n == 0:
         return np.zeros(shape, ctx.output_dtype())
-    quantized = ctx.input_type(0) == OperandType.TENSOR_QUANT8_ASYMM
-    x = to_nhwc(ctx.input(0) if quantized else ctx.float_input(0), params.nchw)
+    quantized = ctx.input_type("input") == OperandType.TENSOR_QUANT8_ASYMM
+    x = to_nhwc(ctx.input("input") if quantized else ctx.float_input("input"), params.nchw)
     if ctx.operation == Op.MAX_POOL_2D:
         lowest = 0 if quantized else -np.inf
         result = _reduce_windows(pad_image(x, window, lowest), window, fh, fw, out_h, out_w,

@@ -25,8 +25,7 @@ from ..quant import multiply_by_quantized_multiplier, quantize_multiplier
 from ..registry import register
 from ._recurrent import expect_shape, required_shape
 
-_INPUT, _PREV_CELL_STATE, _PREV_OUTPUT = 0, 13, 14
-_INPUT_WEIGHTS, _RECURRENT_WEIGHTS, _BIASES = 1, 5, 9  # each followed by forget, cell, output
+_GATES = ("input", "forget", "cell", "output")
 _ACTIVATION_ZERO_POINT = 128
 _GATE_INTEGER_BITS, _STATE_INTEGER_BITS = 3, 4
 _GATE_SCALE_INVERSE = 4096.0  # the fully connected output has scale 2**-12
@@ -34,14 +33,14 @@ _RAW_BITS = 16
 
 
 def _prepare(ctx: KernelContext) -> list[Shape]:
-    batch, input_size = required_shape(ctx, _INPUT, 2)
-    output_size = required_shape(ctx, _PREV_OUTPUT, 2)[1]
-    expect_shape(ctx, _PREV_OUTPUT, (batch, output_size))
-    for gate in range(4):
-        expect_shape(ctx, _INPUT_WEIGHTS + gate, (output_size, input_size))
-        expect_shape(ctx, _RECURRENT_WEIGHTS + gate, (output_size, output_size))
-        expect_shape(ctx, _BIASES + gate, (output_size,))
-    expect_shape(ctx, _PREV_CELL_STATE, (batch, output_size))
+    batch, input_size = required_shape(ctx, "input", 2)
+    output_size = required_shape(ctx, "prev_output", 2)[1]
+    expect_shape(ctx, "prev_output", (batch, output_size))
+    for gate in _GATES:
+        expect_shape(ctx, f"input_to_{gate}_weights", (output_size, input_size))
+        expect_shape(ctx, f"recurrent_to_{gate}_weights", (output_size, output_size))
+        expect_shape(ctx, f"{gate}_gate_bias", (output_size,))
+    expect_shape(ctx, "prev_cell_state", (batch, output_size))
     return [(batch, output_size), (batch, output_size)]
 
 
@@ -54,17 +53,18 @@ def _gate_inputs(ctx: KernelContext) -> list[np.ndarray]:
     first columns of the recurrent weights. The conformance vectors expect exactly that
     pairing, so it is reproduced here rather than the textbook product.
     """
-    activations = np.concatenate([ctx.input(_INPUT), ctx.input(_PREV_OUTPUT)], axis=1)
+    activations = np.concatenate([ctx.input("input"), ctx.input("prev_output")], axis=1)
     activations = activations.astype(np.int64) - _ACTIVATION_ZERO_POINT
-    weights_zero_point = ctx.input_quant(_INPUT_WEIGHTS)[1]
-    bias_scale = float(np.float32(ctx.input_quant(_BIASES)[0]))
+    # The signature's rules make every weight share one quantization and every bias another.
+    weights_zero_point = ctx.input_quant("input_to_input_weights")[1]
+    bias_scale = float(np.float32(ctx.input_quant("input_gate_bias")[0]))
     multiplier, shift = quantize_multiplier(_GATE_SCALE_INVERSE * bias_scale)
     gates = []
-    for gate in range(4):
-        weights = np.concatenate([ctx.input(_RECURRENT_WEIGHTS + gate),
-                                  ctx.input(_INPUT_WEIGHTS + gate)], axis=1)
+    for gate in _GATES:
+        weights = np.concatenate([ctx.input(f"recurrent_to_{gate}_weights"),
+                                  ctx.input(f"input_to_{gate}_weights")], axis=1)
         accumulator = activations @ (weights.astype(np.int64) - weights_zero_point).T
-        accumulator += ctx.input(_BIASES + gate)
+        accumulator += ctx.input(f"{gate}_gate_bias")
         scaled = multiply_by_quantized_multiplier(accumulator, multiplier, shift)
         gates.append(np.clip(scaled, -(1 << 15), (1 << 15) - 1))
     return gates
@@ -82,7 +82,7 @@ def quantized_16bit_lstm(ctx: KernelContext) -> list[np.ndarray]:
     modulation = tanh(cell_in, _GATE_INTEGER_BITS, _RAW_BITS)
     forget_gate = logistic(forget_in, _GATE_INTEGER_BITS, _RAW_BITS)
     output_gate = logistic(output_in, _GATE_INTEGER_BITS, _RAW_BITS)
-    prev_cell_state = ctx.input(_PREV_CELL_STATE).astype(np.int64)
+    prev_cell_state = ctx.input("prev_cell_state").astype(np.int64)
     new_state = saturating_add(
         rescale(mul(input_gate, modulation), 0, _STATE_INTEGER_BITS, _RAW_BITS),
         mul(forget_gate, prev_cell_state), _RAW_BITS)

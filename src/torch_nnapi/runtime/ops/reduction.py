@@ -15,7 +15,7 @@ from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..registry import register
-from ._shape_common import int_vector, reduced_shape, resolve_axes, resolve_axis
+from ._shape_common import axes_vector, axis_scalar, reduced_shape
 
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 
@@ -25,9 +25,9 @@ _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 
 def _reduce_plan(ctx: KernelContext) -> tuple[tuple[int, ...], bool, Shape]:
     """(axes to reduce, keep_dims, output shape)."""
-    shape = ctx.input_shape(0)
-    axes = tuple(resolve_axes(int_vector(ctx, 1, "axes"), len(shape), 1))
-    keep_dims = ctx.scalar(2)
+    shape = ctx.input_shape("input")
+    axes = tuple(axes_vector(ctx, "axes", len(shape)))
+    keep_dims = ctx.scalar("keep_dims")
     keep_dims = keep_dims > 0 if ctx.operation == Op.MEAN else bool(keep_dims)
     return axes, keep_dims, reduced_shape(shape, axes, keep_dims)
 
@@ -39,14 +39,14 @@ def _prepare_reduce(ctx: KernelContext) -> list[Shape]:
 @register(Op.MEAN, prepare=_prepare_reduce)
 def mean(ctx: KernelContext) -> np.ndarray:
     axes, _, out_shape = _reduce_plan(ctx)
-    x = ctx.input(0)
+    x = ctx.input("input")
     count = int(np.prod([x.shape[d] for d in axes], dtype=np.int64))
     if count == 0:  # nothing to average: Android leaves the zero-initialized output
         return np.zeros(out_shape, ctx.output_dtype())
     if x.dtype == np.uint8:
         average = np.sum(x, axis=axes, dtype=np.int64) // count
     else:
-        average = np.sum(ctx.float_input(0), axis=axes, dtype=np.float32) / np.float32(count)
+        average = np.sum(ctx.float_input("input"), axis=axes, dtype=np.float32) / np.float32(count)
     # (NumPy gives scalars, not arrays, when every axis is reduced.)
     return np.asarray(average).astype(ctx.output_dtype()).reshape(out_shape)
 
@@ -70,9 +70,9 @@ _REDUCERS = {
 @register(*_REDUCERS, prepare=_prepare_reduce)
 def reduce(ctx: KernelContext) -> np.ndarray:
     axes, _, out_shape = _reduce_plan(ctx)
-    x = ctx.input(0)
+    x = ctx.input("input")
     if ctx.operation in (Op.REDUCE_SUM, Op.REDUCE_PROD):
-        x = ctx.float_input(0)
+        x = ctx.float_input("input")
     with np.errstate(over="ignore", invalid="ignore"):
         result = _REDUCERS[ctx.operation](x, axes)
     return np.asarray(result).astype(ctx.output_dtype()).reshape(out_shape)
@@ -83,15 +83,16 @@ def reduce(ctx: KernelContext) -> np.ndarray:
 
 
 def _arg_axis(ctx: KernelContext) -> int:
-    shape = ctx.input_shape(0)
-    axis = resolve_axis(ctx.scalar(1), len(shape), 1, "axis")
+    shape = ctx.input_shape("input")
+    axis = axis_scalar(ctx, "axis", len(shape))
     if shape[axis] == 0:
-        raise BadDataError(f"input 0 {list(shape)} is empty along axis {axis}")
+        raise BadDataError(f"{ctx.describe_input('input')} {list(shape)} is empty along axis"
+                           f" {axis}")
     return axis
 
 
 def _prepare_arg(ctx: KernelContext) -> list[Shape]:
-    shape = ctx.input_shape(0)
+    shape = ctx.input_shape("input")
     axis = _arg_axis(ctx)
     return [shape[:axis] + shape[axis + 1:]]
 
@@ -100,7 +101,7 @@ def _prepare_arg(ctx: KernelContext) -> list[Shape]:
 def arg_min_max(ctx: KernelContext) -> np.ndarray:
     """The first index of the extreme value, as the reference's strict comparison gives."""
     find = np.argmax if ctx.operation == Op.ARGMAX else np.argmin
-    return np.asarray(find(ctx.input(0), axis=_arg_axis(ctx)), dtype=np.int32)
+    return np.asarray(find(ctx.input("input"), axis=_arg_axis(ctx)), dtype=np.int32)
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,18 +109,19 @@ def arg_min_max(ctx: KernelContext) -> np.ndarray:
 
 
 def _top_k(ctx: KernelContext) -> int:
-    shape = ctx.input_shape(0)
+    shape = ctx.input_shape("input")
     if not shape:
-        raise BadDataError("input 0 must have rank 1 or more")
-    k = ctx.scalar(1)
+        raise BadDataError(f"{ctx.describe_input('input')} must have rank 1 or more")
+    k = ctx.scalar("k")
     if not 1 <= k <= shape[-1]:
-        raise BadDataError(f"input 1 (k) {k} is out of range [1, {shape[-1]}] for the last"
-                           f" dimension of input 0 {list(shape)}")
+        raise BadDataError(f"{ctx.describe_input('k')} {k} is out of range [1, {shape[-1]}]"
+                           f" for the last dimension of {ctx.describe_input('input')}"
+                           f" {list(shape)}")
     return k
 
 
 def _prepare_top_k(ctx: KernelContext) -> list[Shape]:
-    shape = ctx.input_shape(0)[:-1] + (_top_k(ctx),)
+    shape = ctx.input_shape("input")[:-1] + (_top_k(ctx),)
     return [shape, shape]
 
 
@@ -127,7 +129,7 @@ def _prepare_top_k(ctx: KernelContext) -> list[Shape]:
 def top_k(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray]:
     """Values in descending order; equal values in descending index order, as Android."""
     k = _top_k(ctx)
-    x = ctx.input(0)
+    x = ctx.input("input")
     last = x.shape[-1] - 1
     # A stable sort of the reversed row puts equal values' larger original indices first.
     reversed_keys = -x[..., ::-1].astype(np.float64)

@@ -25,20 +25,22 @@ _F32 = np.float32
 
 def _options(ctx: KernelContext) -> tuple[bool, bool, bool]:
     """(nchw, align_corners, half_pixel_centers)."""
-    nchw = bool(ctx.scalar(3, False))
-    align_corners = bool(ctx.scalar(4, False))
-    half_pixel = bool(ctx.scalar(5, False))
+    nchw = bool(ctx.scalar("nchw"))
+    align_corners = bool(ctx.scalar("align_corners"))
+    half_pixel = bool(ctx.scalar("half_pixel_centers"))
     if align_corners and half_pixel:
-        raise BadDataError("align_corners and half_pixel_centers cannot both be true")
+        raise BadDataError(f"{ctx.describe_input('align_corners')} and"
+                           f" {ctx.describe_input('half_pixel_centers')} cannot both be true")
     return nchw, align_corners, half_pixel
 
 
 def _output_hw(ctx: KernelContext, height: int, width: int) -> tuple[int, int]:
-    if ctx.input_type(1) == OperandType.INT32:
-        out_w, out_h = int(ctx.scalar(1)), int(ctx.scalar(2))
+    """Output sizes given as such (INT32 width and height) or as scales of the input's."""
+    if ctx.input_type("width") == OperandType.INT32:
+        out_w, out_h = int(ctx.scalar("width")), int(ctx.scalar("height"))
     else:
-        out_w = _scaled_size(width, ctx.scalar(1), "width")
-        out_h = _scaled_size(height, ctx.scalar(2), "height")
+        out_w = _scaled_size(width, ctx.scalar("width"), "width")
+        out_h = _scaled_size(height, ctx.scalar("height"), "height")
     if out_h <= 0 or out_w <= 0:
         raise BadDataError(f"the output height and width must be positive, got {out_h} and"
                            f" {out_w}")
@@ -61,7 +63,7 @@ def _scaled_size(size: int, scale, axis: str) -> int:
 
 def _prepare(ctx: KernelContext) -> list[Shape]:
     nchw, _, _ = _options(ctx)
-    n, h, w, c = image_dims(ctx, 0, nchw)
+    n, h, w, c = image_dims(ctx, nchw)
     out_h, out_w = _output_hw(ctx, h, w)
     return [image_shape(n, out_h, out_w, c, nchw)]
 
@@ -95,11 +97,11 @@ def _bilinear_axis(in_size: int, out_size: int, align_corners: bool, half_pixel:
 @register(Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR, prepare=_prepare)
 def resize(ctx: KernelContext) -> np.ndarray:
     nchw, align_corners, half_pixel = _options(ctx)
-    n, h, w, c = image_dims(ctx, 0, nchw)
+    n, h, w, c = image_dims(ctx, nchw)
     out_h, out_w = _output_hw(ctx, h, w)
     if n == 0:
         return np.zeros(image_shape(n, out_h, out_w, c, nchw), ctx.output_dtype())
-    x = to_nhwc(ctx.input(0), nchw)
+    x = to_nhwc(ctx.input("input"), nchw)
     if ctx.operation == Op.RESIZE_NEAREST_NEIGHBOR:
         rows = _nearest_indices(h, out_h, align_corners, half_pixel)
         cols = _nearest_indices(w, out_w, align_corners, half_pixel)

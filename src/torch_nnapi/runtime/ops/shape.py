@@ -17,36 +17,36 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import round_half_away
 from ..registry import register
-from ._shape_common import describe, int_vector, owned, resolve_axis
+from ._shape_common import axis_scalar, int_vector, owned, resolve_axis
 
 # --------------------------------------------------------------------------------------------
 # RESHAPE
 
 
 def _reshape_target(ctx: KernelContext) -> Shape:
-    """The output shape: input 1 with its one -1 component (if any) inferred."""
-    count = math.prod(ctx.input_shape(0))
-    target = int_vector(ctx, 1, "shape")
+    """The output shape: input ``shape`` with its one -1 component (if any) inferred."""
+    count = math.prod(ctx.input_shape("input"))
+    target = int_vector(ctx, "shape")
     stretch = [k for k, d in enumerate(target) if d == -1]
     bad = [d for d in target if d < -1]
     if bad or len(stretch) > 1:
-        raise BadDataError(f"{describe(1, 'shape')} {target}: dimensions must be >= 0, with at"
-                           " most one -1")
+        raise BadDataError(f"{ctx.describe_input('shape')} {target}: dimensions must be >= 0,"
+                           " with at most one -1")
     known = math.prod(d for d in target if d != -1)
     if stretch:
         if known == 0 or count % known:
-            raise BadDataError(f"{describe(1, 'shape')} {target}: no size for the -1 dimension"
-                               f" makes {count} elements")
+            raise BadDataError(f"{ctx.describe_input('shape')} {target}: no size for the -1"
+                               f" dimension makes {count} elements")
         target[stretch[0]] = count // known
     elif known != count:
-        raise BadDataError(f"{describe(1, 'shape')} {target} has {known} elements, the input"
-                           f" {list(ctx.input_shape(0))} has {count}")
+        raise BadDataError(f"{ctx.describe_input('shape')} {target} has {known} elements, the"
+                           f" input {list(ctx.input_shape('input'))} has {count}")
     return tuple(target)
 
 
 @register(Op.RESHAPE, prepare=lambda ctx: [_reshape_target(ctx)])
 def reshape(ctx: KernelContext) -> np.ndarray:
-    return owned(ctx.input(0).reshape(_reshape_target(ctx)))
+    return owned(ctx.input("input").reshape(_reshape_target(ctx)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -54,15 +54,15 @@ def reshape(ctx: KernelContext) -> np.ndarray:
 
 
 def _squeeze_shape(ctx: KernelContext) -> Shape:
-    shape = ctx.input_shape(0)
-    axes = int_vector(ctx, 1, "axes") if ctx.has_input(1) else []
+    shape = ctx.input_shape("input")
+    axes = int_vector(ctx, "axes") if ctx.has_input("axes") else []
     if not axes:  # omitted or empty: every dimension of size 1
         return tuple(n for n in shape if n != 1)
     squeezed = set()
     for axis in axes:
-        d = resolve_axis(axis, len(shape), 1, "axes")
+        d = resolve_axis(ctx, "axes", axis, len(shape))
         if shape[d] != 1:
-            raise BadDataError(f"{describe(1, 'axes')} lists dimension {axis}, of size"
+            raise BadDataError(f"{ctx.describe_input('axes')} lists dimension {axis}, of size"
                                f" {shape[d]} in {list(shape)}; only size 1 can be squeezed")
         squeezed.add(d)
     return tuple(n for d, n in enumerate(shape) if d not in squeezed)
@@ -70,18 +70,18 @@ def _squeeze_shape(ctx: KernelContext) -> Shape:
 
 @register(Op.SQUEEZE, prepare=lambda ctx: [_squeeze_shape(ctx)])
 def squeeze(ctx: KernelContext) -> np.ndarray:
-    return owned(ctx.input(0).reshape(_squeeze_shape(ctx)))
+    return owned(ctx.input("input").reshape(_squeeze_shape(ctx)))
 
 
 def _expand_dims_shape(ctx: KernelContext) -> Shape:
-    shape = ctx.input_shape(0)
-    axis = resolve_axis(ctx.scalar(1), len(shape) + 1, 1, "axis")
+    shape = ctx.input_shape("input")
+    axis = axis_scalar(ctx, "axis", len(shape) + 1)
     return shape[:axis] + (1,) + shape[axis:]
 
 
 @register(Op.EXPAND_DIMS, prepare=lambda ctx: [_expand_dims_shape(ctx)])
 def expand_dims(ctx: KernelContext) -> np.ndarray:
-    return owned(ctx.input(0).reshape(_expand_dims_shape(ctx)))
+    return owned(ctx.input("input").reshape(_expand_dims_shape(ctx)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -89,26 +89,28 @@ def expand_dims(ctx: KernelContext) -> np.ndarray:
 
 
 def _permutation(ctx: KernelContext) -> list[int]:
-    rank = len(ctx.input_shape(0))
+    shape = ctx.input_shape("input")
+    rank = len(shape)
     if rank > 4:
-        raise BadDataError(f"input 0 must have rank 4 or less, got {list(ctx.input_shape(0))}")
-    if not ctx.has_input(1):
+        raise BadDataError(f"{ctx.describe_input('input')} must have rank 4 or less, got"
+                           f" {list(shape)}")
+    if not ctx.has_input("perm"):
         return list(range(rank))[::-1]
-    perm = int_vector(ctx, 1, "perm", rank)
+    perm = int_vector(ctx, "perm", rank)
     if sorted(perm) != list(range(rank)):
-        raise BadDataError(f"{describe(1, 'perm')} {perm} is not a permutation of"
+        raise BadDataError(f"{ctx.describe_input('perm')} {perm} is not a permutation of"
                            f" 0..{rank - 1}")
     return perm
 
 
 def _prepare_transpose(ctx: KernelContext) -> list[Shape]:
-    shape = ctx.input_shape(0)
+    shape = ctx.input_shape("input")
     return [tuple(shape[d] for d in _permutation(ctx))]
 
 
 @register(Op.TRANSPOSE, prepare=_prepare_transpose)
 def transpose(ctx: KernelContext) -> np.ndarray:
-    return owned(ctx.input(0).transpose(_permutation(ctx)))
+    return owned(ctx.input("input").transpose(_permutation(ctx)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,29 +118,31 @@ def transpose(ctx: KernelContext) -> np.ndarray:
 
 
 def _prepare_concatenation(ctx: KernelContext) -> list[Shape]:
-    count = ctx.num_inputs - 1
-    axis = ctx.scalar(count)
-    first = ctx.input_shape(0)
+    axis = ctx.scalar("axis")
+    first = ctx.input_shape("inputs", 0)
     rank = len(first)
     if not 1 <= rank <= 4:
-        raise BadDataError(f"input 0 must have rank 1 to 4, got shape {list(first)}")
+        raise BadDataError(f"{ctx.describe_input('inputs', 0)} must have rank 1 to 4, got"
+                           f" shape {list(first)}")
     if not 0 <= axis < rank:
-        raise BadDataError(f"{describe(count, 'axis')} {axis} is out of range [0, {rank})")
+        raise BadDataError(f"{ctx.describe_input('axis')} {axis} is out of range [0, {rank})")
     total = 0
-    for i in range(count):
-        shape = ctx.input_shape(i)
+    for k in range(ctx.input_count("inputs")):
+        shape = ctx.input_shape("inputs", k)
         if len(shape) != rank or any(a != b for d, (a, b) in enumerate(zip(shape, first))
                                      if d != axis):
-            raise BadDataError(f"input {i} has shape {list(shape)}, which differs from input 0"
+            raise BadDataError(f"{ctx.describe_input('inputs', k)} has shape {list(shape)},"
+                               f" which differs from {ctx.describe_input('inputs', 0)}"
                                f" {list(first)} in a dimension other than the axis {axis}")
         total += shape[axis]
     return [first[:axis] + (total,) + first[axis + 1:]]
 
 
-def _requantized(ctx: KernelContext, i: int) -> np.ndarray:
-    """Input ``i`` in the output's quantization, in float32 as Android's reference does."""
-    x = ctx.input(i)
-    (scale, zero_point), (out_scale, out_zero_point) = ctx.input_quant(i), ctx.output_quant()
+def _requantized(ctx: KernelContext, k: int) -> np.ndarray:
+    """The k-th input in the output's quantization, in float32 as Android's reference does."""
+    x = ctx.input("inputs", k)
+    (scale, zero_point), (out_scale, out_zero_point) = ctx.input_quant("inputs", k), \
+        ctx.output_quant()
     if (np.float32(scale), zero_point) == (np.float32(out_scale), out_zero_point):
         return x
     ratio = np.float32(scale) * (np.float32(1.0) / np.float32(out_scale))
@@ -151,12 +155,11 @@ def _requantized(ctx: KernelContext, i: int) -> np.ndarray:
 
 @register(Op.CONCATENATION, prepare=_prepare_concatenation)
 def concatenation(ctx: KernelContext) -> np.ndarray:
-    count = ctx.num_inputs - 1
-    axis = ctx.scalar(count)
-    if ctx.input_type(0) == OperandType.TENSOR_QUANT8_ASYMM:
-        parts = [_requantized(ctx, i) for i in range(count)]
+    axis = ctx.scalar("axis")
+    if ctx.input_type("inputs") == OperandType.TENSOR_QUANT8_ASYMM:
+        parts = [_requantized(ctx, k) for k in range(ctx.input_count("inputs"))]
     else:
-        parts = [ctx.input(i) for i in range(count)]
+        parts = ctx.inputs("inputs")
     return np.concatenate(parts, axis=axis)
 
 
@@ -166,21 +169,21 @@ def concatenation(ctx: KernelContext) -> np.ndarray:
 
 def _split_plan(ctx: KernelContext) -> tuple[int, int]:
     """(axis, number of parts), checked."""
-    shape = ctx.input_shape(0)
-    axis = resolve_axis(ctx.scalar(1), len(shape), 1, "axis")
-    parts = ctx.scalar(2)
-    if parts != ctx.num_outputs:
-        raise BadDataError(f"{describe(2, 'num_splits')} is {parts}, but the operation has"
-                           f" {ctx.num_outputs} outputs")
+    shape = ctx.input_shape("input")
+    axis = axis_scalar(ctx, "axis", len(shape))
+    parts = ctx.scalar("num_splits")
+    if parts != ctx.output_count("outputs"):
+        raise BadDataError(f"{ctx.describe_input('num_splits')} is {parts}, but the operation"
+                           f" has {ctx.output_count('outputs')} outputs")
     if shape[axis] % parts:
-        raise BadDataError(f"{describe(2, 'num_splits')} {parts} does not divide dimension"
-                           f" {axis} of size {shape[axis]}")
+        raise BadDataError(f"{ctx.describe_input('num_splits')} {parts} does not divide"
+                           f" dimension {axis} of size {shape[axis]}")
     return axis, parts
 
 
 def _prepare_split(ctx: KernelContext) -> list[Shape]:
     axis, parts = _split_plan(ctx)
-    shape = list(ctx.input_shape(0))
+    shape = list(ctx.input_shape("input"))
     shape[axis] //= parts
     return [tuple(shape)] * parts
 
@@ -188,7 +191,7 @@ def _prepare_split(ctx: KernelContext) -> list[Shape]:
 @register(Op.SPLIT, prepare=_prepare_split)
 def split(ctx: KernelContext) -> list[np.ndarray]:
     axis, parts = _split_plan(ctx)
-    return [owned(p) for p in np.split(ctx.input(0), parts, axis=axis)]
+    return [owned(p) for p in np.split(ctx.input("input"), parts, axis=axis)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,16 +199,17 @@ def split(ctx: KernelContext) -> list[np.ndarray]:
 
 
 def _multiples(ctx: KernelContext) -> list[int]:
-    multiples = int_vector(ctx, 1, "multiples", len(ctx.input_shape(0)))
+    multiples = int_vector(ctx, "multiples", len(ctx.input_shape("input")))
     if any(m < 0 for m in multiples):
-        raise BadDataError(f"{describe(1, 'multiples')} {multiples} must not be negative")
+        raise BadDataError(f"{ctx.describe_input('multiples')} {multiples} must not be"
+                           " negative")
     return multiples
 
 
 def _prepare_tile(ctx: KernelContext) -> list[Shape]:
-    return [tuple(n * m for n, m in zip(ctx.input_shape(0), _multiples(ctx)))]
+    return [tuple(n * m for n, m in zip(ctx.input_shape("input"), _multiples(ctx)))]
 
 
 @register(Op.TILE, prepare=_prepare_tile)
 def tile(ctx: KernelContext) -> np.ndarray:
-    return np.tile(ctx.input(0), _multiples(ctx))
+    return np.tile(ctx.input("input"), _multiples(ctx))

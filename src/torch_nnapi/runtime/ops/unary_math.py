@@ -34,16 +34,16 @@ _FUNCTIONS = {
 
 def _prepare(ctx: KernelContext) -> list[Shape]:
     if ctx.operation == Op.FLOOR:
-        return [check_rank(ctx, 0, range(0, 5), "input")]
-    return [ctx.input_shape(0)]
+        return [check_rank(ctx, "input", range(0, 5))]
+    return [ctx.input_shape("input")]
 
 
 @register(*_FUNCTIONS, prepare=_prepare)
 def unary_math(ctx: KernelContext) -> np.ndarray:
     function = _FUNCTIONS[ctx.operation]
-    if ctx.input_type(0) == OperandType.TENSOR_INT32:
+    if ctx.input_type("input") == OperandType.TENSOR_INT32:
         with np.errstate(over="ignore"):
-            return function(ctx.input(0))
+            return function(ctx.input("input"))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        result = function(ctx.float_input(0))
+        result = function(ctx.float_input("input"))
     return result.astype(ctx.output_dtype(), copy=False)
