@@ -29,7 +29,7 @@ Shape = tuple[int, ...]
 PrepareFn = Callable[["KernelContext"], Sequence[Shape]]
 ExecuteResult = Union[np.ndarray, Sequence[np.ndarray]]
 ExecuteFn = Callable[["KernelContext"], ExecuteResult]
-Runner = Callable[..., ExecuteResult]
+Runner = Callable[..., Optional[ExecuteResult]]  # None: this time, the reference execute
 PlanFn = Callable[["KernelContext"], Optional[Runner]]
 # (producer's context, consumer's context) -> runner on the producer's inputs giving the
 # consumer's outputs, or None.
