@@ -34,12 +34,8 @@ def _q8_tables(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, int]:
     """(exponentials, their terms of the sum, smallest counted difference), indexed by
     -difference from the row maximum, as the reference computes them."""
     multiplier, left_shift, diff_min = ref._softmax_quant8_params(ctx, float(ctx.scalar("beta")))
-    diff = -np.arange(256, dtype=np.int64)
-    counted = diff >= diff_min
-    scaled = fp.multiply_by_quantized_multiplier_greater_than_one(
-        np.where(counted, diff, 0), multiplier, left_shift)
-    exps = fp.exp_on_negative_values(scaled, ref._DIFF_INTEGER_BITS)
-    terms = np.where(counted, fp.rescale(exps, 0, ref._SUM_INTEGER_BITS), 0)
+    _, exps, terms = ref.softmax_quant8_exponentials(-np.arange(256, dtype=np.int64), multiplier,
+                                                     left_shift, diff_min)
     return exps.astype(np.int32), terms.astype(np.int32), int(diff_min)
 
 
