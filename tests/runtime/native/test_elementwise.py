@@ -132,3 +132,11 @@ def test_dequantize(monkeypatch, seed):
                    int(rng.integers(0, 256)))]
     expected, actual = run_both(monkeypatch, Op.DEQUANTIZE, inputs, [out(F32)])
     assert_same(expected, actual)
+
+
+@pytest.mark.parametrize("op", [Op.LOGISTIC, Op.TANH], ids=lambda o: o.name)
+def test_float_sigmoids(monkeypatch, op):
+    x = float_values(np.random.default_rng(9), (3, 50)) * np.float32(10)
+    x.flat[:4] = [np.nan, np.inf, -np.inf, 100.0]
+    expected, actual = run_both(monkeypatch, op, [feed(F32, x)], [out(F32)])
+    assert_same(expected, actual)

@@ -1,5 +1,6 @@
 """Native element-wise kernels (elementwise.c): ADD, SUB, MUL, DIV with broadcasting and fused
-activations, RELU/RELU1/RELU6, quantized LOGISTIC and TANH, QUANTIZE and DEQUANTIZE.
+activations, RELU/RELU1/RELU6, LOGISTIC and TANH (quantized: tables; float: NumPy's vectorized
+exp and tanh, as the reference), QUANTIZE and DEQUANTIZE.
 
 Float arithmetic is IEEE float32 as NumPy's, so these results equal the reference kernels'.
 Quantized ADD/SUB/MUL reproduce the reference's fixed-point steps. An operation whose uint8
@@ -17,6 +18,7 @@ import numpy as np
 from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
+from ..ops import activation
 from ..quant import (
     activation_range_float,
     activation_range_quantized,
@@ -177,8 +179,14 @@ def clamp_activation(ctx: KernelContext) -> Runner | None:
 
 @register_native(Op.LOGISTIC, Op.TANH)
 def sigmoid_activation(ctx: KernelContext) -> Runner | None:
-    # Float LOGISTIC and TANH stay with NumPy, whose exp and tanh are already vectorized.
-    return _table_lookup(ctx) if ctx.input_type("input") == _Q8 else None
+    kind = ctx.input_type("input")
+    if kind == _Q8:
+        return _table_lookup(ctx)
+    if kind != _F32:
+        return None
+    # Float: NumPy's exp and tanh, already vectorized, as the reference computes them.
+    function = activation.FLOAT_SIGMOIDS[ctx.operation]
+    return lambda x: function(x)
 
 
 @register_native(Op.DEQUANTIZE)
