@@ -1,4 +1,5 @@
-"""Shared fixtures: where the conformance vectors are (``../shared/cts`` beside the project),
+"""Shared fixtures: where the conformance vectors are (``../shared/cts11``, Android 11's suite,
+beside the project; ``../shared/cts``, Android 10's, for the specs Android 11's lacks),
 PyTorch's quantized engine."""
 
 from __future__ import annotations
@@ -11,14 +12,35 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+def package_env(**extra: str) -> dict[str, str]:
+    """The environment for a child Python process that must import the same torch_nnapi as the
+    tests: the source tree in development, the installed package in CI (whose source tree has
+    no built C library)."""
+    import torch_nnapi
+
+    package_parent = str(Path(torch_nnapi.__file__).resolve().parents[1])
+    return dict(os.environ, PYTHONPATH=package_parent, **extra)
+
+
 def cts_root() -> Path | None:
-    """The CTS vector directory, or None when it is not available on this machine."""
-    configured = os.environ.get("TORCH_NNAPI_CTS_DIR")
-    root = Path(configured) if configured else PROJECT_ROOT.parent / "shared" / "cts"
+    """The CTS vector directory (Android 11's suite), or None when it is not available on
+    this machine."""
+    return _vectors("TORCH_NNAPI_CTS_DIR", "cts11")
+
+
+def android10_cts_root() -> Path | None:
+    """Android 10's suite, or None: the test suite runs the few of its specs that Android 11's
+    lacks (the rest it supersedes)."""
+    return _vectors("TORCH_NNAPI_CTS10_DIR", "cts")
+
+
+def _vectors(variable: str, default: str) -> Path | None:
+    configured = os.environ.get(variable)
+    root = Path(configured) if configured else PROJECT_ROOT.parent / "shared" / default
     return root if (root / "index.json").is_file() else None
 
 
-CTS_MISSING_REASON = ("the NNAPI conformance vectors are not available: expected ../shared/cts"
+CTS_MISSING_REASON = ("the NNAPI conformance vectors are not available: expected ../shared/cts11"
                       " beside the project (or set TORCH_NNAPI_CTS_DIR)")
 
 

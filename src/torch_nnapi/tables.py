@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Iterable, Mapping
 
-from .conformance.spec import discover
+from .conformance.spec import CtsTest
 from .nnapi.codes import FeatureLevel, OperandType, OperationType
 from .nnapi.operand_types import OPERAND_TYPES
 from .nnapi.signatures import SIGNATURES
+from .nnapi.signatures._dsl import ANY
 
 _TYPE_LABELS = {
     OperandType.TENSOR_FLOAT32: "float32",
     OperandType.TENSOR_FLOAT16: "float16",
     OperandType.TENSOR_INT32: "int32",
     OperandType.TENSOR_QUANT8_ASYMM: "quant8",
+    OperandType.TENSOR_QUANT8_ASYMM_SIGNED: "quant8 signed",
     OperandType.TENSOR_QUANT8_SYMM: "quant8 symm",
     OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL: "quant8 per-channel",
     OperandType.TENSOR_QUANT16_ASYMM: "quant16 asymm",
@@ -35,6 +36,9 @@ def _level(level: int) -> str:
 
 
 def _types_by_level(op: OperationType) -> str:
+    signature = SIGNATURES[op]
+    if any(a.type_ref == ANY for f in signature.forms for a in f.inputs):
+        return "any (as the models it calls take)"
     parts = []
     for level, types in sorted(SIGNATURES[op].operand_types_by_level().items()):
         labels = ", ".join(_TYPE_LABELS.get(t, t.name.lower()) for t in types)
@@ -42,36 +46,39 @@ def _types_by_level(op: OperationType) -> str:
     return "; ".join(parts)
 
 
-def cts_counts(cts_dir: Path, known_failures: Iterable[str]) -> tuple[Counter, Counter]:
-    """Per operation name: the CTS tests whose model uses it, and those expected to pass.
+def cts_counts(tests: Iterable[tuple[str, CtsTest]],
+               known_failures: Iterable[str]) -> tuple[Counter, Counter]:
+    """Per operation name: the CTS tests (id, test) whose model, or a model it calls, uses
+    it, and those expected to pass.
 
     Every test not listed as a known failure is asserted to pass by the test suite, so
     "passing" here is what the suite verifies on each run.
     """
     known = set(known_failures)
-    total, passing = Counter(), Counter()
-    for test in discover(cts_dir):
+    total: Counter[str] = Counter()
+    passing: Counter[str] = Counter()
+    for test_id, test in tests:
         spec_model, _ = test.load()
-        for op in {operation["type"] for operation in spec_model["operations"]}:
+        models = [spec_model, *spec_model.get("referenced", [])]
+        for op in {operation["type"] for m in models for operation in m["operations"]}:
             total[op] += 1
-            passing[op] += test.id not in known
+            passing[op] += test_id not in known
     return total, passing
 
 
-def operation_table(cts_dir: Path | None = None, known_failures: Iterable[str] = ()) -> str:
+def operation_table(tests: Iterable[tuple[str, CtsTest]] | None = None,
+                    known_failures: Iterable[str] = ()) -> str:
     """One row per NNAPI operation: code, feature level, data types, host support, CTS."""
     from .runtime import kernel_for
 
-    total = passing = None
-    if cts_dir is not None:
-        total, passing = cts_counts(cts_dir, known_failures)
+    counts = cts_counts(tests, known_failures) if tests is not None else None
     header = "| Operation | Code | Feature level | Data types | Host kernel | CTS passed |"
     rows = [header, "|" + "---|" * 6]
     for op in OperationType:
         types = _types_by_level(op) if op in SIGNATURES else "(no signature)"
         kernel = "yes" if kernel_for(op) is not None else "no"
-        cts = "-" if total is None or not total[op.name] else \
-            f"{passing[op.name]}/{total[op.name]}"
+        cts = "-" if counts is None or not counts[0][op.name] else \
+            f"{counts[1][op.name]}/{counts[0][op.name]}"
         rows.append(f"| {op.name} | {int(op)} | {_level(op.feature_level)} | {types} |"
                     f" {kernel} | {cts} |")
     return "\n".join(rows)
@@ -81,8 +88,20 @@ def operand_type_table() -> str:
     rows = ["| Operand type | Code | Feature level | Element | Quantization |", "|---|---|---|---|---|"]
     for t, info in OPERAND_TYPES.items():
         kind = "scalar" if info.is_scalar else "tensor"
+        element = "a reference to a model" if info.is_model else f"{kind} of {info.dtype.name}"
         rows.append(f"| {t.name} | {int(t)} | {_level(info.feature_level)} |"
-                    f" {kind} of {info.dtype.name} | {info.quant.value} |")
+                    f" {element} | {info.quant.value} |")
+    return "\n".join(rows)
+
+
+def c_function_table() -> str:
+    """One row per function of libneuralnetworks.so: the API level that introduced it and what
+    the library does (the header's comment)."""
+    from .capi.api import FUNCTIONS
+
+    rows = ["| Function | API level | Behaviour |", "|---|---|---|"]
+    for f in sorted(FUNCTIONS, key=lambda f: (f.api_level, f.name)):
+        rows.append(f"| `{f.name}` | {f.api_level} | {f.doc.replace('|', chr(92) + '|')} |")
     return "\n".join(rows)
 
 
@@ -119,13 +138,16 @@ def pytorch_op_table() -> str:
     return "\n".join(rows)
 
 
-def readme_sections(cts_dir: Path | None, known_failures: Iterable[str]) -> dict[str, str]:
-    """Every generated README section, by marker name."""
+def readme_sections(tests: Iterable[tuple[str, CtsTest]] | None,
+                    known_failures: Iterable[str]) -> dict[str, str]:
+    """Every generated README section, by marker name; ``tests`` are the (id, test) CTS tests
+    the suite runs, for the operation table's CTS column."""
     from .cli._errors import exit_code_table
 
     return {
-        "operations": operation_table(cts_dir, known_failures),
+        "operations": operation_table(tests, known_failures),
         "operand-types": operand_type_table(),
+        "c-functions": c_function_table(),
         "pytorch-ops": pytorch_op_table(),
         "exit-codes": exit_code_table(),
     }

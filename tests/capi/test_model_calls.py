@@ -305,7 +305,7 @@ def test_devices(lib):
     assert name.value == b"torch-nnapi-cpu"
     assert version.value
     assert kind.value == DeviceType.CPU
-    assert level.value == 29
+    assert level.value == 30
     for getter in (lib.ANeuralNetworksDevice_getName, lib.ANeuralNetworksDevice_getType,
                    lib.ANeuralNetworksDevice_getVersion,
                    lib.ANeuralNetworksDevice_getFeatureLevel):

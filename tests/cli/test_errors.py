@@ -16,9 +16,9 @@ from torch_nnapi.cli import build_parser, main
 from torch_nnapi.cli._commands import COMMANDS
 from torch_nnapi.cli._errors import ExitCode
 
+from ..conftest import package_env
 from ._models import Plain, save
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def _pickle_unimportable_class(d: Path) -> None:
     script = ("import torch, private_models;"
               f" torch.save(private_models.Doubler(), {str(d / 'unimportable.pt')!r})")
     subprocess.run([sys.executable, "-c", script], cwd=code, check=True, timeout=120,
-                   env=dict(os.environ, PYTHONPATH=str(SRC)))
+                   env=package_env())
 
 
 # (argv with {placeholders} for files, exit code, words the message has)
@@ -138,7 +138,8 @@ CASES = [
     (["demo", "--runs", "0"], ExitCode.USAGE, "--runs must be at least 1"),
     (["demo", "--runs", "many"], ExitCode.USAGE, "invalid int value: 'many'"),
     (["cts", "{missing}"], ExitCode.BAD_FILE, "no such directory"),
-    (["cts", "{dir}"], ExitCode.BAD_FILE, "has no V1_0/, V1_1/, V1_2/ directory"),
+    (["cts", "{dir}"], ExitCode.BAD_FILE,
+     "has no V1_0/, V1_1/, V1_2/, V1_3/, V1_3_cts_only/ directory"),
     (["cts", "{dir}", "--versions", "V9"], ExitCode.USAGE, "unknown version V9"),
     (["libpath", "--dir", "--include"], ExitCode.USAGE, "not allowed with argument"),
 ]
@@ -199,7 +200,7 @@ def test_an_internal_error_is_one_line_too(monkeypatch, capsys):
 def test_as_a_process_no_traceback_and_no_pytorch_warnings(files):
     """In a real process: nothing else reaches stderr (no PyTorch deprecation warnings, no
     C++ "[W ...]" lines)."""
-    env = dict(os.environ, PYTHONPATH=str(SRC))
+    env = package_env()
     env.pop("TORCH_CPP_LOG_LEVEL", None)
     for argv, code in ((["convert", files["truncated"], "-o", f"{files['dir']}/o.pt",
                          "--input", "1x3x4x4"], ExitCode.BAD_FILE),
@@ -214,6 +215,20 @@ def test_as_a_process_no_traceback_and_no_pytorch_warnings(files):
             assert lines == [], result.stderr
         else:
             assert 1 <= len(lines) <= 2 and "error:" in lines[0], result.stderr
+
+
+def test_output_piped_into_a_reader_that_stops_is_not_an_internal_error():
+    """`torch-nnapi cts DIR | head -1`: the reader goes away; no error line, exit 141."""
+    env = package_env()
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command writes anything
+    try:
+        result = subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "libpath"],
+                                stdout=write_end, stderr=subprocess.PIPE, env=env, timeout=120)
+    finally:
+        os.close(write_end)
+    assert result.returncode == ExitCode.OUTPUT_CLOSED, result.stderr
+    assert result.stderr == b""
 
 
 def test_corrupted_model_files_are_bad_files_never_crashes(files, tmp_path):
@@ -247,7 +262,7 @@ def test_corrupted_model_files_are_bad_files_never_crashes(files, tmp_path):
         print(sorted(outcomes.items()))
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=str(SRC)), timeout=300)
+                            env=package_env(), timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     outcomes = dict(eval(result.stdout))  # noqa: S307 - our own child's output
     assert set(outcomes) <= {"loaded", "BAD_FILE"} and outcomes["BAD_FILE"] >= 150, outcomes

@@ -1,5 +1,5 @@
-"""Every shared CTS test through the host runtime's Python API: all of them on the reference
-kernels, and on the native kernels those whose model has an operation with a native kernel."""
+"""Every CTS test the suite knows through the host runtime's Python API, once on the reference
+kernels (the oracle) and once on the native ones (TORCH_NNAPI_KERNELS's two sets)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,16 @@ from torch_nnapi.runtime import native
 
 from .cts_cases import cts_params
 
-_REFERENCE = PythonBackend("reference")
-_NATIVE = PythonBackend("native")
+_BACKENDS = {"reference": PythonBackend("reference"), "native": PythonBackend("native")}
+_KERNEL_SETS = [
+    pytest.param("reference", id="reference"),
+    pytest.param("native", id="native", marks=pytest.mark.skipif(
+        not native.available(), reason=native.unavailable_reason())),
+]
 
 
+@pytest.mark.parametrize("kernels", _KERNEL_SETS)
 @pytest.mark.parametrize("test", cts_params())
-def test_cts(test):
-    outcome = run_test(test, _REFERENCE)
-    assert outcome.passed, outcome.message
-
-
-@pytest.mark.skipif(not native.available(), reason=native.unavailable_reason())
-@pytest.mark.parametrize("test", cts_params(native_only=True))
-def test_cts_native(test):
-    outcome = run_test(test, _NATIVE)
+def test_cts(test, kernels):
+    outcome = run_test(test, _BACKENDS[kernels])
     assert outcome.passed, outcome.message

@@ -16,7 +16,7 @@ from torch_nnapi.convert.errors import ConversionError, FeatureLevelError
 from torch_nnapi.nnapi.codes import OperandType
 
 from . import zoo
-from .harness import LAYOUTS, Fn, check, convert, nnapi_ops
+from .harness import LAYOUTS, Fn, check, convert, nnapi_ops, run
 
 
 def inputs_of(conversion, op_type: str) -> list[list]:
@@ -330,3 +330,54 @@ def test_channels_last_failure_keeps_pytorch_order(monkeypatch):
     with pytest.warns(RuntimeWarning, match="relu of a channels-last tensor"):
         conversion, _ = check(model, torch.randn(1, 3, 8, 8))
     assert not conversion.lowered.specs[0].nhwc and conversion.feature_level == 3
+
+
+# ------------------------------------------------------------------------ target level 4
+
+
+@pytest.mark.parametrize("fn, level4_op, composed", [
+    (F.hardswish, "HARD_SWISH", "DIV"),
+    (lambda x: F.elu(x, 0.7), "ELU", "EXP"),
+    (F.selu, "ELU", "EXP"),
+])
+def test_target_level_4_uses_the_level_4_activations(fn, level4_op, composed):
+    x = torch.randn(2, 8) * 4
+    lowest, _ = check(Fn(fn), x)
+    assert level4_op not in nnapi_ops(lowest) and composed in nnapi_ops(lowest)
+    conversion, worst = check(Fn(fn), x, target_level=4)
+    assert level4_op in nnapi_ops(conversion) and composed not in nnapi_ops(conversion)
+    assert conversion.feature_level == 4 and worst < 1e-5
+
+
+def test_target_level_4_quantized_hardswish_is_one_hard_swish(qnnpack):
+    model = nn.Sequential(torch.ao.quantization.QuantStub(), nn.Hardswish(),
+                          torch.ao.quantization.DeQuantStub()).eval()
+    model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+    prepared = torch.ao.quantization.prepare(model)
+    prepared(torch.randn(4, 16) * 3)
+    quantized = torch.ao.quantization.convert(prepared)
+    x = torch.randn(4, 16) * 3
+    conversion = convert(quantized, x, target_level=4)
+    assert "HARD_SWISH" in nnapi_ops(conversion) and "DIV" not in nnapi_ops(conversion)
+    with torch.no_grad():
+        expected = quantized(x)
+    scale = conversion.model.operands[conversion.model.inputs[0]].scale or 1.0
+    actual = run(conversion.module, (x,))
+    assert (actual - expected).abs().max().item() <= 2 * scale
+
+
+def test_target_level_4_fills_a_large_constant_of_one_value():
+    """A constant of 32 x 32 float32 (far over the 128 bytes NNAPI copies into a model)
+    holding one value becomes FILL; a small one stays a constant."""
+    big = Fn(lambda x: x + torch.full((32, 32), 2.5))
+    small = Fn(lambda x: x + torch.full((2, 2), 2.5))
+    conversion, worst = check(big, torch.randn(32, 32), target_level=4)
+    assert "FILL" in nnapi_ops(conversion) and worst == 0.0
+    assert "FILL" not in nnapi_ops(check(big, torch.randn(32, 32))[0])
+    assert "FILL" not in nnapi_ops(check(small, torch.randn(2, 2), target_level=4)[0])
+
+
+def test_target_level_3_keeps_hardswish_composed():
+    """The lowest form stays the default: target level 3 accepts hardswish (composed)."""
+    conversion, _ = check(Fn(F.hardswish), torch.randn(2, 8), target_level=3)
+    assert conversion.feature_level <= 3

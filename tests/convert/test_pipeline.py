@@ -15,6 +15,7 @@ from torch_nnapi.convert.serialize import serialize
 from torch_nnapi.nnapi import Model, OperandType, OperationType
 from torch_nnapi.nnapi.errors import BadDataError
 
+from ..conftest import package_env
 from .harness import assert_close, check, nnapi_ops
 
 
@@ -195,8 +196,7 @@ from torch.jit.mobile import _load_for_lite_interpreter
 lite = _load_for_lite_interpreter({str(tmp_path / 'm.ptl')!r})
 print("ok")
 """
-    env = dict(__import__("os").environ)
-    env["PYTHONPATH"] = str(__import__("pathlib").Path(__file__).resolve().parents[2] / "src")
+    env = package_env()
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             env=env, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -1,4 +1,4 @@
-"""Layer 3: libneuralnetworks.so for Linux, the NNAPI C API of Android 10 over the runtime.
+"""Layer 3: libneuralnetworks.so for Linux, the NNAPI C API of Android 11 over the runtime.
 
 The library (built by the package's install, SONAME ``libneuralnetworks.so``) lives beside
 this module with its header in ``include/``. Use it from C (``-lneuralnetworks``), from Python
@@ -37,7 +37,7 @@ def include_path() -> str:
 
 @lru_cache(maxsize=None)
 def load() -> ctypes.CDLL:
-    """The library through ctypes, with the argument and result types of all 43 functions
+    """The library through ctypes, with the argument and result types of all its functions
     declared (every pointer is a ``c_void_p``)."""
     from .api import FUNCTIONS
 
@@ -45,7 +45,7 @@ def load() -> ctypes.CDLL:
     for f in FUNCTIONS:
         function = getattr(library, f.name)
         function.argtypes = [p.ctype for p in f.parameters]
-        function.restype = ctypes.c_int if f.returns_int else None
+        function.restype = f.restype
     return library
 
 

@@ -1,11 +1,16 @@
-"""ANeuralNetworksCompilation and ANeuralNetworksBurst over ``runtime.Compilation``."""
+"""ANeuralNetworksCompilation and ANeuralNetworksBurst over ``runtime.Compilation``.
+
+The priority is recorded and has no effect (one device, one application's executions share it
+as they come); a compilation timeout is honoured by failing a finish that took longer.
+"""
 
 from __future__ import annotations
 
 import threading
+import time
 
-from ..nnapi.codes import BYTE_SIZE_OF_CACHE_TOKEN, PreferenceCode
-from ..nnapi.errors import BadDataError, BadStateError
+from ..nnapi.codes import BYTE_SIZE_OF_CACHE_TOKEN, PreferenceCode, PriorityCode, ResultCode
+from ..nnapi.errors import BadDataError, BadStateError, NnapiError
 from ..nnapi.model import Model
 from ..runtime import Compilation
 from ._abi import read_bytes, read_string, require
@@ -21,6 +26,8 @@ class CompilationState(Handled):
         self.model = model
         self.devices = devices  # None: the runtime picks (Compilation_create)
         self.preference = PreferenceCode.FAST_SINGLE_ANSWER
+        self.priority = PriorityCode.DEFAULT
+        self.timeout_ns = 0  # 0: no limit on finishing
         # Recorded but unused: compiling for the host is shape inference, nothing to cache.
         self.cache_dir: str | None = None
         self.cache_token: bytes | None = None
@@ -36,10 +43,23 @@ class CompilationState(Handled):
         if self.finished:
             raise BadStateError("the compilation is finished and can no longer change")
 
+    def require_one_device(self, call: str) -> None:
+        """Timeouts, like timing, need a compilation for exactly one device."""
+        if not self.for_one_device:
+            raise BadDataError(f"{call} needs a compilation created by"
+                               " ANeuralNetworksCompilation_createForDevices with one device")
+
     def finish(self) -> None:
         self.modifiable()
         self.finished = True
-        self.compiled = Compilation(self.model, preference=self.preference)
+        start = time.monotonic_ns()
+        compiled = Compilation(self.model, preference=self.preference)
+        elapsed = time.monotonic_ns() - start
+        if self.timeout_ns and elapsed > self.timeout_ns:
+            raise NnapiError(f"compiling took {elapsed} ns, longer than the compilation's"
+                             f" timeout of {self.timeout_ns} ns",
+                             ResultCode.MISSED_DEADLINE_PERSISTENT)
+        self.compiled = compiled
 
     def ready(self) -> Compilation:
         if not self.finished:
@@ -96,6 +116,24 @@ def compilation_set_caching(handle: int, cache_dir: int, token: int) -> None:
     compilation.modifiable()
     compilation.cache_dir = read_string(cache_dir)
     compilation.cache_token = read_bytes(token, BYTE_SIZE_OF_CACHE_TOKEN)
+
+
+@entry
+def compilation_set_priority(handle: int, priority: int) -> None:
+    compilation = compilation_of(handle)
+    compilation.modifiable()
+    try:
+        compilation.priority = PriorityCode(priority)
+    except ValueError:
+        raise BadDataError(f"{priority} is not a PriorityCode") from None
+
+
+@entry
+def compilation_set_timeout(handle: int, duration: int) -> None:
+    compilation = compilation_of(handle)
+    compilation.require_one_device("ANeuralNetworksCompilation_setTimeout")
+    compilation.modifiable()
+    compilation.timeout_ns = duration
 
 
 @entry

@@ -1,4 +1,4 @@
-"""The one device: the host CPU running torch-nnapi's runtime, at feature level 29."""
+"""The one device: the host CPU running torch-nnapi's runtime, at feature level 30."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ class Device(Handled):
         self.version = ctypes.create_string_buffer(version.encode())
 
 
-HOST_CPU = Device("torch-nnapi-cpu", DeviceType.CPU, FeatureLevel.ANDROID_10, __version__)
+HOST_CPU = Device("torch-nnapi-cpu", DeviceType.CPU, FeatureLevel.ANDROID_11, __version__)
 DEVICES = (HOST_CPU,)
 _DEVICE_HANDLES = tuple(HANDLES.add(d) for d in DEVICES)
 
@@ -84,3 +84,9 @@ def device_get_version(handle: int, version_address: int) -> None:
 def device_get_feature_level(handle: int, level_address: int) -> None:
     _store_property(handle, level_address, "featureLevel", ctypes.c_int64,
                     lambda device: device.feature_level.api_level)
+
+
+@entry
+def device_wait(handle: int) -> None:
+    """The host's device never dies, so it is live as soon as it is known."""
+    HANDLES.get(handle, Device, "device")

@@ -4,18 +4,26 @@ Inputs are bound without copying: the runtime reads the caller's buffers when th
 computes, as NNAPI specifies. Outputs are written into the caller's buffers once all are known
 to be large enough; otherwise nothing is written, the execution fails with
 OUTPUT_INSUFFICIENT_SIZE and the actual dimensions can be queried.
+
+Events (API 30): an execution's event signals when it finishes; startComputeWithDependencies
+first waits for other events. Linux gives the host's executions no sync fence, so their
+events have none to hand out (getSyncFenceFd: -1 and BAD_DATA); an event made from a file
+descriptor (createFromSyncFenceFd) signals when the descriptor becomes readable, as a Linux
+sync_file does when its fence signals.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
+import select
 import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..nnapi.codes import DurationCode
+from ..nnapi.codes import DEFAULT_LOOP_TIMEOUT_NS, MAXIMUM_LOOP_TIMEOUT_NS, DurationCode
 from ..nnapi.errors import (
     BadDataError,
     BadStateError,
@@ -25,10 +33,18 @@ from ..nnapi.errors import (
 )
 from ..nnapi.model import Model, Operand, element_count
 from ..nnapi.operand_types import type_info
-from ._abi import UnexpectedNullError, read_operand_type, require, store, store_array, view
+from ._abi import (
+    UnexpectedNullError,
+    read_array,
+    read_operand_type,
+    require,
+    store,
+    store_array,
+    view,
+)
 from ._calls import HANDLES, Handled, entry, give
 from ._compilation import Burst, CompilationState, compilation_of
-from ._memory import memory_of
+from ._memory import DeviceMemory, memory_of
 
 NO_DURATION = 2**64 - 1  # UINT64_MAX: not measured
 
@@ -57,6 +73,10 @@ class ExecutionState(Handled):
         self.shapes: list[tuple[int, ...]] | None = None  # actual output dimensions
         self.sufficient: list[bool] = []
         self.durations: dict[int, int] = {}
+        self.timeout_ns = 0  # 0: no limit on computing
+        self.loop_timeout_ns = DEFAULT_LOOP_TIMEOUT_NS
+        # Inputs and outputs bound to memory made from a descriptor, by (direction, index).
+        self.device_memories: dict[tuple[str, int], DeviceMemory] = {}
 
     # ------------------------------------------------------------ binding
 
@@ -64,22 +84,47 @@ class ExecutionState(Handled):
         if self.started:
             raise BadStateError("the execution has started and can no longer change")
 
-    def bind_input(self, index: int, type_address: int, value: memoryview | None) -> None:
+    def bind_input(self, index: int, type_address: int, value: memoryview | None,
+                   device_memory: DeviceMemory | None = None) -> None:
         operand = self._operand("input", index)
-        dims = self._dimensions(operand, type_address, allow_unspecified=value is None)
+        if device_memory is not None:
+            dims = self._memory_dimensions(operand, type_address, device_memory)
+        else:
+            dims = self._dimensions(operand, type_address, allow_unspecified=value is None)
         self.execution.set_input(index, value, None if value is None else dims)
+        self._remember("input", index, device_memory)
         self.inputs_set[index] = True
 
     def bind_output(self, index: int, type_address: int, destination: memoryview | None,
-                    length: int) -> None:
+                    length: int, device_memory: DeviceMemory | None = None) -> None:
         operand = self._operand("output", index)
-        dims = self._dimensions(operand, type_address, allow_unspecified=True)
+        if device_memory is not None:
+            dims = self._memory_dimensions(operand, type_address, device_memory)
+        else:
+            dims = self._dimensions(operand, type_address, allow_unspecified=True)
         shape = () if operand.is_scalar else dims
         if destination is not None and (operand.is_scalar or (shape and all(shape))):
             needed = element_count(shape) * operand.info.element_size
             if length != needed:
                 raise BadDataError(f"output {index} needs {needed} bytes, got {length}")
         self.outputs[index] = OutputBinding(destination, dims, length)
+        self._remember("output", index, device_memory)
+
+    def _remember(self, direction: str, index: int, memory: DeviceMemory | None) -> None:
+        if memory is None:
+            self.device_memories.pop((direction, index), None)
+        else:
+            self.device_memories[(direction, index)] = memory
+
+    def _memory_dimensions(self, operand: Operand, type_address: int,
+                           memory: DeviceMemory) -> tuple[int, ...]:
+        """Memory from a descriptor has its own dimensions; a type, if given, must agree."""
+        if type_address:
+            given = self._dimensions(operand, type_address, allow_unspecified=True)
+            if given and tuple(given) != memory.dimensions:
+                raise BadDataError(f"type dimensions {list(given)} differ from the memory's"
+                                   f" {list(memory.dimensions)}")
+        return memory.dimensions
 
     def _operand(self, kind: str, index: int) -> Operand:
         indices = self.model.inputs if kind == "input" else self.model.outputs
@@ -125,18 +170,24 @@ class ExecutionState(Handled):
             unset = [i for i, b in enumerate(bound) if not b]
             if unset:
                 raise BadDataError(f"model {kind} {unset} are not set")
+        for (direction, index), memory in self.device_memories.items():
+            if direction == "input":
+                memory.readable(f"the memory of input {index}")
         self.started = True
 
-    def run(self) -> None:
-        """Computes and writes the outputs; raises the failure, which stays recorded."""
+    def run(self, timeout_ns: int = 0) -> None:
+        """Computes and writes the outputs; raises the failure, which stays recorded.
+        ``timeout_ns`` (0: none) limits this compute beside the execution's own timeout."""
+        timeouts = [t for t in (self.timeout_ns, timeout_ns) if t]
         try:
+            self.execution.set_timeout(min(timeouts) if timeouts else 0)
+            self.execution.set_loop_timeout(self.loop_timeout_ns)
             start = time.perf_counter_ns()
             outputs = self.execution.compute().outputs
             computed = time.perf_counter_ns()
             self._deliver(outputs)
             if self.measure:
-                self.durations = {DurationCode.ON_HARDWARE: computed - start,
-                                  DurationCode.IN_DRIVER: time.perf_counter_ns() - start}
+                self.durations = _measured(computed - start, time.perf_counter_ns() - start)
         except NnapiError as e:
             self.error = e
             raise
@@ -144,7 +195,25 @@ class ExecutionState(Handled):
             self.error = OpFailedError(f"{type(e).__name__}: {e}")
             raise self.error from e
         finally:
+            self._settle_device_memories()
             self.done = True
+
+    def _settle_device_memories(self) -> None:
+        """Output memories from descriptors hold data after a successful execution, and none
+        after a failed one."""
+        for (direction, _), memory in self.device_memories.items():
+            if direction == "output":
+                memory.initialized = self.error is None
+
+    def require_fully_specified_outputs(self) -> None:
+        """startComputeWithDependencies cannot resize outputs after the fact."""
+        for pos, binding in enumerate(self.outputs):
+            operand = self._operand("output", pos)
+            if binding is not None and not operand.is_scalar and \
+                    not (binding.dimensions and all(binding.dimensions)):
+                raise BadDataError(f"output {pos} has dimensions {list(binding.dimensions)}:"
+                                   " startComputeWithDependencies needs every output fully"
+                                   " specified")
 
     def _deliver(self, outputs: list[np.ndarray]) -> None:
         shapes, sufficient = [], []
@@ -179,19 +248,49 @@ class ExecutionState(Handled):
         return self.shapes[index], self.sufficient[index]
 
 
+def _measured(compute_ns: int, driver_ns: int) -> dict[int, int]:
+    """The durations getDuration reports; the fenced ones count from when the dependencies
+    signaled, which is when the host starts computing, so they are the same."""
+    return {DurationCode.ON_HARDWARE: compute_ns, DurationCode.IN_DRIVER: driver_ns,
+            DurationCode.FENCED_ON_HARDWARE: compute_ns,
+            DurationCode.FENCED_IN_DRIVER: driver_ns}
+
+
 class Event(Handled):
-    """A background execution; waiting returns its result."""
+    """Something to wait for: a background execution or a sync fence."""
 
     KIND = "ANeuralNetworksEvent"
 
-    def __init__(self, execution: ExecutionState):
+    def wait(self) -> None:
+        """Returns when the event signals; raises the NNAPI error it signaled with."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class ExecutionEvent(Event):
+    """A background execution, started once ``dependencies`` have signaled; waiting returns
+    its result."""
+
+    def __init__(self, execution: ExecutionState, dependencies: tuple[Event, ...] = (),
+                 timeout_ns: int = 0):
         self.execution = execution
+        self.dependencies = dependencies
+        self.timeout_ns = timeout_ns
         self.thread = threading.Thread(target=self._run, name="nnapi-execution", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         try:
-            self.execution.run()
+            for k, dependency in enumerate(self.dependencies):
+                try:
+                    dependency.wait()
+                except NnapiError as e:
+                    self.execution.error = OpFailedError(f"dependency {k} failed: {e}")
+                    self.execution.done = True
+                    return
+            self.execution.run(self.timeout_ns)
         except Exception:  # noqa: BLE001 - recorded in the execution, reported by wait()
             pass
 
@@ -200,6 +299,40 @@ class Event(Handled):
         error = self.execution.error
         if error is not None:
             raise NnapiError(str(error), error.code)
+
+    def close(self) -> None:
+        self.thread.join()
+
+
+class FenceEvent(Event):
+    """A sync fence given as a file descriptor (duplicated): signaled once it is readable."""
+
+    def __init__(self, fd: int):
+        if fd < 0:
+            raise BadDataError(f"sync_fence_fd {fd} is not a file descriptor")
+        try:
+            self.fd: int | None = os.dup(fd)
+        except OSError as e:
+            raise BadDataError(f"sync_fence_fd {fd}: {e.strerror}") from None
+
+    def wait(self) -> None:
+        if self.fd is None:
+            raise BadStateError("the event is freed")
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN)
+        events = poller.poll()  # no timeout: as long as the fence takes, as on Android
+        if not events or events[0][1] & (select.POLLERR | select.POLLNVAL):
+            raise OpFailedError("the sync fence signaled an error")
+
+    def duplicate(self) -> int:
+        if self.fd is None:
+            raise BadStateError("the event is freed")
+        return os.dup(self.fd)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def execution_of(handle: int, argument: str = "execution") -> ExecutionState:
@@ -241,7 +374,12 @@ def execution_set_input_from_memory(handle: int, index: int, type_address: int, 
     require(execution=handle, memory=memory)
     state = execution_of(handle)
     state.building()
-    state.bind_input(index, type_address, memory_of(memory).region(offset, length, write=False))
+    source = memory_of(memory)
+    if isinstance(source, DeviceMemory):
+        region = source.bind(state.compilation, "input", index, offset, length)
+        state.bind_input(index, type_address, region, source)
+    else:
+        state.bind_input(index, type_address, source.region(offset, length, write=False))
 
 
 @entry
@@ -259,8 +397,13 @@ def execution_set_output_from_memory(handle: int, index: int, type_address: int,
     require(execution=handle, memory=memory)
     state = execution_of(handle)
     state.building()
-    state.bind_output(index, type_address, memory_of(memory).region(offset, length, write=True),
-                      length)
+    destination = memory_of(memory)
+    if isinstance(destination, DeviceMemory):
+        region = destination.bind(state.compilation, "output", index, offset, length)
+        state.bind_output(index, type_address, region, destination.size, destination)
+    else:
+        state.bind_output(index, type_address,
+                          destination.region(offset, length, write=True), length)
 
 
 @entry
@@ -275,7 +418,53 @@ def execution_start_compute(handle: int, event_out: int) -> None:
     require(execution=handle, event=event_out)
     state = execution_of(handle)
     state.start()
-    give(event_out, "event", Event(state))
+    give(event_out, "event", ExecutionEvent(state))
+
+
+@entry
+def execution_start_compute_with_dependencies(handle: int, dependencies: int, count: int,
+                                              duration: int, event_out: int) -> None:
+    require(execution=handle, event=event_out)
+    if count:
+        require(dependencies=dependencies)
+    state = execution_of(handle)
+    events = []
+    for k, dependency in enumerate(read_array(ctypes.c_void_p, dependencies, count)):
+        event = HANDLES.get(dependency or 0, Event, f"dependencies[{k}]")
+        if isinstance(event, ExecutionEvent) and event.execution.done \
+                and event.execution.error is not None:
+            raise BadDataError(f"dependencies[{k}] has already failed")
+        events.append(event)
+    if duration:
+        state.compilation.require_one_device("a duration")
+    state.require_fully_specified_outputs()
+    state.start()
+    give(event_out, "event", ExecutionEvent(state, tuple(events), duration))
+
+
+@entry
+def execution_set_timeout(handle: int, duration: int) -> None:
+    state = execution_of(handle)
+    state.compilation.require_one_device("ANeuralNetworksExecution_setTimeout")
+    state.building()
+    state.timeout_ns = duration
+
+
+@entry
+def execution_set_loop_timeout(handle: int, duration: int) -> None:
+    state = execution_of(handle)
+    state.building()
+    state.loop_timeout_ns = min(duration, MAXIMUM_LOOP_TIMEOUT_NS)
+
+
+@entry
+def get_default_loop_timeout(out: int) -> None:
+    store(ctypes.c_uint64, out, DEFAULT_LOOP_TIMEOUT_NS)
+
+
+@entry
+def get_maximum_loop_timeout(out: int) -> None:
+    store(ctypes.c_uint64, out, MAXIMUM_LOOP_TIMEOUT_NS)
 
 
 @entry
@@ -344,4 +533,20 @@ def event_wait(handle: int) -> None:
 def event_free(handle: int) -> None:
     event = HANDLES.remove(handle, Event)
     if event is not None:
-        event.thread.join()
+        event.close()
+
+
+@entry
+def event_create_from_sync_fence_fd(fd: int, out: int) -> None:
+    require(event=out)
+    give(out, "event", FenceEvent(fd))
+
+
+@entry
+def event_get_sync_fence_fd(handle: int, fd_out: int) -> None:
+    require(event=handle, sync_fence_fd=fd_out)
+    event = HANDLES.get(handle, Event, "event")
+    if not isinstance(event, FenceEvent):
+        raise BadDataError("the event is not backed by a sync fence: Linux gives the host's"
+                           " executions none")
+    store(ctypes.c_int, fd_out, event.duplicate())

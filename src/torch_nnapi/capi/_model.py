@@ -70,6 +70,11 @@ class ModelState(Handled):
         self.modifiable().set_operand_value(index, region, copy=False)
         self._referenced.pop(index, None)
 
+    def refer_to_model(self, index: int, referenced: Model) -> None:
+        """Makes a MODEL operand refer to another (finished) model."""
+        self.modifiable().set_operand_value_from_model(index, referenced)
+        self._referenced.pop(index, None)
+
     def finish(self) -> None:
         model = self.modifiable()
         for index, value in self._referenced.items():
@@ -154,6 +159,18 @@ def model_set_operand_value_from_memory(handle: int, index: int, memory: int, of
     state.modifiable()
     state.operand(index)
     state.reference(index, memory_of(memory).region(offset, length, write=False))
+
+
+@entry
+def model_set_operand_value_from_model(handle: int, index: int, value: int) -> None:
+    require(model=handle, value=value)
+    state = model_of(handle)
+    referenced = model_of(value, "value")
+    if referenced is state:
+        raise BadDataError("a model cannot refer to itself")
+    if referenced.invalid:
+        raise BadDataError("value is an invalid model: finishing it failed")
+    state.refer_to_model(index, referenced.model)
 
 
 @entry

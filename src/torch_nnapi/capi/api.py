@@ -1,4 +1,4 @@
-"""The 43 functions of the NNAPI C API (Android 10, API level 29), as C prototypes.
+"""The 62 functions of the NNAPI C API (Android 11, API level 30), as C prototypes.
 
 One table serves the generated header (``capi/header.py``) and the ctypes prototypes
 (``capi.load``), so the C declarations, the C definitions (compiled against the header) and the
@@ -54,18 +54,36 @@ class Function:
         return self._parts.group(1) == "int"
 
     @property
+    def restype(self):
+        """The ctypes result type: ``c_int`` (a result code), ``c_uint64`` or None (void)."""
+        return _RESULTS[self._parts.group(1)]
+
+    @property
+    def bridge_arity(self) -> int:
+        """The bridge function's argument count: the C parameters, plus the address its result
+        goes to when the C function returns a value rather than a result code (the loop
+        timeouts)."""
+        return len(self.parameters) + (self.restype is ctypes.c_uint64)
+
+    @property
     def parameters(self) -> tuple[Parameter, ...]:
-        return tuple(Parameter(*text.rsplit(" ", 1)) for text in self._parts.group(3).split(", "))
+        listed = self._parts.group(3)
+        if listed == "void":
+            return ()
+        return tuple(Parameter(*text.rsplit(" ", 1)) for text in listed.split(", "))
 
 
 _SCALARS = {
     "int": ctypes.c_int,
     "bool": ctypes.c_bool,
+    "float": ctypes.c_float,
     "int32_t": ctypes.c_int32,
     "uint32_t": ctypes.c_uint32,
+    "uint64_t": ctypes.c_uint64,
     "size_t": ctypes.c_size_t,
     "ANeuralNetworksOperationType": ctypes.c_int32,
 }
+_RESULTS = {"int": ctypes.c_int, "uint64_t": ctypes.c_uint64, "void": None}
 
 FUNCTIONS: tuple[Function, ...] = (
     # Memory
@@ -77,6 +95,34 @@ FUNCTIONS: tuple[Function, ...] = (
              "Always fails on Linux, which has no AHardwareBuffer: ANEURALNETWORKS_UNMAPPABLE."),
     Function(27, "void ANeuralNetworksMemory_free(ANeuralNetworksMemory* memory)",
              "Releases a memory object; values still referencing it keep the mapping alive."),
+    Function(30, "int ANeuralNetworksMemoryDesc_create(ANeuralNetworksMemoryDesc** desc)",
+             "Creates a memory descriptor with no roles."),
+    Function(30, "void ANeuralNetworksMemoryDesc_free(ANeuralNetworksMemoryDesc* desc)",
+             "Destroys a memory descriptor (memory created from it stays valid); NULL is"
+             " ignored."),
+    Function(30, "int ANeuralNetworksMemoryDesc_addInputRole(ANeuralNetworksMemoryDesc* desc,"
+                 " const ANeuralNetworksCompilation* compilation, uint32_t index,"
+                 " float frequency)",
+             "Declares that the memory will be input index of executions of a finished"
+             " compilation; frequency in (0, 1] is a hint."),
+    Function(30, "int ANeuralNetworksMemoryDesc_addOutputRole(ANeuralNetworksMemoryDesc* desc,"
+                 " const ANeuralNetworksCompilation* compilation, uint32_t index,"
+                 " float frequency)",
+             "Declares that the memory will be output index of executions of a finished"
+             " compilation; frequency in (0, 1] is a hint."),
+    Function(30, "int ANeuralNetworksMemoryDesc_setDimensions(ANeuralNetworksMemoryDesc* desc,"
+                 " uint32_t rank, const uint32_t* dimensions)",
+             "Sets the memory's dimensions (0: unknown), compatible with every role's operand."),
+    Function(30, "int ANeuralNetworksMemoryDesc_finish(ANeuralNetworksMemoryDesc* desc)",
+             "Completes the descriptor; it needs at least one role."),
+    Function(30, "int ANeuralNetworksMemory_createFromDesc(const ANeuralNetworksMemoryDesc* desc,"
+                 " ANeuralNetworksMemory** memory)",
+             "Creates uninitialized memory for the descriptor's roles; OP_FAILED when its"
+             " dimensions are not fully known (the host allocates plain memory of one size)."),
+    Function(30, "int ANeuralNetworksMemory_copy(const ANeuralNetworksMemory* src,"
+                 " const ANeuralNetworksMemory* dst)",
+             "Copies one memory's contents to another of the same logical size; the source, if"
+             " created from a descriptor, must be initialized."),
     # Model
     Function(27, "int ANeuralNetworksModel_create(ANeuralNetworksModel** model)",
              "Creates an empty model."),
@@ -100,6 +146,10 @@ FUNCTIONS: tuple[Function, ...] = (
                  " int32_t index, const ANeuralNetworksMemory* memory, size_t offset,"
                  " size_t length)",
              "Makes an operand constant, referencing (not copying) a region of a memory object."),
+    Function(30, "int ANeuralNetworksModel_setOperandValueFromModel(ANeuralNetworksModel* model,"
+                 " int32_t index, const ANeuralNetworksModel* value)",
+             "Makes an ANEURALNETWORKS_MODEL operand refer to a finished model (an IF branch,"
+             " a WHILE condition or body), which must outlive this one."),
     Function(27, "int ANeuralNetworksModel_addOperation(ANeuralNetworksModel* model,"
                  " ANeuralNetworksOperationType type, uint32_t inputCount, const uint32_t* inputs,"
                  " uint32_t outputCount, const uint32_t* outputs)",
@@ -134,8 +184,17 @@ FUNCTIONS: tuple[Function, ...] = (
                  " const uint8_t* token)",
              "Records a cache directory and a token of ANEURALNETWORKS_BYTE_SIZE_OF_CACHE_TOKEN"
              " bytes; only before finish."),
+    Function(30, "int ANeuralNetworksCompilation_setPriority("
+                 "ANeuralNetworksCompilation* compilation, int priority)",
+             "Sets a PriorityCode; recorded, without effect on the host's one device; only"
+             " before finish."),
+    Function(30, "int ANeuralNetworksCompilation_setTimeout("
+                 "ANeuralNetworksCompilation* compilation, uint64_t duration)",
+             "Sets the longest time finish may take, in nanoseconds (0: no limit); needs a"
+             " compilation created for exactly one device; only before finish."),
     Function(27, "int ANeuralNetworksCompilation_finish(ANeuralNetworksCompilation* compilation)",
-             "Compiles; BAD_DATA when the devices cannot run the model."),
+             "Compiles; BAD_DATA when the devices cannot run the model, MISSED_DEADLINE_PERSISTENT"
+             " when it took longer than the compilation's timeout."),
     # Execution
     Function(27, "int ANeuralNetworksExecution_create(ANeuralNetworksCompilation* compilation,"
                  " ANeuralNetworksExecution** execution)",
@@ -165,6 +224,12 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(27, "int ANeuralNetworksExecution_startCompute(ANeuralNetworksExecution* execution,"
                  " ANeuralNetworksEvent** event)",
              "Computes in the background; wait on the event for the result."),
+    Function(30, "int ANeuralNetworksExecution_startComputeWithDependencies("
+                 "ANeuralNetworksExecution* execution,"
+                 " const ANeuralNetworksEvent* const* dependencies, uint32_t num_dependencies,"
+                 " uint64_t duration, ANeuralNetworksEvent** event)",
+             "Computes in the background once every dependency event has signaled; duration"
+             " limits the compute (0: no limit); every output must be fully specified."),
     Function(29, "int ANeuralNetworksExecution_compute(ANeuralNetworksExecution* execution)",
              "Computes and returns when the outputs are written."),
     Function(29, "int ANeuralNetworksExecution_burstCompute(ANeuralNetworksExecution* execution,"
@@ -185,6 +250,20 @@ FUNCTIONS: tuple[Function, ...] = (
                  "const ANeuralNetworksExecution* execution, int32_t durationCode,"
                  " uint64_t* duration)",
              "A measured duration in nanoseconds, or UINT64_MAX when not measured."),
+    Function(30, "int ANeuralNetworksExecution_setTimeout(ANeuralNetworksExecution* execution,"
+                 " uint64_t duration)",
+             "Sets the longest time a compute may take, in nanoseconds (0: no limit); longer"
+             " computes end with MISSED_DEADLINE_TRANSIENT; needs a compilation created for"
+             " exactly one device."),
+    Function(30, "int ANeuralNetworksExecution_setLoopTimeout(ANeuralNetworksExecution* execution,"
+                 " uint64_t duration)",
+             "Sets the longest time each WHILE loop may run, in nanoseconds (at most"
+             " ANeuralNetworks_getMaximumLoopTimeout()); a longer loop ends the execution with"
+             " MISSED_DEADLINE_TRANSIENT."),
+    Function(30, "uint64_t ANeuralNetworks_getDefaultLoopTimeout(void)",
+             "The loop timeout of executions that set none: 2 s, in nanoseconds."),
+    Function(30, "uint64_t ANeuralNetworks_getMaximumLoopTimeout(void)",
+             "The largest loop timeout an execution may set: 15 s, in nanoseconds."),
     # Burst
     Function(29, "int ANeuralNetworksBurst_create(ANeuralNetworksCompilation* compilation,"
                  " ANeuralNetworksBurst** burst)",
@@ -196,6 +275,15 @@ FUNCTIONS: tuple[Function, ...] = (
              "Waits for a background execution; returns its result code."),
     Function(27, "void ANeuralNetworksEvent_free(ANeuralNetworksEvent* event)",
              "Waits for the execution if needed, then destroys the event; NULL is ignored."),
+    Function(30, "int ANeuralNetworksEvent_createFromSyncFenceFd(int sync_fence_fd,"
+                 " ANeuralNetworksEvent** event)",
+             "An event that signals when the file descriptor (duplicated) becomes readable, as a"
+             " Linux sync_file does when its fence signals; BAD_DATA for a negative or closed"
+             " descriptor."),
+    Function(30, "int ANeuralNetworksEvent_getSyncFenceFd(const ANeuralNetworksEvent* event,"
+                 " int* sync_fence_fd)",
+             "The sync fence behind an event: the host's executions have none, so -1 and"
+             " BAD_DATA, except for events made by createFromSyncFenceFd (a new duplicate)."),
     # Devices
     Function(29, "int ANeuralNetworks_getDeviceCount(uint32_t* numDevices)",
              "The number of devices: one, the host CPU."),
@@ -212,7 +300,9 @@ FUNCTIONS: tuple[Function, ...] = (
              "The device implementation's version string."),
     Function(29, "int ANeuralNetworksDevice_getFeatureLevel(const ANeuralNetworksDevice* device,"
                  " int64_t* featureLevel)",
-             "The API level of the newest NNAPI features the device implements."),
+             "The API level of the newest NNAPI features the device implements: 30."),
+    Function(30, "int ANeuralNetworksDevice_wait(const ANeuralNetworksDevice* device)",
+             "Waits until the device is live; the host's device always is."),
 )
 
 

@@ -1,20 +1,24 @@
 """The conformance tests through libneuralnetworks.so, driven with ctypes only.
 
-``CApiBackend`` builds each spec model with ANeuralNetworksModel_* calls and runs examples as a
-C client would: inputs with their actual dimensions, omitted inputs as NULL buffers, outputs of
-unknown size into a first guess that is enlarged after OUTPUT_INSUFFICIENT_SIZE, and the actual
-dimensions read with getOutputOperandRank/Dimensions.
+``CApiBackend`` builds each spec model with ANeuralNetworksModel_* calls (the models IF and
+WHILE call first, each finished before setOperandValueFromModel refers to it) and runs examples
+as a C client would: inputs with their actual dimensions, omitted inputs as NULL buffers,
+outputs of unknown size into a first guess that is enlarged after OUTPUT_INSUFFICIENT_SIZE, and
+the actual dimensions read with getOutputOperandRank/Dimensions.
 """
 
 from __future__ import annotations
 
 import ctypes
+import logging
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..conformance.spec import operand_type as spec_operand_type
+from ..conformance.spec import referenced_model_order
 from ..nnapi.codes import OperandType, ResultCode
 from ..nnapi.errors import NnapiError
 from ..nnapi.operand_types import type_info
@@ -46,7 +50,8 @@ def operand_type(operand_type_code: int, dimensions, scale: float = 0.0,
 
 @dataclass
 class PreparedModel:
-    """A finished model and its compilation (freed with this object)."""
+    """A finished model and its compilation (freed with this object), and the models it
+    refers to (kept, and freed, with it)."""
 
     operands: list[dict]
     inputs: list[int]
@@ -54,15 +59,16 @@ class PreparedModel:
     model: ctypes.c_void_p = field(default_factory=ctypes.c_void_p)
     compilation: ctypes.c_void_p = field(default_factory=ctypes.c_void_p)
     values: list[Any] = field(default_factory=list)  # referenced until the model is finished
+    referenced: dict[int, ctypes.c_void_p] = field(default_factory=dict)
 
     def output_dtype(self, pos: int) -> np.dtype:
-        return type_info(OperandType[self.operands[self.outputs[pos]]["type"]]).dtype
+        return type_info(spec_operand_type(self.operands[self.outputs[pos]])).dtype
 
     def output_bytes(self, pos: int) -> int | None:
         """The size of an output the model fully specifies, else None."""
         operand = self.operands[self.outputs[pos]]
         dims = operand["dimensions"]
-        if type_info(OperandType[operand["type"]]).is_tensor and not (dims and all(dims)):
+        if type_info(spec_operand_type(operand)).is_tensor and not (dims and all(dims)):
             return None
         return int(np.prod(dims)) * self.output_dtype(pos).itemsize
 
@@ -83,6 +89,9 @@ class CApiBackend:
 
     def __init__(self) -> None:
         self.lib = load()
+        # The library logs every failed call; the runner reports failures itself (and the
+        # tests that expect failure fail on purpose), so its log stays quiet here.
+        logging.getLogger("torch_nnapi.capi").addHandler(logging.NullHandler())
 
     # ------------------------------------------------------------ building
 
@@ -90,22 +99,9 @@ class CApiBackend:
         lib = self.lib
         prepared = PreparedModel(spec_model["operands"], spec_model["inputs"],
                                  spec_model["outputs"])
-        check(lib.ANeuralNetworksModel_create(ctypes.byref(prepared.model)), "Model_create")
-        weakref.finalize(prepared, lib.ANeuralNetworksModel_free, prepared.model.value)
-        for index, operand in enumerate(prepared.operands):
-            self._add_operand(prepared, index, operand)
-        for operation in spec_model["operations"]:
-            check(lib.ANeuralNetworksModel_addOperation(
-                prepared.model, operation["code"], *_indices(operation["inputs"]),
-                *_indices(operation["outputs"])), "Model_addOperation")
-        check(lib.ANeuralNetworksModel_identifyInputsAndOutputs(
-            prepared.model, *_indices(prepared.inputs), *_indices(prepared.outputs)),
-            "Model_identifyInputsAndOutputs")
-        check(lib.ANeuralNetworksModel_relaxComputationFloat32toFloat16(
-            prepared.model, bool(spec_model["relaxComputationFloat32toFloat16"])),
-            "Model_relaxComputationFloat32toFloat16")
-        check(lib.ANeuralNetworksModel_finish(prepared.model), "Model_finish")
-        prepared.values.clear()
+        for k in referenced_model_order(spec_model):
+            prepared.referenced[k] = self._build(prepared, spec_model["referenced"][k])
+        prepared.model = self._build(prepared, spec_model)
         check(lib.ANeuralNetworksCompilation_create(prepared.model,
                                                     ctypes.byref(prepared.compilation)),
               "Compilation_create")
@@ -114,27 +110,53 @@ class CApiBackend:
         check(lib.ANeuralNetworksCompilation_finish(prepared.compilation), "Compilation_finish")
         return prepared
 
-    def _add_operand(self, prepared: PreparedModel, index: int, operand: dict) -> None:
-        lib, code = self.lib, OperandType[operand["type"]]
+    def _build(self, prepared: PreparedModel, spec_model: dict) -> ctypes.c_void_p:
+        """One finished model, freed with ``prepared``; the models it refers to are in
+        ``prepared.referenced`` already."""
+        lib, model = self.lib, ctypes.c_void_p()
+        check(lib.ANeuralNetworksModel_create(ctypes.byref(model)), "Model_create")
+        weakref.finalize(prepared, lib.ANeuralNetworksModel_free, model.value)
+        for index, operand in enumerate(spec_model["operands"]):
+            self._add_operand(prepared, model, index, operand)
+        for operation in spec_model["operations"]:
+            check(lib.ANeuralNetworksModel_addOperation(
+                model, operation["code"], *_indices(operation["inputs"]),
+                *_indices(operation["outputs"])), "Model_addOperation")
+        check(lib.ANeuralNetworksModel_identifyInputsAndOutputs(
+            model, *_indices(spec_model["inputs"]), *_indices(spec_model["outputs"])),
+            "Model_identifyInputsAndOutputs")
+        check(lib.ANeuralNetworksModel_relaxComputationFloat32toFloat16(
+            model, bool(spec_model.get("relaxComputationFloat32toFloat16", False))),
+            "Model_relaxComputationFloat32toFloat16")
+        check(lib.ANeuralNetworksModel_finish(model), "Model_finish")
+        prepared.values.clear()
+        return model
+
+    def _add_operand(self, prepared: PreparedModel, model: ctypes.c_void_p, index: int,
+                     operand: dict) -> None:
+        lib, code = self.lib, spec_operand_type(operand)
         t = operand_type(code, operand["dimensions"], operand["scale"], operand["zeroPoint"])
-        check(lib.ANeuralNetworksModel_addOperand(prepared.model, ctypes.byref(t)),
-              "Model_addOperand")
+        check(lib.ANeuralNetworksModel_addOperand(model, ctypes.byref(t)), "Model_addOperand")
         quant = operand.get("channelQuant")
         if quant:
             scales = (ctypes.c_float * len(quant["scales"]))(*quant["scales"])
             params = SymmPerChannelQuantParamsStruct(quant["channelDim"], len(scales), scales)
             check(lib.ANeuralNetworksModel_setOperandSymmPerChannelQuantParams(
-                prepared.model, index, ctypes.byref(params)),
-                "Model_setOperandSymmPerChannelQuantParams")
+                model, index, ctypes.byref(params)), "Model_setOperandSymmPerChannelQuantParams")
         if "value" not in operand:
             return
+        if code == OperandType.MODEL:
+            check(lib.ANeuralNetworksModel_setOperandValueFromModel(
+                model, index, prepared.referenced[int(operand["value"][0])]),
+                "Model_setOperandValueFromModel")
+            return
         if not operand["value"]:  # an omitted optional operand
-            check(lib.ANeuralNetworksModel_setOperandValue(prepared.model, index, None, 0),
+            check(lib.ANeuralNetworksModel_setOperandValue(model, index, None, 0),
                   "Model_setOperandValue")
             return
         value = _typed(operand["value"], code)
         prepared.values.append(value)
-        check(lib.ANeuralNetworksModel_setOperandValue(prepared.model, index, value.ctypes.data,
+        check(lib.ANeuralNetworksModel_setOperandValue(model, index, value.ctypes.data,
                                                        value.nbytes), "Model_setOperandValue")
 
     # ------------------------------------------------------------ executing
@@ -186,7 +208,7 @@ class CApiBackend:
                   "Execution_setInput")
             return ()
         operand = prepared.operands[prepared.inputs[pos]]
-        code = OperandType[operand["type"]]
+        code = spec_operand_type(operand)
         data = np.ascontiguousarray(array, dtype=type_info(code).dtype)
         t = operand_type(code, data.shape, operand["scale"], operand["zeroPoint"])
         check(self.lib.ANeuralNetworksExecution_setInput(execution, pos, ctypes.byref(t),

@@ -1,4 +1,4 @@
-/* libneuralnetworks.so for Linux: the NNAPI C API of Android 10 over torch-nnapi's runtime.
+/* libneuralnetworks.so for Linux: the NNAPI C API of Android 11 over torch-nnapi's runtime.
  *
  * Every function forwards its arguments unchanged (pointers as integers) to the function of
  * the same name, in snake case, of the Python module torch_nnapi.capi.bridge, and returns the
@@ -281,6 +281,57 @@ void ANeuralNetworksMemory_free(ANeuralNetworksMemory *memory)
         call("memory_free", "(K)", PTR(memory));
 }
 
+int ANeuralNetworksMemoryDesc_create(ANeuralNetworksMemoryDesc **desc)
+{
+    CLEAR(desc);
+    return call("memory_desc_create", "(K)", PTR(desc));
+}
+
+void ANeuralNetworksMemoryDesc_free(ANeuralNetworksMemoryDesc *desc)
+{
+    if (desc)
+        call("memory_desc_free", "(K)", PTR(desc));
+}
+
+int ANeuralNetworksMemoryDesc_addInputRole(ANeuralNetworksMemoryDesc *desc,
+                                           const ANeuralNetworksCompilation *compilation,
+                                           uint32_t index, float frequency)
+{
+    return call("memory_desc_add_input_role", "(KKId)", PTR(desc), PTR(compilation), index,
+                (double)frequency);
+}
+
+int ANeuralNetworksMemoryDesc_addOutputRole(ANeuralNetworksMemoryDesc *desc,
+                                            const ANeuralNetworksCompilation *compilation,
+                                            uint32_t index, float frequency)
+{
+    return call("memory_desc_add_output_role", "(KKId)", PTR(desc), PTR(compilation), index,
+                (double)frequency);
+}
+
+int ANeuralNetworksMemoryDesc_setDimensions(ANeuralNetworksMemoryDesc *desc, uint32_t rank,
+                                            const uint32_t *dimensions)
+{
+    return call("memory_desc_set_dimensions", "(KIK)", PTR(desc), rank, PTR(dimensions));
+}
+
+int ANeuralNetworksMemoryDesc_finish(ANeuralNetworksMemoryDesc *desc)
+{
+    return call("memory_desc_finish", "(K)", PTR(desc));
+}
+
+int ANeuralNetworksMemory_createFromDesc(const ANeuralNetworksMemoryDesc *desc,
+                                         ANeuralNetworksMemory **memory)
+{
+    CLEAR(memory);
+    return call("memory_create_from_desc", "(KK)", PTR(desc), PTR(memory));
+}
+
+int ANeuralNetworksMemory_copy(const ANeuralNetworksMemory *src, const ANeuralNetworksMemory *dst)
+{
+    return call("memory_copy", "(KK)", PTR(src), PTR(dst));
+}
+
 int ANeuralNetworksModel_create(ANeuralNetworksModel **model)
 {
     CLEAR(model);
@@ -327,6 +378,12 @@ int ANeuralNetworksModel_setOperandValueFromMemory(ANeuralNetworksModel *model, 
 {
     return call("model_set_operand_value_from_memory", "(KiKKK)", PTR(model), index,
                 PTR(memory), SIZE(offset), SIZE(length));
+}
+
+int ANeuralNetworksModel_setOperandValueFromModel(ANeuralNetworksModel *model, int32_t index,
+                                                  const ANeuralNetworksModel *value)
+{
+    return call("model_set_operand_value_from_model", "(KiK)", PTR(model), index, PTR(value));
 }
 
 int ANeuralNetworksModel_addOperation(ANeuralNetworksModel *model,
@@ -394,6 +451,17 @@ int ANeuralNetworksCompilation_setCaching(ANeuralNetworksCompilation *compilatio
 {
     return call("compilation_set_caching", "(KKK)", PTR(compilation), PTR(cacheDir),
                 PTR(token));
+}
+
+int ANeuralNetworksCompilation_setPriority(ANeuralNetworksCompilation *compilation, int priority)
+{
+    return call("compilation_set_priority", "(Ki)", PTR(compilation), priority);
+}
+
+int ANeuralNetworksCompilation_setTimeout(ANeuralNetworksCompilation *compilation,
+                                          uint64_t duration)
+{
+    return call("compilation_set_timeout", "(KK)", PTR(compilation), SIZE(duration));
 }
 
 int ANeuralNetworksCompilation_finish(ANeuralNetworksCompilation *compilation)
@@ -465,6 +533,15 @@ int ANeuralNetworksExecution_startCompute(ANeuralNetworksExecution *execution,
     return call("execution_start_compute", "(KK)", PTR(execution), PTR(event));
 }
 
+int ANeuralNetworksExecution_startComputeWithDependencies(
+    ANeuralNetworksExecution *execution, const ANeuralNetworksEvent *const *dependencies,
+    uint32_t num_dependencies, uint64_t duration, ANeuralNetworksEvent **event)
+{
+    CLEAR(event);
+    return call("execution_start_compute_with_dependencies", "(KKIKK)", PTR(execution),
+                PTR(dependencies), num_dependencies, SIZE(duration), PTR(event));
+}
+
 int ANeuralNetworksExecution_compute(ANeuralNetworksExecution *execution)
 {
     return call("execution_compute", "(K)", PTR(execution));
@@ -500,6 +577,31 @@ int ANeuralNetworksExecution_getDuration(const ANeuralNetworksExecution *executi
     return call("execution_get_duration", "(KiK)", PTR(execution), durationCode, PTR(duration));
 }
 
+int ANeuralNetworksExecution_setTimeout(ANeuralNetworksExecution *execution, uint64_t duration)
+{
+    return call("execution_set_timeout", "(KK)", PTR(execution), SIZE(duration));
+}
+
+int ANeuralNetworksExecution_setLoopTimeout(ANeuralNetworksExecution *execution, uint64_t duration)
+{
+    return call("execution_set_loop_timeout", "(KK)", PTR(execution), SIZE(duration));
+}
+
+/* The two loop timeouts live in the runtime: the bridge writes them to a local. */
+uint64_t ANeuralNetworks_getDefaultLoopTimeout(void)
+{
+    uint64_t value = 0;
+    call("get_default_loop_timeout", "(K)", PTR(&value));
+    return value;
+}
+
+uint64_t ANeuralNetworks_getMaximumLoopTimeout(void)
+{
+    uint64_t value = 0;
+    call("get_maximum_loop_timeout", "(K)", PTR(&value));
+    return value;
+}
+
 int ANeuralNetworksBurst_create(ANeuralNetworksCompilation *compilation,
                                 ANeuralNetworksBurst **burst)
 {
@@ -522,6 +624,19 @@ void ANeuralNetworksEvent_free(ANeuralNetworksEvent *event)
 {
     if (event)
         call("event_free", "(K)", PTR(event));
+}
+
+int ANeuralNetworksEvent_createFromSyncFenceFd(int sync_fence_fd, ANeuralNetworksEvent **event)
+{
+    CLEAR(event);
+    return call("event_create_from_sync_fence_fd", "(iK)", sync_fence_fd, PTR(event));
+}
+
+int ANeuralNetworksEvent_getSyncFenceFd(const ANeuralNetworksEvent *event, int *sync_fence_fd)
+{
+    if (sync_fence_fd)
+        *sync_fence_fd = -1; /* -1 whenever there is no descriptor to give */
+    return call("event_get_sync_fence_fd", "(KK)", PTR(event), PTR(sync_fence_fd));
 }
 
 int ANeuralNetworks_getDeviceCount(uint32_t *numDevices)
@@ -553,4 +668,9 @@ int ANeuralNetworksDevice_getFeatureLevel(const ANeuralNetworksDevice *device,
                                           int64_t *featureLevel)
 {
     return call("device_get_feature_level", "(KK)", PTR(device), PTR(featureLevel));
+}
+
+int ANeuralNetworksDevice_wait(const ANeuralNetworksDevice *device)
+{
+    return call("device_wait", "(K)", PTR(device));
 }

@@ -100,6 +100,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         _report(command, "interrupted")
         return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        # Whoever reads the output stopped (`| head`): not an error to report. Later writes,
+        # including the interpreter's final flush of stdout, go nowhere instead of failing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitCode.OUTPUT_CLOSED)
     except (MemoryError, OutOfMemoryError) as e:
         _report(command, f"out of memory ({e})" if str(e) else "out of memory",
                 "give smaller inputs")

@@ -40,6 +40,8 @@ class ExitCode(enum.IntEnum):
     OUT_OF_MEMORY = 8, "the inputs or the model need more memory than this machine has"
     INTERNAL = 9, "a bug in torch-nnapi (please report it with the command that failed)"
     INTERRUPTED = 130, "interrupted (Ctrl-C)"
+    OUTPUT_CLOSED = 141, ("the reader of the output went away (e.g. piped into head); nothing"
+                          " is reported, as for a process ended by SIGPIPE")
 
 
 class CliError(Exception):

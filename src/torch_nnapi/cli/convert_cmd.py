@@ -2,7 +2,8 @@
 
 ``--input`` describes each model input (see ``_inputs.py``). ``--target-level N`` fails the
 conversion, listing the operations at fault, when the result would need a higher NNAPI
-feature level than N (1: Android 8.1, 2: Android 9, 3: Android 10). ``--bundle`` bundles the
+feature level than N (1: Android 8.1, 2: Android 9, 3: Android 10, 4: Android 11; at 4 the
+lowerings also use level-4 operations where they are shorter). ``--bundle`` bundles the
 seeded example inputs (the same tensors every run) with ``torch.utils.bundled_inputs``.
 ``--check`` loads the saved file, runs it once and compares with the original model: a
 verdict per output and exit code 2 when one is over the tolerance.
@@ -35,7 +36,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     add_input_options(p, required=True, files=False)
     p.add_argument("--target-level", type=int, choices=[int(v) for v in FeatureLevel],
                    help="fail if the result needs a higher NNAPI feature level (1: Android"
-                        " 8.1, 2: Android 9, 3: Android 10), naming the operations at fault")
+                        " 8.1, 2: Android 9, 3: Android 10, 4: Android 11), naming the"
+                        " operations at fault")
     p.add_argument("--preference", default="sustained_speed",
                    choices=["sustained_speed", "fast_single_answer", "low_power"],
                    help="NNAPI compilation preference (default: %(default)s)")

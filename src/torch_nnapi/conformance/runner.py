@@ -8,7 +8,8 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 import numpy as np
 
 from ..nnapi.codes import OperandType
-from .spec import CtsTest, build_model, example_arrays, relaxed_or_float16
+from ..nnapi.errors import NnapiError
+from .spec import CtsTest, build_model, example_arrays, operand_type, relaxed_or_float16
 
 FLOAT_TOLERANCE = (1e-5, 5 * 2.0**-23)  # (atol, rtol)
 RELAXED_TOLERANCE = (5 * 2.0**-10, 5 * 2.0**-10)
@@ -51,6 +52,8 @@ class Outcome:
 
 
 def run_test(test: CtsTest, backend: Backend) -> Outcome:
+    if test.expect_failure:
+        return _run_expecting_failure(test, backend)
     spec_model, examples = test.load()
     try:
         prepared = backend.prepare(spec_model)
@@ -66,6 +69,20 @@ def run_test(test: CtsTest, backend: Backend) -> Outcome:
         if problem:
             return Outcome(test, False, f"example {k}: {problem}")
     return Outcome(test, True)
+
+
+def _run_expecting_failure(test: CtsTest, backend: Backend) -> Outcome:
+    """Passes when building, compiling or executing the model fails with an NNAPI error."""
+    spec_model, examples = test.load()
+    try:
+        prepared = backend.prepare(spec_model)
+        for example in examples:
+            backend.execute(prepared, example_arrays(spec_model, example["inputs"], "inputs"))
+    except NnapiError as e:
+        return Outcome(test, True, f"rejected as expected: {e}")
+    except Exception as e:  # noqa: BLE001 - anything but an NNAPI error is a crash
+        return Outcome(test, False, f"expected an NNAPI error, got {type(e).__name__}: {e}")
+    return Outcome(test, False, "expected a failure, but the model ran to an answer")
 
 
 def compare_example(test: CtsTest, spec_model: dict, example: dict,
@@ -84,8 +101,8 @@ def compare_example(test: CtsTest, spec_model: dict, example: dict,
             return f"output {pos} has dimensions {list(actual.shape)}, expected {list(want.shape)}"
         if pos in ignored:
             continue
-        operand_type = OperandType[spec_model["operands"][spec_model["outputs"][pos]]["type"]]
-        problem = _compare_values(actual, want, operand_type, relaxed, test.name)
+        output_type = operand_type(spec_model["operands"][spec_model["outputs"][pos]])
+        problem = _compare_values(actual, want, output_type, relaxed, test.name)
         if problem:
             return f"output {pos}: {problem}"
     tolerance = example.get("expectedMultinomialDistributionTolerance")

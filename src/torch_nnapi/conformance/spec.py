@@ -1,4 +1,5 @@
-"""Reading conformance vectors in the shared/cts JSON format (see its README)."""
+"""Reading conformance vectors in the shared/cts JSON format (see its README), and its Android 11
+extensions (shared/cts11): referenced models for IF and WHILE, and tests that expect failure."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from ..nnapi.codes import OperandType
 from ..nnapi.model import Model
 from ..nnapi.operand_types import type_info
 
-VERSIONS = ("V1_0", "V1_1", "V1_2")
+VERSIONS = ("V1_0", "V1_1", "V1_2", "V1_3", "V1_3_cts_only")
+# The spec files' name for operands of type MODEL (Android's HAL calls them subgraphs).
+_TYPE_ALIASES = {"SUBGRAPH": OperandType.MODEL}
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,8 @@ class CtsTest:
     kind: str
     model_key: str
     examples_key: str
+    # The model must be rejected (at finish, compilation or execution), never run to an answer.
+    expect_failure: bool = False
 
     @property
     def id(self) -> str:
@@ -64,28 +69,75 @@ def discover(root: Path | str, versions: Sequence[str] = VERSIONS,
                                     or fnmatch.fnmatchcase(spec_name, p) for p in only):
                     continue
                 yield CtsTest(spec_name, spec.get("version", version), path, test["name"],
-                              test["kind"], test["model"], test["examples"])
+                              test["kind"], test["model"], test["examples"],
+                              bool(test.get("expectFailure", False)))
+
+
+def operand_type(spec_operand: dict) -> OperandType:
+    """The operand type of a spec operand ("SUBGRAPH" is MODEL)."""
+    name = spec_operand["type"]
+    return _TYPE_ALIASES[name] if name in _TYPE_ALIASES else OperandType[name]
+
+
+def referenced_model_order(spec_model: dict) -> list[int]:
+    """The positions of ``spec_model["referenced"]`` in an order that builds every model after
+    the models it refers to (each must be finished before it is referred to)."""
+    referenced = spec_model.get("referenced", [])
+    order: list[int] = []
+    visiting: set[int] = set()
+
+    def visit(k: int) -> None:
+        if k in order:
+            return
+        if k in visiting or not 0 <= k < len(referenced):
+            raise ValueError(f"referenced model {k} is missing or refers to itself")
+        visiting.add(k)
+        for inner in model_references(referenced[k]):
+            visit(inner)
+        order.append(k)
+
+    for k in model_references(spec_model):
+        visit(k)
+    return order
+
+
+def model_references(spec_model: dict) -> list[int]:
+    """The ``referenced`` positions a model's MODEL operands refer to."""
+    return [int(o["value"][0]) for o in spec_model["operands"]
+            if operand_type(o) == OperandType.MODEL]
 
 
 def build_model(spec_model: dict) -> Model:
-    """Builds and finishes a Model from a spec's model description."""
+    """Builds and finishes a Model, and the models its IF and WHILE operations call, from a
+    spec's model description."""
+    referenced: dict[int, Model] = {}
+    for k in referenced_model_order(spec_model):
+        referenced[k] = _build_one(spec_model["referenced"][k], referenced)
+    return _build_one(spec_model, referenced)
+
+
+def _build_one(spec_model: dict, referenced: dict[int, Model]) -> Model:
     model = Model()
     for operand in spec_model["operands"]:
-        op_type = OperandType[operand["type"]]
+        op_type = operand_type(operand)
         index = model.add_operand(op_type, operand["dimensions"], operand["scale"],
                                   operand["zeroPoint"], name=operand.get("name"))
         quant = operand.get("channelQuant")
         if quant:
             model.set_operand_symm_per_channel_quant_params(index, quant["scales"],
                                                             quant["channelDim"])
-        if "value" in operand:
-            value = operand["value"]
-            model.set_operand_value(index, None if len(value) == 0 else
-                                    _typed(value, op_type))
+        if "value" not in operand:
+            continue
+        value = operand["value"]
+        if op_type == OperandType.MODEL:
+            model.set_operand_value_from_model(index, referenced[int(value[0])])
+        else:
+            model.set_operand_value(index, None if len(value) == 0 else _typed(value, op_type))
     for operation in spec_model["operations"]:
         model.add_operation(operation["code"], operation["inputs"], operation["outputs"])
     model.identify_inputs_and_outputs(spec_model["inputs"], spec_model["outputs"])
-    model.relax_computation_float32_to_float16(spec_model["relaxComputationFloat32toFloat16"])
+    model.relax_computation_float32_to_float16(
+        spec_model.get("relaxComputationFloat32toFloat16", False))
     return model.finish()
 
 
@@ -115,7 +167,7 @@ def example_arrays(spec_model: dict, side: dict, direction: str) -> list[np.ndar
             arrays.append(None)
             continue
         shape = dims.get(pos, operand["dimensions"])
-        array = _typed(vals, OperandType[operand["type"]])
+        array = _typed(vals, operand_type(operand))
         if 0 in shape:
             array = array[:0]  # Android's specs give zero-sized operands a dummy value
         arrays.append(array.reshape(shape))

@@ -102,9 +102,11 @@ def convert_with_details(
     - ``return_shapes``: per output, the PyTorch-order shape of its buffer (None or -1
       entries keep the computed size); only needed to over-allocate outputs.
     - ``target_level``: the NNAPI feature level the model must run at (1: Android 8.1, 2:
-      Android 9, 3: Android 10); a model needing more raises :class:`FeatureLevelError`
-      (a :class:`ConversionError`) naming every operation that needs more, why, and the
-      PyTorch code it comes from. Default: no limit.
+      Android 9, 3: Android 10, 4: Android 11); a model needing more raises
+      :class:`FeatureLevelError` (a :class:`ConversionError`) naming every operation that
+      needs more, why, and the PyTorch code it comes from. Operations of the target level
+      replace compositions where they are shorter (level 4: HARD_SWISH, ELU, FILL).
+      Default: no limit, and the lowest level's forms.
     - ``fallback``: run on the CPU what NNAPI cannot (no lowering, a lowering that rejects
       the node, an op in ``fallback_ops``, an operation above ``target_level``): the model
       is split into NNAPI regions, each its own NNAPI model, and CPU nodes, run in order by
@@ -131,7 +133,8 @@ def convert_with_details(
     try:
         if fallback and _denied_kinds(captured.graph, policy):
             raise ConversionError([])  # some ops must stay on the CPU: partition
-        lowered = lower_graph(captured.graph, examples, nhwc, flexible, relax_fp32_to_fp16)
+        lowered = lower_graph(captured.graph, examples, nhwc, flexible, relax_fp32_to_fp16,
+                              target_level)
         cx = lowered.cx
         if target_level is not None:
             require_level(cx.model, cx.origins, target_level)
@@ -162,19 +165,27 @@ def _denied_kinds(graph, policy: FallbackPolicy) -> set[str]:
 
 
 def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False,
-                make_lowerer: LowererFactory = Lowerer) -> Lowered:
+                target_level: Optional[int] = None,
+                make_lowerer: Optional[LowererFactory] = None) -> Lowered:
     """Lowers a captured graph, choosing the NNAPI layout of the inputs ``nhwc`` leaves
     open (None): PyTorch's order first; if the model then needs more than feature level 1,
     channels-last too, kept when its level is lower, or equal with fewer operations above
     level 1. NNAPI's NCHW layout flag needs level 3, while channels-last convolutions and
-    pools need level 1, and the wrapper permutes the input on the host either way."""
+    pools need level 1, and the wrapper permutes the input on the host either way.
+    ``target_level`` lets the default Lowerer use operations up to that feature level;
+    ``make_lowerer`` replaces it (the CPU fallback's, which records per node)."""
     choices = _nhwc_choices(examples, nhwc)
     flex = _flexible_dims(examples, flexible)
+
+    def factory(graph, specs: Sequence) -> Lowerer:
+        if make_lowerer is not None:
+            return make_lowerer(graph, specs)
+        return Lowerer(graph, specs, target_level=target_level)
 
     def attempt(open_as: bool) -> Lowered:
         specs = [example_spec(x, open_as if c is None else c, f)
                  for x, c, f in zip(examples, choices, flex)]
-        return lower(graph, specs, relax_float32_to_float16=relax, make_lowerer=make_lowerer)
+        return lower(graph, specs, relax_float32_to_float16=relax, make_lowerer=factory)
 
     lowered = attempt(False)
     if None in choices and lowered.cx.model.feature_level > 1:

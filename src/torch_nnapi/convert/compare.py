@@ -60,7 +60,8 @@ def compare_layers(model, example_inputs, *, alternate: Optional[str] = None,
     examples = as_example_tuple(example_inputs)
     graph = capture(model, examples, keep_values=True, alternate=alternate)
     lowered = lower_graph(graph, examples, options.get("nhwc"), options.get("flexible"),
-                          bool(options.get("relax_fp32_to_fp16", False)))
+                          bool(options.get("relax_fp32_to_fp16", False)),
+                          options.get("target_level"))
     model_ = lowered.cx.model
     inputs = []
     for x, held in zip(examples, lowered.inputs):

@@ -16,7 +16,12 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import numpy as np
 import torch
 
-from ..nnapi.codes import OperandType, OperationType
+from ..nnapi.codes import (
+    MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES,
+    FeatureLevel,
+    OperandType,
+    OperationType,
+)
 from ..nnapi.model import Model, Operation
 from ..nnapi.signatures import signature_of
 from . import layout as lay
@@ -47,10 +52,16 @@ def is_number(v) -> bool:
 
 
 class Converter:
-    """Builds one NNAPI model; lowerings receive it as ``cx``."""
+    """Builds one NNAPI model; lowerings receive it as ``cx``.
 
-    def __init__(self):
+    ``target_level`` is the highest NNAPI feature level the model may need (None: as low as
+    possible); lowerings use an operation of a higher level than their default form when
+    ``allows`` its level (e.g. HARD_SWISH at level 4).
+    """
+
+    def __init__(self, target_level: int | None = None):
         self.model = Model()
+        self.target_level = target_level
         # operand -> NNAPI-order dimensions with Sym entries (only operands that have some)
         self.sym_dims: dict[int, tuple[SymInt, ...]] = {}
         # operand -> flat INT32 values with Sym entries (constants patched at load time)
@@ -74,6 +85,11 @@ class Converter:
         self.fused_activations: dict[int, object] = {}
         self._scalars: dict[tuple, int] = {}
         self._constants: dict[tuple, TensorValue] = {}
+
+    def allows(self, level: int) -> bool:
+        """Whether a lowering may use an operation (or form) of feature level ``level``
+        instead of its lower-level composition: only up to an explicit ``target_level``."""
+        return self.target_level is not None and self.target_level >= level
 
     # ------------------------------------------------------------------ tensor operands
 
@@ -142,6 +158,38 @@ class Converter:
                 raise Unsupported("an int64 constant does not fit NNAPI's int32")
             array = array.astype(np.int32)
         return self.constant(array, target, layout=layout)
+
+    # The value types FILL makes, and the scalar type of its value for each.
+    _FILL_VALUES = {"float32": OperandType.FLOAT32, "float16": OperandType.FLOAT16,
+                    "int32": OperandType.INT32, "int64": OperandType.INT32}
+
+    def _fill(self, t: torch.Tensor, dtype: Optional[str],
+              layout: Optional[lay.Layout]) -> Optional[TensorValue]:
+        """A FILL (feature level 4, when allowed) in place of a constant that is large (more
+        than NNAPI copies into a model, MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES bytes) and holds
+        one value: the model then carries a shape and the value instead of every element.
+        None when a constant it stays."""
+        if not self.allows(FeatureLevel.ANDROID_11) or t.is_quantized or t.dim() == 0:
+            return None
+        target = dtype or _constant_dtype(t)
+        scalar_type = self._FILL_VALUES.get(target)
+        element_size = 2 if target == "float16" else 4  # int64 is int32 in NNAPI
+        if scalar_type is None or \
+                t.numel() * element_size <= MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES:
+            return None
+        flat = t.detach().reshape(-1)
+        if not bool((flat == flat[0]).all()):
+            return None
+        value = flat[0].item()
+        if scalar_type == OperandType.INT32:
+            if not -2**31 <= int(value) < 2**31:
+                return None
+            value = int(value)
+        out = self.new_tensor(tuple(t.shape), target, layout)
+        shape = self.int_vector(self.model.operands[out.operand].dimensions)
+        self.operation(Op.FILL, dict(shape=shape, value=self.scalar(scalar_type, value)),
+                       {"output": out})
+        return out
 
     # ------------------------------------------------------------------ scalar operands
 
@@ -314,7 +362,8 @@ class Converter:
             if like is not None and v.dim() < like.rank:
                 v = v.reshape((1,) * (like.rank - v.dim()) + tuple(v.shape))
             layout = like.layout if like is not None and v.dim() == like.rank else None
-            return self.torch_constant(v, target, layout)
+            filled = self._fill(v, target, layout)
+            return filled if filled is not None else self.torch_constant(v, target, layout)
         if is_number(v):
             if isinstance(v, Sym):
                 raise Unsupported(f"{what}: a flexible dimension used as a tensor value")
@@ -372,8 +421,9 @@ class Converter:
     def _reshape_integers(self, t: TensorValue, shape: tuple) -> TensorValue:
         """RESHAPE takes no integer tensors at level 3: EXPAND_DIMS where only size-1
         dimensions are added, else a round trip through float32 (exact below 2**24, which
-        covers indices)."""
-        if lay.is_identity(t.layout):
+        covers indices). A 0-D value also goes through float32: the operation that made it
+        gives [] on Android 10 but [1] on Android 11, which EXPAND_DIMS would grow apart."""
+        if lay.is_identity(t.layout) and t.rank > 0:
             inserted, k = [], 0
             for i, d in enumerate(shape):
                 if k < t.rank and _same_dim(t.shape[k], d):

@@ -81,12 +81,14 @@ def dequantized_scale(lowered: Lowered, output: int) -> float:
 
 class Lowerer:
     def __init__(self, graph: Graph, specs: Sequence[InputSpec],
-                 known: Mapping[Value, Any] | None = None):
+                 known: Mapping[Value, Any] | None = None, *,
+                 target_level: int | None = None):
         """``known``: values already computed at conversion time (by the caller), such as
-        sizes a partitioned graph folded outside the part lowered here."""
+        sizes a partitioned graph folded outside the part lowered here; ``target_level`` lets
+        lowerings use operations up to that feature level (see Converter.allows)."""
         self.graph = graph
         self.specs = list(specs)
-        self.cx = Converter()
+        self.cx = Converter(target_level)
         self.env: dict[Value, Any] = dict(known or {})
         self.produced: dict[Value, Any] = {}  # what each node produced (no in-place rebinding)
         self.unsupported: list[UnsupportedUse] = []

@@ -1,6 +1,8 @@
 """Layer 1: NNAPI's vocabulary, per-operation signatures and the Model."""
 
 from .codes import (
+    DEFAULT_LOOP_TIMEOUT_NS,
+    MAXIMUM_LOOP_TIMEOUT_NS,
     DeviceType,
     DurationCode,
     FeatureLevel,
@@ -9,11 +11,13 @@ from .codes import (
     OperationType,
     PaddingCode,
     PreferenceCode,
+    PriorityCode,
     ResultCode,
 )
 from .errors import (
     BadDataError,
     BadStateError,
+    MissedDeadlineError,
     NnapiError,
     OpFailedError,
     OutOfMemoryError,
@@ -23,6 +27,8 @@ from .model import ChannelQuant, Lifetime, Model, Operand, Operation
 from .operand_types import OPERAND_TYPES, QuantKind, type_info
 
 __all__ = [
+    "DEFAULT_LOOP_TIMEOUT_NS",
+    "MAXIMUM_LOOP_TIMEOUT_NS",
     "BadDataError",
     "BadStateError",
     "ChannelQuant",
@@ -31,6 +37,7 @@ __all__ = [
     "FeatureLevel",
     "FuseCode",
     "Lifetime",
+    "MissedDeadlineError",
     "Model",
     "NnapiError",
     "OPERAND_TYPES",
@@ -43,6 +50,7 @@ __all__ = [
     "OutputInsufficientSizeError",
     "PaddingCode",
     "PreferenceCode",
+    "PriorityCode",
     "QuantKind",
     "ResultCode",
     "type_info",

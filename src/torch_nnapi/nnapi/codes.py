@@ -1,4 +1,4 @@
-"""NNAPI's numeric vocabulary, as NeuralNetworks.h (Android 10, API level 29) defines it.
+"""NNAPI's numeric vocabulary, as NeuralNetworks.h (Android 11, API level 30) defines it.
 
 Everything else in torch-nnapi names NNAPI values through these enums, so this module is
 the single place where a numeric code is written down.
@@ -15,9 +15,7 @@ class FeatureLevel(IntEnum):
     ANDROID_8_1 = 1  # API 27, NNAPI 1.0
     ANDROID_9 = 2  # API 28, NNAPI 1.1
     ANDROID_10 = 3  # API 29, NNAPI 1.2
-    # API 30, NNAPI 1.3: only for the few optional operation inputs of that level that
-    # torch-nnapi accepts (e.g. the resize ops' align_corners and half_pixel_centers).
-    ANDROID_11 = 4
+    ANDROID_11 = 4  # API 30, NNAPI 1.3: control flow, signed 8-bit quantization
 
     @property
     def api_level(self) -> int:
@@ -43,6 +41,8 @@ class OperandType(IntEnum):
     TENSOR_QUANT8_SYMM_PER_CHANNEL = 11
     TENSOR_QUANT16_ASYMM = 12
     TENSOR_QUANT8_SYMM = 13
+    TENSOR_QUANT8_ASYMM_SIGNED = 14
+    MODEL = 15  # a reference to another model (IF branches, WHILE condition and body)
 
 
 class OperationType(IntEnum):
@@ -141,6 +141,13 @@ class OperationType(IntEnum):
     UNIDIRECTIONAL_SEQUENCE_LSTM = 92
     UNIDIRECTIONAL_SEQUENCE_RNN = 93
     RESIZE_NEAREST_NEIGHBOR = 94
+    QUANTIZED_LSTM = 95
+    IF = 96
+    WHILE = 97
+    ELU = 98
+    HARD_SWISH = 99
+    FILL = 100
+    RANK = 101
 
     @property
     def feature_level(self) -> FeatureLevel:
@@ -149,7 +156,9 @@ class OperationType(IntEnum):
             return FeatureLevel.ANDROID_8_1
         if self <= OperationType.TRANSPOSE:
             return FeatureLevel.ANDROID_9
-        return FeatureLevel.ANDROID_10
+        if self <= OperationType.RESIZE_NEAREST_NEIGHBOR:
+            return FeatureLevel.ANDROID_10
+        return FeatureLevel.ANDROID_11
 
 
 class FuseCode(IntEnum):
@@ -181,6 +190,11 @@ class ResultCode(IntEnum):
     UNMAPPABLE = 7
     OUTPUT_INSUFFICIENT_SIZE = 8
     UNAVAILABLE_DEVICE = 9
+    MISSED_DEADLINE_TRANSIENT = 10
+    MISSED_DEADLINE_PERSISTENT = 11
+    RESOURCE_EXHAUSTED_TRANSIENT = 12
+    RESOURCE_EXHAUSTED_PERSISTENT = 13
+    DEAD_OBJECT = 14
 
 
 class DeviceType(IntEnum):
@@ -194,6 +208,18 @@ class DeviceType(IntEnum):
 class DurationCode(IntEnum):
     ON_HARDWARE = 0
     IN_DRIVER = 1
+    # Measured from when the dependencies of startComputeWithDependencies were signaled.
+    FENCED_ON_HARDWARE = 2
+    FENCED_IN_DRIVER = 3
+
+
+class PriorityCode(IntEnum):
+    """Relative priority of a compilation's executions (API 30)."""
+
+    LOW = 90
+    MEDIUM = 100
+    HIGH = 110
+    DEFAULT = 100  # an alias of MEDIUM
 
 
 # Constant values of at most this many bytes are copied by setOperandValue; larger ones are
@@ -205,3 +231,8 @@ MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES = 128
 # 16-byte array) cannot make it read past the caller's memory.
 MAX_RANK = 6
 BYTE_SIZE_OF_CACHE_TOKEN = 32
+
+# WHILE loops that run longer than this (in nanoseconds) end the execution with
+# MISSED_DEADLINE_TRANSIENT; ANeuralNetworksExecution_setLoopTimeout changes it up to the maximum.
+DEFAULT_LOOP_TIMEOUT_NS = 2_000_000_000
+MAXIMUM_LOOP_TIMEOUT_NS = 15_000_000_000

@@ -34,6 +34,12 @@ class OpFailedError(NnapiError, RuntimeError):
     code = ResultCode.OP_FAILED
 
 
+class MissedDeadlineError(NnapiError):
+    """An execution (or one of its WHILE loops) ran past its timeout and was stopped."""
+
+    code = ResultCode.MISSED_DEADLINE_TRANSIENT
+
+
 class OutOfMemoryError(NnapiError, MemoryError):
     """A tensor would need more memory than the machine has."""
 

@@ -34,6 +34,7 @@ class Lifetime(Enum):
     MODEL_OUTPUT = "model output"
     CONSTANT = "constant"
     NO_VALUE = "omitted"
+    REFERENCED_MODEL = "a model reference"  # a MODEL operand set to another model
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class Operand:
     lifetime: Lifetime = Lifetime.TEMPORARY
     value: np.ndarray | None = None
     name: str | None = None
+    # The model a MODEL operand refers to (set_operand_value_from_model).
+    model: "Model | None" = None
 
     @property
     def info(self):
@@ -72,6 +75,8 @@ class Operand:
         return self.rank_known and all(d > 0 for d in self.dimensions)
 
     def describe(self) -> str:
+        if self.info.is_model:
+            return self.type.name
         dims = "x".join(str(d) if d else "?" for d in self.dimensions) or "scalar"
         if self.is_scalar:
             dims = "scalar"
@@ -160,6 +165,9 @@ class Model:
         where = self._where(index)
         if operand.lifetime in (Lifetime.MODEL_INPUT, Lifetime.MODEL_OUTPUT):
             raise BadDataError(f"{where} is a {operand.lifetime.value} and cannot have a value")
+        if operand.info.is_model:
+            raise BadDataError(f"{where} is a MODEL operand: set it with"
+                               " set_operand_value_from_model")
         if value is None:
             operand.lifetime, operand.value = Lifetime.NO_VALUE, None
             return
@@ -169,6 +177,26 @@ class Model:
         shape = operand.dimensions if operand.info.is_tensor else ()
         operand.value = _coerce_value(value, operand, shape, where, copy)
         operand.lifetime = Lifetime.CONSTANT
+
+    def set_operand_value_from_model(self, index: int, model: "Model") -> None:
+        """Makes MODEL operand ``index`` refer to ``model`` (a finished model), the branch,
+        condition or body of an IF or WHILE operation."""
+        self._check_building("set_operand_value_from_model")
+        operand = self._operand(index, "set_operand_value_from_model")
+        where = self._where(index)
+        if not operand.info.is_model:
+            raise BadDataError(f"{where} is {operand.type.name}; only a MODEL operand refers to"
+                               " a model")
+        if operand.lifetime in (Lifetime.MODEL_INPUT, Lifetime.MODEL_OUTPUT):
+            raise BadDataError(f"{where} is a {operand.lifetime.value} and cannot refer to a"
+                               " model")
+        if not isinstance(model, Model):
+            raise BadDataError(f"{where}: expected a Model to refer to, got"
+                               f" {type(model).__name__}")
+        if model is self or not model.finished:
+            raise BadDataError(f"{where}: the referenced model must be finished first")
+        operand.model, operand.value = model, None
+        operand.lifetime = Lifetime.REFERENCED_MODEL
 
     def set_operand_symm_per_channel_quant_params(self, index: int, scales: Sequence[float],
                                                   channel_dim: int) -> None:
@@ -217,6 +245,9 @@ class Model:
         for kind, indices in (("input", inputs), ("output", outputs)):
             for pos, i in enumerate(indices):
                 operand = self._operand(i, f"model {kind} {pos}")
+                if operand.info.is_model:
+                    raise BadDataError(f"model {kind} {pos}: {self._where(i)} is a MODEL"
+                                       " operand; model references cannot be inputs or outputs")
                 if operand.lifetime in (Lifetime.CONSTANT, Lifetime.NO_VALUE):
                     raise BadDataError(f"model {kind} {pos}: {self._where(i)} is"
                                        f" {operand.lifetime.value}, not a variable")
@@ -251,6 +282,12 @@ class Model:
         self.set_operand_value(index, value)
         return index
 
+    def add_model_operand(self, referenced: "Model", *, name: str | None = None) -> int:
+        """Adds a MODEL operand that refers to ``referenced`` (a finished model)."""
+        index = self.add_operand(OperandType.MODEL, name=name)
+        self.set_operand_value_from_model(index, referenced)
+        return index
+
     # ---------------------------------------------------------------- finishing
 
     def finish(self) -> "Model":
@@ -258,6 +295,10 @@ class Model:
         self._check_building("finish")
         if not self.outputs:
             raise BadDataError("the model has no outputs (call identify_inputs_and_outputs)")
+        for index, operand in enumerate(self.operands):
+            if operand.info.is_model and operand.lifetime is not Lifetime.REFERENCED_MODEL:
+                raise BadDataError(f"{self._where(index)} is a MODEL operand that refers to no"
+                                   " model (call set_operand_value_from_model)")
         written: dict[int, int] = {}
         for index, operation in enumerate(self.operations):
             for pos, o in enumerate(operation.outputs):
@@ -297,7 +338,23 @@ class Model:
         if any(o.type in (OperandType.TENSOR_FLOAT16, OperandType.FLOAT16)
                for o in self.operands) or self.relax_float32_to_float16:
             level = max(level, 2 if self.relax_float32_to_float16 else 3)
+        level = max([level, *(int(m.feature_level) for m in self.referenced_models())])
         return FeatureLevel(level)
+
+    def referenced_models(self) -> list["Model"]:
+        """Every model this one refers to, directly or through others, each once, a model
+        after the models it refers to."""
+        ordered: list[Model] = []
+
+        def visit(model: Model) -> None:
+            for operand in model.operands:
+                inner = operand.model
+                if inner is not None and all(inner is not m for m in ordered):
+                    visit(inner)
+                    ordered.append(inner)
+
+        visit(self)
+        return ordered
 
     def describe_operand(self, index: int) -> str:
         return f"{self._where(index)} {self.operands[index].describe()}"

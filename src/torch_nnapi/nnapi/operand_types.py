@@ -42,13 +42,18 @@ class OperandTypeInfo:
     def is_float(self) -> bool:
         return self.dtype.kind == "f"
 
+    @property
+    def is_model(self) -> bool:
+        """A reference to another model (MODEL): no dimensions, no data of its own."""
+        return self.type == OperandType.MODEL
+
 
 def _info(t, dtype, scalar, quant, level, short):
     return OperandTypeInfo(t, np.dtype(dtype), scalar, quant, level, short)
 
 
 _T = OperandType
-_L1, _L3 = FeatureLevel.ANDROID_8_1, FeatureLevel.ANDROID_10
+_L1, _L3, _L4 = FeatureLevel.ANDROID_8_1, FeatureLevel.ANDROID_10, FeatureLevel.ANDROID_11
 _N, _A, _S, _P = QuantKind.NONE, QuantKind.ASYMMETRIC, QuantKind.SYMMETRIC, QuantKind.PER_CHANNEL
 
 OPERAND_TYPES: dict[OperandType, OperandTypeInfo] = {
@@ -68,6 +73,9 @@ OPERAND_TYPES: dict[OperandType, OperandTypeInfo] = {
         _info(_T.TENSOR_QUANT8_SYMM_PER_CHANNEL, "i1", False, _P, _L3, "tensor_q8pc"),
         _info(_T.TENSOR_QUANT16_ASYMM, "<u2", False, _A, _L3, "tensor_q16a"),
         _info(_T.TENSOR_QUANT8_SYMM, "i1", False, _S, _L3, "tensor_q8s"),
+        _info(_T.TENSOR_QUANT8_ASYMM_SIGNED, "i1", False, _A, _L4, "tensor_q8_signed"),
+        # A model reference holds a Model, not elements; "scalar" as it has no dimensions.
+        _info(_T.MODEL, "V0", True, _N, _L4, "model"),
     )
 }
 

@@ -18,6 +18,7 @@ from ..nnapi.errors import BadDataError, OpFailedError
 from ..nnapi.model import Lifetime, Operand, Operation
 from ..nnapi.signatures import SignatureMatch
 from ..nnapi.signatures._dsl import Arg
+from .timeouts import NO_LIMITS, RunLimits
 
 Shape = tuple[int, ...]
 
@@ -53,7 +54,7 @@ class Binding:
         self.form: str = match.form.name
         self.operands = operands
         self.args: dict[str, Arg] = {a.name: a for a in match.form.inputs}
-        self.types: dict[str, OperandType] = {
+        self.types: dict[str, OperandType | None] = {  # None: of any type (IF, WHILE)
             a.name: a.resolve(match.combo.bindings) for a in match.form.inputs}
         self.inputs: dict[str, tuple[int, ...]] = {}
         self.positions: dict[str, tuple[int, ...]] = {}
@@ -91,16 +92,20 @@ class KernelContext:
     of a variadic input (CONCATENATION's ``inputs``).
     """
 
-    __slots__ = ("_binding", "_inputs", "_operands", "_shapes", "_values", "memo", "operation")
+    __slots__ = ("_binding", "_inputs", "_operands", "_shapes", "_values", "limits", "memo",
+                 "operation")
 
     def __init__(self, binding: Binding, values: Sequence[Any],
-                 shapes: Sequence[Shape] | None = None, memo: dict[str, Any] | None = None):
+                 shapes: Sequence[Shape] | None = None, memo: dict[str, Any] | None = None,
+                 limits: RunLimits = NO_LIMITS):
         self._binding = binding
         self.operation: OperationType = binding.operation
         self._inputs = binding.inputs
         self._operands = binding.operands
         self._values = values
         self._shapes = shapes
+        # How long the execution may still run: IF and WHILE run their models within it.
+        self.limits = limits
         # What kernels derive from this operation's constants and input shapes, kept by the
         # compiled step so that later executions of the same compilation reuse it.
         self.memo: dict[str, Any] = {} if memo is None else memo
@@ -179,7 +184,10 @@ class KernelContext:
             return self._operands[indices[k]].type
         if name not in self._inputs:
             raise self._undeclared(name)
-        return self._binding.types[name]
+        declared = self._binding.types[name]
+        if declared is None:  # an absent input of any type: none to tell
+            raise self._unavailable(name, k)
+        return declared
 
     def input_operand(self, name: str, k: int = 0) -> Operand:
         indices = self._inputs.get(name, ())

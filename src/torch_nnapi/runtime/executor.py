@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..nnapi.codes import OperandType, PreferenceCode
+from ..nnapi.codes import MAXIMUM_LOOP_TIMEOUT_NS, OperandType, PreferenceCode
 from ..nnapi.errors import (
     BadDataError,
     BadStateError,
@@ -32,12 +32,19 @@ from . import native
 from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
 from .limits import check_tensor_sizes, is_allocation_failure
 from .registry import Kernel, PlanFn, Runner, fusion_for, kernel_for, native_kernel_for
+from .timeouts import NO_LIMITS, RunLimits
 
 RELAXED_PRECISIONS = ("float32", "float16")
 
 
 def _fully_known(shape: Shape, is_scalar: bool) -> bool:
     return is_scalar or (len(shape) > 0 and all(d > 0 for d in shape))
+
+
+def _has_shape(value: Any, shape: Shape) -> bool:
+    """Whether an input value fits the shape its step was prepared for (values without a
+    shape, omitted inputs and model references, always do)."""
+    return not isinstance(value, np.ndarray) or value.shape == shape
 
 
 def _conflicts(declared: Shape, actual: Shape) -> bool:
@@ -122,13 +129,20 @@ class ExecutionResult:
 
 
 class Compilation:
-    """A finished Model prepared for execution on the host."""
+    """A finished Model prepared for execution on the host, with the models its IF and WHILE
+    operations call compiled too.
+
+    ``kernels``: ``"native"`` or ``"reference"`` (see runtime.native); None reads
+    TORCH_NNAPI_KERNELS. ``relax`` overrides the model's relaxComputationFloat32toFloat16 (a
+    called model computes as its caller says); ``called`` shares the compilations of called
+    models between a model and those it calls, so that a model called from several places
+    compiles once.
+    """
 
     def __init__(self, model: Model, *, preference: PreferenceCode | int =
                  PreferenceCode.FAST_SINGLE_ANSWER, relaxed_precision: str = "float32",
-                 kernels: str | None = None):
-        """``kernels``: ``"native"`` or ``"reference"`` (see runtime.native); None reads
-        TORCH_NNAPI_KERNELS."""
+                 kernels: str | None = None, relax: bool | None = None,
+                 called: dict[int, "Compilation"] | None = None):
         if not model.finished:
             raise BadStateError("a model must be finished before it is compiled")
         try:
@@ -143,9 +157,20 @@ class Compilation:
         except ValueError as e:
             raise BadDataError(str(e)) from None
         self.model = model
-        self.emulate_float16 = model.relax_float32_to_float16 and relaxed_precision == "float16"
+        self.relax = model.relax_float32_to_float16 if relax is None else relax
+        self.emulate_float16 = self.relax and relaxed_precision == "float16"
+        called = {} if called is None else called
+        for inner in model.referenced_models():  # each after the models it calls
+            if id(inner) not in called:
+                called[id(inner)] = Compilation(inner, preference=self.preference,
+                                                relaxed_precision=relaxed_precision,
+                                                kernels=self.kernels, relax=self.relax,
+                                                called=called)
+        # Constant values, and for MODEL operands the compilation of the model they name.
         self._constants: list[Any] = [
-            o.value if o.lifetime is Lifetime.CONSTANT else None for o in model.operands
+            o.value if o.lifetime is Lifetime.CONSTANT
+            else called[id(o.model)] if o.lifetime is Lifetime.REFERENCED_MODEL else None
+            for o in model.operands
         ]
         self.steps = [self._step(i, op, match)
                       for i, (op, match) in enumerate(zip(model.operations, model.matches))]
@@ -262,9 +287,10 @@ class Compilation:
         return Execution(self)
 
     def run(self, inputs: Sequence[Any], *, keep_intermediates: bool = False,
-            profile: bool = False,
+            profile: bool = False, limits: RunLimits = NO_LIMITS,
             substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         """Executes once: ``inputs`` in model-input order (None for an omitted input).
+        ``limits`` bounds the run (the models IF and WHILE call run within their caller's).
 
         ``substitutes`` replaces what operations compute for some operands: the operations
         reading them get the substitute, the result keeps the computed value (to check each
@@ -276,7 +302,7 @@ class Compilation:
         for i, value in enumerate(inputs):
             execution.set_input(i, value)
         return execution.compute(keep_intermediates=keep_intermediates, profile=profile,
-                                 substitutes=substitutes)
+                                 limits=limits, substitutes=substitutes)
 
     def check_omitted(self, omitted: set[int]) -> None:
         """Model inputs omitted at execution (``omitted``: their operands) may only feed
@@ -300,15 +326,17 @@ class Compilation:
                 raise BadDataError(f"{step.where}: {match.message}{which}")
 
     def _execute(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
+                 limits: RunLimits = NO_LIMITS,
                  substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
         if not native.uses_native(self.kernels):
-            return self._run_steps(inputs, keep_intermediates, profile, substitutes)
+            return self._run_steps(inputs, keep_intermediates, profile, limits, substitutes)
         # Native runners compute IEEE results (infinities, NaN) without NumPy's warnings, as
         # the reference kernels do.
         with native.execution_scope(), np.errstate(all="ignore"):
-            return self._run_steps(inputs, keep_intermediates, profile, substitutes)
+            return self._run_steps(inputs, keep_intermediates, profile, limits, substitutes)
 
     def _run_steps(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
+                   limits: RunLimits,
                    substitutes: Mapping[int, np.ndarray] | None) -> ExecutionResult:
         values = list(self._constants)
         for index, value in zip(self.model.inputs, inputs):
@@ -320,7 +348,10 @@ class Compilation:
         computed: dict[int, np.ndarray] = {}  # substituted operands' own values
         fused = fast and static
         timings: list[OperationTiming] = []
+        timed = limits.deadline_ns is not None
         for step in self.steps:
+            if timed:
+                limits.check_deadline()
             if fused and step.fused_away:  # its reader computes from its inputs
                 for dead in step.frees:
                     values[dead] = None
@@ -340,7 +371,7 @@ class Compilation:
                 except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
                     raise _prefixed(e, step.where) from e
                 if results is None:  # this execution is the reference kernel's
-                    self._run_step(step, values, static)
+                    self._run_step(step, values, static, limits)
                 elif step.single_output >= 0 and type(results) is np.ndarray:
                     values[step.single_output] = results
                 else:
@@ -350,7 +381,7 @@ class Compilation:
                         values[o] = array.astype(np.float16).astype(np.float32) if rounded \
                             else array
             else:
-                self._run_step(step, values, static, substitutes, computed)
+                self._run_step(step, values, static, limits, substitutes, computed)
             if profile:
                 timings.append(OperationTiming(step.position, step.operation.type.name,
                                                time.perf_counter() - start))
@@ -360,15 +391,14 @@ class Compilation:
         outputs = [_owned(values[o]) for o in self.model.outputs]
         kept: dict[int, np.ndarray] = {}
         if keep_intermediates:
-            kept = {i: v for i, v in enumerate(values)
-                    if v is not None and v is not OMITTED}
+            kept = {i: v for i, v in enumerate(values) if isinstance(v, np.ndarray)}
             kept.update(zip(self.model.outputs, outputs))
             kept.update(computed)
         else:
             kept = dict(zip(self.model.outputs, outputs))
         return ExecutionResult(outputs, kept, timings)
 
-    def _run_step(self, step: Step, values: list[Any], static: bool,
+    def _run_step(self, step: Step, values: list[Any], static: bool, limits: RunLimits,
                   substitutes: Mapping[int, np.ndarray] | None = None,
                   computed: dict[int, np.ndarray] | None = None) -> None:
         """One step the full way: shapes settled and checked, the native kernel planned (when
@@ -376,13 +406,13 @@ class Compilation:
         compile-time shapes (``static``), its fusion with an earlier step planned too."""
         op = step.operation
         operands = self.model.operands
-        ctx = KernelContext(step.binding, values, None, step.memo)
+        ctx = KernelContext(step.binding, values, None, step.memo, limits)
         try:
+            shapes: Sequence[Shape] | None = None
             if step.static_outputs is not None and all(
-                    values[i] is OMITTED or values[i] is None or values[i].shape == s
-                    for i, s in zip(op.inputs, step.input_shapes)):
+                    _has_shape(values[i], s) for i, s in zip(op.inputs, step.input_shapes)):
                 shapes = step.static_outputs
-            else:
+            elif not step.kernel.shaped_by_execution:
                 shapes = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
                 self._check_outputs(step, shapes, OpFailedError)
             results = None
@@ -395,12 +425,15 @@ class Compilation:
                     results = plan[1](*[values[i] for i in op.inputs])
             if results is None:
                 results = step.kernel.execute(ctx)
+            if isinstance(results, (np.ndarray, np.generic)):  # NumPy makes 0-d results scalars
+                results = (np.asarray(results),)
+            if shapes is None:  # the kernel's results decide (IF, WHILE)
+                shapes = [tuple(r.shape) for r in results]
+                self._check_outputs(step, shapes, OpFailedError)
         except NnapiError as e:
             raise _prefixed(e, step.where) from e
         except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
             raise _prefixed(e, step.where) from e
-        if isinstance(results, (np.ndarray, np.generic)):  # NumPy makes 0-d results scalars
-            results = (np.asarray(results),)
         if len(results) != len(op.outputs):
             raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
                                 f" expected {len(op.outputs)}")
@@ -452,6 +485,24 @@ class Execution:
         self._inputs: list[Any] = [None] * len(compilation.model.inputs)
         self._set = [False] * len(compilation.model.inputs)
         self.result: ExecutionResult | None = None
+        self.timeout_ns = 0  # 0: no limit
+        self.loop_timeout_ns = NO_LIMITS.loop_timeout_ns
+
+    def set_timeout(self, duration_ns: int) -> None:
+        """Stops the compute with MissedDeadlineError once it has run ``duration_ns``
+        nanoseconds (0: never)."""
+        self._check_not_run()
+        self.timeout_ns = int(duration_ns)
+
+    def set_loop_timeout(self, duration_ns: int) -> None:
+        """Stops the compute with MissedDeadlineError when a WHILE loop runs longer than
+        ``duration_ns`` (default 2 s, at most 15 s: longer values mean 15 s)."""
+        self._check_not_run()
+        self.loop_timeout_ns = min(int(duration_ns), MAXIMUM_LOOP_TIMEOUT_NS)
+
+    def _check_not_run(self) -> None:
+        if self.result is not None:
+            raise BadStateError("the execution has already run")
 
     def set_input(self, index: int, value: Any, dimensions: Sequence[int] | None = None) -> None:
         """Sets model input ``index``: an array, a bytes-like buffer, or None (omitted).
@@ -474,7 +525,10 @@ class Execution:
         self._inputs[index] = _as_input_array(value, operand, dimensions, where)
 
     def compute(self, *, keep_intermediates: bool = False, profile: bool = False,
+                limits: RunLimits | None = None,
                 substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
+        """Runs the model. Its limits are the execution's timeouts, or ``limits`` when given
+        (a model called by IF or WHILE runs within its caller's)."""
         if self.result is not None:
             raise BadStateError("an execution computes only once; create a new one")
         unset = [i for i, s in enumerate(self._set) if not s]
@@ -484,8 +538,10 @@ class Execution:
         omitted = {model.inputs[i] for i, v in enumerate(self._inputs) if v is OMITTED}
         if omitted:
             self.compilation.check_omitted(omitted)
+        if limits is None:
+            limits = RunLimits.starting_now(self.loop_timeout_ns, self.timeout_ns)
         self.result = self.compilation._execute(self._inputs, keep_intermediates, profile,
-                                                substitutes)
+                                                limits, substitutes)
         return self.result
 
 

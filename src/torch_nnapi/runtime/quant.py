@@ -11,11 +11,22 @@ import math
 
 import numpy as np
 
-from ..nnapi.codes import FuseCode
+from ..nnapi.codes import FuseCode, OperandType
 from ..nnapi.errors import BadDataError
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
+
+# The asymmetric 8-bit types: uint8 since the first release, int8 since API 30. Android's
+# kernels for the two are one template: the same integer arithmetic on values minus their
+# zero point, saturated to the type's own range.
+ASYMM_8BIT = frozenset({OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED})
+
+
+def saturate(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Integer ``values`` clamped to ``dtype``'s range and cast to it."""
+    limits = np.iinfo(dtype)
+    return np.clip(values, limits.min, limits.max).astype(dtype)
 
 
 def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
@@ -138,7 +149,8 @@ def dequantize(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
 
 def activation_range_quantized(fuse_code: int, scale: float, zero_point: int,
                                dtype: np.dtype = np.dtype(np.uint8)) -> tuple[int, int]:
-    """The quantized clamp bounds of a fused activation (CalculateActivationRangeUint8)."""
+    """The quantized clamp bounds of a fused activation in ``dtype``'s range
+    (CalculateActivationRangeUint8 and its Int8 twin)."""
     limits = np.iinfo(dtype)
     qmin, qmax = int(limits.min), int(limits.max)
 

@@ -42,6 +42,9 @@ class Kernel:
     prepare: PrepareFn
     execute: ExecuteFn
     module: str
+    # The output shapes are those execute produces (IF and WHILE: whatever the called model
+    # gives); prepare then only gives them at compile time, when it can.
+    shaped_by_execution: bool = False
 
 
 KERNELS: dict[OperationType, Kernel] = {}
@@ -49,14 +52,16 @@ NATIVE_KERNELS: dict[OperationType, PlanFn] = {}
 FUSIONS: dict[tuple[OperationType, OperationType], FusionPlanFn] = {}
 
 
-def register(*operations: OperationType, prepare: PrepareFn) -> Callable[[ExecuteFn], ExecuteFn]:
+def register(*operations: OperationType, prepare: PrepareFn,
+             shaped_by_execution: bool = False) -> Callable[[ExecuteFn], ExecuteFn]:
     """Registers ``execute`` (the decorated function) and ``prepare`` for ``operations``.
 
     ``prepare(ctx)`` returns each output's shape and raises BadDataError for invalid
     parameters; it may read constant input values (``ctx.input``/``ctx.scalar``). When it
     needs a value only known at execution, reading it raises ValueNotKnown and the shapes
     are settled at execution. ``execute(ctx)`` returns the output arrays, in the output
-    operands' dtypes.
+    operands' dtypes. With ``shaped_by_execution`` the shapes execute returns are the
+    outputs' shapes, and prepare is only asked at compile time.
     """
 
     def wrap(execute: ExecuteFn) -> ExecuteFn:
@@ -64,7 +69,8 @@ def register(*operations: OperationType, prepare: PrepareFn) -> Callable[[Execut
             if op in KERNELS:
                 raise ValueError(f"a kernel for {op.name} is already registered"
                                  f" in {KERNELS[op].module}")
-            KERNELS[op] = Kernel(op, prepare, execute, execute.__module__)
+            KERNELS[op] = Kernel(op, prepare, execute, execute.__module__,
+                                 shaped_by_execution)
         return execute
 
     return wrap

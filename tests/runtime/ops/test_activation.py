@@ -1,15 +1,18 @@
-"""RELU, RELU1, RELU6, LOGISTIC, TANH, PRELU: float and quantized kernels against NumPy
-references, Android's edge cases, dynamic and zero-sized shapes, and clear errors."""
+"""RELU, RELU1, RELU6, LOGISTIC, TANH, PRELU, HARD_SWISH, ELU: float and quantized kernels
+against NumPy references, Android's edge cases, dynamic and zero-sized shapes, and clear
+errors."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, OperationType as Op
+from torch_nnapi.nnapi import BadDataError, OperandType
+from torch_nnapi.nnapi import OperationType as Op
+from torch_nnapi.nnapi.operand_types import type_info
 from torch_nnapi.runtime import Compilation
 
-from ._single_op import F16, F32, Q8, build, const, feed, out, run1
+from ._single_op import F16, F32, Q8, build, const, f16, f32, feed, out, run1
 
 RNG = np.random.default_rng(7)
 
@@ -165,3 +168,63 @@ def test_prelu_errors():
         Compilation(model).run([np.ones(2, np.float32), np.array(0.5, np.float32)])
     with pytest.raises(BadDataError, match=r"input 1 \(alpha\) is TENSOR_FLOAT16"):
         build(Op.PRELU, [feed(F32, dims=(2,)), feed(F16, dims=(2,))], [out(F32, (2,))])
+
+
+# --------------------------------------------------------------------------------------------
+# Signed quant8 (API 30), HARD_SWISH and ELU
+
+Q8_SIGNED = OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+
+
+def _hard_swish(x: np.ndarray) -> np.ndarray:
+    return x * np.clip(x + 3, 0, 6) / 6
+
+
+@pytest.mark.parametrize("dtype,operand_type", [(np.float32, F32), (np.float16, F16)])
+def test_hard_swish_float(dtype, operand_type):
+    x = np.linspace(-5, 5, 41).astype(dtype)
+    got = _unary(Op.HARD_SWISH, x, operand_type)
+    np.testing.assert_allclose(got, _hard_swish(x.astype(np.float32)).astype(dtype), rtol=1e-3,
+                               atol=1e-3)
+
+
+@pytest.mark.parametrize("operand_type,zero_points", [(Q8, (128, 90)), (Q8_SIGNED, (0, -38))])
+def test_hard_swish_quantized_is_within_a_quantum_of_the_real_function(operand_type,
+                                                                      zero_points):
+    """Input scale 0.05, output scale 0.03, in 8-bit fixed point."""
+    (in_zero, out_zero), dtype = zero_points, type_info(operand_type).dtype
+    limits = np.iinfo(dtype)
+    q = np.arange(limits.min, limits.max + 1).astype(dtype)
+    got = run1(Op.HARD_SWISH, [feed(operand_type, q, 0.05, in_zero)],
+               out(operand_type, q.shape, 0.03, out_zero))
+    real = _hard_swish((q.astype(np.float64) - in_zero) * 0.05)
+    expected = np.clip(np.round(real / 0.03) + out_zero, limits.min, limits.max)
+    assert got.dtype == dtype
+    assert np.abs(got.astype(np.int64) - expected).max() <= 1
+
+
+def test_hard_swish_rejects_an_output_scale_below_the_input_scale_over_128():
+    with pytest.raises(BadDataError, match="HARD_SWISH needs an output scale"):
+        Compilation(build(Op.HARD_SWISH, [feed(Q8, dims=(2,), scale=1.0, zero_point=128)],
+                          [out(Q8, (2,), 0.001, 128)]))
+
+
+@pytest.mark.parametrize("dtype,operand_type,alpha", [(np.float32, F32, f32(0.5)),
+                                                      (np.float16, F16, f16(0.5))])
+def test_elu(dtype, operand_type, alpha):
+    x = np.array([-3, -0.5, 0, 0.5, 3], dtype)
+    got = run1(Op.ELU, [feed(operand_type, x), alpha], out(operand_type, x.shape))
+    expected = np.where(x > 0, x, 0.5 * np.expm1(x.astype(np.float32)))
+    np.testing.assert_allclose(got, expected.astype(dtype), rtol=1e-3)
+
+
+@pytest.mark.parametrize("op,out_quant", [(Op.LOGISTIC, (1 / 256, -128)),
+                                          (Op.TANH, (1 / 128, 0))])
+def test_signed_logistic_and_tanh_match_the_unsigned_kernels_shifted(op, out_quant):
+    """The int8 kernels compute what the uint8 ones do on values 128 higher, but saturate
+    from the input radius on (TFLite's int8 kernels)."""
+    q = np.arange(-128, 128).astype(np.int8)
+    signed = _unary(op, q, Q8_SIGNED, out_quant, (0.1, -10))
+    unsigned = _unary(op, (q.astype(np.int32) + 128).astype(np.uint8), Q8,
+                      (out_quant[0], out_quant[1] + 128), (0.1, 118))
+    assert np.abs(signed.astype(np.int32) + 128 - unsigned).max() <= 1

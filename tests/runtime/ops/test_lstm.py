@@ -289,19 +289,32 @@ def test_bidirectional_lstm_output_count_must_follow_merge_outputs():
     xs = np.zeros((2, 1, 3), np.float32)
     states = [*_states(rng, 1, fw, 4), *_states(rng, 1, bw, 4)]
     with pytest.raises(BadDataError, match=r"input 51 \(merge_outputs\) is True, so the"
-                                           " operation must have 1 outputs, not 2"):
+                                           r" operation needs only fw_output .* the separate"
+                                           " form's"):
         run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
             *operands(_bidirectional_inputs(fw, bw, xs, states, True, True), 2))
 
 
-def test_bidirectional_lstm_aux_input_needs_aux_weights():
+@pytest.mark.parametrize("merge", [False, True])
+def test_bidirectional_lstm_parallel_linking_and_state_outputs(merge):
+    """An auxiliary input without auxiliary weights is the backward cell's input (API 30),
+    and the last states come out after the sequences when asked for."""
     rng = np.random.default_rng(12)
-    fw, bw = lstm_params(rng, 3, 4), lstm_params(rng, 3, 4)
-    xs = np.zeros((2, 1, 3), np.float32)
-    states = [*_states(rng, 1, fw, 4), *_states(rng, 1, bw, 4)]
-    with pytest.raises(BadDataError, match="auxiliary input and the auxiliary weights"):
-        run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
-            *operands(_bidirectional_inputs(fw, bw, xs, states, False, True, aux=xs.copy()), 2))
+    fw, bw = lstm_params(rng, 3, 4), lstm_params(rng, 2, 5)
+    xs = rng.uniform(-1, 1, (3, 2, 3)).astype(np.float32)
+    aux = rng.uniform(-1, 1, (3, 2, 2)).astype(np.float32)
+    states = [*_states(rng, 2, fw, 4), *_states(rng, 2, bw, 5)]
+    outputs = run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
+                  *operands(_bidirectional_inputs(fw, bw, xs, states, merge, True, aux=aux),
+                            5 if merge else 6))
+    want_fw, fw_h, fw_c = reference_lstm(fw, xs, *states[:2])
+    want_bw, bw_h, bw_c = reference_lstm(bw, aux[::-1], *states[2:])
+    sequences = [want_fw, want_bw[::-1]]
+    if merge:
+        sequences = [np.concatenate(sequences, axis=-1)]
+    assert len(outputs) == len(sequences) + 4
+    for got, expected in zip(outputs, [*sequences, fw_h, fw_c, bw_h, bw_c]):
+        np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
 def test_bidirectional_lstm_aux_weights_need_aux_input():
@@ -309,7 +322,7 @@ def test_bidirectional_lstm_aux_weights_need_aux_input():
     fw, bw = lstm_params(rng, 3, 4, aux_size=2), lstm_params(rng, 3, 4, aux_size=2)
     xs = np.zeros((2, 1, 3), np.float32)
     states = [*_states(rng, 1, fw, 4), *_states(rng, 1, bw, 4)]
-    with pytest.raises(BadDataError, match="auxiliary input and the auxiliary weights"):
+    with pytest.raises(BadDataError, match=r"auxiliary weights need input 39 \(aux_input\)"):
         run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
             *operands(_bidirectional_inputs(fw, bw, xs, states, False, True), 2))
 

@@ -232,13 +232,15 @@ def test_instance_normalization_nchw_matches_nhwc():
     np.testing.assert_allclose(nchw.transpose(0, 2, 3, 1), nhwc, rtol=1e-6, atol=1e-6)
 
 
-def test_instance_normalization_divides_by_the_root_mean_square_as_android_does():
+def test_instance_normalization_divides_by_the_standard_deviation():
+    """As NeuralNetworks.h says and Android 11 computes (Android 10 divided by the root mean
+    square, which its conformance vectors expected)."""
     x = RNG.standard_normal((1, 3, 3, 2)).astype(np.float32) + 2
     got = _instance_norm(x, 1.5, -1.0, 1e-4, nchw=False)
     x64 = x.astype(np.float64)
     mean = x64.mean(axis=(1, 2), keepdims=True)
-    second_moment = (x64 ** 2).mean(axis=(1, 2), keepdims=True)
-    np.testing.assert_allclose(got, (x64 - mean) * 1.5 / np.sqrt(second_moment + 1e-4) - 1.0,
+    variance = x64.var(axis=(1, 2), keepdims=True)
+    np.testing.assert_allclose(got, (x64 - mean) * 1.5 / np.sqrt(variance + 1e-4) - 1.0,
                                rtol=1e-5, atol=1e-6)
 
 

@@ -115,17 +115,35 @@ def test_unidirectional_rnn_rejects_time_major_other_than_0_or_1():
                        i32(1), i32(2)], 1))
 
 
-def test_bidirectional_rnn_aux_inputs_all_or_none():
+def test_bidirectional_rnn_aux_weights_all_or_none():
     rng = np.random.default_rng(8)
     fw, bw = _rnn_weights(rng, 3, 4, 3), _rnn_weights(rng, 3, 4, 3)
     xs = np.zeros((2, 1, 3), np.float32)
     h = np.zeros((1, 4), np.float32)
-    with pytest.raises(BadDataError, match=r"input 9 \(aux_input\), input 10"
-                                           r" \(fw_aux_weights\), input 11 \(bw_aux_weights\)"
-                                           " must all have values or all be omitted"):
+    with pytest.raises(BadDataError, match=r"auxiliary weights: input 10 \(fw_aux_weights\),"
+                                           r" input 11 \(bw_aux_weights\) must all have values"
+                                           " or all be omitted"):
         run(Op.BIDIRECTIONAL_SEQUENCE_RNN,
             *operands([xs, *fw[:3], h, *bw[:3], h, xs, fw[3], None, i32(RELU), boolean(True),
                        boolean(False)], 2))
+
+
+def test_bidirectional_rnn_parallel_linking_and_state_outputs():
+    """An auxiliary input without auxiliary weights is the backward cell's input (API 30);
+    the last hidden states follow the sequences when asked for."""
+    rng = np.random.default_rng(9)
+    fw, bw = _rnn_weights(rng, 3, 4), _rnn_weights(rng, 2, 5)
+    xs = rng.uniform(-1, 1, (4, 2, 3)).astype(np.float32)
+    aux = rng.uniform(-1, 1, (4, 2, 2)).astype(np.float32)
+    h_fw = rng.uniform(-1, 1, (2, 4)).astype(np.float32)
+    h_bw = rng.uniform(-1, 1, (2, 5)).astype(np.float32)
+    outputs = run(Op.BIDIRECTIONAL_SEQUENCE_RNN,
+                  *operands([xs, *fw, h_fw, *bw, h_bw, aux, None, None, i32(RELU),
+                             boolean(True), boolean(False)], 4))
+    want_fw, last_fw = reference_rnn(xs, h_fw, *fw)
+    want_bw, last_bw = reference_rnn(aux[::-1], h_bw, *bw)
+    for got, expected in zip(outputs, [want_fw, want_bw[::-1], last_fw, last_bw]):
+        np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
 # --------------------------------------------------------------------------------------------

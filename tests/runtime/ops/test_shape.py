@@ -1,4 +1,4 @@
-"""RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE, CONCATENATION, SPLIT, TILE."""
+"""RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE, CONCATENATION, SPLIT, TILE, FILL, RANK."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperationType as Op
 from torch_nnapi.runtime import Compilation
 
-from ._single_op import F16, F32, I32, INT, Q8, build, const, feed, out, run, run1
+from ._single_op import F16, F32, FLOAT, HALF, I32, INT, Q8, build, const, feed, out, run, run1
 
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 
@@ -201,3 +201,32 @@ def test_split_outputs_must_keep_the_input_quantization():
                                            r" point of input \(0.5, 0\)"):
         run(Op.SPLIT, [feed(Q8, x, scale=0.5), const(INT, 0), const(INT, 2)],
             [out(Q8, (1, 2), scale=0.5), out(Q8, (1, 2), scale=0.25)])
+
+
+# --------------------------------------------------------------------------------------------
+# FILL and RANK (API 30); squeezing every dimension leaves [1]
+
+
+def test_fill_makes_a_tensor_of_the_given_shape_and_value():
+    for operand_type, scalar, value in ((F32, const(FLOAT, 2.5), 2.5), (I32, const(INT, -3), -3),
+                                        (F16, const(HALF, 0.5), 0.5)):
+        got = run1(Op.FILL, [feed(I32, np.array([2, 3], np.int32)), scalar],
+                   out(operand_type, (0, 0)))
+        assert got.shape == (2, 3) and (got == value).all()
+
+
+def test_fill_rejects_a_negative_dimension():
+    with pytest.raises(BadDataError, match=r"shape\) \[2, -1\] has a negative dimension"):
+        run1(Op.FILL, [const(I32, [2, -1]), const(FLOAT, 1.0)], out(F32, (0, 0)))
+
+
+def test_rank_of_every_tensor_type():
+    for shape in ((5,), (2, 3), (1, 2, 3, 4)):
+        x = np.zeros(shape, np.float32)
+        assert run1(Op.RANK, [feed(F32, x, dims=(0,) * len(shape))], out(INT)) == len(shape)
+
+
+def test_squeezing_every_dimension_leaves_one():
+    got = run1(Op.SQUEEZE, [feed(F32, np.ones((1, 1), np.float32)), const(I32, None)],
+               out(F32, (1,)))
+    assert got.shape == (1,)

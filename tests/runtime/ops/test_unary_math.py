@@ -63,7 +63,9 @@ def test_signature_types_and_levels():
         FeatureLevel.ANDROID_8_1
     assert build(Op.FLOOR, [feed(F16, dims=(2,))], [out(F16, (2,))]).feature_level == \
         FeatureLevel.ANDROID_10
-    with pytest.raises(BadDataError, match=r"ABS\): input 0 \(input\) is TENSOR_INT32"):
-        build(Op.ABS, [feed(I32, dims=(2,))], [out(I32, (2,))])
+    assert build(Op.ABS, [feed(I32, dims=(2,))], [out(I32, (2,))]).feature_level == \
+        FeatureLevel.ANDROID_11
+    with pytest.raises(BadDataError, match=r"SQRT\): input 0 \(input\) is TENSOR_INT32"):
+        build(Op.SQRT, [feed(I32, dims=(2,))], [out(I32, (2,))])
     with pytest.raises(BadDataError, match=r"SQRT\): output 0 \(output\) is TENSOR_FLOAT16"):
         build(Op.SQRT, [feed(F32, dims=(2,))], [out(F16, (2,))])

@@ -1,8 +1,8 @@
 """Activations and other element-wise unary math.
 
 NNAPI feature level 3 has RELU/RELU1/RELU6, LOGISTIC, TANH, PRELU and the unary math ops;
-hardswish, hardsigmoid, silu, gelu and elu are composed from them (HARD_SWISH only arrived
-at level 4). gelu's erf uses a rational approximation accurate to ~1e-7, far inside the
+hardswish, hardsigmoid, silu, gelu and elu are composed from them, except that with
+``target_level=4`` hardswish is one HARD_SWISH and elu (selu) one ELU (and a MUL). gelu's erf uses a rational approximation accurate to ~1e-7, far inside the
 1e-5 tolerance. Quantized inputs of RELU/RELU6/LOGISTIC/TANH/clamps stay quantized; other
 activations of quantized tensors run in float between DEQUANTIZE and QUANTIZE.
 """
@@ -14,7 +14,7 @@ import math
 import numpy as np
 import torch
 
-from ...nnapi.codes import FuseCode
+from ...nnapi.codes import FeatureLevel, FuseCode
 from ...nnapi.codes import OperationType as Op
 from ..context import Converter
 from ..errors import Unsupported
@@ -169,16 +169,26 @@ def _hardsigmoid(cx: Converter, x: TensorValue) -> TensorValue:
     return arithmetic(cx, Op.DIV, shifted, 6.0)
 
 
-@lowering("aten::hardswish", "aten::hardswish_", nnapi=("ADD", "MUL", "DIV"),
-          notes="x * relu6(x + 3) / 6 (HARD_SWISH needs feature level 4)")
+@lowering("aten::hardswish", "aten::hardswish_", nnapi=("ADD", "MUL", "DIV", "HARD_SWISH"),
+          notes="x * relu6(x + 3) / 6; one HARD_SWISH with target_level=4")
 def hardswish(cx: Converter, x):
     x = require_tensor(x)
+    if cx.allows(FeatureLevel.ANDROID_11):
+        return hard_swish(cx, x)
 
     def compute(f):
         shifted = arithmetic(cx, Op.ADD, f, 3.0, FuseCode.RELU6)
         return arithmetic(cx, Op.DIV, arithmetic(cx, Op.MUL, f, shifted), 6.0)
 
     return in_float(cx, x, compute)
+
+
+def hard_swish(cx: Converter, x: TensorValue) -> TensorValue:
+    """One HARD_SWISH (feature level 4); a quantized output takes PyTorch's quantization."""
+    if not x.is_quantized:
+        return cx.emit_like(Op.HARD_SWISH, dict(input=x), x)
+    scale, zero_point = cx.example_quant()
+    return cx.emit(Op.HARD_SWISH, dict(input=x), x.shape, x.dtype, x.layout, scale, zero_point)
 
 
 @lowering("aten::silu", "aten::silu_", nnapi=("LOGISTIC", "MUL"), notes="x * sigmoid(x)")
@@ -219,8 +229,9 @@ def prelu(cx: Converter, x, weight):
     return in_float(cx, x, compute)
 
 
-@lowering("aten::elu", "aten::elu_", nnapi=("EXP", "SUB", "MUL", "MINIMUM", "RELU", "ADD"),
-          notes="relu(x) + alpha * (exp(min(x, 0)) - 1)")
+@lowering("aten::elu", "aten::elu_",
+          nnapi=("EXP", "SUB", "MUL", "MINIMUM", "RELU", "ADD", "ELU"),
+          notes="relu(x) + alpha * (exp(min(x, 0)) - 1); one ELU with target_level=4")
 def elu(cx: Converter, x, alpha=1.0, scale=1.0, input_scale=1.0):
     x = require_tensor(x)
     a = constant_float(alpha, "alpha")
@@ -228,6 +239,9 @@ def elu(cx: Converter, x, alpha=1.0, scale=1.0, input_scale=1.0):
     si = constant_float(input_scale, "input_scale")
 
     def compute(f):
+        if cx.allows(FeatureLevel.ANDROID_11) and si == 1.0:
+            out = cx.emit_like(Op.ELU, dict(input=f, alpha=cx.float_scalar(a, f)), f)
+            return arithmetic(cx, Op.MUL, out, s) if s != 1.0 else out
         neg = cx.emit_like(Op.MINIMUM, dict(input0=f, input1=cx.tensor(0.0, like=f)), f)
         if si != 1.0:
             neg = arithmetic(cx, Op.MUL, neg, si)
@@ -239,7 +253,8 @@ def elu(cx: Converter, x, alpha=1.0, scale=1.0, input_scale=1.0):
     return in_float(cx, x, compute)
 
 
-@lowering("aten::selu", "aten::selu_", nnapi=("EXP", "SUB", "MUL", "MINIMUM", "RELU", "ADD"),
+@lowering("aten::selu", "aten::selu_",
+          nnapi=("EXP", "SUB", "MUL", "MINIMUM", "RELU", "ADD", "ELU"),
           notes="elu with SELU's constants")
 def selu(cx: Converter, x):
     return elu(cx, x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946)

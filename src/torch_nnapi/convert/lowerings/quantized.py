@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...nnapi.codes import FuseCode
+from ...nnapi.codes import FeatureLevel, FuseCode
 from ...nnapi.codes import OperationType as Op
 from ..context import Converter
 from ..errors import Unsupported
@@ -234,11 +234,15 @@ def qcat(cx: Converter, items, dim, scale, zero_point):
     return concatenate(cx, [quantized_input(t) for t in items], dim, out_scale, out_zp)
 
 
-@lowering("quantized::hardswish", nnapi=("DEQUANTIZE", "ADD", "MUL", "DIV", "QUANTIZE"),
-          notes="computed in float")
+@lowering("quantized::hardswish",
+          nnapi=("DEQUANTIZE", "ADD", "MUL", "DIV", "QUANTIZE", "HARD_SWISH"),
+          notes="computed in float; one quantized HARD_SWISH with target_level=4")
 def qhardswish(cx: Converter, x, scale, zero_point):
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
+    if cx.allows(FeatureLevel.ANDROID_11):
+        return cx.emit(Op.HARD_SWISH, dict(input=x), x.shape, x.dtype, x.layout, out_scale,
+                       out_zp)
     f = float_of(cx, x)
     shifted = arithmetic(cx, Op.ADD, f, 3.0, FuseCode.RELU6)
     y = arithmetic(cx, Op.DIV, arithmetic(cx, Op.MUL, f, shifted), 6.0)

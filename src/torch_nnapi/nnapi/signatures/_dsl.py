@@ -10,6 +10,8 @@ Each operation declares, once, what NeuralNetworks.h documents for it:
   NeuralNetworks.h says an absent optional scalar stands for (``nchw:bool=false``,
   ``dilation_w:i32=1``; ``axis:i32=last`` is -1, the last axis, whichever way it is counted):
   kernels read it when the input is left out, and the converter leaves out inputs that hold it.
+  The type ``any`` accepts every operand type (what IF and WHILE pass through to the models
+  they call; rules then compare those operands with the called models').
 * *type combinations*: bindings of the type variables used in the forms (``T``, ``B``, ...)
   to concrete operand types, each with the feature level that introduced it.
 * *rules*: quantization-parameter constraints between named operands.
@@ -34,6 +36,7 @@ class _NoDefault:
 
 NO_DEFAULT: Any = _NoDefault()
 LAST_AXIS = "last"  # the default token of axis inputs: -1, or equally rank - 1
+ANY = "any"  # the type of arguments that may have any operand type
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,12 @@ class Arg:
     default: Any = NO_DEFAULT
     counts_from_end: bool = False  # an axis default: -1 and rank - 1 are the same axis
 
-    def resolve(self, bindings: Mapping[str, OperandType]) -> OperandType:
+    def resolve(self, bindings: Mapping[str, OperandType]) -> OperandType | None:
+        """The operand type this argument has under ``bindings``; None for ``any``."""
         if self.type_ref in bindings:
             return bindings[self.type_ref]
+        if self.type_ref == ANY:
+            return None
         return SHORT_NAMES[self.type_ref]
 
     @property
@@ -88,7 +94,8 @@ class Form:
             parts = []
             required = min(c.length for c in cuts)
             for i, a in enumerate(args):
-                t = a.resolve(bindings).name if bindings and a.type_ref in bindings else a.type_ref
+                t = bindings[a.type_ref].name if bindings and a.type_ref in bindings \
+                    else a.type_ref
                 token = f"{a.name}:{t}{'?' if a.omittable else ''}{'*' if a.variadic else ''}"
                 if a.has_default:
                     token += f"={_show_default(a)}"
@@ -155,7 +162,7 @@ class OperationSignature:
         for combo in self.combos:
             primary = primary_arg.resolve(combo.bindings)
             level = max(combo.level, int(self.level))
-            if primary not in sum(out.values(), []):
+            if primary is not None and primary not in sum(out.values(), []):
                 out.setdefault(level, []).append(primary)
         return out
 
@@ -200,6 +207,14 @@ class RuleContext:
     def outputs(self, name: str) -> list:
         return [self._operands[self._outputs[p]] for p in self.match.output_positions.get(name, [])]
 
+    def describe(self, direction: str, name: str) -> list[str]:
+        """How messages name the operation's operands of argument ``name``, one per operand:
+        "input 3 (operand 5)"."""
+        positions = (self.match.input_positions if direction == "input"
+                     else self.match.output_positions).get(name, [])
+        indices = self._inputs if direction == "input" else self._outputs
+        return [f"{direction} {p} (operand {indices[p]})" for p in positions]
+
 
 # --------------------------------------------------------------------------------------------
 # Parsing the argument-list notation
@@ -238,7 +253,7 @@ def _parse_args(spec: str, where: str) -> tuple[tuple[Arg, ...], tuple[Cut, ...]
                 omittable |= type_ref[-1] == "?"
                 variadic |= type_ref[-1] == "*"
                 type_ref = type_ref[:-1]
-            if not (type_ref in SHORT_NAMES or type_ref[0].isupper()):
+            if not (type_ref in SHORT_NAMES or type_ref == ANY or type_ref[0].isupper()):
                 raise ValueError(f"{where}: unknown type {type_ref!r} in {tok!r}")
             default = _parse_default(default_token, where, tok) if has_default else NO_DEFAULT
             args.append(Arg(name, type_ref, omittable, variadic, default,
@@ -374,7 +389,7 @@ def _match_one(signature, f, c, in_args, out_args, input_types, output_types, om
             except KeyError:
                 return MatchFailure(score, f"{direction} {pos} ({arg.name}): type variable"
                                            f" {arg.type_ref} unbound", direction, pos)
-            if actual != expected:
+            if expected is not None and actual != expected:
                 return MatchFailure(score, f"{direction} {pos} ({arg.name}) is {actual.name},"
                                            f" expected {expected.name} (for {c.describe()})",
                                     direction, pos)

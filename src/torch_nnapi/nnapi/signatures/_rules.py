@@ -6,6 +6,8 @@ from ..codes import OperandType
 from ._dsl import LevelRule, Rule, RuleContext, level_rule, rule
 
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
+# The asymmetric 8-bit types: unsigned since the first release, signed since API 30.
+ASYMM_8BIT = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def bias_scale(bias: str = "bias", input: str = "input", filter: str = "filter") -> Rule:
@@ -18,7 +20,7 @@ def bias_scale(bias: str = "bias", input: str = "input", filter: str = "filter")
             return None
         if b.zero_point != 0:
             return f"{bias} zero point must be 0, got {b.zero_point}"
-        if w.type != _Q8:
+        if w.type not in ASYMM_8BIT:
             return None
         product = x.scale * w.scale
         if abs(product - b.scale) > 1e-6 * min(product, b.scale):
@@ -70,7 +72,8 @@ def same_quant(output: str = "output", input: str = "input") -> Rule:
     @rule(f"quantized {output} has the scale and zero point of {input}")
     def check(ctx: RuleContext) -> str | None:
         x, out = ctx.input(input), ctx.output(output)
-        if x is None or out is None or x.type not in (_Q8, OperandType.TENSOR_QUANT16_ASYMM):
+        if x is None or out is None or x.type not in (*ASYMM_8BIT,
+                                                       OperandType.TENSOR_QUANT16_ASYMM):
             return None
         if (x.scale, x.zero_point) != (out.scale, out.zero_point):
             return (f"{output} must have the scale and zero point of {input}"

@@ -19,12 +19,15 @@ _STRIDES = "stride_w:i32 stride_h:i32"
 _LAYOUT_DILATION = "[@3 nchw:bool=false [dilation_w:i32=1 dilation_h:i32=1]]"
 
 # Float32 and asymmetric 8-bit since the first release; float16 and per-channel filters
-# (TENSOR_QUANT8_SYMM_PER_CHANNEL, bias scales input.scale * filter.scales[c]) since API 29.
+# (TENSOR_QUANT8_SYMM_PER_CHANNEL, bias scales input.scale * filter.scales[c]) since API 29;
+# signed 8-bit data since API 30.
 _CONV_TYPES = [
     combo(1, T="tensor_f32", F="tensor_f32", B="tensor_f32"),
     combo(1, T="tensor_q8", F="tensor_q8", B="tensor_i32"),
     combo(3, T="tensor_f16", F="tensor_f16", B="tensor_f16"),
     combo(3, T="tensor_q8", F="tensor_q8pc", B="tensor_i32"),
+    combo(4, T="tensor_q8_signed", F="tensor_q8_signed", B="tensor_i32"),
+    combo(4, T="tensor_q8_signed", F="tensor_q8pc", B="tensor_i32"),
 ]
 _OUT = "output:T"
 
@@ -102,6 +105,7 @@ define(
         combo(1, T="tensor_f32", B="tensor_f32"),
         combo(1, T="tensor_q8", B="tensor_i32"),
         combo(3, T="tensor_f16", B="tensor_f16"),
+        combo(4, T="tensor_q8_signed", B="tensor_i32"),
     ],
     rules=[bias_scale(filter="weights"), _output_scale_above_product("weights")],
 )

@@ -2,7 +2,8 @@
 
 Quantized models carry box coordinates as TENSOR_QUANT16_ASYMM (anchors of GENERATE_PROPOSALS
 as TENSOR_QUANT16_SYMM) with Android's fixed scale 0.125 and zero point 0, beside
-TENSOR_QUANT8_ASYMM feature maps and scores. Float scalars are FLOAT16 in float16 models, as
+TENSOR_QUANT8_ASYMM feature maps and scores (or, since API 30,
+TENSOR_QUANT8_ASYMM_SIGNED ones with the same 16-bit boxes). Float scalars are FLOAT16 in float16 models, as
 Android's validation requires (NeuralNetworks.h still says FLOAT32 there).
 """
 
@@ -40,7 +41,8 @@ def _box_output(name: str) -> Rule:
 # Float models compute in their own float type; quantized ones pair 8-bit data with 16-bit boxes.
 _FLOAT_TYPES = [combo(3, T="tensor_f32", R="tensor_f32", S="f32"),
                 combo(3, T="tensor_f16", R="tensor_f16", S="f16")]
-_WITH_QUANT = _FLOAT_TYPES + [combo(3, T="tensor_q8", R="tensor_q16a", S="f32")]
+_WITH_QUANT = _FLOAT_TYPES + [combo(3, T="tensor_q8", R="tensor_q16a", S="f32"),
+                              combo(4, T="tensor_q8_signed", R="tensor_q16a", S="f32")]
 
 define(
     Op.ROI_ALIGN,
@@ -67,7 +69,8 @@ define(
     forms=[form("", "rois:R deltas:D batch_index:tensor_i32 image_info:R", "output:R")],
     types=[combo(3, R="tensor_f32", D="tensor_f32"),
            combo(3, R="tensor_f16", D="tensor_f16"),
-           combo(3, R="tensor_q16a", D="tensor_q8")],
+           combo(3, R="tensor_q16a", D="tensor_q8"),
+           combo(4, R="tensor_q16a", D="tensor_q8_signed")],
     rules=[_box_input("rois"), _box_input("image_info"), _box_output("output")],
 )
 
@@ -90,7 +93,8 @@ define(
                 "out_scores:T out_rois:R out_batch_index:tensor_i32")],
     types=[combo(3, T="tensor_f32", A="tensor_f32", R="tensor_f32", S="f32"),
            combo(3, T="tensor_f16", A="tensor_f16", R="tensor_f16", S="f16"),
-           combo(3, T="tensor_q8", A="tensor_q16s", R="tensor_q16a", S="f32")],
+           combo(3, T="tensor_q8", A="tensor_q16s", R="tensor_q16a", S="f32"),
+           combo(4, T="tensor_q8_signed", A="tensor_q16s", R="tensor_q16a", S="f32")],
     rules=[_box_input("anchors", _Q16S), _box_input("image_info"),
            same_quant("out_scores", "scores"), _box_output("out_rois")],
 )
@@ -112,6 +116,7 @@ define(
     forms=[form("", "heatmaps:T boxes:R nchw:bool", "scores:T keypoints:R")],
     types=[combo(3, T="tensor_f32", R="tensor_f32"),
            combo(3, T="tensor_f16", R="tensor_f16"),
-           combo(3, T="tensor_q8", R="tensor_q16a")],
+           combo(3, T="tensor_q8", R="tensor_q16a"),
+           combo(4, T="tensor_q8_signed", R="tensor_q16a")],
     rules=[_box_input("boxes"), _box_output("keypoints")],
 )

@@ -9,7 +9,8 @@ _VALUE_TYPES = [combo(1, T=t) for t in ("tensor_f32", "tensor_i32", "tensor_q8")
 
 define(Op.EMBEDDING_LOOKUP, summary="rows of values selected by index",
        forms=[form("", "lookups:tensor_i32 values:T", "output:T")],
-       types=_VALUE_TYPES, rules=[same_quant(input="values")])
+       types=[*_VALUE_TYPES, combo(4, T="tensor_f16"), combo(4, T="tensor_q8_signed")],
+       rules=[same_quant(input="values")])
 
 define(Op.HASHTABLE_LOOKUP, summary="rows of values selected by key (zeros on a miss)",
        forms=[form("", "lookups:tensor_i32 keys:tensor_i32 values:T", "output:T hits:tensor_q8")],

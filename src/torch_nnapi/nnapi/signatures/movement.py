@@ -9,7 +9,7 @@ from ..codes import OperationType as Op
 from ._dsl import RuleContext, combo, form, level_rule
 from ._registry import define
 from ._rules import same_quant
-from ._shape_types import ALL4, float_q8, types_since_3
+from ._shape_types import ALL4, SIGNED_Q8, float_q8, types_since_3
 
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 
@@ -29,7 +29,7 @@ define(Op.PAD, summary="pads with zeros (the zero point for quant8)",
 define(Op.PAD_V2, summary="pads with a given value",
        forms=[form("", "input:T paddings:tensor_i32 pad_value:P", "output:T")],
        types=[combo(3, T="tensor_f16", P="f16"), combo(3, T="tensor_f32", P="f32"),
-              combo(3, T="tensor_q8", P="i32")],
+              combo(3, T="tensor_q8", P="i32"), combo(4, T="tensor_q8_signed", P="i32")],
        rules=[same_quant()])
 
 define(Op.SLICE, summary="a block of given begin and size (-1: to the end)",
@@ -64,5 +64,5 @@ define(Op.SPACE_TO_DEPTH, summary="moves height and width blocks into depth",
 
 define(Op.CHANNEL_SHUFFLE, summary="interleaves channel groups along an axis",
        forms=[form("", "input:T num_groups:i32 axis:i32", "output:T")],
-       types=types_since_3("tensor_f16", "tensor_f32", "tensor_q8"),
+       types=[*types_since_3("tensor_f16", "tensor_f32", "tensor_q8"), SIGNED_Q8],
        rules=[same_quant()])

@@ -22,10 +22,12 @@ _POOL_FORMS = [
 
 define(Op.AVERAGE_POOL_2D, forms=_POOL_FORMS, rules=[same_quant()],
        summary="mean of each window, padding excluded",
-       types=[combo(1, T="tensor_f32"), combo(1, T="tensor_q8"), combo(3, T="tensor_f16")])
+       types=[combo(1, T="tensor_f32"), combo(1, T="tensor_q8"), combo(3, T="tensor_f16"),
+              combo(4, T="tensor_q8_signed")])
 define(Op.MAX_POOL_2D, forms=_POOL_FORMS, rules=[same_quant()],
        summary="maximum of each window",
-       types=[combo(1, T="tensor_f32"), combo(1, T="tensor_q8"), combo(3, T="tensor_f16")])
+       types=[combo(1, T="tensor_f32"), combo(1, T="tensor_q8"), combo(3, T="tensor_f16"),
+              combo(4, T="tensor_q8_signed")])
 define(Op.L2_POOL_2D, forms=_POOL_FORMS,
        summary="square root of the mean of squares of each window, padding excluded",
        types=[combo(1, T="tensor_f32"), combo(3, T="tensor_f16")])
@@ -38,6 +40,8 @@ _RESIZE_TYPES = [
     combo(3, T="tensor_f16", S="f16"),
     combo(3, T="tensor_q8", S="i32"),
     combo(3, T="tensor_q8", S="f32"),
+    combo(4, T="tensor_q8_signed", S="i32"),
+    combo(4, T="tensor_q8_signed", S="f32"),
 ]
 _CORNERS = "[@4 align_corners:bool=false half_pixel_centers:bool=false]"
 

@@ -1,9 +1,13 @@
-"""Recurrent and sequence operations: LSTM, RNN, SVDF and their sequence forms.
+"""Recurrent and sequence operations: LSTM, RNN, SVDF and their sequence forms, and the
+quantized LSTM cells.
 
 The LSTM weight list (17 operands, several optional) recurs in LSTM,
 UNIDIRECTIONAL_SEQUENCE_LSTM and, twice, in BIDIRECTIONAL_SEQUENCE_LSTM, so it is written once
 here with a name prefix. Which optional operands are present (CIFG, peephole, projection,
 layer normalization) is checked by the kernels, since it depends on which have values.
+Since API 30 the sequence operations may also output their final states; the bidirectional
+ones have a "separate" form (forward and backward outputs) and a "merged" one (one output,
+forward and backward concatenated, as merge_outputs says).
 """
 
 from __future__ import annotations
@@ -46,21 +50,25 @@ define(Op.LSTM, summary="one LSTM time step (CIFG, peephole, projection, layer n
 define(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, summary="an LSTM cell unrolled over a sequence",
        forms=[form("", f"input:T {_lstm_weights()} output_state_in:T cell_state_in:T"
                        f" {_CELL_PARAMS} time_major:bool {_layer_norm_weights()}",
-                   "output:T")],
+                   "output:T [@4 output_state_out:T cell_state_out:T]")],
        types=_FLOATS_SINCE_3)
+
+_BIDI_LSTM_INPUTS = (
+    f"input:T {_lstm_weights('fw_')} {_lstm_weights('bw_')}"
+    " fw_activation_state:T fw_cell_state:T bw_activation_state:T bw_cell_state:T aux_input:T?"
+    " fw_aux_input_to_input_weights:T? fw_aux_input_to_forget_weights:T?"
+    " fw_aux_input_to_cell_weights:T? fw_aux_input_to_output_weights:T?"
+    " bw_aux_input_to_input_weights:T? bw_aux_input_to_forget_weights:T?"
+    " bw_aux_input_to_cell_weights:T? bw_aux_input_to_output_weights:T?"
+    f" {_CELL_PARAMS} merge_outputs:bool time_major:bool"
+    f" {_layer_norm_weights('fw_')} {_layer_norm_weights('bw_')}")
+_BIDI_LSTM_STATES = ("[@4 fw_output_state_out:T fw_cell_state_out:T bw_output_state_out:T"
+                     " bw_cell_state_out:T]")
 
 define(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
        summary="forward and backward LSTM cells over a sequence, optionally merged",
-       forms=[form("", f"input:T {_lstm_weights('fw_')} {_lstm_weights('bw_')}"
-                       " fw_activation_state:T fw_cell_state:T"
-                       " bw_activation_state:T bw_cell_state:T aux_input:T?"
-                       " fw_aux_input_to_input_weights:T? fw_aux_input_to_forget_weights:T?"
-                       " fw_aux_input_to_cell_weights:T? fw_aux_input_to_output_weights:T?"
-                       " bw_aux_input_to_input_weights:T? bw_aux_input_to_forget_weights:T?"
-                       " bw_aux_input_to_cell_weights:T? bw_aux_input_to_output_weights:T?"
-                       f" {_CELL_PARAMS} merge_outputs:bool time_major:bool"
-                       f" {_layer_norm_weights('fw_')} {_layer_norm_weights('bw_')}",
-                   "fw_output:T [bw_output:T]")],
+       forms=[form("separate", _BIDI_LSTM_INPUTS, f"fw_output:T bw_output:T {_BIDI_LSTM_STATES}"),
+              form("merged", _BIDI_LSTM_INPUTS, f"fw_output:T {_BIDI_LSTM_STATES}")],
        types=_FLOATS_SINCE_3)
 
 define(Op.RNN, summary="one basic RNN time step",
@@ -70,16 +78,19 @@ define(Op.RNN, summary="one basic RNN time step",
 
 define(Op.UNIDIRECTIONAL_SEQUENCE_RNN, summary="a basic RNN cell unrolled over a sequence",
        forms=[form("", "input:T weights:T recurrent_weights:T bias:T hidden_state:T"
-                       " fuse_code:i32 time_major:i32", "output:T")],
+                       " fuse_code:i32 time_major:i32", "output:T [@4 hidden_state_out:T]")],
        types=_FLOATS_SINCE_3)
+
+_BIDI_RNN_INPUTS = ("input:T fw_weights:T fw_recurrent_weights:T fw_bias:T fw_hidden_state:T"
+                    " bw_weights:T bw_recurrent_weights:T bw_bias:T bw_hidden_state:T"
+                    " aux_input:T? fw_aux_weights:T? bw_aux_weights:T? fuse_code:i32"
+                    " time_major:bool merge_outputs:bool")
+_BIDI_RNN_STATES = "[@4 fw_hidden_state_out:T bw_hidden_state_out:T]"
 
 define(Op.BIDIRECTIONAL_SEQUENCE_RNN,
        summary="forward and backward RNN cells over a sequence, optionally merged",
-       forms=[form("", "input:T fw_weights:T fw_recurrent_weights:T fw_bias:T fw_hidden_state:T"
-                       " bw_weights:T bw_recurrent_weights:T bw_bias:T bw_hidden_state:T"
-                       " aux_input:T? fw_aux_weights:T? bw_aux_weights:T? fuse_code:i32"
-                       " time_major:bool merge_outputs:bool",
-                   "fw_output:T [bw_output:T]")],
+       forms=[form("separate", _BIDI_RNN_INPUTS, f"fw_output:T bw_output:T {_BIDI_RNN_STATES}"),
+              form("merged", _BIDI_RNN_INPUTS, f"fw_output:T {_BIDI_RNN_STATES}")],
        types=_FLOATS_SINCE_3)
 
 define(Op.SVDF, summary="a singular-value-decomposition filter over a memory of past inputs",
@@ -149,3 +160,28 @@ define(Op.QUANTIZED_16BIT_LSTM,
               fixed_output_quant(_ACTIVATION_SCALE, _ACTIVATION_ZERO_POINT, "output"),
               fixed_output_quant(_CELL_STATE_SCALE, 0, "cell_state_out",
                                  OperandType.TENSOR_QUANT16_SYMM)])
+
+
+# --------------------------------------------------------------------------------------------
+# QUANTIZED_LSTM: signed 8-bit activations, 8-bit symmetric weights, 16-bit cell state, with
+# the optional peephole, projection and layer normalization of LSTM
+
+_QLSTM_CELL = ("input_to_input_weights:W? input_to_forget_weights:W input_to_cell_weights:W"
+               " input_to_output_weights:W recurrent_to_input_weights:W?"
+               " recurrent_to_forget_weights:W recurrent_to_cell_weights:W"
+               " recurrent_to_output_weights:W cell_to_input_weights:C?"
+               " cell_to_forget_weights:C? cell_to_output_weights:C? input_gate_bias:B?"
+               " forget_gate_bias:B cell_bias:B output_gate_bias:B projection_weights:W?"
+               " projection_bias:B?")
+
+define(Op.QUANTIZED_LSTM,
+       summary="one LSTM time step on signed 8-bit activations with a 16-bit cell state",
+       forms=[form("", f"input:T {_QLSTM_CELL} output_state_in:T cell_state_in:C"
+                       " input_layer_norm_weights:C? forget_layer_norm_weights:C?"
+                       " cell_layer_norm_weights:C? output_layer_norm_weights:C?"
+                       " cell_clip:f32 projection_clip:f32 input_intermediate_scale:f32"
+                       " forget_intermediate_scale:f32 cell_intermediate_scale:f32"
+                       " output_intermediate_scale:f32 hidden_state_zero_point:i32"
+                       " hidden_state_scale:f32",
+                   "output_state_out:T cell_state_out:C output:T")],
+       types=[combo(4, T="tensor_q8_signed", W="tensor_q8s", C="tensor_q16s", B="tensor_i32")])

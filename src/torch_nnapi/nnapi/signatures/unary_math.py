@@ -9,7 +9,7 @@ _FLOATS = [combo(3, T="tensor_f16"), combo(3, T="tensor_f32")]
 
 define(Op.FLOOR, forms=[_UNARY], summary="floor(input), rank up to 4",
        types=[combo(1, T="tensor_f32"), combo(3, T="tensor_f16")])
-define(Op.ABS, forms=[_UNARY], types=_FLOATS, summary="|input|")
+define(Op.ABS, forms=[_UNARY], types=[*_FLOATS, combo(4, T="tensor_i32")], summary="|input|")
 define(Op.EXP, forms=[_UNARY], types=_FLOATS, summary="e ** input")
 define(Op.LOG, forms=[_UNARY], types=_FLOATS, summary="natural logarithm of input")
 define(Op.RSQRT, forms=[_UNARY], types=_FLOATS, summary="1 / sqrt(input)")

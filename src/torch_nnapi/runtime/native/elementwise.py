@@ -198,8 +198,8 @@ def dequantize(ctx: KernelContext) -> Runner | None:
 
 @register_native(Op.QUANTIZE)
 def quantize(ctx: KernelContext) -> Runner | None:
-    if ctx.input_type("input") != _F32:
-        return None
+    if ctx.input_type("input") != _F32 or ctx.output_dtype() != np.uint8:
+        return None  # float16 input, or signed output (Android 11): the reference's
     scale, zero_point = ctx.output_quant()
     quantize_f32 = module().quantize_f32
 

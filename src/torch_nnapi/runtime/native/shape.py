@@ -68,7 +68,10 @@ def concatenation(ctx: KernelContext) -> Runner | None:
         return None
     count = ctx.input_count("inputs")
     axis = ctx.scalar("axis")
-    if ctx.input_type("inputs") != _Q8:
+    kind = ctx.input_type("inputs")
+    if kind == OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
+        return None  # requantized through uint8 as Android: the reference's
+    if kind != _Q8:
         return lambda *values: np.concatenate(values[:count], axis=axis)
     tables = [_requantization_table(ctx, i) for i in range(count)]
     lut = module().lut

@@ -97,13 +97,44 @@ def sequence_dims(ctx: KernelContext, name: str, time_major: bool) -> tuple[int,
 
 def check_merged_outputs(ctx: KernelContext) -> bool:
     """A bidirectional operation's merge_outputs flag, checked against its outputs: merged
-    outputs come out of fw_output alone, otherwise bw_output is there too."""
+    outputs come out of fw_output alone (the "merged" form), otherwise bw_output is there
+    too; the final states, when asked for (API 30), follow."""
     merge = bool(ctx.scalar("merge_outputs"))
-    if ctx.output_count("bw_output") != (0 if merge else 1):
+    if merge != (ctx.form == "merged"):
         raise BadDataError(f"{ctx.describe_input('merge_outputs')} is {merge}, so the operation"
-                           f" must have {1 if merge else 2} outputs, not"
-                           f" {1 + ctx.output_count('bw_output')}")
+                           f" needs {'only fw_output' if merge else 'fw_output and bw_output'}"
+                           " (then, optionally, the states), but its outputs are the"
+                           f" {ctx.form} form's")
     return merge
+
+
+# How a bidirectional operation uses its auxiliary input: not at all, as the backward cell's
+# input instead of the input (PARALLEL, API 30), or through auxiliary weights into both cells
+# beside the input (CROSS).
+NO_LINKING, PARALLEL_LINKING, CROSS_LINKING = "none", "parallel", "cross"
+
+
+def linking_mode(ctx: KernelContext, fw_weights: str, bw_weights: str) -> str:
+    """The linking mode the auxiliary input and the weights ``fw_weights``/``bw_weights``
+    (which must both be given or both be omitted) say."""
+    has_weights = all_or_none(ctx, (fw_weights, bw_weights), "auxiliary weights")
+    if not ctx.has_input("aux_input"):
+        if has_weights:
+            raise BadDataError(f"auxiliary weights need {ctx.describe_input('aux_input')}")
+        return NO_LINKING
+    return CROSS_LINKING if has_weights else PARALLEL_LINKING
+
+
+def check_aux_sequence(ctx: KernelContext, time_major: bool, steps: int, batch: int) -> int:
+    """The auxiliary input's feature size, after checking its time and batch dimensions are
+    the input's."""
+    aux_steps, aux_batch, aux_size = sequence_dims(ctx, "aux_input", time_major)
+    if (aux_steps, aux_batch) != (steps, batch):
+        raise BadDataError(f"{ctx.describe_input('aux_input')} has shape"
+                           f" {list(ctx.input_shape('aux_input'))}; its time and batch"
+                           " dimensions must match the input's"
+                           f" {list(ctx.input_shape('input'))}")
+    return aux_size
 
 
 def all_or_none(ctx: KernelContext, names: Sequence[str], what: str) -> bool:

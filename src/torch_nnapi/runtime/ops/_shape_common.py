@@ -48,10 +48,11 @@ def axes_vector(ctx: KernelContext, name: str, rank: int) -> list[int]:
 
 
 def reduced_shape(shape: Sequence[int], axes: Sequence[int], keep_dims: bool) -> Shape:
-    """The shape left after reducing ``axes``: removed, or kept with size 1."""
+    """The shape left after reducing ``axes``: removed, or kept with size 1; [1] when nothing
+    is left (Android 11: NNAPI tensors have a rank of 1 or more)."""
     if keep_dims:
         return tuple(1 if d in axes else n for d, n in enumerate(shape))
-    return tuple(n for d, n in enumerate(shape) if d not in axes)
+    return tuple(n for d, n in enumerate(shape) if d not in axes) or (1,)
 
 
 def check_indices(ctx: KernelContext, name: str, target: str, axis: int,

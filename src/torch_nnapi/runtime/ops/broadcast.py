@@ -1,18 +1,22 @@
 """ADD, SUB, MUL, DIV: element-wise arithmetic with broadcasting and a fused activation.
 
-Floats (and float16, computed in float32) use plain arithmetic. Quantized ADD/SUB rescale
-both inputs to a common fixed-point scale with 20 bits of headroom before summing, and MUL
-rescales the integer product, exactly as the reference kernels do.
+Floats (and float16, computed in float32) use plain arithmetic. Quantized ADD/SUB (uint8 or
+int8) rescale both inputs to a common fixed-point scale with 20 bits of headroom before
+summing, and MUL rescales the integer product, exactly as the reference kernels do. Int32
+arithmetic (API 30) wraps around as C++ does; its DIV rounds down (Python's ``//``) and gives
+0 for a zero divisor, as Android's does.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...nnapi.codes import OperandType
+from ...nnapi.codes import FuseCode, OperandType
 from ...nnapi.codes import OperationType as Op
+from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import (
+    ASYMM_8BIT,
     activation_range_quantized,
     apply_fused_activation,
     multiply_by_quantized_multiplier,
@@ -37,10 +41,16 @@ _FLOAT_OPS = {Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: 
 @register(Op.ADD, Op.SUB, Op.MUL, Op.DIV, prepare=_prepare)
 def binary_arithmetic(ctx: KernelContext) -> np.ndarray:
     fuse_code = fuse_code_input(ctx)
-    if ctx.input_type("input0") == OperandType.TENSOR_QUANT8_ASYMM:
+    input_type = ctx.input_type("input0")
+    if input_type in ASYMM_8BIT:
         if ctx.operation == Op.MUL:
             return _mul_quant8(ctx, fuse_code)
         return _add_quant8(ctx, fuse_code, negate_second=ctx.operation == Op.SUB)
+    if input_type == OperandType.TENSOR_INT32:
+        if fuse_code != FuseCode.NONE:
+            raise BadDataError(f"{ctx.describe_input('fuse_code')} must be NONE (0) for int32"
+                               f" arithmetic, got {fuse_code}")
+        return _int32(ctx)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         result = _FLOAT_OPS[ctx.operation](ctx.float_input("input0"),
                                             ctx.float_input("input1"))
@@ -63,8 +73,8 @@ def _add_quant8(ctx: KernelContext, fuse_code: int, negate_second: bool) -> np.n
     total = multiply_by_quantized_multiplier(x1, m1, -r1) + \
         multiply_by_quantized_multiplier(x2, m2, -r2)
     out = multiply_by_quantized_multiplier(total, mo, -ro) + zo
-    lo, hi = activation_range_quantized(fuse_code, so, zo)
-    return np.clip(out, lo, hi).astype(np.uint8)
+    lo, hi = activation_range_quantized(fuse_code, so, zo, ctx.output_dtype())
+    return np.clip(out, lo, hi).astype(ctx.output_dtype())
 
 
 def _mul_quant8(ctx: KernelContext, fuse_code: int) -> np.ndarray:
@@ -75,5 +85,20 @@ def _mul_quant8(ctx: KernelContext, fuse_code: int) -> np.ndarray:
     product = (ctx.input("input0").astype(np.int64) - z1) \
         * (ctx.input("input1").astype(np.int64) - z2)
     out = multiply_by_quantized_multiplier(product, mo, -ro) + zo
-    lo, hi = activation_range_quantized(fuse_code, so, zo)
-    return np.clip(out, lo, hi).astype(np.uint8)
+    lo, hi = activation_range_quantized(fuse_code, so, zo, ctx.output_dtype())
+    return np.clip(out, lo, hi).astype(ctx.output_dtype())
+
+
+def _int32(ctx: KernelContext) -> np.ndarray:
+    """Int32 arithmetic, wrapping on overflow."""
+    a, b = ctx.input("input0"), ctx.input("input1")
+    with np.errstate(over="ignore", divide="ignore"):
+        if ctx.operation == Op.ADD:
+            return np.add(a, b, dtype=np.int32)
+        if ctx.operation == Op.SUB:
+            return np.subtract(a, b, dtype=np.int32)
+        if ctx.operation == Op.MUL:
+            return np.multiply(a, b, dtype=np.int32)
+        a64, b64 = np.broadcast_arrays(a.astype(np.int64), b.astype(np.int64))
+        quotient = np.floor_divide(a64, np.where(b64 == 0, 1, b64))
+        return np.where(b64 == 0, 0, quotient).astype(np.int32)

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
-from ..quant import dequantize
+from ..quant import ASYMM_8BIT, dequantize
 from ..registry import register
 from ._common import broadcast_inputs, same_as_input
-from ._requantize import requantize_uint8
+from ._requantize import in_output_terms
 
 _PREDICATES = {
     Op.EQUAL: np.equal,
@@ -34,7 +33,7 @@ _PREDICATES = {
 
 
 def _comparable(ctx: KernelContext, name: str) -> np.ndarray:
-    if ctx.input_type(name) == OperandType.TENSOR_QUANT8_ASYMM:
+    if ctx.input_type(name) in ASYMM_8BIT:
         return dequantize(ctx.input(name), *ctx.input_quant(name))
     return ctx.input(name)
 
@@ -61,14 +60,8 @@ def _prepare_select(ctx: KernelContext) -> list[Shape]:
     return [first]
 
 
-def _in_output_terms(ctx: KernelContext, name: str) -> np.ndarray:
-    if ctx.input_type(name) == OperandType.TENSOR_QUANT8_ASYMM:
-        return requantize_uint8(ctx.input(name), ctx.input_quant(name), ctx.output_quant())
-    return ctx.input(name)
-
-
 @register(Op.SELECT, prepare=_prepare_select)
 def select(ctx: KernelContext) -> np.ndarray:
-    chosen = np.where(ctx.input("condition") != 0, _in_output_terms(ctx, "input1"),
-                      _in_output_terms(ctx, "input2"))
+    chosen = np.where(ctx.input("condition") != 0, in_output_terms(ctx, "input1"),
+                      in_output_terms(ctx, "input2"))
     return chosen.astype(ctx.output_dtype(), copy=False)

@@ -22,6 +22,7 @@ from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import (
+    ASYMM_8BIT,
     activation_range_float,
     activation_range_quantized,
     requantize,
@@ -45,7 +46,6 @@ from ._spatial import (
     window_view,
 )
 
-_Q8 = OperandType.TENSOR_QUANT8_ASYMM
 _PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
 # The geometry depends on these inputs' shapes and on the other inputs' (constant) values.
@@ -144,7 +144,7 @@ def _operands(ctx: KernelContext, dtype, weights: str = "filter") \
         -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Input, filter (FULLY_CONNECTED's ``weights``) and bias in the accumulation type, zero
     points already subtracted."""
-    if ctx.input_type("input") == _Q8:
+    if ctx.input_type("input") in ASYMM_8BIT:
         x_zero = ctx.input_quant("input")[1]
         w_zero = 0 if ctx.input_type(weights) == _PER_CHANNEL else ctx.input_quant(weights)[1]
         x = ctx.input("input").astype(dtype)
@@ -159,19 +159,19 @@ def _finish(ctx: KernelContext, acc: np.ndarray, bias: np.ndarray | None,
             fuse_code: int, weights: str = "filter") -> np.ndarray:
     """Adds the bias (unless None: already in the sums), applies the activation and converts
     to the output type. ``acc`` is NHWC or [batch, units] and may be overwritten."""
-    if ctx.output_type() != _Q8:
+    if ctx.output_type() not in ASYMM_8BIT:
         return _float_epilogue(acc, bias, fuse_code).astype(ctx.output_dtype(), copy=False)
     total = np.rint(acc).astype(np.int64) if acc.dtype.kind == "f" else acc.astype(np.int64)
     if bias is not None:
         total += bias
     scale, zero = ctx.output_quant()
-    lo, hi = activation_range_quantized(fuse_code, scale, zero)
+    lo, hi = activation_range_quantized(fuse_code, scale, zero, ctx.output_dtype())
     multipliers = _real_multipliers(ctx, scale, weights)
     if np.ndim(multipliers):
         out = requantize_per_channel(total, multipliers, zero, lo, hi, axis=-1)
     else:
         out = requantize(total, float(multipliers), zero, lo, hi)
-    return out.astype(np.uint8)
+    return out.astype(ctx.output_dtype())
 
 
 def _float_epilogue(acc: np.ndarray, bias: np.ndarray | None, fuse_code: int) -> np.ndarray:
@@ -232,7 +232,7 @@ def _real_multipliers(ctx: KernelContext, output_scale: float, weights: str):
 
 
 def _accumulation_dtype(ctx: KernelContext):
-    return np.float64 if ctx.input_type("input") == _Q8 else np.float32
+    return np.float64 if ctx.input_type("input") in ASYMM_8BIT else np.float32
 
 
 # ------------------------------------------------------------------------------ kernels
@@ -308,7 +308,7 @@ def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
     geo = _geometry(ctx)
     if geo.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
-    quantized = ctx.input_type("input") == _Q8
+    quantized = ctx.input_type("input") in ASYMM_8BIT
     # 8-bit products summed over a filter window fit int32 exactly.
     x, w, bias = _operands(ctx, np.int32 if quantized else np.float32)
     x = x.transpose(0, 2, 3, 1) if geo.params.nchw else x

@@ -3,10 +3,12 @@
 CAST ignores quantization parameters (a TENSOR_QUANT8_ASYMM tensor is plain uint8). To an
 integer type it truncates toward zero and saturates to the type's range, NaN giving 0 (the
 reference clamps to 0..255 for uint8; for int32 this is what ARM's conversion instruction
-does where C++ leaves it undefined). To a float type it rounds to nearest even.
+does where C++ leaves it undefined). To a float type it rounds to nearest even. Since API 30
+it also copies six other types to themselves.
 
 QUANTIZE computes ``zeroPoint + round(x / scale)`` in float32, rounding halves away from
-zero, then saturates to 0..255; NaN becomes 255 as in the reference's min/max chain.
+zero, then saturates to the output type's range (uint8, or int8 since API 30); NaN becomes
+the upper bound as in the reference's min/max chain.
 DEQUANTIZE computes ``scale * (q - zeroPoint)`` in float32 (per channel for
 TENSOR_QUANT8_SYMM_PER_CHANNEL) and rounds to float16 when the output is float16.
 """
@@ -46,7 +48,7 @@ def _quantize(ctx: KernelContext) -> np.ndarray:
     scale, zero_point = ctx.output_quant()
     # The reference's clamp lets NaN through as its upper bound.
     values = np.where(np.isnan(values), np.float32(np.inf), values)
-    return quantize(values, scale, zero_point, np.dtype(np.uint8))
+    return quantize(values, scale, zero_point, ctx.output_dtype())
 
 
 def _dequantize(ctx: KernelContext) -> np.ndarray:

@@ -16,9 +16,11 @@ from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError, OpFailedError
 from ..context import KernelContext, Shape
 from ..quant import (
+    ASYMM_8BIT,
     multiply_by_quantized_multiplier,
     quantize_multiplier_smaller_than_one,
     round_half_away,
+    saturate,
 )
 from ..registry import register
 from ._common import check_rank
@@ -35,7 +37,6 @@ from ._detection import (
     to_nhwc,
 )
 
-_Q8 = OperandType.TENSOR_QUANT8_ASYMM
 _BOX_SCALE = F32(0.125)
 _WEIGHT_SCALE = F32(1.0) / F32(255.0)  # ROI_ALIGN's quantized bilinear weights
 
@@ -86,7 +87,7 @@ def _scaled_rois(ctx: KernelContext, feature_hw: tuple[int, int]) -> np.ndarray:
     width_scale = F32(1.0) / float_scalar(ctx, "width_ratio")
     scale = np.array([width_scale, height_scale, width_scale, height_scale], dtype=F32)
     rois = ctx.input("rois")
-    if ctx.input_type("input") == _Q8 and ctx.operation == Op.ROI_ALIGN:
+    if ctx.input_type("input") in ASYMM_8BIT and ctx.operation == Op.ROI_ALIGN:
         scaled = rois.astype(F32) * scale * _BOX_SCALE  # this order, as Android's integer path
     else:
         scaled = float_input(ctx, "rois") * scale
@@ -126,7 +127,7 @@ def roi_align(ctx: KernelContext) -> np.ndarray:
     batch_index = ctx.input("batch_index")
     check_batch_index(batch_index, batches)
     rois = _scaled_rois(ctx, (height, width))
-    quantized = ctx.input_type("input") == _Q8
+    quantized = ctx.input_type("input") in ASYMM_8BIT
     if not quantized:
         feature = feature.astype(F32, copy=False)
 
@@ -188,7 +189,7 @@ def _sampling_ratio(requested: int, step: np.ndarray) -> np.ndarray:
 def _requantize_roi_align(ctx: KernelContext, acc: np.ndarray, count: np.ndarray) -> np.ndarray:
     """Averages and rescales the integer sums; the multiplier depends on each roi's count."""
     (in_scale, _), (out_scale, out_zero_point) = ctx.input_quant("input"), ctx.output_quant()
-    out = np.empty(acc.shape, np.uint8)
+    out = np.empty(acc.shape, ctx.output_dtype())
     for samples in np.unique(count):
         real = (F32(in_scale) * _WEIGHT_SCALE / F32(out_scale)) / F32(samples)
         try:
@@ -197,7 +198,7 @@ def _requantize_roi_align(ctx: KernelContext, acc: np.ndarray, count: np.ndarray
             raise OpFailedError(f"cannot rescale to the output: {e}") from None
         rows = count == samples
         scaled = multiply_by_quantized_multiplier(acc[rows], multiplier, -right_shift)
-        out[rows] = np.clip(scaled + out_zero_point, 0, 255)
+        out[rows] = saturate(scaled + out_zero_point, out.dtype)
     return out
 
 
@@ -232,7 +233,7 @@ def roi_pooling(ctx: KernelContext) -> np.ndarray:
             best = np.where(inside, np.maximum(best, values), best)
             seen |= inside
     # An empty bin (at the map's far edge) reads as the zero point, as Android's does.
-    empty = ctx.input_quant("input")[1] if ctx.input_type("input") == _Q8 else 0
+    empty = ctx.input_quant("input")[1] if ctx.input_type("input") in ASYMM_8BIT else 0
     return from_nhwc(np.where(seen, best, np.array(empty, feature.dtype)), nchw)
 
 

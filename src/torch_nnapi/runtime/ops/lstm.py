@@ -2,7 +2,10 @@
 
 All three run the one ``LstmCell`` of ``_recurrent`` (CIFG, peephole, projection with clipping,
 layer normalization, auxiliary input), over one step or over a sequence in either direction.
-Float16 is computed in float32 and cast back at the end, as Android does.
+Float16 is computed in float32 and cast back at the end, as Android does. Since API 30 the
+sequence operations may also output their last output and cell states, and the bidirectional
+one may feed its auxiliary input to the backward cell in place of the input (parallel
+linking).
 """
 
 from __future__ import annotations
@@ -10,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
-from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..registry import register
 from ._recurrent import (
@@ -19,9 +21,14 @@ from ._recurrent import (
     LstmCell,
     LstmConfig,
     LstmOperands,
+    CROSS_LINKING,
+    NO_LINKING,
+    PARALLEL_LINKING,
     activation,
+    check_aux_sequence,
     check_merged_outputs,
     ieee_float,
+    linking_mode,
     load_lstm_cell,
     lstm_clip,
     lstm_config,
@@ -82,66 +89,80 @@ def _unidirectional_config(ctx: KernelContext) -> tuple[bool, LstmConfig]:
 
 
 def _prepare_unidirectional(ctx: KernelContext) -> list[Shape]:
-    _, config = _unidirectional_config(ctx)
+    time_major, config = _unidirectional_config(ctx)
     _parameters(ctx)
-    return [ctx.input_shape("input")[:2] + (config.output_size,)]
+    batch = sequence_dims(ctx, "input", time_major)[1]
+    states = [(batch, config.output_size), (batch, config.num_cells)] \
+        if ctx.output_count("output_state_out") else []
+    return [ctx.input_shape("input")[:2] + (config.output_size,), *states]
 
 
 @register(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, prepare=_prepare_unidirectional)
 @ieee_float
-def unidirectional_sequence_lstm(ctx: KernelContext) -> np.ndarray:
+def unidirectional_sequence_lstm(ctx: KernelContext) -> list[np.ndarray]:
     time_major, config = _unidirectional_config(ctx)
     cell = _load(ctx, _SINGLE, config)
-    outputs, _, _, _ = cell.run(time_major_view(ctx.float_input("input"), time_major),
+    outputs, h, c, _ = cell.run(time_major_view(ctx.float_input("input"), time_major),
                                 ctx.float_input(_SINGLE.output_state),
                                 ctx.float_input(_SINGLE.cell_state))
-    return np.ascontiguousarray(time_major_view(outputs, time_major), ctx.output_dtype())
+    dtype = ctx.output_dtype()
+    states = [h.astype(dtype), c.astype(dtype)] if ctx.output_count("output_state_out") else []
+    return [np.ascontiguousarray(time_major_view(outputs, time_major), dtype), *states]
 
 
 # --------------------------------------------------------------------------------------------
 # BIDIRECTIONAL_SEQUENCE_LSTM
 
 
-def _bidirectional_configs(ctx: KernelContext) -> tuple[bool, bool, LstmConfig, LstmConfig]:
+def _bidirectional_configs(ctx: KernelContext) \
+        -> tuple[bool, bool, str, int, LstmConfig, LstmConfig]:
+    """(time_major, merge_outputs, linking mode, batch, forward and backward configs)."""
     time_major = bool(ctx.scalar("time_major"))
     merge = check_merged_outputs(ctx)
     steps, batch, input_size = sequence_dims(ctx, "input", time_major)
-    aux_input_size = None
-    if ctx.has_input("aux_input"):
-        aux_steps, aux_batch, aux_input_size = sequence_dims(ctx, "aux_input", time_major)
-        if (aux_steps, aux_batch) != (steps, batch):
-            raise BadDataError(f"{ctx.describe_input('aux_input')} has shape"
-                               f" {list(ctx.input_shape('aux_input'))}; its time and batch"
-                               f" dimensions must match the input's"
-                               f" {list(ctx.input_shape('input'))}")
-    fw = lstm_config(ctx, _FORWARD, batch, input_size, aux_input_size)
-    bw = lstm_config(ctx, _BACKWARD, batch, input_size, aux_input_size)
-    return time_major, merge, fw, bw
+    linking = linking_mode(ctx, _FORWARD.aux_to("forget"), _BACKWARD.aux_to("forget"))
+    aux_size = check_aux_sequence(ctx, time_major, steps, batch) \
+        if linking != NO_LINKING else None
+    cross_size = aux_size if linking == CROSS_LINKING else None
+    fw = lstm_config(ctx, _FORWARD, batch, input_size, cross_size)
+    # In parallel linking the auxiliary input is the backward cell's input.
+    bw_input_size = aux_size if linking == PARALLEL_LINKING else input_size
+    bw = lstm_config(ctx, _BACKWARD, batch, bw_input_size, cross_size)
+    return time_major, merge, linking, batch, fw, bw
 
 
 def _prepare_bidirectional(ctx: KernelContext) -> list[Shape]:
-    _, merge, fw, bw = _bidirectional_configs(ctx)
+    _, merge, _, batch, fw, bw = _bidirectional_configs(ctx)
     _parameters(ctx)
     leading = ctx.input_shape("input")[:2]
-    if merge:
-        return [leading + (fw.output_size + bw.output_size,)]
-    return [leading + (fw.output_size,), leading + (bw.output_size,)]
+    outputs = [leading + (fw.output_size + bw.output_size,)] if merge else \
+        [leading + (fw.output_size,), leading + (bw.output_size,)]
+    if ctx.output_count("fw_output_state_out"):
+        outputs += [(batch, fw.output_size), (batch, fw.num_cells), (batch, bw.output_size),
+                    (batch, bw.num_cells)]
+    return outputs
 
 
 @register(Op.BIDIRECTIONAL_SEQUENCE_LSTM, prepare=_prepare_bidirectional)
 @ieee_float
 def bidirectional_sequence_lstm(ctx: KernelContext) -> list[np.ndarray]:
-    time_major, merge, fw_config, bw_config = _bidirectional_configs(ctx)
+    time_major, merge, linking, _, fw_config, bw_config = _bidirectional_configs(ctx)
     x = time_major_view(ctx.float_input("input"), time_major)
     aux = time_major_view(ctx.float_input("aux_input"), time_major) \
-        if ctx.has_input("aux_input") else None
-    results = []
+        if linking != NO_LINKING else None
+    cross = aux if linking == CROSS_LINKING else None
+    results, states = [], []
     for at, config, reverse in ((_FORWARD, fw_config, False), (_BACKWARD, bw_config, True)):
         cell = _load(ctx, at, config)
-        outputs, _, _, _ = cell.run(x, ctx.float_input(at.output_state),
-                                    ctx.float_input(at.cell_state), aux, reverse)
+        inputs = aux if linking == PARALLEL_LINKING and reverse else x
+        outputs, h, c, _ = cell.run(inputs, ctx.float_input(at.output_state),
+                                    ctx.float_input(at.cell_state), cross, reverse)
         results.append(outputs)
+        states += [h, c]
     if merge:
         results = [np.concatenate(results, axis=-1)]
     dtype = ctx.output_dtype("fw_output")
-    return [np.ascontiguousarray(time_major_view(r, time_major), dtype) for r in results]
+    sequences = [np.ascontiguousarray(time_major_view(r, time_major), dtype) for r in results]
+    if not ctx.output_count("fw_output_state_out"):
+        return sequences
+    return [*sequences, *(state.astype(dtype) for state in states)]

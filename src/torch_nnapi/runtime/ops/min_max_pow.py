@@ -10,23 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
 from ..registry import register
 from ._common import broadcast_inputs
-from ._requantize import requantize_uint8
-
-
-def _operand_in_output_terms(ctx: KernelContext, name: str) -> np.ndarray:
-    if ctx.input_type(name) == OperandType.TENSOR_QUANT8_ASYMM:
-        return requantize_uint8(ctx.input(name), ctx.input_quant(name), ctx.output_quant())
-    return ctx.input(name)
+from ._requantize import in_output_terms
 
 
 @register(Op.MAXIMUM, Op.MINIMUM, prepare=broadcast_inputs())
 def min_max(ctx: KernelContext) -> np.ndarray:
-    a, b = _operand_in_output_terms(ctx, "input0"), _operand_in_output_terms(ctx, "input1")
+    a, b = in_output_terms(ctx, "input0"), in_output_terms(ctx, "input1")
     take_b = a < b if ctx.operation == Op.MAXIMUM else b < a
     return np.where(take_b, b, a).astype(ctx.output_dtype(), copy=False)
 

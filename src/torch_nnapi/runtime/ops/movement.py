@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 
-from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
+from ..quant import ASYMM_8BIT
 from ..registry import register
 from ._shape_common import (
     axis_scalar,
@@ -61,18 +61,20 @@ def _pad_plan(ctx: KernelContext) -> list[tuple[int, int]]:
 
 def _prepare_pad(ctx: KernelContext) -> list[Shape]:
     pads = _pad_plan(ctx)
-    if ctx.operation == Op.PAD_V2 and ctx.input_type("input") == OperandType.TENSOR_QUANT8_ASYMM:
+    if ctx.operation == Op.PAD_V2 and ctx.input_type("input") in ASYMM_8BIT:
         value = ctx.scalar("pad_value")
-        if not 0 <= value <= 255:
-            raise BadDataError(f"{ctx.describe_input('pad_value')} {value} is outside the quant8"
-                               " range [0, 255]")
+        limits = np.iinfo(ctx.output_dtype())
+        if not limits.min <= value <= limits.max:
+            raise BadDataError(f"{ctx.describe_input('pad_value')} {value} is outside the"
+                               f" {ctx.input_type('input').name} range [{limits.min},"
+                               f" {limits.max}]")
     return [tuple(a + n + b for n, (a, b) in zip(ctx.input_shape("input"), pads))]
 
 
 def _pad_value(ctx: KernelContext) -> float | int:
     if ctx.operation == Op.PAD_V2:
         return ctx.scalar("pad_value")
-    if ctx.input_type("input") == OperandType.TENSOR_QUANT8_ASYMM:
+    if ctx.input_type("input") in ASYMM_8BIT:
         return ctx.output_quant()[1]
     return 0
 
@@ -129,7 +131,8 @@ def _clamped_index(index: int, dim: int, forward: bool) -> int:
 
 
 def _strided_slice_plan(ctx: KernelContext) -> tuple[tuple[slice, ...], Shape]:
-    """(one slice per dimension, output shape without the shrunk dimensions)."""
+    """(one slice per dimension, output shape without the shrunk dimensions: [1] when every
+    dimension is shrunk, as Android 11 says)."""
     shape = _check_rank_at_most_4(ctx)
     rank = len(shape)
     begins = int_vector(ctx, "begin", rank)
@@ -155,12 +158,16 @@ def _strided_slice_plan(ctx: KernelContext) -> tuple[tuple[slice, ...], Shape]:
         else:  # a negative stop means "past index 0", which a Python slice spells None
             plan.append(slice(begin, stop if stop >= 0 else None, stride))
         if shrink_mask >> d & 1:
+            if not forward:
+                raise BadDataError(f"{ctx.describe_input('shrink_axis_mask')} shrinks dimension"
+                                   f" {d}, whose stride {stride} is negative; a shrunk"
+                                   " dimension needs a positive stride")
             if size != 1:
                 raise BadDataError(f"{ctx.describe_input('shrink_axis_mask')} shrinks dimension"
                                    f" {d}, whose slice has {size} elements instead of 1")
         else:
             out_shape.append(size)
-    return tuple(plan), tuple(out_shape)
+    return tuple(plan), tuple(out_shape) or (1,)
 
 
 @register(Op.STRIDED_SLICE, prepare=lambda ctx: [_strided_slice_plan(ctx)[1]])
@@ -248,7 +255,7 @@ def _prepare_space_to_batch(ctx: KernelContext) -> list[Shape]:
 def space_to_batch_nd(ctx: KernelContext) -> np.ndarray:
     nchw, (bh, bw), pads, out_shape = _space_to_batch_plan(ctx)
     x = to_nhwc(ctx.input("input"), nchw)
-    quantized = ctx.input_type("input") == OperandType.TENSOR_QUANT8_ASYMM
+    quantized = ctx.input_type("input") in ASYMM_8BIT
     fill = ctx.output_quant()[1] if quantized else 0
     x = np.pad(x, pads, constant_values=np.asarray(fill).astype(x.dtype))
     n, ph, pw, c = x.shape

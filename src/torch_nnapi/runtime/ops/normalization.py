@@ -2,26 +2,26 @@
 INSTANCE_NORMALIZATION.
 
 The axis operations move their axis last and work on all slices at once. Floats are computed
-in float32 (float16 too, cast back). Quantized SOFTMAX follows Android's reference (TFLite's
-uint8 Softmax): input differences from the maximum rescaled to 5 integer bits, gemmlowp's
-fixed-point exp, a 12-integer-bit sum and a fixed-point reciprocal. Quantized L2
-normalization scales by a fixed-point inverse square root of the integer sum of squares.
+in float32 (float16 too, cast back). Quantized SOFTMAX (uint8, and int8 since API 30)
+follows Android's reference (TFLite's Softmax): input differences from the maximum rescaled to
+5 integer bits, gemmlowp's fixed-point exp, a 12-integer-bit sum and a fixed-point
+reciprocal. Quantized L2 normalization scales by a fixed-point inverse square root of the
+integer sum of squares. Both have a fixed output quantization, whose zero point depends on
+the type (SOFTMAX 0 or -128, L2 128 or 0).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError, OpFailedError
 from .. import fixedpoint as fp
 from ..context import KernelContext, Shape
+from ..quant import ASYMM_8BIT, saturate
 from ..registry import register
 from ._common import check_rank
 from ._shape_common import axis_scalar
-
-_Q8 = OperandType.TENSOR_QUANT8_ASYMM
 # Quantized SOFTMAX: differences from the row maximum get 5 integer bits (exp(-32) is already
 # negligible), the sum of exponentials 12 (up to 4096 rows at the maximum).
 _DIFF_INTEGER_BITS = 5
@@ -48,13 +48,13 @@ def _prepare_along_axis(ctx: KernelContext) -> list[Shape]:
 def _along_axis(ctx: KernelContext, float_fn, quant8_fn=None) -> np.ndarray:
     """Computes the input slice by slice along its axis (the last one when the axis input is
     left out), the axis moved last for ``float_fn`` (in float32, cast back to the output type;
-    infinities and NaNs propagate without warnings) or, for a TENSOR_QUANT8_ASYMM input,
+    infinities and NaNs propagate without warnings) or, for an asymmetric 8-bit input,
     ``quant8_fn`` (on its raw values)."""
     x = ctx.input("input")
     if x.size == 0:
         return _empty_output(ctx)
     axis = axis_scalar(ctx, "axis", x.ndim)
-    if quant8_fn is not None and ctx.input_type("input") == _Q8:
+    if quant8_fn is not None and ctx.input_type("input") in ASYMM_8BIT:
         return _along_last(quant8_fn, x, axis)
     with np.errstate(all="ignore"):
         result = _along_last(float_fn, ctx.float_input("input"), axis)
@@ -70,7 +70,7 @@ def _prepare_softmax(ctx: KernelContext) -> list[Shape]:
     beta = float(ctx.scalar("beta"))
     if not beta > 0:
         raise BadDataError(f"{ctx.describe_input('beta')} must be positive, got {beta}")
-    if ctx.input_type("input") == _Q8:
+    if ctx.input_type("input") in ASYMM_8BIT:
         _softmax_quant8_params(ctx, beta)
     return shapes
 
@@ -84,13 +84,13 @@ def softmax(ctx: KernelContext) -> np.ndarray:
         return exps / exps.sum(axis=-1, keepdims=True)
 
     def quant8_softmax(q: np.ndarray) -> np.ndarray:
-        return _softmax_quant8(q, *_softmax_quant8_params(ctx, beta))
+        return _softmax_quant8(q, *_softmax_quant8_params(ctx, beta), ctx.output_quant()[1])
 
     return _along_axis(ctx, float_softmax, quant8_softmax)
 
 
 def _softmax_quant8_params(ctx: KernelContext, beta: float) -> tuple[int, int, int]:
-    """(multiplier, left shift) taking uint8 differences to 5 integer bits, and the smallest
+    """(multiplier, left shift) taking 8-bit differences to 5 integer bits, and the smallest
     difference that still counts (the others contribute exp() == 0)."""
     scale = float(np.float32(ctx.input_quant("input")[0]))
     real = min(beta * scale * float(1 << (31 - _DIFF_INTEGER_BITS)), float(_INT32_MAX))
@@ -113,9 +113,11 @@ def softmax_quant8_exponentials(diff: np.ndarray, multiplier: int, left_shift: i
     return counted, exps, terms
 
 
-def _softmax_quant8(q: np.ndarray, multiplier: int, left_shift: int,
-                    diff_min: int) -> np.ndarray:
-    """Quantized softmax along the last axis; the output has scale 1/256 and zero point 0."""
+def _softmax_quant8(q: np.ndarray, multiplier: int, left_shift: int, diff_min: int,
+                    zero_point: int) -> np.ndarray:
+    """Quantized softmax along the last axis; the output has scale 1/256 and ``zero_point``
+    (the lowest value of ``q``'s type)."""
+    q_dtype = q.dtype
     q = q.astype(np.int64)
     diff = q - q.max(axis=-1, keepdims=True)
     counted, exps, terms = softmax_quant8_exponentials(diff, multiplier, left_shift, diff_min)
@@ -124,7 +126,7 @@ def _softmax_quant8(q: np.ndarray, multiplier: int, left_shift: int,
     reciprocal, bits_over_unit = fp.get_reciprocal(sum_of_exps, _SUM_INTEGER_BITS)
     out = fp.rounding_divide_by_pot(fp.saturating_rounding_doubling_high_mul(reciprocal, exps),
                                     bits_over_unit + 31 - 8)
-    return np.where(counted, np.clip(out, 0, 255), 0).astype(np.uint8)
+    return saturate(np.where(counted, out + zero_point, zero_point), q_dtype)
 
 
 def _prepare_log_softmax(ctx: KernelContext) -> list[Shape]:
@@ -162,11 +164,16 @@ def l2_normalization(ctx: KernelContext) -> np.ndarray:
         return np.where(norm > 0, x / norm, np.float32(0))
 
     zero_point = ctx.input_quant("input")[1]
-    return _along_axis(ctx, compute, lambda q: _l2_normalization_quant8(q, zero_point))
+    output_zero_point = ctx.output_quant()[1]
+    return _along_axis(ctx, compute, lambda q: _l2_normalization_quant8(q, zero_point,
+                                                                         output_zero_point))
 
 
-def _l2_normalization_quant8(q: np.ndarray, zero_point: int) -> np.ndarray:
-    """x / |x| along the last axis; the output has scale 1/128 and zero point 128."""
+def _l2_normalization_quant8(q: np.ndarray, zero_point: int,
+                             output_zero_point: int) -> np.ndarray:
+    """x / |x| along the last axis; the output has scale 1/128 and ``output_zero_point`` (the
+    middle of ``q``'s type)."""
+    q_dtype = q.dtype
     diff = q.astype(np.int64) - zero_point
     sum_of_squares = (diff * diff).sum(axis=-1, keepdims=True)
     if np.any(sum_of_squares > _INT32_MAX):
@@ -175,7 +182,7 @@ def _l2_normalization_quant8(q: np.ndarray, zero_point: int) -> np.ndarray:
     inv_sqrt, shift = fp.get_inv_sqrt_quantized_multiplier_exp(sum_of_squares)
     scaled = fp.rounding_divide_by_pot(
         fp.saturating_rounding_doubling_high_mul(128 * diff, inv_sqrt), shift)
-    return np.clip(scaled + 128, 0, 255).astype(np.uint8)
+    return saturate(scaled + output_zero_point, q_dtype)
 
 
 def _prepare_local_response_normalization(ctx: KernelContext) -> list[Shape]:
@@ -215,12 +222,9 @@ def _prepare_instance_normalization(ctx: KernelContext) -> list[Shape]:
 
 @register(Op.INSTANCE_NORMALIZATION, prepare=_prepare_instance_normalization)
 def instance_normalization(ctx: KernelContext) -> np.ndarray:
-    """Normalizes each (batch, channel) plane over height and width.
-
-    NeuralNetworks.h documents division by sqrt(variance + epsilon), but Android 10's
-    reference, and the conformance tests, divide by sqrt(mean(x * x) + epsilon): the mean is
-    subtracted from x but not from the second moment. We follow Android.
-    """
+    """Normalizes each (batch, channel) plane over height and width: (x - mean) * gamma /
+    sqrt(variance + epsilon) + beta, as NeuralNetworks.h says and Android 11 computes
+    (Android 10 divided by the root mean square instead)."""
     x = ctx.float_input("input")
     if x.size == 0:
         return _empty_output(ctx)
@@ -229,6 +233,7 @@ def instance_normalization(ctx: KernelContext) -> np.ndarray:
     count = np.float32(x.shape[spatial[0]] * x.shape[spatial[1]])
     with np.errstate(all="ignore"):
         mean = x.sum(axis=spatial, keepdims=True) / count
-        root_mean_square = np.sqrt((x * x).sum(axis=spatial, keepdims=True) / count + epsilon)
-        result = (x - mean) * gamma / root_mean_square + beta
+        centered = x - mean
+        sigma = np.sqrt((centered * centered).sum(axis=spatial, keepdims=True) / count + epsilon)
+        result = centered * gamma / sigma + beta
         return result.astype(ctx.output_dtype(), copy=False)

@@ -2,19 +2,19 @@
 
 Windows are reduced separably (first down the rows, then across the columns), so a kh x kw
 window costs kh + kw vectorized passes. Padding never counts: averages divide by the number
-of real input elements in each window, as Android's kernels do. Quantized averages round
-(sum + count / 2) / count in integers; float16 is computed in float32.
+of real input elements in each window, as Android's kernels do. Quantized averages (uint8,
+and int8 since API 30) round sum / count to the nearest integer in integers, halves away
+from zero; float16 is computed in float32.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
-from ..quant import activation_range_quantized, apply_fused_activation
+from ..quant import ASYMM_8BIT, activation_range_quantized, apply_fused_activation
 from ..registry import register
 from ._spatial import (
     Window,
@@ -83,10 +83,10 @@ def pool_2d(ctx: KernelContext) -> np.ndarray:
     shape = image_shape(n, out_h, out_w, c, params.nchw)
     if n == 0:
         return np.zeros(shape, ctx.output_dtype())
-    quantized = ctx.input_type("input") == OperandType.TENSOR_QUANT8_ASYMM
+    quantized = ctx.input_type("input") in ASYMM_8BIT
     x = to_nhwc(ctx.input("input") if quantized else ctx.float_input("input"), params.nchw)
     if ctx.operation == Op.MAX_POOL_2D:
-        lowest = 0 if quantized else -np.inf
+        lowest = np.iinfo(x.dtype).min if quantized else -np.inf
         result = _reduce_windows(pad_image(x, window, lowest), window, fh, fw, out_h, out_w,
                                  np.maximum)
     else:
@@ -96,16 +96,17 @@ def pool_2d(ctx: KernelContext) -> np.ndarray:
             x = np.square(x)
         sums = _reduce_windows(pad_image(x, window), window, fh, fw, out_h, out_w, np.add)
         counts = _window_counts(window, h, w, fh, fw, out_h, out_w)
-        if quantized:
-            result = (sums + counts // 2) // counts
+        if quantized:  # the nearest integer, halves away from zero (int8 sums can be < 0)
+            half = counts // 2
+            result = np.where(sums > 0, (sums + half) // counts, -((half - sums) // counts))
         else:
             result = (sums / counts.astype(np.float32)).astype(np.float32, copy=False)
             if ctx.operation == Op.L2_POOL_2D:
                 np.sqrt(result, out=result)
     if quantized:
         scale, zero = ctx.output_quant()
-        lo, hi = activation_range_quantized(params.fuse_code, scale, zero)
-        result = np.clip(result, lo, hi).astype(np.uint8)
+        lo, hi = activation_range_quantized(params.fuse_code, scale, zero, ctx.output_dtype())
+        result = np.clip(result, lo, hi)
     else:
         result = apply_fused_activation(result, params.fuse_code)
     return from_nhwc(result.astype(ctx.output_dtype(), copy=False), params.nchw)

@@ -1,10 +1,15 @@
-"""QUANTIZED_16BIT_LSTM: one LSTM step on uint8 activations with a 16-bit cell state.
+"""The quantized LSTM cells: QUANTIZED_16BIT_LSTM and (API 30) QUANTIZED_LSTM.
 
-As Android's reference does it: an integer fully connected layer produces each gate as a
+QUANTIZED_16BIT_LSTM, one LSTM step on uint8 activations with a 16-bit cell state, as
+Android's reference does it: an integer fully connected layer produces each gate as a
 16-bit fixed-point value with 3 integer bits (scale 2**-12), then gemmlowp fixed-point
 logistic, tanh, products and a saturating add update the cell state (4 integer bits, scale
 2**-11) and the output (uint8, scale 1/128, zero point 128). The fixed quantization of the
 activations, state and biases is enforced by the signature's rules.
+
+QUANTIZED_LSTM (``_qlstm``), on int8 activations with 8-bit symmetric weights and a 16-bit
+cell state whose scale is a power of two, with CIFG, peephole, projection and layer
+normalization optional, follows Android's integer kernel (TFLite's 8x8_16 LSTM).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from ..fixedpoint import (
 )
 from ..quant import multiply_by_quantized_multiplier, quantize_multiplier
 from ..registry import register
+from ._qlstm import prepare_qlstm, run_qlstm
 from ._recurrent import expect_shape, required_shape
 
 _GATES = ("input", "forget", "cell", "output")
@@ -92,3 +98,8 @@ def quantized_16bit_lstm(ctx: KernelContext) -> list[np.ndarray]:
     output = rounding_divide_by_pot(mul(output_gate, state_tanh), 8)
     output = np.clip(output, -128, 127) + _ACTIVATION_ZERO_POINT
     return [new_state.astype(np.int16), output.astype(np.uint8)]
+
+
+@register(Op.QUANTIZED_LSTM, prepare=prepare_qlstm)
+def quantized_lstm(ctx: KernelContext) -> list[np.ndarray]:
+    return run_qlstm(ctx)

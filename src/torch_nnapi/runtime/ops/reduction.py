@@ -1,8 +1,9 @@
 """MEAN, REDUCE_ALL/ANY/MAX/MIN/PROD/SUM, ARGMAX/ARGMIN, TOPK_V2.
 
-Float16 is computed in float32 and cast back. Quant8 MEAN sums the raw values in integers and
-divides with truncation, exactly as Android's reference (its output keeps the input's
-quantization). REDUCE_MAX/MIN start from the type's lowest/highest finite value as Android's
+Float16 is computed in float32 and cast back. Quant8 MEAN (uint8, and int8 since API 30) sums
+the raw values in integers and divides truncating toward zero, exactly as Android's reference
+(its output keeps the input's quantization). Reducing every dimension of a tensor without
+keeping them, or ARGMAX/ARGMIN of a 1-D tensor, gives shape [1] (Android 11). REDUCE_MAX/MIN start from the type's lowest/highest finite value as Android's
 reference does, so reducing an empty axis gives that value.
 """
 
@@ -10,14 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
+from ..quant import ASYMM_8BIT
 from ..registry import register
 from ._shape_common import axes_vector, axis_scalar, reduced_shape
-
-_Q8 = OperandType.TENSOR_QUANT8_ASYMM
 
 # --------------------------------------------------------------------------------------------
 # MEAN and REDUCE_*
@@ -43,8 +42,9 @@ def mean(ctx: KernelContext) -> np.ndarray:
     count = int(np.prod([x.shape[d] for d in axes], dtype=np.int64))
     if count == 0:  # nothing to average: Android leaves the zero-initialized output
         return np.zeros(out_shape, ctx.output_dtype())
-    if x.dtype == np.uint8:
-        average = np.sum(x, axis=axes, dtype=np.int64) // count
+    if ctx.input_type("input") in ASYMM_8BIT:
+        total = np.sum(x, axis=axes, dtype=np.int64)  # of raw values, which int8 has < 0
+        average = np.sign(total) * (np.abs(total) // count)
     else:
         average = np.sum(ctx.float_input("input"), axis=axes, dtype=np.float32) / np.float32(count)
     # (NumPy gives scalars, not arrays, when every axis is reduced.)
@@ -94,14 +94,16 @@ def _arg_axis(ctx: KernelContext) -> int:
 def _prepare_arg(ctx: KernelContext) -> list[Shape]:
     shape = ctx.input_shape("input")
     axis = _arg_axis(ctx)
-    return [shape[:axis] + shape[axis + 1:]]
+    return [shape[:axis] + shape[axis + 1:] or (1,)]
 
 
 @register(Op.ARGMAX, Op.ARGMIN, prepare=_prepare_arg)
 def arg_min_max(ctx: KernelContext) -> np.ndarray:
     """The first index of the extreme value, as the reference's strict comparison gives."""
     find = np.argmax if ctx.operation == Op.ARGMAX else np.argmin
-    return np.asarray(find(ctx.input("input"), axis=_arg_axis(ctx)), dtype=np.int32)
+    x = ctx.input("input")
+    return np.asarray(find(x, axis=_arg_axis(ctx)), dtype=np.int32).reshape(
+        _prepare_arg(ctx)[0])
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """RNN, UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN and SVDF.
 
 The three RNN operations run the one ``RnnCell`` of ``_recurrent``; SVDF is the other stateful
-float layer of NNAPI 1.0. Float16 is computed in float32 and cast back.
+float layer of NNAPI 1.0. Float16 is computed in float32 and cast back. Since API 30 the
+sequence operations may also output their last hidden states, and the bidirectional one may
+feed its auxiliary input to the backward cell in place of the input (parallel linking).
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..registry import register
 from ._recurrent import (
+    CROSS_LINKING,
     FUSE_CODES,
+    NO_LINKING,
+    PARALLEL_LINKING,
     RnnCell,
     activation,
-    all_or_none,
+    check_aux_sequence,
     check_merged_outputs,
     expect_shape,
     ieee_float,
+    linking_mode,
     required_shape,
     rnn_units,
     sequence_dims,
@@ -96,66 +102,77 @@ def _prepare_unidirectional(ctx: KernelContext) -> list[Shape]:
     _, batch, input_size = sequence_dims(ctx, "input", _unidirectional_time_major(ctx))
     units = _SEQUENCE.units(ctx, batch, input_size)
     activation(ctx, "fuse_code", FUSE_CODES)
-    return [ctx.input_shape("input")[:2] + (units,)]
+    states = [(batch, units)] * ctx.output_count("hidden_state_out")
+    return [ctx.input_shape("input")[:2] + (units,), *states]
 
 
 @register(Op.UNIDIRECTIONAL_SEQUENCE_RNN, prepare=_prepare_unidirectional)
 @ieee_float
-def unidirectional_sequence_rnn(ctx: KernelContext) -> np.ndarray:
+def unidirectional_sequence_rnn(ctx: KernelContext) -> list[np.ndarray]:
     time_major = _unidirectional_time_major(ctx)
-    outputs, _ = _SEQUENCE.cell(ctx).run(time_major_view(ctx.float_input("input"), time_major),
-                                         ctx.float_input(_SEQUENCE.state))
-    return np.ascontiguousarray(time_major_view(outputs, time_major), ctx.output_dtype())
+    outputs, state = _SEQUENCE.cell(ctx).run(
+        time_major_view(ctx.float_input("input"), time_major), ctx.float_input(_SEQUENCE.state))
+    dtype = ctx.output_dtype()
+    states = [state.astype(dtype)] * ctx.output_count("hidden_state_out")
+    return [np.ascontiguousarray(time_major_view(outputs, time_major), dtype), *states]
 
 
 # --------------------------------------------------------------------------------------------
 # BIDIRECTIONAL_SEQUENCE_RNN
 
 
-def _bidirectional_params(ctx: KernelContext) -> tuple[bool, bool, bool, int, int]:
-    """(time_major, merge_outputs, has_aux, fw_units, bw_units), after checking shapes."""
+def _bidirectional_params(ctx: KernelContext) -> tuple[bool, bool, str, int, int]:
+    """(time_major, merge_outputs, linking mode, fw_units, bw_units), after checking
+    shapes."""
     time_major = bool(ctx.scalar("time_major"))
     merge = check_merged_outputs(ctx)
     steps, batch, input_size = sequence_dims(ctx, "input", time_major)
+    linking = linking_mode(ctx, _FORWARD.aux_weights, _BACKWARD.aux_weights)
+    aux_size = check_aux_sequence(ctx, time_major, steps, batch) if linking != NO_LINKING else 0
     fw_units = _FORWARD.units(ctx, batch, input_size)
-    bw_units = _BACKWARD.units(ctx, batch, input_size)
-    has_aux = all_or_none(ctx, ("aux_input", _FORWARD.aux_weights, _BACKWARD.aux_weights),
-                          "auxiliary input")
-    if has_aux:
-        aux_steps, aux_batch, aux_size = sequence_dims(ctx, "aux_input", time_major)
-        if (aux_steps, aux_batch) != (steps, batch):
-            raise BadDataError(f"{ctx.describe_input('aux_input')} has shape"
-                               f" {list(ctx.input_shape('aux_input'))}; its time and batch"
-                               f" dimensions must match the input's"
-                               f" {list(ctx.input_shape('input'))}")
+    # In parallel linking the auxiliary input is the backward cell's input.
+    bw_units = _BACKWARD.units(ctx, batch,
+                               aux_size if linking == PARALLEL_LINKING else input_size)
+    if linking == CROSS_LINKING:
         expect_shape(ctx, _FORWARD.aux_weights, (fw_units, aux_size))
         expect_shape(ctx, _BACKWARD.aux_weights, (bw_units, aux_size))
     activation(ctx, "fuse_code", FUSE_CODES)
-    return time_major, merge, has_aux, fw_units, bw_units
+    return time_major, merge, linking, fw_units, bw_units
 
 
 def _prepare_bidirectional(ctx: KernelContext) -> list[Shape]:
     _, merge, _, fw_units, bw_units = _bidirectional_params(ctx)
     leading = ctx.input_shape("input")[:2]
-    if merge:
-        return [leading + (fw_units + bw_units,)]
-    return [leading + (fw_units,), leading + (bw_units,)]
+    batch = leading[1] if ctx.scalar("time_major") else leading[0]
+    outputs = [leading + (fw_units + bw_units,)] if merge else \
+        [leading + (fw_units,), leading + (bw_units,)]
+    if ctx.output_count("fw_hidden_state_out"):
+        outputs += [(batch, fw_units), (batch, bw_units)]
+    return outputs
 
 
 @register(Op.BIDIRECTIONAL_SEQUENCE_RNN, prepare=_prepare_bidirectional)
 @ieee_float
 def bidirectional_sequence_rnn(ctx: KernelContext) -> list[np.ndarray]:
-    time_major, merge, has_aux, _, _ = _bidirectional_params(ctx)
+    time_major, merge, linking, _, _ = _bidirectional_params(ctx)
     x = time_major_view(ctx.float_input("input"), time_major)
-    aux = time_major_view(ctx.float_input("aux_input"), time_major) if has_aux else None
-    results = []
+    aux = time_major_view(ctx.float_input("aux_input"), time_major) \
+        if linking != NO_LINKING else None
+    cross = linking == CROSS_LINKING
+    results, states = [], []
     for at, reverse in ((_FORWARD, False), (_BACKWARD, True)):
-        outputs, _ = at.cell(ctx, has_aux).run(x, ctx.float_input(at.state), aux, reverse)
+        inputs = aux if linking == PARALLEL_LINKING and reverse else x
+        outputs, state = at.cell(ctx, cross).run(inputs, ctx.float_input(at.state),
+                                                 aux if cross else None, reverse)
         results.append(outputs)
+        states.append(state)
     if merge:
         results = [np.concatenate(results, axis=-1)]
     dtype = ctx.output_dtype("fw_output")
-    return [np.ascontiguousarray(time_major_view(r, time_major), dtype) for r in results]
+    sequences = [np.ascontiguousarray(time_major_view(r, time_major), dtype) for r in results]
+    if not ctx.output_count("fw_hidden_state_out"):
+        return sequences
+    return [*sequences, *(state.astype(dtype) for state in states)]
 
 
 # --------------------------------------------------------------------------------------------

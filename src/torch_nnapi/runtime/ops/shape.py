@@ -1,4 +1,5 @@
-"""RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE, CONCATENATION, SPLIT, TILE.
+"""RESHAPE, SQUEEZE, EXPAND_DIMS, TRANSPOSE, CONCATENATION, SPLIT, TILE, and (API 30) FILL
+and RANK.
 
 These move values without computing on them, so every data type takes the same path; the
 one exception is CONCATENATION of quant8 inputs quantized unlike the output (allowed since
@@ -11,11 +12,10 @@ import math
 
 import numpy as np
 
-from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
-from ..quant import round_half_away
+from ..quant import ASYMM_8BIT, round_half_away
 from ..registry import register
 from ._shape_common import axis_scalar, int_vector, owned, resolve_axis
 
@@ -54,6 +54,12 @@ def reshape(ctx: KernelContext) -> np.ndarray:
 
 
 def _squeeze_shape(ctx: KernelContext) -> Shape:
+    """The input's shape without the squeezed dimensions; [1] when none remains (Android 11:
+    NNAPI tensors have a rank of 1 or more)."""
+    return _squeezed(ctx) or (1,)
+
+
+def _squeezed(ctx: KernelContext) -> Shape:
     shape = ctx.input_shape("input")
     axes = int_vector(ctx, "axes") if ctx.has_input("axes") else []
     if not axes:  # omitted or empty: every dimension of size 1
@@ -139,24 +145,28 @@ def _prepare_concatenation(ctx: KernelContext) -> list[Shape]:
 
 
 def _requantized(ctx: KernelContext, k: int) -> np.ndarray:
-    """The k-th input in the output's quantization, in float32 as Android's reference does."""
+    """The k-th input in the output's quantization, in float32 as Android's reference does.
+    Android moves int8 values to uint8 (adding 128 to values and zero points) first, which
+    changes the float rounding, so we do as well."""
     x = ctx.input("inputs", k)
     (scale, zero_point), (out_scale, out_zero_point) = ctx.input_quant("inputs", k), \
         ctx.output_quant()
     if (np.float32(scale), zero_point) == (np.float32(out_scale), out_zero_point):
         return x
+    offset = 128 if x.dtype == np.int8 else 0
     ratio = np.float32(scale) * (np.float32(1.0) / np.float32(out_scale))
-    bias = np.float32(-zero_point) * ratio
+    bias = np.float32(-(zero_point + offset)) * ratio
+    as_uint8 = (x.astype(np.int32) + offset).astype(np.float32)
     # saturate before the integer cast: far outside [0, 255] an int32 cast would wrap
     with np.errstate(over="ignore"):  # beyond float32: inf, which saturates too
-        q = round_half_away(x.astype(np.float32) * ratio + bias) + np.float32(out_zero_point)
-    return np.clip(q, 0, 255).astype(np.uint8)
+        q = round_half_away(as_uint8 * ratio + bias) + np.float32(out_zero_point + offset)
+    return (np.clip(q, 0, 255) - offset).astype(x.dtype)
 
 
 @register(Op.CONCATENATION, prepare=_prepare_concatenation)
 def concatenation(ctx: KernelContext) -> np.ndarray:
     axis = ctx.scalar("axis")
-    if ctx.input_type("inputs") == OperandType.TENSOR_QUANT8_ASYMM:
+    if ctx.input_type("inputs") in ASYMM_8BIT:
         parts = [_requantized(ctx, k) for k in range(ctx.input_count("inputs"))]
     else:
         parts = ctx.inputs("inputs")
@@ -213,3 +223,27 @@ def _prepare_tile(ctx: KernelContext) -> list[Shape]:
 @register(Op.TILE, prepare=_prepare_tile)
 def tile(ctx: KernelContext) -> np.ndarray:
     return np.tile(ctx.input("input"), _multiples(ctx))
+
+
+# --------------------------------------------------------------------------------------------
+# FILL and RANK
+
+
+def _fill_shape(ctx: KernelContext) -> Shape:
+    if len(ctx.input_shape("shape")) != 1:
+        raise BadDataError(f"{ctx.describe_input('shape')} must be a 1-D tensor, got shape"
+                           f" {list(ctx.input_shape('shape'))}")
+    dims = [int(d) for d in ctx.input("shape")]
+    if any(d < 0 for d in dims):
+        raise BadDataError(f"{ctx.describe_input('shape')} {dims} has a negative dimension")
+    return tuple(dims)
+
+
+@register(Op.FILL, prepare=lambda ctx: [_fill_shape(ctx)])
+def fill(ctx: KernelContext) -> np.ndarray:
+    return np.full(_fill_shape(ctx), ctx.scalar("value"), dtype=ctx.output_dtype())
+
+
+@register(Op.RANK, prepare=lambda ctx: [()])
+def rank(ctx: KernelContext) -> np.ndarray:
+    return np.asarray(len(ctx.input_shape("input")), dtype=np.int32)

@@ -1,7 +1,8 @@
 """FLOOR, ABS, EXP, LOG, NEG, RSQRT, SIN, SQRT: element-wise functions of one tensor.
 
-Float16 is computed in float32 and rounded back, as Android's reference does; NEG on int32
-wraps around for INT32_MIN like the two's-complement negation it is. Out-of-domain inputs
+Float16 is computed in float32 and rounded back, as Android's reference does; NEG and ABS on
+int32 (ABS since API 30) wrap around for INT32_MIN like the two's-complement negation they
+are. Out-of-domain inputs
 give IEEE results (NaN, inf) rather than errors, as in C.
 """
 
