@@ -15,7 +15,9 @@ for (all pools set together with torch_nnapi.convert.set_num_threads):
 
 Runs alternate in blocks, each side after an untimed warm-up run, so that load changes on the
 machine hit both alike; each figure is the median of the timed runs. Outputs are checked
-against PyTorch's first. Exit code 0 when every ratio meets its target, 2 when one does not.
+against PyTorch's first. A side that runs slower on more threads than on fewer gets a warning
+(thread pools contending: its ratios mean little). Exit code 0 when every ratio meets its
+target, 2 when one does not.
 
     PYTHONPATH=src python3 bench/runtime.py [--threads 2,1] [--runs N] [--profile]
 """
@@ -41,6 +43,7 @@ from convert import zoo  # noqa: E402
 from realmodels.torchvision_support import load_torchvision  # noqa: E402
 
 from torch_nnapi.convert import convert_with_details, set_num_threads  # noqa: E402
+from torch_nnapi.convert.bench import CONTENTION_MARGIN  # noqa: E402
 from torch_nnapi.convert.host import model_for  # noqa: E402
 from torch_nnapi.nnapi import FuseCode, Model, OperandType, OperationType, PaddingCode  # noqa: E402
 from torch_nnapi.runtime import Compilation  # noqa: E402
@@ -299,6 +302,23 @@ def profile(case: Case) -> list[str]:
             for name, seconds in sorted(totals.items(), key=lambda kv: -kv[1])]
 
 
+def contention_warnings(medians: dict[tuple[str, str], dict[int, float]]) -> list[str]:
+    """Warnings for each side that ran slower with more threads than with its fewest (thread
+    pools competing for the cores: another busy process, or spinning OpenMP workers)."""
+    warnings_ = []
+    for (case, side), by_threads in medians.items():
+        fewest = min(by_threads)
+        for threads, seconds in sorted(by_threads.items()):
+            if threads > fewest and seconds > CONTENTION_MARGIN * by_threads[fewest]:
+                warnings_.append(
+                    f"warning: {case}: {side} ran slower on {threads} threads than on {fewest}"
+                    f" ({seconds * 1e3:.2f} ms against {by_threads[fewest] * 1e3:.2f} ms):"
+                    " thread pools are competing for the cores (another busy process, or"
+                    " PyTorch's OpenMP threads spinning: set OMP_WAIT_POLICY=PASSIVE); ratios"
+                    f" at {threads} threads mean little")
+    return warnings_
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", default="2,1",
@@ -312,6 +332,7 @@ def main() -> int:
     # Calibrating on random images leaves an unused residual add's observer empty.
     warnings.filterwarnings("ignore", message="must run observer before calling calculate_qparams")
     missed = []
+    medians: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     with torch.no_grad():
         cases = [float_mobilenet(), quantized_mobilenet(), transformer()]
         for case in cases:
@@ -328,8 +349,12 @@ def main() -> int:
                 print(f"  {case.name}: runtime {ours * 1e3:.2f} ms, PyTorch {theirs * 1e3:.2f} ms,"
                       f" ratio {ratio:.2f} (target <= {case.target}"
                       f"{'' if met else ', missed'})")
+                medians[case.name, "runtime"][threads] = ours
+                medians[case.name, "PyTorch"][threads] = theirs
                 if args.profile:
                     print("\n".join(profile(case)))
+    for warning in contention_warnings(medians):
+        print(warning)
     print("targets met" if not missed else "targets missed: " + "; ".join(missed))
     return 0 if not missed else 2
 
