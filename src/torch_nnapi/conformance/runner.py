@@ -125,9 +125,9 @@ def _compare_values(actual: np.ndarray, want: np.ndarray, operand_type: OperandT
         bad = np.abs(actual.astype(np.int64) - want.astype(np.int64)) > limit
     if not np.any(bad):
         return None
-    first = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
+    first = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), bad.shape))
     return (f"{int(np.sum(bad))} of {bad.size} values differ; at {list(first)} got"
-            f" {actual[first]!r}, expected {want[first]!r}")
+            f" {actual[first].item()}, expected {want[first].item()}")
 
 
 def _compare_distribution(spec_model: dict, example: dict, outputs: Sequence[np.ndarray],
