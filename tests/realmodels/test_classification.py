@@ -11,6 +11,7 @@ import importlib.util
 import pytest
 
 from .checks import check_float_model, nontrivial_weights
+from .sweep import REPRESENTATIVE, by_cost
 from .torchvision_support import load_torchvision
 
 MAX_PARAMETERS = 150_000_000
@@ -47,8 +48,7 @@ def build(name: str):
     return nontrivial_weights(model)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", classification_names())
+@pytest.mark.parametrize("name", by_cost(classification_names(), REPRESENTATIVE))
 def test_classification_model(name):
     model = build(name)
     assert sum(p.numel() for p in model.parameters()) <= MAX_PARAMETERS
