@@ -10,8 +10,9 @@ deduplicated scalar and constant operands, sizes that depend on flexible input d
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Union
 
 import numpy as np
 import torch
@@ -97,7 +98,7 @@ class Converter:
     # ------------------------------------------------------------------ tensor operands
 
     def new_tensor(self, shape: Sequence[SymInt], dtype: str,
-                   layout: Optional[lay.Layout] = None, scale: float = 0.0,
+                   layout: lay.Layout | None = None, scale: float = 0.0,
                    zero_point: int = 0, groups: Sequence[int] = ()) -> TensorValue:
         """A fresh tensor operand with PyTorch shape ``shape`` stored in ``layout``, its
         NNAPI dimensions merging the runs ``groups`` of that order (layout.py); a tensor of
@@ -126,7 +127,7 @@ class Converter:
         return TensorValue(index, shape, dtype, layout, float(scale), int(zero_point), groups)
 
     def constant(self, array, dtype: str, *, scale: float = 0.0, zero_point: int = 0,
-                 layout: Optional[lay.Layout] = None, nnapi_type: OperandType | None = None,
+                 layout: lay.Layout | None = None, nnapi_type: OperandType | None = None,
                  groups: Sequence[int] = ()) -> TensorValue:
         """A constant tensor operand from ``array`` (PyTorch order), stored in ``layout``
         (its dimensions merging the runs ``groups`` of that order)."""
@@ -155,8 +156,8 @@ class Converter:
             self._constants[key] = value
         return value
 
-    def torch_constant(self, t: torch.Tensor, dtype: Optional[str] = None,
-                       layout: Optional[lay.Layout] = None, groups: Sequence[int] = ()
+    def torch_constant(self, t: torch.Tensor, dtype: str | None = None,
+                       layout: lay.Layout | None = None, groups: Sequence[int] = ()
                        ) -> TensorValue:
         """A constant operand holding a PyTorch tensor (converted to ``dtype`` if given)."""
         if t.is_quantized:
@@ -178,8 +179,8 @@ class Converter:
     _FILL_VALUES = {"float32": OperandType.FLOAT32, "float16": OperandType.FLOAT16,
                     "int32": OperandType.INT32, "int64": OperandType.INT32}
 
-    def _fill(self, t: torch.Tensor, dtype: Optional[str], layout: Optional[lay.Layout],
-              groups: Sequence[int] = ()) -> Optional[TensorValue]:
+    def _fill(self, t: torch.Tensor, dtype: str | None, layout: lay.Layout | None,
+              groups: Sequence[int] = ()) -> TensorValue | None:
         """A FILL (feature level 4, when allowed) in place of a constant that is large (more
         than NNAPI copies into a model, MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES bytes) and holds
         one value: the model then carries a shape and the value instead of every element.
@@ -208,7 +209,7 @@ class Converter:
 
     # ------------------------------------------------------------------ scalar operands
 
-    def scalar(self, op_type: OperandType, value) -> "ScalarInput":
+    def scalar(self, op_type: OperandType, value) -> ScalarInput:
         """A scalar input (INT32, FLOAT32, BOOL...; an INT32 may be a Sym), added to the
         model when an operation keeps it: trailing inputs at their defaults are dropped."""
         if isinstance(value, Sym):
@@ -218,7 +219,7 @@ class Converter:
             value = float(np.float32(value))
         return ScalarInput(op_type, value)
 
-    def _scalar_operand(self, s: "ScalarInput") -> int:
+    def _scalar_operand(self, s: ScalarInput) -> int:
         if isinstance(s.value, Sym):
             index = self.model.add_scalar(s.type, s.value.hint)
             self.sym_values[index] = (s.value,)
@@ -230,20 +231,20 @@ class Converter:
             self._scalars[key] = found
         return found
 
-    def i32(self, value: SymInt) -> "ScalarInput":
+    def i32(self, value: SymInt) -> ScalarInput:
         return self.scalar(OperandType.INT32, value if isinstance(value, Sym) else int(value))
 
-    def f32(self, value: float) -> "ScalarInput":
+    def f32(self, value: float) -> ScalarInput:
         return self.scalar(OperandType.FLOAT32, float(value))
 
-    def f16(self, value: float) -> "ScalarInput":
+    def f16(self, value: float) -> ScalarInput:
         return self.scalar(OperandType.FLOAT16, float(value))
 
-    def float_scalar(self, value: float, like: TensorValue) -> "ScalarInput":
+    def float_scalar(self, value: float, like: TensorValue) -> ScalarInput:
         """A FLOAT32 or FLOAT16 scalar, matching a float16 tensor where needed."""
         return self.f16(value) if like.dtype == "float16" else self.f32(value)
 
-    def boolean(self, value: bool) -> "ScalarInput":
+    def boolean(self, value: bool) -> ScalarInput:
         return self.scalar(OperandType.BOOL, bool(value))
 
     def int_vector(self, values: Iterable[SymInt]) -> int:
@@ -310,7 +311,7 @@ class Converter:
     def _operand_of(self, x: OperandRef) -> int:
         return self._scalar_operand(x) if isinstance(x, ScalarInput) else _index(x)
 
-    def fuse_activation(self, t: TensorValue, code: int) -> Optional[TensorValue]:
+    def fuse_activation(self, t: TensorValue, code: int) -> TensorValue | None:
         """Folds RELU/RELU1/RELU6 into the operation that computed ``t`` (through its
         fuse-code input) when nothing else reads ``t``; None when that is not possible."""
         node = self.node
@@ -336,7 +337,7 @@ class Converter:
         return t
 
     def emit(self, op: OperationType, inputs: Named[OperandRef], shape: Sequence[SymInt],
-             dtype: str, layout: Optional[lay.Layout] = None, scale: float = 0.0,
+             dtype: str, layout: lay.Layout | None = None, scale: float = 0.0,
              zero_point: int = 0, groups: Sequence[int] = ()) -> TensorValue:
         """Adds an operation with one output (named ``output``) and returns that output."""
         out = self.new_tensor(shape, dtype, layout, scale, zero_point, groups)
@@ -344,7 +345,7 @@ class Converter:
         return out
 
     def emit_like(self, op: OperationType, inputs: Named[OperandRef],
-                  like: TensorValue, shape: Optional[Sequence[SymInt]] = None) -> TensorValue:
+                  like: TensorValue, shape: Sequence[SymInt] | None = None) -> TensorValue:
         """One-output operation whose output has ``like``'s dtype, layout and quantization
         (and merged dimensions, when the shape is the same)."""
         same = shape is None or tuple(shape) == tuple(like.shape)
@@ -368,7 +369,7 @@ class Converter:
 
     # ------------------------------------------------------------------ values
 
-    def tensor(self, v, like: Optional[TensorValue] = None, dtype: Optional[str] = None,
+    def tensor(self, v, like: TensorValue | None = None, dtype: str | None = None,
                what: str = "operand") -> TensorValue:
         """An operand for ``v``: a TensorValue as is; a constant tensor or number made a
         constant operand (of ``like``'s dtype and layout, broadcast-ready)."""

@@ -9,8 +9,8 @@ exposing the buffer protocol (NumPy arrays, bytes).
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 

@@ -24,8 +24,9 @@ numbers never cross a boundary (``fallback_partition.py``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any
 
 import torch
 
@@ -226,7 +227,7 @@ class TrialLowerer(Placer):
         self.verdict.cpu[node] = reason
         self._bind_cpu_outputs(node)
 
-    def _reads_cpu_only(self, node: Node) -> Optional[str]:
+    def _reads_cpu_only(self, node: Node) -> str | None:
         for v in free_values(node):
             if v in self.verdict.cpu_only:
                 return f"it reads %{v.name}, which only the CPU holds ({self.verdict.cpu_only[v]})"
@@ -257,7 +258,7 @@ class TrialLowerer(Placer):
                 self._cpu_only(v, "a number computed at run time" if v in self.numbers
                                else f"a {v.type} is not a tensor")
                 continue
-            why: Optional[str] = None
+            why: str | None = None
             if reads_dynamic or v in self.facts.dynamic:
                 self.dynamic.add(v)
                 why = self.facts.dynamic.get(v, "its sizes depend on values computed at run"
@@ -271,7 +272,7 @@ class TrialLowerer(Placer):
             if why is not None:
                 self._cpu_only(v, why)
 
-    def _bind_operand(self, v: Value, ex: ExampleTensor) -> Optional[str]:
+    def _bind_operand(self, v: Value, ex: ExampleTensor) -> str | None:
         """Binds ``v`` to a fresh operand, as a region input; the reason when it cannot."""
         dims = range(len(ex.shape)) if self.facts.flexible_unknown \
             else self.facts.flexible.get(v, ())
@@ -293,7 +294,7 @@ class TrialLowerer(Placer):
             self.cx.model.operands[r.operand].lifetime is Lifetime.CONSTANT
 
 
-def _untransferable(ex: ExampleTensor) -> Optional[str]:
+def _untransferable(ex: ExampleTensor) -> str | None:
     """Why a tensor cannot cross into a region (None when it can)."""
     if ex.dtype not in BOUNDARY_DTYPES:
         return f"a {ex.dtype} tensor, which PyTorch's NNAPI runtime cannot pass"

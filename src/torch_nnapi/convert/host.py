@@ -5,7 +5,8 @@ module's own TorchScript code, deserialized into our Model and executed by
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch

@@ -11,7 +11,8 @@ emitted only when an operation's requirement is not met (``Converter.to_layout``
 
 from __future__ import annotations
 
-from typing import Any, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 Layout = tuple[int, ...]
 T = TypeVar("T")

@@ -266,7 +266,7 @@ class _Folder:
         read = {v for n in self.graph.walk() if id(n) not in self.removed for v in n.inputs}
         read.add(self.graph.output)
         for n in self.graph.nodes:
-            if n.kind == "aten::dequantize" and not n.outputs[0] in read:
+            if n.kind == "aten::dequantize" and n.outputs[0] not in read:
                 self.removed.add(id(n))
 
 

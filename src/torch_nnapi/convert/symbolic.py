@@ -14,7 +14,8 @@ binary operators pop b then a and push ``a op b``.
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Sequence
+from typing import Union
 
 CONST, DIM, ADD, SUB, MUL, FLOORDIV, MOD, MAX, MIN = range(9)
 

@@ -23,10 +23,10 @@ from ..errors import Unsupported
 from ..symbolic import Sym, hint
 from ..values import TensorValue
 from . import lowering
-from .elementwise import arithmetic
 from ._common import require_tensor, static_int, tile
 from .activation import in_float
 from .conv import spatial_input
+from .elementwise import arithmetic
 from .index import gather_indices, strided_slice
 from .shape import concatenate
 
