@@ -207,7 +207,7 @@ def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False,
 
     def attempt(open_as: bool) -> Lowered:
         specs = [example_spec(x, open_as if c is None else c, f)
-                 for x, c, f in zip(examples, choices, flex)]
+                 for x, c, f in zip(examples, choices, flex, strict=False)]
         return lower(graph, specs, relax_float32_to_float16=relax, make_lowerer=factory)
 
     lowered = attempt(False)
@@ -256,7 +256,7 @@ def _nhwc_choices(examples: tuple, nhwc) -> list[bool | None]:
         if len(choices) != n:
             raise ValueError(f"nhwc has {len(choices)} entries for {n} inputs")
     result = []
-    for c, x in zip(choices, examples):
+    for c, x in zip(choices, examples, strict=False):
         if getattr(x, "nnapi_nhwc", False):
             c = True
         result.append(c if x.dim() == 4 or c else False)
@@ -285,7 +285,7 @@ def nnapi_program(lowered: Lowered, serialized: SerializedModel, preference: int
                     for s in specs]
     input_perms = [list(t.layout) if not lay.is_identity(t.layout) else []
                    for t in lowered.inputs]
-    input_casts = [_input_cast(t, s) for t, s in zip(lowered.inputs, specs)]
+    input_casts = [_input_cast(t, s) for t, s in zip(lowered.inputs, specs, strict=False)]
     input_scales = [float(t.scale) for t in lowered.inputs]
     input_zero_points = [int(t.zero_point) for t in lowered.inputs]
     outputs = lowered.outputs
@@ -333,7 +333,7 @@ def _override_shape(t: TensorValue, shape, computed, index):
     if len(shape) != t.rank:
         raise ValueError(f"return_shapes[{index}] has rank {len(shape)}, output {index} has"
                          f" rank {t.rank}")
-    torch_programs = [None] * t.rank
+    torch_programs: list[list[int] | None] = [None] * t.rank
     for nnapi_dim, torch_dim in enumerate(t.layout):
         torch_programs[torch_dim] = computed[nnapi_dim]
     for d, size in enumerate(shape):

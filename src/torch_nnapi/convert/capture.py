@@ -351,8 +351,7 @@ def source_location(node: torch._C.Node) -> str:
         parts = [p for p in scope_name.replace("__module.", "").split("/") if p]
         if parts:
             scope = f", module {parts[-1]}"
-    frames = [_TRACED_FRAME.match(line.strip()) for line in text.splitlines()]
-    frames = [m for m in frames if m]
+    frames = [m for line in text.splitlines() if (m := _TRACED_FRAME.match(line.strip()))]
     if frames:
         user = next((m for m in frames if not m.group(1).startswith((_TORCH_DIR, _OWN_DIR))),
                     frames[0])
@@ -393,7 +392,7 @@ def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: _Cop
     if results is None:
         return  # probing is a check; conversion works without it
     if into == "tensor":
-        for v, x in zip(graph.inputs, examples):
+        for v, x in zip(graph.inputs, examples, strict=False):
             v.example = example_of(x)
     for o, x in results:
         value = copier.values.get(o.unique())
@@ -410,10 +409,10 @@ def _run_probe(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool
     runs on ``examples``; None when it fails on them."""
     g = ts_graph.copy()
     originals, wanted = [], []
-    for n, n_copy in zip(list(ts_graph.nodes()), list(g.nodes())):
+    for n, n_copy in zip(list(ts_graph.nodes()), list(g.nodes()), strict=True):
         if n.kind() == "prim::Constant":
             continue
-        for o, o_copy in zip(n.outputs(), n_copy.outputs()):
+        for o, o_copy in zip(n.outputs(), n_copy.outputs(), strict=True):
             if o.type().kind() in ("TensorType", "IntType", "FloatType", "BoolType"):
                 originals.append(o)
                 if keep_values and o.type().kind() == "TensorType":
@@ -443,4 +442,4 @@ def _run_probe(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool
         return None
     if not isinstance(results, tuple):
         results = (results,)
-    return list(zip(originals, results))
+    return list(zip(originals, results, strict=False))

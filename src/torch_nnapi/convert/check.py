@@ -232,7 +232,7 @@ class CheckReport:
     def to_json(self) -> dict:
         data = asdict(self)
         for name in ("outputs", "layers"):
-            for entry, check in zip(data[name], getattr(self, name)):
+            for entry, check in zip(data[name], getattr(self, name), strict=False):
                 entry["verdict"] = check.verdict
         data.update(
             ok=self.exit_code == 0, exit_code=self.exit_code,
@@ -450,7 +450,7 @@ def _describe(report: CheckReport, conversion: Conversion) -> None:
     if any(o.info.is_quantized for o in model.operands):
         report.float_islands = float_islands(model, origins, report.target_level
                                              or report.feature_level)
-    for entry, spec in zip(report.inputs, conversion.lowered.specs):
+    for entry, spec in zip(report.inputs, conversion.lowered.specs, strict=False):
         entry["nhwc"] = bool(spec.nhwc)  # the order NNAPI takes the input in
 
 
@@ -515,7 +515,7 @@ def compare_outputs(actual: Sequence, expected: Sequence,
         return [], [f"the converted module returned {len(actual)} outputs, PyTorch"
                     f" {len(expected)}"]
     checks, errors = [], []
-    for i, (a, e) in enumerate(zip(actual, expected)):
+    for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
         if tuple(a.shape) != tuple(e.shape):
             errors.append(f"output {i} has shape {list(a.shape)}, PyTorch's {list(e.shape)}")
             continue

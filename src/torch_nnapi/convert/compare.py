@@ -66,7 +66,7 @@ def compare_layers(model, example_inputs, *, alternate: str | None = None,
                           options.get("target_level"))
     model_ = lowered.cx.model
     inputs = []
-    for x, held in zip(examples, lowered.inputs):
+    for x, held in zip(examples, lowered.inputs, strict=False):
         if held.is_quantized and not x.is_quantized:  # quantized on the host by the wrapper
             x = torch.quantize_per_tensor(x, held.scale, held.zero_point, torch.quint8)
         inputs.append(_nnapi_array(x, held))

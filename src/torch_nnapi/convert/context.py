@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -32,6 +32,9 @@ from .merged import default_groups, is_one, reshape_merged, same_dim, transpose_
 from .symbolic import Sym, SymInt, hint
 from .values import NNAPI_TYPE_OF, TensorValue, dtype_name
 
+if TYPE_CHECKING:
+    from .capture import Node
+
 Op = OperationType
 
 _SMALL_CONSTANT_BYTES = 4096  # constants up to this size are deduplicated by content
@@ -46,7 +49,7 @@ class ScalarInput:
     value: Any  # bool, int or float; an INT32 may be a Sym resolved at load time
 
 
-OperandRef = Union[int, TensorValue, ScalarInput]
+OperandRef = int | TensorValue | ScalarInput
 
 
 def is_number(v) -> bool:
@@ -70,7 +73,7 @@ class Converter:
         self.sym_values: dict[int, tuple[SymInt, ...]] = {}
         # (expression, expected value, message): checked by the wrapper at load time
         self.guards: list[tuple[SymInt, int, str]] = []
-        self.node = None  # the capture.Node being lowered, for lowerings that need it
+        self.node: Node | None = None  # the node being lowered (set by the lowering driver)
         # Set by the lowering driver: each graph value's readers in program order, and how
         # many graph values are bound to each operand (aliases made by permute & co.).
         self.users: dict = {}
@@ -89,6 +92,14 @@ class Converter:
         self._constants: dict[tuple, TensorValue] = {}
         # (operand, NNAPI dims) -> the operand a RESHAPE made of it (merged views, reused)
         self.regrouped: dict[tuple, int] = {}
+
+    @property
+    def current_node(self) -> Node:
+        """The node being lowered, for lowerings that read its kind, schema or outputs; a
+        lowering called outside the lowering driver has none."""
+        if self.node is None:
+            raise ConverterBug("a lowering asked for the node being lowered, but none is")
+        return self.node
 
     def allows(self, level: int) -> bool:
         """Whether a lowering may use an operation (or form) of feature level ``level``
@@ -327,7 +338,10 @@ class Converter:
             return None
         operation = self.model.operations[index]
         position = self._fuse_code_inputs.get(index)
-        if position is None or int(self.model.operands[operation.inputs[position]].value) != 0:
+        if position is None:
+            return None
+        fuse_code = self.model.operands[operation.inputs[position]].value
+        if fuse_code is None or int(fuse_code) != 0:
             return None
         inputs = list(operation.inputs)
         inputs[position] = self._scalar_operand(self.i32(code))
@@ -353,7 +367,7 @@ class Converter:
                          like.layout, like.scale, like.zero_point,
                          like.groups if same else ())
 
-    def example(self, output: int = 0):
+    def example(self, output: int = 0) -> Any:
         """PyTorch's example of the current node's output (shape, dtype, quantization)."""
         if self.node is None or output >= len(self.node.outputs):
             return None
@@ -478,7 +492,7 @@ class Converter:
         return self.emit(Op.CAST, dict(input=t), t.shape, dtype, t.layout, groups=t.groups)
 
 
-def _index(x: OperandRef) -> int:
+def _index(x: int | TensorValue) -> int:
     return x.operand if isinstance(x, TensorValue) else int(x)
 
 

@@ -280,7 +280,8 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
         flexible_in = [_flexible_dims(lowered, k) for k in range(len(region.inputs))]
         regions.append(RegionReport(
             i, len(region.nodes), region.operation_counts, region.size, region.feature_level,
-            [_boundary(v, peer_in(v), dims) for v, dims in zip(region.inputs, flexible_in)],
+            [_boundary(v, peer_in(v), dims)
+             for v, dims in zip(region.inputs, flexible_in, strict=False)],
             [_boundary(v, peer_out(v, name), []) for v in region.outputs],
             region.nodes[0].location, region.nodes[-1].location))
     schedule = []
@@ -290,7 +291,7 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
         elif item in cpu_index:
             schedule.append(f"cpu {cpu_index[item]}")
     cpu = [CpuNodeReport(c.node.kind, c.node.location, c.reason) for c in part.cpu]
-    inputs = []
+    inputs: list[dict[str, Any]] = []
     for k, v in enumerate(part.graph.inputs):
         dims = set(flexible[k]) if k < len(flexible) else set()
         ex = v.example

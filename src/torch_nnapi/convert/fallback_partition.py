@@ -56,7 +56,8 @@ class FallbackPolicy:
     target_level: int | None = None  # operations above it run on the CPU
 
     def __post_init__(self) -> None:
-        for kind in self.fallback_ops:
+        given: frozenset[object] = self.fallback_ops  # what the caller passed, unchecked
+        for kind in given:
             if not isinstance(kind, str) or "::" not in kind:
                 raise ValueError(f"fallback_ops holds TorchScript op kinds such as"
                                  f" 'aten::softmax', got {kind!r}")
@@ -282,7 +283,7 @@ def partition(captured: Captured, examples: tuple, *, policy: FallbackPolicy,
     graph = captured.graph
     patterns.fuse(graph)
     facts = shape_facts(captured, examples, flexible)
-    specs = [example_spec(x, False, f) for x, f in zip(examples, flexible)]
+    specs = [example_spec(x, False, f) for x, f in zip(examples, flexible, strict=False)]
     forced, edges = mutation_moves(graph)
     producer = {v: n for n in graph.nodes for v in n.outputs}
     for v, why in facts.dynamic.items():  # where sizes start to depend on the data

@@ -88,13 +88,15 @@ def shape_facts(captured: Captured, examples: tuple, flexible: Sequence[Sequence
     grown_dims: dict[Value, tuple[int, ...]] = {}
     unknown = False
     if any(flexible):
-        grown = captured.probe(tuple(_grown(x, dims) for x, dims in zip(examples, flexible)))
+        grown = captured.probe(tuple(_grown(x, dims)
+                                     for x, dims in zip(examples, flexible, strict=False)))
         unknown = grown is None
         for v, ex in (grown or {}).items():
             base = v.example
             if isinstance(base, ExampleTensor) and isinstance(ex, ExampleTensor) \
                     and len(base.shape) == len(ex.shape):
-                dims = tuple(d for d, (a, b) in enumerate(zip(base.shape, ex.shape)) if a != b)
+                dims = tuple(d for d, (a, b) in enumerate(zip(base.shape, ex.shape, strict=True))
+                             if a != b)
                 if dims:
                     grown_dims[v] = dims
     return ShapeFacts(dynamic, grown_dims, unknown, frozenset(changed))
@@ -193,7 +195,7 @@ class TrialLowerer(Placer):
 
     def classify(self) -> Trial:
         self.cx.users = value_readers(self.graph)
-        for i, (v, spec) in enumerate(zip(self.graph.inputs, self.specs)):
+        for i, (v, spec) in enumerate(zip(self.graph.inputs, self.specs, strict=False)):
             why = _untransferable(spec.example)
             if why:
                 self._cpu_only(v, why)
@@ -378,7 +380,7 @@ def _written(node: Node) -> list[Value]:
         arguments = torch._C.parse_schema(node.schema).arguments
     except RuntimeError:
         return [v for v in node.inputs if v.kind in _TENSORISH]
-    return [v for a, v in zip(arguments, node.inputs)
+    return [v for a, v in zip(arguments, node.inputs, strict=False)
             if a.alias_info is not None and a.alias_info.is_write]
 
 

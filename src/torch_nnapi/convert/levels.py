@@ -73,7 +73,7 @@ def operation_levels(model: Model, origins: Mapping[int, Any] | None = None
     """For each operation of a finished model: the level it needs and every reason above
     level 1, read from the signature match the model recorded when it was finished."""
     result = []
-    for k, (operation, match) in enumerate(zip(model.operations, model.matches)):
+    for k, (operation, match) in enumerate(zip(model.operations, model.matches, strict=False)):
         requirements = []
         name = operation.type.name
         if int(match.signature.level) > 1:

@@ -146,7 +146,7 @@ def separate(cx: Converter, t: TensorValue, dims: Iterable[int]) -> TensorValue:
             run += 1
         else:
             classes.append(None if is_one(t.shape[d]) else ("run", run))
-    by_dim = {d: c for d, c in zip(t.layout, classes)}
+    by_dim = {d: c for d, c in zip(t.layout, classes, strict=False)}
     return fit(cx, t, [by_dim[d] for d in range(t.rank)])
 
 
@@ -270,7 +270,7 @@ def _view_chunks(old: Sequence[SymInt], new: Sequence[SymInt]) \
 
 
 def _same_dims(a: Sequence[SymInt], b: Sequence[SymInt]) -> bool:
-    return len(a) == len(b) and all(same_dim(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(same_dim(x, y) for x, y in zip(a, b, strict=True))
 
 
 def _runs_matching(shape: Sequence[SymInt], dims: Sequence[SymInt]) -> list[int] | None:

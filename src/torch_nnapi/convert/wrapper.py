@@ -21,6 +21,7 @@ separate arguments and returns a tensor or tuple, as the original model did.
 
 import math
 import warnings
+from typing import Optional
 
 import torch
 
@@ -47,7 +48,9 @@ def _script(function):
 
 def _dtype_code(dtype: torch.dtype) -> int:
     """The number TorchScript code sees for a dtype (what a module attribute can hold)."""
-    return dtype
+    # TorchScript holds a dtype as an int; mypy knows only eager Python's torch.dtype (the
+    # ignore must end the line, or TorchScript reads it as a type comment)
+    return dtype  # type: ignore[return-value]
 
 
 dtype_code = _script(_dtype_code)
@@ -104,7 +107,9 @@ class CompiledModel(torch.nn.Module):
     Compilation, so this saves as nothing and loads empty: a module that has run saves like
     a fresh one, and compiles again on its first call after loading."""
 
-    comp: torch.classes._nnapi.Compilation | None
+    # Optional, not `| None`: the annotation is evaluated, and a ScriptClass has no `|`;
+    # the class is registered by libtorch at run time, so mypy cannot see it.
+    comp: Optional[torch.classes._nnapi.Compilation]  # type: ignore[name-defined]  # noqa: UP045
     shapes: list[list[int]]
     output_dims: list[list[int]]
 
@@ -246,7 +251,7 @@ class NnapiProgram(torch.nn.Module):
     def _same_shapes(self, a: list[list[int]], b: list[list[int]]) -> bool:
         if len(a) != len(b):
             return False
-        for i in range(len(a)):
+        for i in range(len(a)):  # noqa: SIM110 (TorchScript compiles no generator expressions)
             if a[i] != b[i]:
                 return False
         return True
@@ -265,21 +270,24 @@ class NnapiProgram(torch.nn.Module):
                              + " it was converted with " + str(len(self.weight_shapes)))
         for i in range(len(self.weights)):
             w = self.weights[i]
-            if w.dtype != self.weight_dtypes[i]:
-                raise ValueError("weight " + str(i) + " is " + self._dtype_name(w.dtype)
+            dtype = _dtype_code(w.dtype)
+            if dtype != self.weight_dtypes[i]:
+                raise ValueError("weight " + str(i) + " is " + self._dtype_name(dtype)
                                  + ", the model was converted with "
                                  + self._dtype_name(self.weight_dtypes[i]))
-            if w.size() != self.weight_shapes[i]:
-                raise ValueError("weight " + str(i) + " has shape " + str(w.size())
+            shape = list(w.size())
+            if shape != self.weight_shapes[i]:
+                raise ValueError("weight " + str(i) + " has shape " + str(shape)
                                  + ", the model was converted with "
                                  + str(self.weight_shapes[i]))
 
     def _check_input_type(self, i: int, x: torch.Tensor):
         """An input of another dtype, or quantized with other parameters, than the model
         was converted for would be computed on as raw bytes: refused."""
-        if len(self.input_dtypes) > i and x.dtype != self.input_dtypes[i] \
+        dtype = _dtype_code(x.dtype)
+        if len(self.input_dtypes) > i and dtype != self.input_dtypes[i] \
                 and not (self.input_casts[i] == 1 and x.dtype == torch.int32):  # CAST_INT32
-            raise ValueError("input " + str(i) + " is " + self._dtype_name(x.dtype)
+            raise ValueError("input " + str(i) + " is " + self._dtype_name(dtype)
                              + ", the model takes " + self._dtype_name(self.input_dtypes[i]))
         if x.is_quantized and self.input_casts[i] == 0:  # CAST_NONE
             scale = self.input_scales[i]
@@ -300,7 +308,7 @@ class NnapiProgram(torch.nn.Module):
         shapes: list[list[int]] = []
         for i in range(len(args)):
             self._check_input_type(i, args[i])
-            shape = args[i].size()
+            shape = list(args[i].size())
             expected = self.input_shapes[i]
             ok = len(shape) == len(expected)
             if ok:

@@ -67,7 +67,7 @@ def _label_sizes(*operands) -> dict[str, SymInt]:
     for t, labels in operands:
         if len(labels) != t.rank:
             raise Unsupported(f"{len(labels)} labels for a tensor of rank {t.rank}")
-        for label, n in zip(labels, t.shape):
+        for label, n in zip(labels, t.shape, strict=False):
             seen = sizes.get(label)
             if seen is None:
                 sizes[label] = n

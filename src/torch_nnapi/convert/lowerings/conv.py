@@ -223,6 +223,7 @@ def _conv1d(cx: Converter, x: TensorValue, w, b, stride, padding, dilation, grou
         raise Unsupported(f"conv1d of a {x.rank}-D input")
     s = static_ints(stride, "stride", 1)[0]
     d = static_ints(dilation, "dilation", 1)[0]
+    pad2: str | list[int]
     if isinstance(padding, str):
         pad2 = padding
     else:
