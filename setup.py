@@ -1,14 +1,17 @@
-"""Builds torch_nnapi/capi/libneuralnetworks.so, the NNAPI C API for Linux.
+"""Builds torch_nnapi/capi/libneuralnetworks.so, the NNAPI C API for Linux, and
+torch_nnapi/runtime/native/_kernels, the host runtime's native kernels.
 
 Everything else about the package is in pyproject.toml. The library is a plain shared library
 (SONAME libneuralnetworks.so), not a Python extension module: it does not link libpython. A
 program that is not Python loading it makes it start the Python of the environment it is
 installed in, found at run time; the libpython and Python executable recorded here are the
-fallbacks (see capi/neuralnetworks.c).
+fallbacks (see capi/neuralnetworks.c). The kernels are an ordinary extension module of
+portable C11; their vector code is selected at run time (see runtime/native/tnn.h).
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import sys
 import sysconfig
@@ -19,6 +22,7 @@ from setuptools.command.build_ext import build_ext
 LIBRARY = "torch_nnapi.capi.libneuralnetworks"
 SONAME = "libneuralnetworks.so"
 CAPI = os.path.join("src", "torch_nnapi", "capi")
+NATIVE = os.path.join("src", "torch_nnapi", "runtime", "native")
 
 
 def c_string(text: str) -> str:
@@ -78,4 +82,15 @@ libneuralnetworks = Extension(
     extra_link_args=[f"-Wl,-soname,{SONAME}", "-Wl,--no-undefined"],
 )
 
-setup(ext_modules=[libneuralnetworks], cmdclass={"build_ext": BuildSharedLibrary})
+kernels = Extension(
+    "torch_nnapi.runtime.native._kernels",
+    sources=sorted(glob.glob(os.path.join(NATIVE, "*.c"))),
+    depends=sorted(glob.glob(os.path.join(NATIVE, "*.h"))),
+    libraries=["pthread"],
+    # -ffp-contract=off: no fused multiply-add, so float arithmetic rounds as NumPy's does
+    # (the quantized kernels' float steps must match the reference bit for bit).
+    extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Wno-psabi",
+                        "-ffp-contract=off"],
+)
+
+setup(ext_modules=[libneuralnetworks, kernels], cmdclass={"build_ext": BuildSharedLibrary})

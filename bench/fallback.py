@@ -39,8 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.convert import zoo  # noqa: E402
 from torch_nnapi.convert.api import convert_with_details  # noqa: E402
-from torch_nnapi.convert.bench import bench_module, thread_count  # noqa: E402
+from torch_nnapi.convert.bench import bench_module  # noqa: E402
 from torch_nnapi.convert.fallback import PartitionedConversion  # noqa: E402
+from torch_nnapi.convert.threads import num_threads  # noqa: E402
 
 
 class Options(TypedDict, total=False):
@@ -125,7 +126,7 @@ def main() -> int:
             raise TypeError(f"{name}: fallback=True gave a {type(conversion).__name__}")
         report = conversion.report
         module = conversion.module
-        with thread_count(args.threads), torch.no_grad():
+        with num_threads(args.threads), torch.no_grad():
             eager, nnapi = _interleaved(partial(model, x), partial(module, x), args.runs)
         bench = bench_module(module, (x,), runs=args.runs, threads=args.threads,
                              profile_runs=0)

@@ -267,9 +267,11 @@ def _start(lib, compilation, inputs, outputs, dependencies=(), duration: int = 0
 
 def test_start_compute_with_dependencies_chains_executions(lib, add):
     middle, out = np.zeros(4, np.float32), np.zeros(4, np.float32)
-    code, first = _start(lib, add, [A.copy(), B.copy()], [middle])
+    # Buffers stay alive until the executions end (NNAPI reads them when it computes).
+    first_inputs, second_inputs = [A.copy(), B.copy()], [middle, B.copy()]
+    code, first = _start(lib, add, first_inputs, [middle])
     expect(code)
-    code, second = _start(lib, add, [middle, B.copy()], [out], dependencies=[first],
+    code, second = _start(lib, add, second_inputs, [out], dependencies=[first],
                           duration=10**10)
     expect(code)
     expect(lib.ANeuralNetworksEvent_wait(second))
@@ -310,12 +312,15 @@ def test_a_failed_dependency_fails_the_execution(lib):
     fence = c_void_p()
     expect(lib.ANeuralNetworksEvent_createFromSyncFenceFd(read_end, byref(fence)))
     dynamic = compile_model(lib, binary_model(lib, dims=(0,), output_dims=(4,)))
-    code, failing = _start(lib, dynamic, [A.copy(), np.zeros(3, np.float32)],
-                           [np.zeros(4, np.float32)], dependencies=[fence])
+    # Buffers stay alive until the executions end (NNAPI reads them when it computes).
+    failing_inputs, failing_outputs = [A.copy(), np.zeros(3, np.float32)], \
+        [np.zeros(4, np.float32)]
+    code, failing = _start(lib, dynamic, failing_inputs, failing_outputs, dependencies=[fence])
     expect(code)
     out = np.full(4, 9, np.float32)
     add = compile_model(lib, binary_model(lib))
-    code, waiting = _start(lib, add, [A.copy(), B.copy()], [out], dependencies=[failing])
+    waiting_inputs = [A.copy(), B.copy()]
+    code, waiting = _start(lib, add, waiting_inputs, [out], dependencies=[failing])
     expect(code)
     os.write(write_end, b"x")
     assert lib.ANeuralNetworksEvent_wait(failing) == BAD_DATA
@@ -335,8 +340,8 @@ def test_an_event_from_a_file_descriptor_signals_when_it_is_readable(lib, add):
     fence = c_void_p()
     expect(lib.ANeuralNetworksEvent_createFromSyncFenceFd(read_end, byref(fence)))
     os.close(read_end)  # the event keeps its own duplicate
-    out = np.zeros(4, np.float32)
-    code, event = _start(lib, add, [A.copy(), B.copy()], [out], dependencies=[fence])
+    out, inputs = np.zeros(4, np.float32), [A.copy(), B.copy()]  # alive until it computes
+    code, event = _start(lib, add, inputs, [out], dependencies=[fence])
     expect(code)
     threading.Timer(0.05, os.write, (write_end, b"x")).start()
     expect(lib.ANeuralNetworksEvent_wait(event))

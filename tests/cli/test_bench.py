@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 import torch
@@ -49,16 +48,17 @@ def test_bench_table(converted, capsys):
 
 def test_bench_json(converted, capsys):
     _, out = converted
-    from torch_nnapi.convert.bench import _openblas_controls
+    from torch_nnapi.runtime import get_num_threads
+    from torch_nnapi.runtime.native import blas
 
-    threads, env = torch.get_num_threads(), os.environ.get("TORCH_NNAPI_NUM_THREADS")
-    blas = [get() for _, get in _openblas_controls()]
+    threads, runtime_threads, blas_threads = (torch.get_num_threads(), get_num_threads(),
+                                              blas.thread_counts())
     assert main(["bench", out, "--runs", "2", "--threads", "1", "--json", "--top", "50"]) == 0
     report = json.loads(capsys.readouterr().out)
     # the thread settings are restored afterwards
     assert torch.get_num_threads() == threads
-    assert os.environ.get("TORCH_NNAPI_NUM_THREADS") == env
-    assert [get() for _, get in _openblas_controls()] == blas
+    assert get_num_threads() == runtime_threads
+    assert blas.thread_counts() == blas_threads
     assert report["threads"] == 1 and report["input_source"] == "random"
     assert report["nnapi"]["runs"] == 2 and report["nnapi"]["median_ms"] > 0
     assert report["nnapi"]["p90_ms"] >= report["nnapi"]["median_ms"]
@@ -90,3 +90,18 @@ def test_bench_rejects_a_module_not_converted(tmp_path, capsys):
     original = save(Scaled(), torch.randn(1, 3, 4, 4), tmp_path / "scaled.pt")
     assert main(["bench", original, "--runs", "1"]) == ExitCode.BAD_FILE
     assert "not converted by torch-nnapi" in capsys.readouterr().err
+
+
+def test_bench_warns_when_threads_are_slower_than_one():
+    from torch_nnapi.cli.bench_cmd import render
+    from torch_nnapi.convert.bench import BenchReport, Latency
+
+    report = BenchReport([{"shape": [1], "dtype": "float32"}], 2, nnapi=Latency([0.030, 0.031]),
+                         single_thread=Latency([0.010, 0.011]))
+    assert report.pools_contend and report.to_json()["pools_contend"]
+    warning = [line for line in render(report) if line.startswith("warning: ")]
+    assert warning and "2 threads ran slower than one" in warning[0]
+    assert "--threads 1" in warning[0]
+    report.single_thread = Latency([0.030, 0.029])
+    assert not report.pools_contend
+    assert not [line for line in render(report) if line.startswith("warning: ")]

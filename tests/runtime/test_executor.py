@@ -11,6 +11,7 @@ from torch_nnapi.nnapi import (
     Model,
     OperandType,
     OperationType,
+    OpFailedError,
 )
 from torch_nnapi.runtime import Compilation
 
@@ -106,6 +107,72 @@ def test_model_must_be_finished():
         Compilation(Model())
 
 
+# ------------------------------------------------------------------------------ planned runners
+
+
+def _gather_reshape() -> Model:
+    """out = reshape(gather(table, 0, indices)); the table's reshape is a second output."""
+    m = Model()
+    table = m.add_constant(F32, np.arange(12, dtype=np.float32).reshape(4, 3))
+    indices = m.add_operand(OperandType.TENSOR_INT32, (0,), name="indices")
+    rows = m.add_operand(F32, (0, 3))
+    m.add_operation(OperationType.GATHER, [table, m.add_scalar(OperandType.INT32, 0), indices],
+                    [rows])
+    flat = m.add_operand(F32, (0,))
+    m.add_operation(OperationType.RESHAPE, [rows, m.add_constant(OperandType.TENSOR_INT32,
+                                                                  np.array([-1], np.int32))],
+                    [flat])
+    view = m.add_operand(F32, (12,))
+    m.add_operation(OperationType.RESHAPE, [table, m.add_constant(
+        OperandType.TENSOR_INT32, np.array([12], np.int32))], [view])
+    m.identify_inputs_and_outputs([indices], [flat, view])
+    return m.finish()
+
+
+@pytest.mark.parametrize("kernels", ["native", "reference"])
+def test_runners_are_replanned_when_shapes_change(kernels):
+    compilation = Compilation(_gather_reshape(), kernels=kernels)
+    for indices in ([1, 3], [1, 3], [0, 2, 3], [2]):
+        flat, _ = compilation.run([np.array(indices, np.int32)]).outputs
+        np.testing.assert_array_equal(
+            flat, np.arange(12, dtype=np.float32).reshape(4, 3)[indices].reshape(-1))
+
+
+@pytest.mark.parametrize("kernels", ["native", "reference"])
+def test_outputs_never_share_memory_with_constants(kernels):
+    """A RESHAPE of a constant is a view of it on the native kernels; the output the caller
+    gets is its own."""
+    compilation = Compilation(_gather_reshape(), kernels=kernels)
+    for _ in range(2):
+        _, view = compilation.run([np.array([0], np.int32)]).outputs
+        np.testing.assert_array_equal(view, np.arange(12, dtype=np.float32))
+        view[:] = -1  # must not reach the model's constant
+
+
+@pytest.mark.parametrize("kernels", ["native", "reference"])
+def test_a_runner_failure_names_the_operation(kernels):
+    compilation = Compilation(_gather_reshape(), kernels=kernels)
+    compilation.run([np.array([1], np.int32)])  # plans the runners
+    with pytest.raises(OpFailedError, match=r"operation 0 \(GATHER\): input 2 \(indices\) value 7"):
+        compilation.run([np.array([7], np.int32)])
+
+
+def test_keep_intermediates_after_planned_runs():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.full((2, 3), 2, np.float32)
+    compilation = Compilation(_chain(), kernels="native")
+    for _ in range(2):
+        compilation.run([a, b])
+    result = compilation.run([a, b], keep_intermediates=True)
+    np.testing.assert_array_equal(result.value(3), a + b)
+    np.testing.assert_array_equal(result.outputs[0], (a + b) * b)
+
+
+def test_unknown_kernel_set():
+    with pytest.raises(BadDataError, match="kernels must be one of native, reference"):
+        Compilation(_chain(), kernels="fast")
+
+
 def test_substitutes_feed_later_operations_and_keep_computed_values():
     """(a + b) * b with the sum replaced: MUL reads the substitute, the result keeps what ADD
     computed (how convert.compare checks each layer on PyTorch's own input)."""
@@ -152,3 +219,32 @@ def test_an_omitted_model_input_of_an_optional_position_runs():
     m.identify_inputs_and_outputs([x, axes], [out])
     result = Compilation(m.finish()).run([np.ones((1, 3, 1), np.float32), None])
     assert result.outputs[0].shape == (3,)
+
+
+def _resize_then_conv() -> Model:
+    """out = conv1x1(resize_bilinear(x)): the reference RESIZE_BILINEAR gives a strided view
+    (it computes along one axis, then the other), which the native convolution after it
+    reads."""
+    m = Model()
+    x = m.add_operand(F32, (1, 2, 2, 2), name="x")
+    size = [m.add_scalar(OperandType.INT32, v) for v in (4, 4)]
+    resized = m.add_operand(F32, (1, 4, 4, 2))
+    m.add_operation(OperationType.RESIZE_BILINEAR, [x, *size], [resized])
+    filter_ = m.add_constant(F32, np.arange(6, dtype=np.float32).reshape(3, 1, 1, 2))
+    bias = m.add_constant(F32, np.zeros(3, np.float32))
+    i32 = [m.add_scalar(OperandType.INT32, v) for v in (0, 0, 0, 0, 1, 1, 0)]
+    out = m.add_operand(F32, (1, 4, 4, 3), name="out")
+    m.add_operation(OperationType.CONV_2D, [resized, filter_, bias, *i32], [out])
+    m.identify_inputs_and_outputs([x], [out])
+    return m.finish()
+
+
+@pytest.mark.parametrize("kernels", ["native", "reference"])
+def test_strided_views_reach_native_kernels_in_c_order(kernels):
+    """Reference kernels may return views, and callers strided arrays; a native kernel reading
+    one computes as from a C-ordered copy."""
+    x = np.random.default_rng(0).standard_normal((1, 2, 2, 2)).astype(np.float32)
+    expected = Compilation(_resize_then_conv(), kernels="reference").run([x]).outputs[0]
+    for given in (x, np.asfortranarray(x)):
+        out = Compilation(_resize_then_conv(), kernels=kernels).run([given]).outputs[0]
+        np.testing.assert_allclose(out, expected, rtol=1e-6)

@@ -16,7 +16,7 @@ from typing import NoReturn, Optional, Sequence
 
 from .. import __version__
 from ..nnapi.errors import NnapiError, OutOfMemoryError
-from ._commands import COMMANDS, ENVIRONMENT_HELP
+from ._commands import COMMANDS, ENVIRONMENT_HELP, add_threads_option, apply_threads
 from ._errors import CliError, ExitCode, exit_code_help, usage
 
 TRACEBACK_VARIABLE = "TORCH_NNAPI_TRACEBACK"
@@ -49,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=cmd.help, description=cmd.help, epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         cmd.configure(p)
-        p.set_defaults(_run=cmd.run)
+        if cmd.runs_models:
+            add_threads_option(p)
+        p.set_defaults(_run=cmd.run, _command=cmd)
     return parser
 
 
@@ -84,6 +86,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         command = args.command
+        apply_threads(args._command, args)
         return int(args._run(args) or 0)
     except SystemExit as e:  # --help, --version
         return int(e.code or 0) if isinstance(e.code, int) else 0

@@ -22,7 +22,9 @@ QUANTIZATION_DEPRECATIONS = (
 )
 
 ENVIRONMENT_HELP = """environment:
-  TORCH_NNAPI_NUM_THREADS  threads the host runtime splits large element-wise work over
+  TORCH_NNAPI_NUM_THREADS  threads of the host runtime's kernels (default: the available
+                           cores; --threads overrides it)
+  TORCH_NNAPI_KERNELS      the host runtime's kernels: native (default) or reference
   LIBNEURALNETWORKS_PATH   the libneuralnetworks.so PyTorch's NNAPI runtime loads (default:
                            torch-nnapi's own, printed by torch-nnapi libpath)
   TORCH_NNAPI_PYTHON       the Python that libneuralnetworks.so starts in a C program
@@ -37,23 +39,53 @@ class Command:
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    # Runs models: gets --threads, applied before the command runs.
+    runs_models: bool = False
+    torchscript: bool = False
 
 
 COMMANDS: dict[str, Command] = {}
 
 
 def command(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None], *,
-            torchscript: bool = False):
+            torchscript: bool = False, runs_models: bool = False):
     """Registers the decorated ``run(args) -> exit code`` as subcommand ``name``. A command
     using TorchScript (``torchscript``) runs with PyTorch's deprecation warnings of
-    TorchScript and quantization ignored, and only those."""
+    TorchScript and quantization ignored, and only those. A command that runs models
+    (``runs_models``) takes ``--threads``."""
 
     def wrap(run: Callable[[argparse.Namespace], int]):
         COMMANDS[name] = Command(name, help, configure,
-                                 _without_torchscript_deprecations(run) if torchscript else run)
+                                 _without_torchscript_deprecations(run) if torchscript else run,
+                                 runs_models, torchscript)
         return run
 
     return wrap
+
+
+def _thread_count(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def add_threads_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threads", type=_thread_count, default=None, metavar="T",
+                   help="threads for the host runtime's kernels, NumPy's BLAS and (commands"
+                        " using it) PyTorch"
+                        " (default: TORCH_NNAPI_NUM_THREADS, else the available cores)")
+
+
+def apply_threads(cmd: Command, args: argparse.Namespace) -> None:
+    """Sets ``--threads`` for the command: PyTorch's too when the command uses it."""
+    threads = getattr(args, "threads", None)
+    if not cmd.runs_models or threads is None:
+        return
+    if cmd.torchscript:
+        from ..convert.threads import set_num_threads
+    else:
+        from ..runtime.threads import set_num_threads
+    set_num_threads(threads)
 
 
 def _without_torchscript_deprecations(run: Callable[[argparse.Namespace], int]):

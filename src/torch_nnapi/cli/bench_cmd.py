@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._commands import command
+from ._commands import add_threads_option, command
 from ._errors import ExitCode, usage
 from ._inputs import add_input_options
 from ._loading import check_input_count, load_converted, load_model, output_path, writing
@@ -31,9 +31,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                                       " inputs, else the converted shapes")
     p.add_argument("--runs", type=int, default=20, metavar="N",
                    help="timed runs (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=None, metavar="T",
-                   help="threads for PyTorch, the runtime's kernels and NumPy's OpenBLAS"
-                        " (default: unchanged)")
+    add_threads_option(p)  # applied by bench_module for the measurement only
     p.add_argument("--profile-runs", type=int, default=3, metavar="N",
                    help="host-runtime profile runs, 0 for none (default: %(default)s)")
     p.add_argument("--top", type=int, default=10, metavar="N",
@@ -104,6 +102,13 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
                  + f", first run {_ms(report.first_run_seconds)}")
     lines.append(f"  {len(n.seconds)} runs: median {_ms(n.median)}, p90 {_ms(n.p90)},"
                  f" min {_ms(n.minimum)}")
+    if report.pools_contend and report.single_thread is not None:
+        one = report.single_thread
+        threads = f"{report.threads} threads" if report.threads else "several threads"
+        lines.append(f"warning: {threads} ran slower than one"
+                     f" ({_ms(n.median)} against {_ms(one.median)} on one thread): thread pools"
+                     " are competing for the cores (another busy process, or PyTorch's OpenMP"
+                     " threads spinning: set OMP_WAIT_POLICY=PASSIVE); try --threads 1")
     if report.regions:
         total = sum(r.latency.median for r in report.regions)
         lines.append(f"  NNAPI regions alone: median {_ms(total)} in {len(report.regions)}"

@@ -91,7 +91,8 @@ def _examples(args: argparse.Namespace) -> tuple[list, tuple]:
 
 
 @command("check", "check that a PyTorch model converts, which NNAPI feature level it needs,"
-         " and that the result matches PyTorch layer by layer", _configure, torchscript=True)
+         " and that the result matches PyTorch layer by layer", _configure, torchscript=True,
+         runs_models=True)
 def run(args: argparse.Namespace) -> int:
     import torch
 

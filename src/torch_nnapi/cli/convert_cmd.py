@@ -72,7 +72,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 @command("convert", "convert a PyTorch model to a TorchScript module that runs on NNAPI",
-         _configure, torchscript=True)
+         _configure, torchscript=True, runs_models=True)
 def run(args: argparse.Namespace) -> int:
     import torch
 

@@ -37,7 +37,7 @@ def _backends() -> dict:
 
 
 @command("cts", "run NNAPI conformance vectors (shared/cts JSON format) through the runtime",
-         _configure)
+         _configure, runs_models=True)
 def run(args: argparse.Namespace) -> int:
     if not args.directory.is_dir():
         problem = "not a directory" if args.directory.exists() else "no such directory"

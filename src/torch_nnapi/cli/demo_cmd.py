@@ -78,7 +78,7 @@ def _relative_error(actual, expected) -> float:
 
 @command("demo", "convert a small CNN, run it through PyTorch's NNAPI runtime on"
          " torch-nnapi's libneuralnetworks.so and compare with PyTorch (a quick start)",
-         _configure, torchscript=True)
+         _configure, torchscript=True, runs_models=True)
 def run(args: argparse.Namespace) -> int:
     import torch
 

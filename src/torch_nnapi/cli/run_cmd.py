@@ -178,7 +178,7 @@ def running(backend: str) -> Iterator[None]:
 
 
 @command("run", "run a converted module (input files, bundled or random inputs): outputs"
-         " and latency", _configure, torchscript=True)
+         " and latency", _configure, torchscript=True, runs_models=True)
 def run(args: argparse.Namespace) -> int:
     if args.profile and not args.host:
         raise usage("--profile times each NNAPI operation on the host runtime: add --host",

@@ -43,14 +43,18 @@ class Backend(Protocol[_Prepared]):
 
 
 class PythonBackend:
-    """The host runtime through its Python API."""
+    """The host runtime through its Python API, with the given kernel set (None: the
+    default, see runtime.native)."""
 
     name = "python"
+
+    def __init__(self, kernels: str | None = None) -> None:
+        self.kernels = kernels
 
     def prepare(self, spec_model: SpecModel) -> Compilation:
         from ..runtime import Compilation
 
-        return Compilation(build_model(spec_model))
+        return Compilation(build_model(spec_model), kernels=self.kernels)
 
     def execute(self, prepared: Compilation,
                 inputs: list[np.ndarray | None]) -> list[np.ndarray]:

@@ -13,7 +13,7 @@ import sys
 import types
 
 __all__ = ["Conversion", "ConversionError", "FeatureLevelError", "PartitionedConversion",
-           "convert", "convert_with_details", "run_on_host", "supported_ops"]
+           "convert", "convert_with_details", "run_on_host", "set_num_threads", "supported_ops"]
 
 
 def __getattr__(name: str):
@@ -33,6 +33,10 @@ def __getattr__(name: str):
         from .host import run_on_host
 
         return run_on_host
+    if name == "set_num_threads":
+        from .threads import set_num_threads
+
+        return set_num_threads
     if name == "supported_ops":
         from .lowerings import supported_ops
 

@@ -13,21 +13,21 @@
 from __future__ import annotations
 
 import math
-import os
 import statistics
 import sys
 import time
 from collections import defaultdict
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Optional, Sequence
 
 import torch
 
 from ..nnapi.model import Lifetime, Model
+from ..runtime.threads import get_num_threads
 from .check import loaded_nnapi_library, tensor_error
 from .fallback_run import cpu_program, is_partitioned, region_programs, run_apart
 from .host import model_for, program_of
+from .threads import num_threads
 
 
 @dataclass
@@ -109,6 +109,8 @@ class BenchReport:
     # Python side (the runtime and its kernels)
     first_use: bool = False
     nnapi: Optional[Latency] = None
+    # With several threads, a few runs on one thread: more threads should never be slower.
+    single_thread: Optional[Latency] = None
     eager: Optional[Latency] = None
     output_errors: list[dict] = field(default_factory=list)
     profile: Optional[HostProfile] = None
@@ -121,6 +123,14 @@ class BenchReport:
         if self.nnapi is None or self.eager is None or not self.eager.median:
             return None
         return self.nnapi.median / self.eager.median
+
+    @property
+    def pools_contend(self) -> bool:
+        """True when several threads ran slower than one: thread pools (ours, PyTorch's,
+        NumPy's BLAS, another process's) are competing for the cores."""
+        if self.nnapi is None or self.single_thread is None:
+            return False
+        return self.nnapi.median > CONTENTION_MARGIN * self.single_thread.median
 
     @property
     def outside_runtime(self) -> Optional[float]:
@@ -137,6 +147,8 @@ class BenchReport:
                 "nnapi": self.nnapi.to_json() if self.nnapi else None,
                 "eager": self.eager.to_json() if self.eager else None,
                 "ratio": self.ratio, "output_errors": self.output_errors,
+                "single_thread": self.single_thread.to_json() if self.single_thread else None,
+                "pools_contend": self.pools_contend,
                 "outside_runtime_ms": None if self.outside_runtime is None
                 else self.outside_runtime * 1e3}
         if self.regions:
@@ -156,6 +168,8 @@ class BenchReport:
 # ------------------------------------------------------------------------------ pieces
 
 
+# Several threads slower than one by more than this factor: the pools contend.
+CONTENTION_MARGIN = 1.1
 # Untimed calls before timing: TorchScript's profiling executor optimizes a function only
 # after its first couple of calls, which are several times slower.
 WARMUP = 2
@@ -262,66 +276,6 @@ def _operand(model: Model, shapes, index: int) -> str:
     return f"const {dims}" if operand.lifetime is Lifetime.CONSTANT else dims
 
 
-# (set, get) thread-count functions of OpenBLAS builds: NumPy's wheels, then plain ones
-_OPENBLAS_FUNCTIONS = (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
-                       ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
-                       ("openblas_set_num_threads", "openblas_get_num_threads"))
-
-
-def _openblas_controls() -> list[tuple]:
-    """(set, get) of every OpenBLAS this process has loaded (NumPy's BLAS)."""
-    import ctypes
-
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split(None, 5)[-1].strip() for line in maps
-                     if "openblas" in line.rsplit("/", 1)[-1].lower()}
-    except OSError:
-        return []
-    controls = []
-    for path in sorted(paths):
-        try:
-            library = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for set_name, get_name in _OPENBLAS_FUNCTIONS:
-            if hasattr(library, set_name) and hasattr(library, get_name):
-                setter, getter = getattr(library, set_name), getattr(library, get_name)
-                setter.argtypes, setter.restype = [ctypes.c_int], None
-                getter.argtypes, getter.restype = [], ctypes.c_int
-                controls.append((setter, getter))
-                break
-    return controls
-
-
-@contextmanager
-def thread_count(threads: Optional[int]):
-    """Runs the body with ``threads`` threads for PyTorch's intra-op pool, the host
-    runtime's kernels (TORCH_NNAPI_NUM_THREADS) and NumPy's OpenBLAS; restores them all
-    afterwards. (Two pools of spinning threads on the same cores slow each other down by
-    orders of magnitude, so a fair measurement sets them together.)"""
-    if not threads:
-        yield
-        return
-    previous_torch = torch.get_num_threads()
-    previous_env = os.environ.get("TORCH_NNAPI_NUM_THREADS")
-    blas = [(setter, getter()) for setter, getter in _openblas_controls()]
-    torch.set_num_threads(threads)
-    os.environ["TORCH_NNAPI_NUM_THREADS"] = str(threads)
-    for setter, _ in blas:
-        setter(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous_torch)
-        if previous_env is None:
-            os.environ.pop("TORCH_NNAPI_NUM_THREADS", None)
-        else:
-            os.environ["TORCH_NNAPI_NUM_THREADS"] = previous_env
-        for setter, previous in blas:
-            setter(previous)
-
-
 # ------------------------------------------------------------------------------ the bench
 
 
@@ -337,7 +291,7 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
                           for x in inputs], threads)
     report.first_use = "torch_nnapi.capi.bridge" not in sys.modules
     partitioned = is_partitioned(module)
-    with thread_count(threads), torch.no_grad():
+    with num_threads(threads), torch.no_grad():
         step("compiling")
         if partitioned:
             trace = run_apart(module, inputs, lambda program, given: program(given))
@@ -349,6 +303,10 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
         report.backend = "PyTorch's NNAPI runtime" + (f" ({library})" if library else "")
         step(f"timing {runs} runs on NNAPI")
         report.nnapi = time_calls(lambda: module(*inputs), runs)
+        if (threads or get_num_threads()) > 1:
+            step("timing a few runs on one thread")
+            with num_threads(1):
+                report.single_thread = time_calls(lambda: module(*inputs), max(3, runs // 2))
         if partitioned:
             _time_apart(report, module, inputs, trace, runs)
         if original is not None:
@@ -385,5 +343,4 @@ def _time_apart(report: BenchReport, module, inputs: tuple, trace, runs: int) ->
 
 
 __all__ = ["BenchReport", "HostProfile", "Latency", "OperationTime", "RegionTime", "TypeTime",
-           "bench_module", "first_run", "profile_on_host", "profile_program", "thread_count",
-           "time_calls"]
+           "bench_module", "first_run", "profile_on_host", "profile_program", "time_calls"]

@@ -3,6 +3,7 @@
 from .context import OMITTED, KernelContext, ValueNotKnown
 from .executor import Compilation, Execution, ExecutionResult, OperationTiming
 from .registry import KERNELS, Kernel, kernel_for, register
+from .threads import get_num_threads, set_num_threads
 
 __all__ = [
     "Compilation",
@@ -14,6 +15,8 @@ __all__ = [
     "OMITTED",
     "OperationTiming",
     "ValueNotKnown",
+    "get_num_threads",
     "kernel_for",
     "register",
+    "set_num_threads",
 ]

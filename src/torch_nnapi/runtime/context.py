@@ -253,6 +253,14 @@ class KernelContext:
         """The inputs whose values are not constants of the model."""
         return self._binding.variable
 
+    def with_input(self, name: str, value: np.ndarray, k: int = 0) -> KernelContext:
+        """This operation's context with input ``name`` given ``value`` instead (the same
+        operands): to evaluate an element-wise kernel on every possible uint8 value at once,
+        say."""
+        values = list(self._values)
+        values[self._inputs[name][k]] = value
+        return KernelContext(self._binding, values, None, {})
+
     # ---------------------------------------------------------------- errors
 
     def _unavailable(self, name: str, k: int) -> Exception:

@@ -3,6 +3,11 @@
 Shapes are inferred once at compilation from what is known (declared dimensions and
 constants) and again at execution from the actual inputs, so models with unknown dimensions
 (dynamic output shapes) run. Any operand's value can be kept for inspection.
+
+Steps with a native kernel keep the runner it planned for their input shapes: while those
+shapes stay the same, an execution calls the runners directly -- no context, no shape
+inference, no output checks (made when the runner was planned) -- so that a model of many
+small operations is dominated by its arithmetic, not by the Python between kernels.
 """
 
 from __future__ import annotations
@@ -23,22 +28,23 @@ from ..nnapi.errors import (
 )
 from ..nnapi.model import Lifetime, Model, Operation, element_count
 from ..nnapi.signatures import MatchFailure, SignatureMatch, match_signature, signature_of
+from . import native
 from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
 from .limits import check_tensor_sizes, is_allocation_failure
+from .registry import Kernel, PlanFn, Runner, fusion_for, kernel_for, native_kernel_for
 from .timeouts import NO_LIMITS, RunLimits
-from .registry import Kernel, kernel_for
 
 RELAXED_PRECISIONS = ("float32", "float16")
+
+
+def _fully_known(shape: Shape, is_scalar: bool) -> bool:
+    return is_scalar or (len(shape) > 0 and all(d > 0 for d in shape))
 
 
 def _has_shape(value: Any, shape: Shape) -> bool:
     """Whether an input value fits the shape its step was prepared for (values without a
     shape, omitted inputs and model references, always do)."""
     return not isinstance(value, np.ndarray) or value.shape == shape
-
-
-def _fully_known(shape: Shape, is_scalar: bool) -> bool:
-    return is_scalar or (len(shape) > 0 and all(d > 0 for d in shape))
 
 
 def _conflicts(declared: Shape, actual: Shape) -> bool:
@@ -73,6 +79,24 @@ class Step:
     static_outputs: list[Shape] | None = None
     input_shapes: tuple[Shape, ...] = ()
     frees: tuple[int, ...] = ()
+    # The native kernel's planner (None: the reference execute only), and the runner it
+    # planned for the shapes of the inputs in `variable` (None: left to the reference).
+    planner: PlanFn | None = None
+    variable: tuple[int, ...] = ()
+    plan: tuple[tuple, Runner | None] | None = None
+    # Per output: whether it is rounded to float16 (relaxed precision emulated).
+    rounded: tuple[bool, ...] = ()
+    # The operation's inputs, and its one output when it has one that is not rounded (-1
+    # otherwise): what the runner loop reads.
+    inputs: tuple[int, ...] = ()
+    single_output: int = -1
+    # A native fusion (registry.register_fusion): the step whose only reader this step is,
+    # and, once planned for the compile-time shapes, the runner computing this step from that
+    # step's inputs; the fused step is then skipped (`fused_away`) when shapes are those.
+    fusion: Step | None = None
+    fused_runner: Runner | None = None
+    fused_inputs: tuple[int, ...] = ()
+    fused_away: bool = False
     # Per-operation values kernels derive once (see runtime.ops._memo); owned by this step so
     # they live and die with the compilation.
     memo: dict[str, Any] = field(default_factory=dict)
@@ -108,14 +132,17 @@ class Compilation:
     """A finished Model prepared for execution on the host, with the models its IF and WHILE
     operations call compiled too.
 
-    ``relax`` overrides the model's relaxComputationFloat32toFloat16 (a called model computes
-    as its caller says); ``called`` shares the compilations of called models between a model
-    and those it calls, so that a model called from several places compiles once.
+    ``kernels``: ``"native"`` or ``"reference"`` (see runtime.native); None reads
+    TORCH_NNAPI_KERNELS. ``relax`` overrides the model's relaxComputationFloat32toFloat16 (a
+    called model computes as its caller says); ``called`` shares the compilations of called
+    models between a model and those it calls, so that a model called from several places
+    compiles once.
     """
 
     def __init__(self, model: Model, *, preference: PreferenceCode | int =
                  PreferenceCode.FAST_SINGLE_ANSWER, relaxed_precision: str = "float32",
-                 relax: bool | None = None, called: dict[int, "Compilation"] | None = None):
+                 kernels: str | None = None, relax: bool | None = None,
+                 called: dict[int, "Compilation"] | None = None):
         if not model.finished:
             raise BadStateError("a model must be finished before it is compiled")
         try:
@@ -124,6 +151,11 @@ class Compilation:
             raise BadDataError(f"unknown compilation preference {preference}") from None
         if relaxed_precision not in RELAXED_PRECISIONS:
             raise BadDataError(f"relaxed_precision must be one of {RELAXED_PRECISIONS}")
+        try:
+            self.kernels = native.check_kernel_set(kernels) if kernels is not None \
+                else native.default_kernel_set()
+        except ValueError as e:
+            raise BadDataError(str(e)) from None
         self.model = model
         self.relax = model.relax_float32_to_float16 if relax is None else relax
         self.emulate_float16 = self.relax and relaxed_precision == "float16"
@@ -132,7 +164,8 @@ class Compilation:
             if id(inner) not in called:
                 called[id(inner)] = Compilation(inner, preference=self.preference,
                                                 relaxed_precision=relaxed_precision,
-                                                relax=self.relax, called=called)
+                                                kernels=self.kernels, relax=self.relax,
+                                                called=called)
         # Constant values, and for MODEL operands the compilation of the model they name.
         self._constants: list[Any] = [
             o.value if o.lifetime is Lifetime.CONSTANT
@@ -142,7 +175,14 @@ class Compilation:
         self.steps = [self._step(i, op, match)
                       for i, (op, match) in enumerate(zip(model.operations, model.matches))]
         self.shapes = self._infer_static_shapes()
+        if native.uses_native(self.kernels):
+            self._find_fusions()
         self._plan_frees()
+        # When every shape is settled at compile time, inputs of those shapes make every
+        # step's input shapes the compile-time ones: runners are then used without checking.
+        self._static_inputs: tuple[Shape, ...] | None = None
+        if all(step.static_outputs is not None for step in self.steps):
+            self._static_inputs = tuple(self.shapes[i] for i in model.inputs)
 
     # ---------------------------------------------------------------- compile time
 
@@ -151,7 +191,16 @@ class Compilation:
         if kernel is None:
             raise BadDataError(f"operation {position} ({operation.type.name}): the host runtime"
                                " has no kernel for this operation type")
-        return Step(position, operation, kernel, Binding(self.model.operands, operation, match))
+        operands = self.model.operands
+        planner = native_kernel_for(operation.type) if native.uses_native(self.kernels) else None
+        variable = tuple(i for i in operation.inputs
+                         if operands[i].lifetime is not Lifetime.CONSTANT)
+        rounded = tuple(self.emulate_float16 and operands[o].type == OperandType.TENSOR_FLOAT32
+                        for o in operation.outputs)
+        single = operation.outputs[0] if len(operation.outputs) == 1 and not rounded[0] else -1
+        return Step(position, operation, kernel, Binding(operands, operation, match),
+                    planner=planner, variable=variable, rounded=rounded,
+                    inputs=tuple(operation.inputs), single_output=single)
 
     def _infer_static_shapes(self) -> list[Shape]:
         operands = self.model.operands
@@ -193,11 +242,35 @@ class Compilation:
         except NnapiError as e:
             raise _prefixed(e, step.where) from None
 
-    def _plan_frees(self) -> None:
-        """Drops each temporary after its last reader, so big models run in little memory."""
-        last_use: dict[int, int] = {}
+    def _find_fusions(self) -> None:
+        """Pairs each step of one output with the step it can be fused with: one whose only
+        output is read by this step alone and is no model output."""
+        producers: dict[int, Step] = {}
+        readers: dict[int, set[int]] = {}
         for step in self.steps:
             for i in step.operation.inputs:
+                readers.setdefault(i, set()).add(step.position)
+            for o in step.operation.outputs:
+                producers[o] = step
+        model_outputs = set(self.model.outputs)
+        for step in self.steps:
+            if len(step.operation.outputs) != 1:
+                continue
+            for i in step.operation.inputs:
+                producer = producers.get(i)
+                if producer is not None and len(producer.operation.outputs) == 1 and \
+                        i not in model_outputs and readers[i] == {step.position} and \
+                        fusion_for(producer.operation.type, step.operation.type) is not None:
+                    step.fusion = producer
+                    break
+
+    def _plan_frees(self) -> None:
+        """Drops each temporary after its last reader, so big models run in little memory.
+        A step fused with an earlier one reads that one's inputs."""
+        last_use: dict[int, int] = {}
+        for step in self.steps:
+            fused_inputs = step.fusion.operation.inputs if step.fusion is not None else []
+            for i in [*step.operation.inputs, *fused_inputs]:
                 last_use[i] = step.position
             for o in step.operation.outputs:
                 last_use.setdefault(o, step.position)
@@ -255,63 +328,162 @@ class Compilation:
     def _execute(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
                  limits: RunLimits = NO_LIMITS,
                  substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
-        operands = self.model.operands
+        if not native.uses_native(self.kernels):
+            return self._run_steps(inputs, keep_intermediates, profile, limits, substitutes)
+        # Native runners compute IEEE results (infinities, NaN) without NumPy's warnings, as
+        # the reference kernels do.
+        with native.execution_scope(), np.errstate(all="ignore"):
+            return self._run_steps(inputs, keep_intermediates, profile, limits, substitutes)
+
+    def _run_steps(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
+                   limits: RunLimits,
+                   substitutes: Mapping[int, np.ndarray] | None) -> ExecutionResult:
         values = list(self._constants)
         for index, value in zip(self.model.inputs, inputs):
-            values[index] = value
-        timings: list[OperationTiming] = []
+            values[index] = _contiguous(value)
+        static = self._static_inputs is not None and self._static_inputs == tuple(
+            getattr(value, "shape", None) for value in inputs)
+        # Intermediates to keep, or substituted: every step the full way, none fused away.
+        fast = not keep_intermediates and not substitutes
         computed: dict[int, np.ndarray] = {}  # substituted operands' own values
+        fused = fast and static
+        timings: list[OperationTiming] = []
+        timed = limits.deadline_ns is not None
         for step in self.steps:
-            limits.check_deadline()
-            op = step.operation
-            ctx = KernelContext(step.binding, values, None, step.memo, limits)
+            if timed:
+                limits.check_deadline()
+            if fused and step.fused_away:  # its reader computes from its inputs
+                for dead in step.frees:
+                    values[dead] = None
+                continue
             start = time.perf_counter() if profile else 0.0
-            try:
-                shapes: Sequence[Shape] | None = None
-                if step.static_outputs is not None and all(
-                        _has_shape(values[i], s) for i, s in zip(op.inputs, step.input_shapes)):
-                    shapes = step.static_outputs
-                elif not step.kernel.shaped_by_execution:
-                    shapes = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
-                    self._check_outputs(step, shapes, OpFailedError)
-                results = step.kernel.execute(ctx)
-                if isinstance(results, np.ndarray):
-                    results = (results,)
-                if shapes is None:  # the kernel's results decide (IF, WHILE)
-                    shapes = [tuple(r.shape) for r in results]
-                    self._check_outputs(step, shapes, OpFailedError)
-            except NnapiError as e:
-                raise _prefixed(e, step.where) from e
-            except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
-                raise _prefixed(e, step.where) from e
-            if len(results) != len(op.outputs):
-                raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
-                                    f" expected {len(op.outputs)}")
-            for pos, (o, array, shape) in enumerate(zip(op.outputs, results, shapes)):
-                operand = operands[o]
-                if array.dtype != operand.info.dtype or array.shape != shape:
-                    raise OpFailedError(
-                        f"{step.where}: output {pos} came out as {array.dtype}{list(array.shape)},"
-                        f" expected {operand.info.dtype}{list(shape)} (a kernel bug)")
-                if self.emulate_float16 and operand.type == OperandType.TENSOR_FLOAT32:
-                    array = array.astype(np.float16).astype(np.float32)
-                if substitutes is not None and o in substitutes:
-                    computed[o], array = array, substitutes[o]
-                values[o] = array
+            plan = step.plan
+            if fused and step.fused_runner is not None:
+                try:
+                    results = step.fused_runner(*[values[i] for i in step.fused_inputs])
+                except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
+                    raise _prefixed(e, step.where) from e
+                values[step.operation.outputs[0]] = results
+            elif fast and plan is not None and plan[1] is not None and (static or plan[0] == tuple(
+                    [getattr(values[i], "shape", None) for i in step.variable])):
+                try:
+                    results = plan[1](*[values[i] for i in step.inputs])
+                except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
+                    raise _prefixed(e, step.where) from e
+                if results is None:  # this execution is the reference kernel's
+                    self._run_step(step, values, static, limits)
+                elif step.single_output >= 0 and type(results) is np.ndarray:
+                    values[step.single_output] = results
+                else:
+                    if type(results) is np.ndarray:
+                        results = (results,)
+                    for o, array, rounded in zip(step.operation.outputs, results, step.rounded):
+                        values[o] = array.astype(np.float16).astype(np.float32) if rounded \
+                            else array
+            else:
+                self._run_step(step, values, static, limits, substitutes, computed)
             if profile:
-                timings.append(OperationTiming(step.position, op.type.name,
+                timings.append(OperationTiming(step.position, step.operation.type.name,
                                                time.perf_counter() - start))
             if not keep_intermediates:
                 for dead in step.frees:
                     values[dead] = None
-        outputs = [values[o] for o in self.model.outputs]
+        outputs = [_owned(values[o]) for o in self.model.outputs]
         kept: dict[int, np.ndarray] = {}
         if keep_intermediates:
             kept = {i: v for i, v in enumerate(values) if isinstance(v, np.ndarray)}
+            kept.update(zip(self.model.outputs, outputs))
             kept.update(computed)
         else:
             kept = dict(zip(self.model.outputs, outputs))
         return ExecutionResult(outputs, kept, timings)
+
+    def _run_step(self, step: Step, values: list[Any], static: bool, limits: RunLimits,
+                  substitutes: Mapping[int, np.ndarray] | None = None,
+                  computed: dict[int, np.ndarray] | None = None) -> None:
+        """One step the full way: shapes settled and checked, the native kernel planned (when
+        there is one) or the reference kernel run, and every output checked; with the
+        compile-time shapes (``static``), its fusion with an earlier step planned too."""
+        op = step.operation
+        operands = self.model.operands
+        ctx = KernelContext(step.binding, values, None, step.memo, limits)
+        try:
+            shapes: Sequence[Shape] | None = None
+            if step.static_outputs is not None and all(
+                    _has_shape(values[i], s) for i, s in zip(op.inputs, step.input_shapes)):
+                shapes = step.static_outputs
+            elif not step.kernel.shaped_by_execution:
+                shapes = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
+                self._check_outputs(step, shapes, OpFailedError)
+            results = None
+            if step.planner is not None:
+                key = tuple([getattr(values[i], "shape", None) for i in step.variable])
+                plan = step.plan
+                if plan is None or plan[0] != key:
+                    plan = step.plan = (key, step.planner(ctx))
+                if plan[1] is not None:
+                    results = plan[1](*[values[i] for i in op.inputs])
+            if results is None:
+                results = step.kernel.execute(ctx)
+            if isinstance(results, (np.ndarray, np.generic)):  # NumPy makes 0-d results scalars
+                results = (np.asarray(results),)
+            if shapes is None:  # the kernel's results decide (IF, WHILE)
+                shapes = [tuple(r.shape) for r in results]
+                self._check_outputs(step, shapes, OpFailedError)
+        except NnapiError as e:
+            raise _prefixed(e, step.where) from e
+        except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
+            raise _prefixed(e, step.where) from e
+        if len(results) != len(op.outputs):
+            raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
+                                f" expected {len(op.outputs)}")
+        for pos, (o, array, shape) in enumerate(zip(op.outputs, results, shapes)):
+            operand = operands[o]
+            if array.dtype != operand.info.dtype or array.shape != shape:
+                step.plan = None  # a runner that gives this is not used again unchecked
+                raise OpFailedError(
+                    f"{step.where}: output {pos} came out as {array.dtype}{list(array.shape)},"
+                    f" expected {operand.info.dtype}{list(shape)} (a kernel bug)")
+            if step.rounded[pos]:
+                array = array.astype(np.float16).astype(np.float32)
+            if substitutes is not None and o in substitutes and computed is not None:
+                computed[o], array = array, substitutes[o]
+            # Reference kernels may return strided views (a slice, a transpose); the native
+            # runners reading them next take C-contiguous arrays.
+            values[o] = _contiguous(array)
+        if static and step.fusion is not None and step.fused_runner is None and \
+                not any(step.rounded) and not any(step.fusion.rounded):
+            self._plan_fusion(step, ctx, values)
+
+    def _plan_fusion(self, step: Step, ctx: KernelContext, values: list[Any]) -> None:
+        producer = step.fusion
+        assert producer is not None
+        op = producer.operation
+        producer_ctx = KernelContext(producer.binding, values, None, producer.memo)
+        planner = fusion_for(op.type, step.operation.type)
+        try:
+            runner = planner(producer_ctx, ctx) if planner is not None else None
+        except Exception as e:  # noqa: BLE001 - a planner bug must not escape as a crash
+            raise _prefixed(e, step.where) from e
+        if runner is not None:
+            step.fused_inputs = tuple(op.inputs)
+            step.fused_runner = runner
+            producer.fused_away = True
+
+
+def _contiguous(value: Any) -> Any:
+    """``value`` in C order (a copy only when it is a strided view; 0-d arrays stay 0-d)."""
+    if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+        return value.copy(order="C")
+    return value
+
+
+def _owned(value: Any) -> Any:
+    """A model output as the caller may keep and change: kernels may return views of other
+    values (a RESHAPE of a constant, say), which must not be shared."""
+    if isinstance(value, np.ndarray) and not value.flags.owndata:
+        return np.array(value)
+    return value
 
 
 class Execution:

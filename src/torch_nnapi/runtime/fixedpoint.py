@@ -23,7 +23,6 @@ from ..nnapi.errors import BadDataError
 from .quant import quantize_multiplier
 
 
-
 @dataclass(frozen=True)
 class QFormat:
     """A fixed-point format: ``raw_bits``-bit signed raw values with ``integer_bits``."""

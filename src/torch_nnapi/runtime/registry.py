@@ -1,10 +1,22 @@
 """The table of runtime kernels: one prepare (shapes and parameter checks) and one execute per
-operation type, registered by decorator from the family modules in ``runtime.ops``."""
+operation type, registered by decorator from the family modules in ``runtime.ops``; and the
+native kernels (``runtime.native``) that replace the reference executes when a compilation
+runs the native kernel set.
+
+A native kernel is a planner: given an operation's context (its constants and the shapes of
+its inputs) it reads and checks its parameters once and returns a runner, ``runner(*values)``
+on the operation's input values in order, returning its outputs, valid while the non-constant
+inputs keep their shapes; or None to leave the operation to the reference execute. The
+executor keeps each step's runner and calls it directly on later executions; a runner
+returning None hands that execution to the reference execute (GATHER's, for indices out of
+range, which the reference reports). A native fusion
+(``register_fusion``) plans one runner for two operations.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -15,7 +27,13 @@ if TYPE_CHECKING:
 
 Shape = tuple[int, ...]
 PrepareFn = Callable[["KernelContext"], Sequence[Shape]]
-ExecuteFn = Callable[["KernelContext"], Union[np.ndarray, Sequence[np.ndarray]]]
+ExecuteResult = Union[np.ndarray, Sequence[np.ndarray]]
+ExecuteFn = Callable[["KernelContext"], ExecuteResult]
+Runner = Callable[..., Optional[ExecuteResult]]  # None: this time, the reference execute
+PlanFn = Callable[["KernelContext"], Optional[Runner]]
+# (producer's context, consumer's context) -> runner on the producer's inputs giving the
+# consumer's outputs, or None.
+FusionPlanFn = Callable[["KernelContext", "KernelContext"], Optional[Runner]]
 
 
 @dataclass(frozen=True)
@@ -30,6 +48,8 @@ class Kernel:
 
 
 KERNELS: dict[OperationType, Kernel] = {}
+NATIVE_KERNELS: dict[OperationType, PlanFn] = {}
+FUSIONS: dict[tuple[OperationType, OperationType], FusionPlanFn] = {}
 
 
 def register(*operations: OperationType, prepare: PrepareFn,
@@ -56,7 +76,46 @@ def register(*operations: OperationType, prepare: PrepareFn,
     return wrap
 
 
+def register_native(*operations: OperationType) -> Callable[[PlanFn], PlanFn]:
+    """Registers the decorated planner as the native kernel of ``operations`` (see the module
+    docstring); the reference kernel's prepare still gives the shapes and checks."""
+
+    def wrap(planner: PlanFn) -> PlanFn:
+        for op in operations:
+            if op in NATIVE_KERNELS:
+                raise ValueError(f"a native kernel for {op.name} is already registered")
+            NATIVE_KERNELS[op] = planner
+        return planner
+
+    return wrap
+
+
+def register_fusion(producer: OperationType,
+                    consumer: OperationType) -> Callable[[FusionPlanFn], FusionPlanFn]:
+    """Registers the decorated planner of a native fusion: when an operation ``producer``'s
+    only reader is an operation ``consumer``, one runner computes the consumer's outputs from
+    the producer's inputs (the producer's output is never made)."""
+
+    def wrap(planner: FusionPlanFn) -> FusionPlanFn:
+        FUSIONS[(producer, consumer)] = planner
+        return planner
+
+    return wrap
+
+
 def kernel_for(operation: OperationType) -> Kernel | None:
     from . import ops  # noqa: F401  (importing the package registers every family)
 
     return KERNELS.get(operation)
+
+
+def native_kernel_for(operation: OperationType) -> PlanFn | None:
+    from . import native  # noqa: F401  (importing the package registers every family)
+
+    return NATIVE_KERNELS.get(operation)
+
+
+def fusion_for(producer: OperationType, consumer: OperationType) -> FusionPlanFn | None:
+    from . import native  # noqa: F401
+
+    return FUSIONS.get((producer, consumer))

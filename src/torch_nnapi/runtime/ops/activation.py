@@ -11,6 +11,8 @@ multipliers. Quantized HARD_SWISH follows TFLite's 16-bit fixed-point kernel.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ...nnapi.codes import FuseCode, OperandType
@@ -73,13 +75,18 @@ def clamp_activation(ctx: KernelContext) -> np.ndarray:
 def sigmoid_activation(ctx: KernelContext) -> np.ndarray:
     if ctx.input_type("input") in ASYMM_8BIT:
         return _sigmoid_quant8(ctx)
-    x = ctx.float_input("input")
     with np.errstate(over="ignore"):
-        if ctx.operation == Op.TANH:
-            result = np.tanh(x)
-        else:
-            result = np.float32(1) / (np.float32(1) + np.exp(-x))
+        result = FLOAT_SIGMOIDS[ctx.operation](ctx.float_input("input"))
     return result.astype(ctx.output_dtype(), copy=False)
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    return np.float32(1) / (np.float32(1) + np.exp(-x))
+
+
+# The float32 functions of LOGISTIC and TANH (the native runners use them too).
+FLOAT_SIGMOIDS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {Op.LOGISTIC: _logistic,
+                                                                 Op.TANH: np.tanh}
 
 
 def _sigmoid_input_params(ctx: KernelContext) -> tuple[int, int, int]:

@@ -101,6 +101,18 @@ def _softmax_quant8_params(ctx: KernelContext, beta: float) -> tuple[int, int, i
     return multiplier, left_shift, -fp.calculate_input_radius(_DIFF_INTEGER_BITS, left_shift)
 
 
+def softmax_quant8_exponentials(diff: np.ndarray, multiplier: int, left_shift: int,
+                                diff_min: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For differences from the row maximum (<= 0): whether each counts, its fixed-point
+    exponential, and its term of the 12-integer-bit sum (0 when it does not count)."""
+    counted = diff >= diff_min
+    scaled_diff = fp.multiply_by_quantized_multiplier_greater_than_one(
+        np.where(counted, diff, 0), multiplier, left_shift)
+    exps = fp.exp_on_negative_values(scaled_diff, _DIFF_INTEGER_BITS)
+    terms = np.where(counted, fp.rescale(exps, 0, _SUM_INTEGER_BITS), 0)
+    return counted, exps, terms
+
+
 def _softmax_quant8(q: np.ndarray, multiplier: int, left_shift: int, diff_min: int,
                     zero_point: int) -> np.ndarray:
     """Quantized softmax along the last axis; the output has scale 1/256 and ``zero_point``
@@ -108,11 +120,7 @@ def _softmax_quant8(q: np.ndarray, multiplier: int, left_shift: int, diff_min: i
     q_dtype = q.dtype
     q = q.astype(np.int64)
     diff = q - q.max(axis=-1, keepdims=True)
-    counted = diff >= diff_min
-    scaled_diff = fp.multiply_by_quantized_multiplier_greater_than_one(
-        np.where(counted, diff, 0), multiplier, left_shift)
-    exps = fp.exp_on_negative_values(scaled_diff, _DIFF_INTEGER_BITS)
-    terms = np.where(counted, fp.rescale(exps, 0, _SUM_INTEGER_BITS), 0)
+    counted, exps, terms = softmax_quant8_exponentials(diff, multiplier, left_shift, diff_min)
     # The C++ sum wraps at 32 bits; wrapping once at the end gives the same value.
     sum_of_exps = fp.wrap(terms.sum(axis=-1, keepdims=True))
     reciprocal, bits_over_unit = fp.get_reciprocal(sum_of_exps, _SUM_INTEGER_BITS)

@@ -1,0 +1,98 @@
+"""The host runtime's native kernels: C for the operations that dominate real models.
+
+``_kernels`` is a C extension built at ``pip install`` (setup.py) from the sources beside
+this file. The NumPy kernels in ``runtime/ops`` stay the reference: quantized native kernels
+are bit-exact with them, float ones agree within float32 rounding. Which set runs is chosen
+per compilation (``Compilation(model, kernels=...)``), by default from
+``TORCH_NNAPI_KERNELS`` (``native``, the default, or ``reference``). When the extension was
+not built (a source checkout without ``pip install``), the reference kernels run and
+``unavailable_reason()`` says why.
+
+The modules of this package wrap the C functions with typed Python (one per family); the
+kernels in ``runtime/ops`` call them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from types import ModuleType
+
+KERNEL_SETS = ("native", "reference")
+ENVIRONMENT_VARIABLE = "TORCH_NNAPI_KERNELS"
+
+try:
+    from . import _kernels as _loaded  # type: ignore[attr-defined]
+
+    _REASON = ""
+except ImportError as error:  # not built: the reference kernels serve
+    _loaded = None
+    _REASON = f"the native kernels are not built ({error}); run pip install"
+
+
+def module() -> ModuleType:
+    """The C extension; raises RuntimeError when it is not built."""
+    if _loaded is None:
+        raise RuntimeError(_REASON)
+    return _loaded
+
+
+def available() -> bool:
+    return _loaded is not None
+
+
+def unavailable_reason() -> str:
+    return _REASON
+
+
+def check_kernel_set(kernels: str) -> str:
+    if kernels not in KERNEL_SETS:
+        raise ValueError(f"kernels must be one of {', '.join(KERNEL_SETS)}, got {kernels!r}")
+    return kernels
+
+
+def default_kernel_set() -> str:
+    """TORCH_NNAPI_KERNELS, or ``native`` when it is unset or empty."""
+    value = os.environ.get(ENVIRONMENT_VARIABLE, "").strip().lower() or "native"
+    if value not in KERNEL_SETS:
+        raise ValueError(f"{ENVIRONMENT_VARIABLE}={value!r}: expected one of"
+                         f" {', '.join(KERNEL_SETS)}")
+    return value
+
+
+def uses_native(kernels: str) -> bool:
+    """Whether a compilation asking for ``kernels`` runs the native ones."""
+    return kernels == "native" and _loaded is not None
+
+
+def execution_scope() -> contextlib.AbstractContextManager:
+    """What an execution on the native kernels runs in: NumPy's OpenBLAS on one thread when
+    the float convolutions call its sgemm from the kernels' own threads."""
+    if _loaded is not None and _loaded.has_sgemm():
+        return blas.single_threaded()
+    return contextlib.nullcontext()
+
+
+def _configure() -> None:
+    """Gives the C kernels NumPy's sgemm (when NumPy's BLAS is OpenBLAS) and the default
+    thread count (runtime.threads)."""
+    if _loaded is None:
+        return
+    sgemm = blas.numpy_sgemm()
+    if sgemm is not None:
+        _loaded.set_sgemm(*sgemm)
+
+
+# Last: they use module(); importing each family registers its kernels.
+from . import (  # noqa: F401
+    blas,
+    conv_kernels,
+    elementwise,
+    fusions,
+    normalization,
+    pooling,
+    reduction,
+    shape,
+)
+
+_configure()

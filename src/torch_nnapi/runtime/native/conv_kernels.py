@@ -1,0 +1,277 @@
+"""Native CONV_2D, GROUPED_CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED and TRANSPOSE_CONV_2D:
+planners (see runtime/registry.py) over the C kernels of conv.py.
+
+The reference kernels (runtime/ops/conv.py) give the geometry and the real rescale
+multipliers, so both kernel sets read an operation the same way. Quantized operations need
+their filter, bias and scalars to be constants (the plan packs them once); float ones read
+their filter and bias at every run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...nnapi.codes import OperandType
+from ...nnapi.codes import OperationType as Op
+from ..context import KernelContext
+from ..ops import conv as ref
+from ..ops._spatial import from_nhwc
+from ..quant import activation_range_float, activation_range_quantized
+from ..registry import Runner, register_native
+from . import module
+from .conv import (
+    _INT32_LIMIT,
+    _PRODUCT_BOUND,
+    Q8Conv,
+    Q8Depthwise,
+    Requantization,
+    bias_activation_f32,
+    depthwise_f32,
+    im2col_f32,
+    q8_conv,
+    q8_depthwise,
+    q8_products,
+    q8_sums,
+    window,
+    window_fits,
+)
+
+_F32 = OperandType.TENSOR_FLOAT32
+_Q8 = OperandType.TENSOR_QUANT8_ASYMM
+_PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
+# Largest window matrix (in elements) gathered at once without NumPy's sgemm.
+_MAX_COLUMN_ELEMENTS = 1 << 22
+
+
+def constant_parameters(ctx: KernelContext, *data: str) -> bool:
+    """Whether every input but the ``data`` ones (by default "input") is a constant of the
+    model, which a plan may read once: a runner is reused while the shapes of the data
+    inputs stay the same, whatever their values."""
+    return ctx.variable_inputs <= set(data or ("input",))
+
+
+def _geometry_window(geo: ref._Conv) -> tuple[int, ...]:
+    w = geo.window
+    return window(geo.batches, geo.height, geo.width, geo.in_depth, geo.out_h, geo.out_w,
+                  geo.filter_h, geo.filter_w, w.stride_h, w.stride_w, w.dilation_h,
+                  w.dilation_w, w.pad_top, w.pad_left)
+
+
+def _nhwc(x: np.ndarray, nchw: bool) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nchw else x
+
+
+def _requantization(ctx: KernelContext, fuse_code: int, weights: str = "filter") \
+        -> Requantization:
+    scale, zero = ctx.output_quant()
+    lo, hi = activation_range_quantized(fuse_code, scale, zero)
+    return Requantization(ref._real_multipliers(ctx, scale, weights), zero, lo, hi)
+
+
+def _filter_zero(ctx: KernelContext, weights: str = "filter") -> int:
+    return 0 if ctx.input_type(weights) == _PER_CHANNEL else ctx.input_quant(weights)[1]
+
+
+def _once(ctx: KernelContext, what: str, build):
+    """build(ctx), kept for the step: it depends on constants only."""
+    if what not in ctx.memo:
+        ctx.memo[what] = build(ctx)
+    return ctx.memo[what]
+
+
+def _conv_plan(ctx: KernelContext) -> Q8Conv | None:
+    geo = ref._geometry(ctx)
+    return q8_conv(ctx.input("filter"), _filter_zero(ctx), ctx.input("bias"), geo.groups,
+                   ctx.input_quant("input")[1], _requantization(ctx, geo.params.fuse_code))
+
+
+def _depthwise_plan(ctx: KernelContext) -> Q8Depthwise | None:
+    geo = ref._geometry(ctx)
+    return q8_depthwise(ctx.input("filter"), _filter_zero(ctx), ctx.input("bias"),
+                        geo.multiplier, ctx.input_quant("input")[1],
+                        _requantization(ctx, geo.params.fuse_code))
+
+
+def _fc_plan(ctx: KernelContext) -> Q8Conv | None:
+    weights = ctx.input("weights")
+    return q8_conv(weights.reshape(weights.shape[0], 1, 1, weights.shape[1]),
+                   _filter_zero(ctx, "weights"), ctx.input("bias"), 1,
+                   ctx.input_quant("input")[1],
+                   _requantization(ctx, ctx.scalar("fuse_code"), "weights"))
+
+
+def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref._Conv,
+                 geometry: tuple[int, ...]) -> np.ndarray:
+    """The sums of an NHWC float convolution as [n * out_h * out_w, out_depth] with
+    np.matmul, for when NumPy's BLAS is not OpenBLAS: windows gathered in C by blocks."""
+    rows = geo.batches * geo.out_h * geo.out_w
+    k = geo.filter_h * geo.filter_w * geo.in_depth // geo.groups
+    out = np.empty((rows, geo.out_depth), np.float32)
+    w = w.reshape(geo.out_depth, -1)
+    wnd = geo.window
+    pointwise = geo.filter_h == geo.filter_w == wnd.stride_h == wnd.stride_w == 1 and not (
+        wnd.pad_top or wnd.pad_bottom or wnd.pad_left or wnd.pad_right)
+    if geo.groups == 1 and pointwise:
+        return np.matmul(x.reshape(rows, geo.in_depth), w.T, out=out)
+    full_k = geo.filter_h * geo.filter_w * geo.in_depth
+    block = max(1, min(rows, _MAX_COLUMN_ELEMENTS // full_k))
+    columns = np.empty((block, full_k), np.float32)
+    taps, cg, per_group = geo.filter_h * geo.filter_w, geo.in_depth // geo.groups, \
+        geo.out_depth // geo.groups
+    for start in range(0, rows, block):
+        count = min(block, rows - start)
+        cols = im2col_f32(x, geometry, start, count, columns[:count])
+        if geo.groups == 1:
+            np.matmul(cols, w.T, out=out[start:start + count])
+            continue
+        grouped = cols.reshape(count, taps, geo.groups, cg).transpose(2, 0, 1, 3) \
+            .reshape(geo.groups, count, k)
+        filters = w.reshape(geo.groups, per_group, k).transpose(0, 2, 1)
+        out[start:start + count] = np.matmul(grouped, filters).transpose(1, 0, 2) \
+            .reshape(count, geo.out_depth)
+    return out
+
+
+@register_native(Op.CONV_2D, Op.GROUPED_CONV_2D)
+def conv_2d(ctx: KernelContext) -> Runner | None:
+    geo = ref._geometry(ctx)
+    kind = ctx.input_type("input")
+    if geo.batches == 0 or kind not in (_F32, _Q8) or \
+            not constant_parameters(ctx, "input", "filter", "bias"):
+        return None
+    nchw, geometry = geo.params.nchw, _geometry_window(geo)
+    if not window_fits(geometry):
+        return None
+    shape = (geo.batches, geo.out_h, geo.out_w, geo.out_depth)
+    if kind == _Q8:
+        plan = _once(ctx, "q8_conv", _conv_plan) if constant_parameters(ctx) else None
+        if plan is None:
+            return None
+        return lambda x, *_: from_nhwc(plan.run(_nhwc(x, nchw), geometry,
+                                                np.empty(shape, np.uint8)), nchw)
+    lo, hi = activation_range_float(geo.params.fuse_code)
+    if not module().has_sgemm():
+        return lambda x, w, b, *_: from_nhwc(bias_activation_f32(
+            _matmul_conv(_nhwc(x, nchw), w, geo, geometry), b, lo, hi).reshape(shape), nchw)
+
+    def run(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_) -> np.ndarray:
+        out = np.empty(shape, np.float32)
+        module().conv_f32(_nhwc(x, nchw), w, b, out, geometry, geo.out_depth, geo.groups, lo, hi)
+        return from_nhwc(out, nchw)
+
+    return run
+
+
+@register_native(Op.DEPTHWISE_CONV_2D)
+def depthwise_conv_2d(ctx: KernelContext) -> Runner | None:
+    geo = ref._geometry(ctx)
+    kind = ctx.input_type("input")
+    if geo.batches == 0 or kind not in (_F32, _Q8) or \
+            not constant_parameters(ctx, "input", "filter", "bias"):
+        return None
+    nchw, geometry = geo.params.nchw, _geometry_window(geo)
+    if not window_fits(geometry):
+        return None
+    shape = (geo.batches, geo.out_h, geo.out_w, geo.out_depth)
+    if kind == _Q8:
+        plan = _once(ctx, "q8_depthwise", _depthwise_plan) if constant_parameters(ctx) else None
+        if plan is None:
+            return None
+        return lambda x, *_: from_nhwc(plan.run(_nhwc(x, nchw), geometry,
+                                                np.empty(shape, np.uint8)), nchw)
+    lo, hi = activation_range_float(geo.params.fuse_code)
+    return lambda x, w, b, *_: from_nhwc(depthwise_f32(
+        _nhwc(x, nchw), w[0], b, geometry, geo.multiplier, lo, hi,
+        np.empty(shape, np.float32)), nchw)
+
+
+@register_native(Op.FULLY_CONNECTED)
+def fully_connected(ctx: KernelContext) -> Runner | None:
+    batch, input_size, units = ref._fc_geometry(ctx)
+    kind = ctx.input_type("input")
+    if batch == 0 or kind not in (_F32, _Q8) or \
+            not constant_parameters(ctx, "input", "weights", "bias"):
+        return None
+    geometry = window(batch, 1, 1, input_size, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0)
+    if not window_fits(geometry):
+        return None
+    if kind == _Q8:
+        plan = _once(ctx, "q8_fc", _fc_plan) if constant_parameters(ctx) else None
+        if plan is None:
+            return None
+        return lambda x, *_: plan.run(x.reshape(batch, input_size), geometry,
+                                      np.empty((batch, units), np.uint8))
+    lo, hi = activation_range_float(ctx.scalar("fuse_code"))
+    if not module().has_sgemm():
+        return lambda x, w, b, *_: bias_activation_f32(
+            np.matmul(x.reshape(batch, input_size), w.T), b, lo, hi)
+
+    def run(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_) -> np.ndarray:
+        out = np.empty((batch, units), np.float32)
+        module().conv_f32(x.reshape(batch, input_size), w, b, out, geometry, units, 1, lo, hi)
+        return out
+
+    return run
+
+
+def _transpose_products(ctx: KernelContext) -> Q8Conv | None:
+    """Every input pixel times the whole filter: products [kh * kw * out, in] as a 1x1
+    convolution, when all the sums of the transposed convolution fit int32."""
+    w = ctx.input("filter")
+    _, kh, kw, cin = w.shape
+    bias = ctx.input("bias")
+    if kh * kw * cin * _PRODUCT_BOUND + int(np.abs(bias.astype(np.int64)).max(initial=0)) \
+            > _INT32_LIMIT:
+        return None
+    return q8_products(np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(-1, cin),
+                       _filter_zero(ctx), ctx.input_quant("input")[1])
+
+
+@register_native(Op.TRANSPOSE_CONV_2D)
+def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
+    """Each input pixel times the whole filter (BLAS, or the exact quantized sums), then C
+    adds up the contributions landing on each output pixel, in the reference's order."""
+    wnd, params, geo = ref._transpose_geometry(ctx)
+    kind = ctx.input_type("input")
+    if geo.batches == 0 or kind not in (_F32, _Q8) or \
+            not constant_parameters(ctx, "input", "filter", "bias"):
+        return None
+    nchw = params.nchw
+    n, h, wd, c = geo.batches, geo.height, geo.width, geo.in_depth
+    kh, kw, cout = geo.filter_h, geo.filter_w, geo.out_depth
+    # The scatter's window: the input's size, the output's, the filter, strides, pads.
+    geometry = window(n, h, wd, cout, geo.out_h, geo.out_w, kh, kw, wnd.stride_h, wnd.stride_w,
+                      1, 1, wnd.pad_top, wnd.pad_left)
+    if not window_fits(geometry):
+        return None
+    shape = (n, geo.out_h, geo.out_w, cout)
+    if kind == _F32:
+        lo, hi = activation_range_float(params.fuse_code)
+
+        def run_float(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_) -> np.ndarray:
+            filters = w.transpose(1, 2, 0, 3).reshape(kh * kw * cout, c)
+            contributions = _nhwc(x, nchw).reshape(-1, c) @ filters.T
+            out = np.empty(shape, np.float32)
+            module().col2im_f32(contributions, b, out, geometry, lo, hi)
+            return from_nhwc(out, nchw)
+
+        return run_float
+    if not constant_parameters(ctx):
+        return None
+    plan = _once(ctx, "q8_transpose", _transpose_products)
+    requant = _requantization(ctx, params.fuse_code)
+    fixed = requant.fixed_point(cout)
+    if plan is None or fixed is None:
+        return None
+    bias = np.ascontiguousarray(ctx.input("bias"), np.int32)
+    pixels = window(n, h, wd, c, h, wd, 1, 1, 1, 1, 1, 1, 0, 0)
+
+    def run(x: np.ndarray, *_) -> np.ndarray:
+        contributions = q8_sums(plan, _nhwc(x, nchw), pixels,
+                                np.empty((n, h, wd, kh * kw * cout), np.int32))
+        out = np.empty(shape, np.uint8)
+        module().col2im_q8(contributions, bias, out, geometry, *fixed, requant.output_zero,
+                           requant.lo, requant.hi)
+        return from_nhwc(out, nchw)
+
+    return run

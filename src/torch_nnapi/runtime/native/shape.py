@@ -1,0 +1,112 @@
+"""Runners for the operations that only move values: RESHAPE, SQUEEZE and EXPAND_DIMS (free:
+a view of their input), TRANSPOSE, SPLIT, CONCATENATION and GATHER; and the float element-wise
+functions of unary_math (ABS, EXP, LOG, NEG, RSQRT, SIN, SQRT, FLOOR).
+
+They compute what the reference kernels compute, with the reference's own parameter
+readers and functions, but read the parameters once per plan instead of at every execution;
+in a model of many small operations that reading is most of the time. Quantized
+CONCATENATION of inputs quantized unlike the output requantizes through a 256-entry table of
+what the reference gives for each value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import cast
+
+import numpy as np
+
+from ...nnapi.codes import OperandType
+from ...nnapi.codes import OperationType as Op
+from ..context import KernelContext
+from ..ops import shape, unary_math
+from ..ops._shape_common import axis_scalar
+from ..registry import Runner, register_native
+from . import module
+from .conv_kernels import constant_parameters
+
+_Q8 = OperandType.TENSOR_QUANT8_ASYMM
+_TARGETS = {Op.RESHAPE: shape._reshape_target, Op.SQUEEZE: shape._squeeze_shape,
+            Op.EXPAND_DIMS: shape._expand_dims_shape}
+
+
+@register_native(*_TARGETS)
+def reshape(ctx: KernelContext) -> Runner | None:
+    if not constant_parameters(ctx):
+        return None
+    target = _TARGETS[ctx.operation](ctx)
+    return lambda x, *_: x.reshape(target)
+
+
+@register_native(Op.TRANSPOSE)
+def transpose(ctx: KernelContext) -> Runner | None:
+    if not constant_parameters(ctx):
+        return None
+    permutation = tuple(shape._permutation(ctx))
+    return lambda x, *_: np.ascontiguousarray(x.transpose(permutation))
+
+
+@register_native(Op.SPLIT)
+def split(ctx: KernelContext) -> Runner | None:
+    if not constant_parameters(ctx):
+        return None
+    axis, parts = shape._split_plan(ctx)
+    return lambda x, *_: [np.ascontiguousarray(p) for p in np.split(x, parts, axis=axis)]
+
+
+def _requantization_table(ctx: KernelContext, k: int) -> np.ndarray | None:
+    """The reference's requantization of the k-th input to the output's quantization for
+    every uint8 value; None when they are quantized alike."""
+    every_value = np.arange(256, dtype=np.uint8)
+    table = shape._requantized(ctx.with_input("inputs", every_value, k), k)
+    return None if table is every_value else np.ascontiguousarray(table, np.uint8)
+
+
+@register_native(Op.CONCATENATION)
+def concatenation(ctx: KernelContext) -> Runner | None:
+    if not constant_parameters(ctx, "inputs"):
+        return None
+    count = ctx.input_count("inputs")
+    axis = ctx.scalar("axis")
+    kind = ctx.input_type("inputs")
+    if kind == OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
+        return None  # requantized through uint8 as Android: the reference's
+    if kind != _Q8:
+        return lambda *values: np.concatenate(values[:count], axis=axis)
+    tables = [_requantization_table(ctx, i) for i in range(count)]
+    lut = module().lut
+
+    def requantized(x: np.ndarray, table: np.ndarray | None) -> np.ndarray:
+        if table is None:
+            return x
+        out = np.empty(x.shape, np.uint8)
+        lut(np.ascontiguousarray(x), out, table)
+        return out
+
+    return lambda *values: np.concatenate(
+        [requantized(x, t) for x, t in zip(values[:count], tables)], axis=axis)
+
+
+@register_native(Op.GATHER)
+def gather(ctx: KernelContext) -> Runner | None:
+    if not constant_parameters(ctx, "input", "indices"):
+        return None
+    x_shape = ctx.input_shape("input")
+    axis = axis_scalar(ctx, "axis", len(x_shape))
+    size = x_shape[axis]
+
+    def run(x: np.ndarray, _axis, indices: np.ndarray) -> np.ndarray | None:
+        if ((indices < 0) | (indices >= size)).any():
+            return None  # the reference kernel reports which index, where
+        return np.asarray(np.take(x, indices, axis=axis))
+
+    return run
+
+
+@register_native(*unary_math._FUNCTIONS)
+def unary(ctx: KernelContext) -> Runner | None:
+    if ctx.input_type("input") != OperandType.TENSOR_FLOAT32:
+        return None
+    # float32 in and out, as the reference computes it
+    function = cast(Callable[[np.ndarray], np.ndarray], unary_math._FUNCTIONS[ctx.operation])
+    return lambda x: function(x)

@@ -1,0 +1,62 @@
+"""Runs one operation on both kernel sets and compares: the reference kernels (NumPy, the
+oracle) and the native ones, checking that the native kernel handled the operation rather
+than leaving it to the reference."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pytest
+
+from torch_nnapi.nnapi import OperationType
+from torch_nnapi.runtime import Compilation, native
+from torch_nnapi.runtime.registry import NATIVE_KERNELS
+
+from ..ops._single_op import Operand, build, fed_values
+
+needs_native = pytest.mark.skipif(not native.available(), reason=native.unavailable_reason())
+
+
+def run_both(monkeypatch, op: OperationType, inputs: Sequence[Operand],
+             outputs: Sequence[Operand], *, handled: bool = True
+             ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(reference outputs, native outputs). With ``handled``, fails unless the native kernel
+    computed the result itself (without, it must have left it to the reference). The native
+    compilation runs twice, the second time through the runner its first run planned."""
+    model = build(op, inputs, outputs)
+    fed = fed_values(inputs)
+    expected = Compilation(model, kernels="reference").run(fed).outputs
+    answers: list[bool] = []
+    planner = NATIVE_KERNELS[op]
+
+    def recording(ctx):
+        runner = planner(ctx)
+        answers.append(runner is not None)
+        return runner
+
+    monkeypatch.setitem(NATIVE_KERNELS, op, recording)
+    compilation = Compilation(model, kernels="native")
+    actual = compilation.run(fed).outputs
+    again = compilation.run(fed).outputs
+    assert answers == [handled], f"native kernel answered {answers}, expected [{handled}]"
+    for first, second in zip(actual, again):
+        np.testing.assert_array_equal(first, second)
+    return expected, actual
+
+
+def assert_same(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray]) -> None:
+    """Bit-exact: same dtype, shape and values (NaN where NaN)."""
+    for e, a in zip(expected, actual):
+        assert a.dtype == e.dtype and a.shape == e.shape
+        np.testing.assert_array_equal(a, e)
+
+
+def assert_close(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
+                 rtol: float = 1e-5) -> None:
+    """Float results summed in another order: within float32 rounding of the largest value."""
+    for e, a in zip(expected, actual):
+        assert a.dtype == e.dtype and a.shape == e.shape
+        finite = np.abs(e[np.isfinite(e)])
+        scale = float(np.max(finite, initial=1.0))
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=rtol * scale)
