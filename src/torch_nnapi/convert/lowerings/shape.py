@@ -190,7 +190,7 @@ def expand(cx: Converter, x, sizes, *rest):
     target = tuple(x.shape[i] if not isinstance(s, Sym) and int(s) == -1 else s
                    for i, s in enumerate(sizes))
     multiples = []
-    for have, want in zip(x.shape, target, strict=False):
+    for have, want in zip(x.shape, target, strict=True):
         if isinstance(have, int) and have == 1:
             multiples.append(want)
         elif have == want or isinstance(want, Sym) or isinstance(have, Sym):
@@ -208,7 +208,7 @@ def repeat(cx: Converter, x, repeats):
         raise Unsupported("repeat with fewer repeats than dimensions")
     if len(repeats) > x.rank:
         x = with_rank(cx, x, len(repeats))
-    shape = tuple(d * r for d, r in zip(x.shape, repeats, strict=False))
+    shape = tuple(d * r for d, r in zip(x.shape, repeats, strict=True))
     return tile(cx, x, repeats, shape)
 
 
@@ -292,7 +292,7 @@ def roll(cx: Converter, x, shifts, dims=()):
     if len(shifts) != len(dims):
         raise Unsupported(f"roll with {len(shifts)} shifts for {len(dims)} dimensions")
     out = x
-    for shift, dim in zip(shifts, dims, strict=False):
+    for shift, dim in zip(shifts, dims, strict=True):
         d = dim_index(dim, x.rank)
         size = static_int(x.shape[d], "rolled dimension")
         k = static_int(shift, "roll shift") % size
@@ -368,7 +368,7 @@ def _channel_shuffle_groups(x: TensorValue, steps, parts) -> int | None:
     if not swapped:
         return None
     merged = resolve_shape(x, parts[-1][0])
-    if len(merged) != 4 or not all(_same(a, b) for a, b in zip(merged, x.shape, strict=False)):
+    if len(merged) != 4 or not all(_same(a, b) for a, b in zip(merged, x.shape, strict=True)):
         return None
     return groups
 
