@@ -9,7 +9,8 @@ inputs, or an operand without a value) reads as the default its signature declar
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

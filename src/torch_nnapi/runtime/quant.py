@@ -147,8 +147,11 @@ def dequantize(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
         np.float32(scale)
 
 
+_UINT8 = np.dtype(np.uint8)  # the default of activation_range_quantized
+
+
 def activation_range_quantized(fuse_code: int, scale: float, zero_point: int,
-                               dtype: np.dtype = np.dtype(np.uint8)) -> tuple[int, int]:
+                               dtype: np.dtype = _UINT8) -> tuple[int, int]:
     """The quantized clamp bounds of a fused activation in ``dtype``'s range
     (CalculateActivationRangeUint8 and its Int8 twin)."""
     limits = np.iinfo(dtype)

@@ -84,7 +84,7 @@ def _configure() -> None:
 
 
 # Last: they use module(); importing each family registers its kernels.
-from . import (  # noqa: F401
+from . import (  # noqa: E402, F401
     blas,
     conv_kernels,
     elementwise,

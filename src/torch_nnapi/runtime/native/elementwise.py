@@ -50,10 +50,10 @@ def broadcast_layout(a: tuple[int, ...], b: tuple[int, ...]) -> Layout | None:
     rank = max(len(a), len(b), 1)
     a = (1,) * (rank - len(a)) + a
     b = (1,) * (rank - len(b)) + b
-    out = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b))
+    out = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b, strict=True))
     # Per dimension: whether each input runs along it (size > 1) or repeats (size 1).
     dims: list[list[int]] = []  # [size, a runs, b runs]
-    for size, x, y in zip(out, a, b):
+    for size, x, y in zip(out, a, b, strict=True):
         if size == 1:
             continue
         runs = [size, int(x != 1), int(y != 1)]

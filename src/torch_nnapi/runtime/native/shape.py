@@ -84,7 +84,7 @@ def concatenation(ctx: KernelContext) -> Runner | None:
         return out
 
     return lambda *values: np.concatenate(
-        [requantized(x, t) for x, t in zip(values[:count], tables)], axis=axis)
+        [requantized(x, t) for x, t in zip(values[:count], tables, strict=False)], axis=axis)
 
 
 @register_native(Op.GATHER)

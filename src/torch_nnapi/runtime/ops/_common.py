@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.errors import BadDataError
@@ -17,7 +17,7 @@ def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> Shape:
     a = (1,) * (rank - len(a)) + tuple(a)
     b = (1,) * (rank - len(b)) + tuple(b)
     out = []
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
         if x != y and x != 1 and y != 1:
             raise BadDataError(f"shapes {list(a)} and {list(b)} cannot be broadcast"
                                f" (dimension {i}: {x} vs {y})")

@@ -9,7 +9,8 @@ non-maximum suppression, so that ties are broken as on a device.
 from __future__ import annotations
 
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -90,7 +91,7 @@ def batch_runs(batch_index: np.ndarray) -> list[tuple[int, int]]:
         return []
     starts = np.flatnonzero(np.r_[True, batch_index[1:] != batch_index[:-1]])
     stops = np.r_[starts[1:], batch_index.size]
-    return list(zip(starts.tolist(), stops.tolist()))
+    return list(zip(starts.tolist(), stops.tolist(), strict=True))
 
 
 def iou_with(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:

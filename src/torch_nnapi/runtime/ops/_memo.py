@@ -9,7 +9,8 @@ stay the same. Executions running at once may both compute an entry; they store 
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from ..context import KernelContext
 

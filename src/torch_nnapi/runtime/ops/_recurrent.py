@@ -10,8 +10,9 @@ time steps only, after computing the input contributions of all steps at once.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 import numpy as np
 

@@ -3,7 +3,7 @@ NHWC views of NCHW inputs, and owned output arrays."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

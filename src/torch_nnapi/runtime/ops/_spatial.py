@@ -118,7 +118,7 @@ def read_window_params(ctx: KernelContext, *, negative_tail: bool = False) -> Wi
     else:
         scheme = None
         pads = tuple(ctx.scalar(name) for name in _PADS)
-        for name, pad in zip(_PADS, pads):
+        for name, pad in zip(_PADS, pads, strict=True):
             if pad < 0 and not (negative_tail and name in ("pad_right", "pad_bottom")):
                 raise BadDataError(f"{ctx.describe_input(name)} must not be negative, got {pad}")
     stride_w, stride_h = _positive(ctx, "stride_w"), _positive(ctx, "stride_h")

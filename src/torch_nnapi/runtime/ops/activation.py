@@ -11,7 +11,7 @@ multipliers. Quantized HARD_SWISH follows TFLite's 16-bit fixed-point kernel.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

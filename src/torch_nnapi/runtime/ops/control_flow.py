@@ -14,15 +14,16 @@ says to go on, as Android does; the execution's own timeout is checked as well.
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol, Sequence, cast
+from collections.abc import Sequence
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import MissedDeadlineError
 from ..context import KernelContext, Shape, ValueNotKnown
-from ..timeouts import RunLimits
 from ..registry import register
+from ..timeouts import RunLimits
 
 
 class _Called(Protocol):

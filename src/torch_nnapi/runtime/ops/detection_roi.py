@@ -159,7 +159,7 @@ def roi_align(ctx: KernelContext) -> np.ndarray:
                        (F32(1) - fx) * fy, fx * fy)
             corners = ((y_low, x_low), (y_low, x_high), (y_high, x_low), (y_high, x_high))
             sample = None
-            for weight, (ys, xs) in zip(weights, corners):
+            for weight, (ys, xs) in zip(weights, corners, strict=True):
                 values = feature[b, ys[:, :, None], xs[:, None, :]]
                 if quantized:
                     weight_q = round_half_away(weight / _WEIGHT_SCALE).astype(np.int64)

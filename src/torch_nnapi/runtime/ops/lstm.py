@@ -17,14 +17,14 @@ from ..context import KernelContext, Shape
 from ..registry import register
 from ._memo import per_operation
 from ._recurrent import (
+    CROSS_LINKING,
     LSTM_ACTIVATIONS,
+    NO_LINKING,
+    PARALLEL_LINKING,
     Activation,
     LstmCell,
     LstmConfig,
     LstmOperands,
-    CROSS_LINKING,
-    NO_LINKING,
-    PARALLEL_LINKING,
     activation,
     check_aux_sequence,
     check_merged_outputs,

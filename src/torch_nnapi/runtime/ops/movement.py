@@ -68,7 +68,7 @@ def _prepare_pad(ctx: KernelContext) -> list[Shape]:
             raise BadDataError(f"{ctx.describe_input('pad_value')} {value} is outside the"
                                f" {ctx.input_type('input').name} range [{limits.min},"
                                f" {limits.max}]")
-    return [tuple(a + n + b for n, (a, b) in zip(ctx.input_shape("input"), pads))]
+    return [tuple(a + n + b for n, (a, b) in zip(ctx.input_shape("input"), pads, strict=True))]
 
 
 def _pad_value(ctx: KernelContext) -> float | int:
@@ -94,7 +94,7 @@ def _slice_plan(ctx: KernelContext) -> tuple[slice, ...]:
     begin = int_vector(ctx, "begin", len(shape))
     size = int_vector(ctx, "size", len(shape))
     plan = []
-    for d, (n, b, s) in enumerate(zip(shape, begin, size)):
+    for d, (n, b, s) in enumerate(zip(shape, begin, size, strict=True)):
         if not 0 <= b <= n:
             raise BadDataError(f"{ctx.describe_input('begin')} {b} is out of range [0, {n}] for"
                                f" dimension {d}")

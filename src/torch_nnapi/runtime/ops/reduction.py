@@ -3,8 +3,9 @@
 Float16 is computed in float32 and cast back. Quant8 MEAN (uint8, and int8 since API 30) sums
 the raw values in integers and divides truncating toward zero, exactly as Android's reference
 (its output keeps the input's quantization). Reducing every dimension of a tensor without
-keeping them, or ARGMAX/ARGMIN of a 1-D tensor, gives shape [1] (Android 11). REDUCE_MAX/MIN start from the type's lowest/highest finite value as Android's
-reference does, so reducing an empty axis gives that value.
+keeping them, or ARGMAX/ARGMIN of a 1-D tensor, gives shape [1] (Android 11). REDUCE_MAX/MIN
+start from the type's lowest/highest finite value as Android's reference does, so reducing an
+empty axis gives that value.
 """
 
 from __future__ import annotations

@@ -135,8 +135,8 @@ def _prepare_concatenation(ctx: KernelContext) -> list[Shape]:
     total = 0
     for k in range(ctx.input_count("inputs")):
         shape = ctx.input_shape("inputs", k)
-        if len(shape) != rank or any(a != b for d, (a, b) in enumerate(zip(shape, first))
-                                     if d != axis):
+        if len(shape) != rank or any(
+                a != b for d, (a, b) in enumerate(zip(shape, first, strict=True)) if d != axis):
             raise BadDataError(f"{ctx.describe_input('inputs', k)} has shape {list(shape)},"
                                f" which differs from {ctx.describe_input('inputs', 0)}"
                                f" {list(first)} in a dimension other than the axis {axis}")
@@ -217,7 +217,7 @@ def _multiples(ctx: KernelContext) -> list[int]:
 
 
 def _prepare_tile(ctx: KernelContext) -> list[Shape]:
-    return [tuple(n * m for n, m in zip(ctx.input_shape("input"), _multiples(ctx)))]
+    return [tuple(n * m for n, m in zip(ctx.input_shape("input"), _multiples(ctx), strict=True))]
 
 
 @register(Op.TILE, prepare=_prepare_tile)
