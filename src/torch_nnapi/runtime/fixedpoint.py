@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -82,7 +83,8 @@ class QFormat:
 def wrap(x, raw_bits: int = 32) -> np.ndarray:
     """Two's-complement wrap-around to ``raw_bits`` bits (C++ non-saturating arithmetic)."""
     half = np.int64(1 << (raw_bits - 1))
-    return ((np.asarray(x, dtype=np.int64) + half) & np.int64((1 << raw_bits) - 1)) - half
+    wrapped = (np.asarray(x, dtype=np.int64) + half) & np.int64((1 << raw_bits) - 1)
+    return cast("np.ndarray", wrapped - half)
 
 
 def _truncating_shift_right(x: np.ndarray, exponent: int) -> np.ndarray:
@@ -114,7 +116,7 @@ def rounding_divide_by_pot(x, exponent) -> np.ndarray:
     mask = (np.int64(1) << exponent) - 1
     remainder = x & mask
     threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + (remainder > threshold)
+    return cast("np.ndarray", (x >> exponent) + (remainder > threshold))
 
 
 def saturating_rounding_multiply_by_pot(x, exponent: int, raw_bits: int = 32) -> np.ndarray:
@@ -304,7 +306,7 @@ def count_leading_zeros_uint32(x) -> np.ndarray:
     x = np.asarray(x, dtype=np.int64) & np.int64(0xFFFFFFFF)
     # Below 2**53 frexp's exponent is exactly the bit length.
     _, bit_length = np.frexp(x.astype(np.float64))
-    return 32 - bit_length.astype(np.int64)
+    return cast("np.ndarray", 32 - bit_length.astype(np.int64))
 
 
 def get_reciprocal(x, x_integer_bits: int) -> tuple[np.ndarray, np.ndarray]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 from types import ModuleType
+from typing import cast
 
 KERNEL_SETS = ("native", "reference")
 ENVIRONMENT_VARIABLE = "TORCH_NNAPI_KERNELS"
@@ -34,7 +35,7 @@ def module() -> ModuleType:
     """The C extension; raises RuntimeError when it is not built."""
     if _loaded is None:
         raise RuntimeError(_REASON)
-    return _loaded
+    return cast("ModuleType", _loaded)
 
 
 def available() -> bool:

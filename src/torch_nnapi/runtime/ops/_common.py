@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.errors import BadDataError
@@ -49,7 +50,7 @@ def fuse_code_input(ctx: KernelContext, name: str = "fuse_code") -> int:
     code = ctx.scalar(name)
     if code not in _FUSE_CODES:
         raise BadDataError(f"{ctx.describe_input(name)} {code} is not a FuseCode (0..3)")
-    return code
+    return cast("int", code)
 
 
 def check_rank(ctx: KernelContext, name: str, ranks: Sequence[int] | range) -> Shape:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -29,12 +29,12 @@ def float_input(ctx: KernelContext, name: str) -> np.ndarray:
     if value.dtype.kind == "f":
         return value.astype(F32, copy=False)
     scale, zero_point = ctx.input_quant(name)
-    return (value.astype(F32) - F32(zero_point)) * F32(scale)
+    return cast("np.ndarray", (value.astype(F32) - F32(zero_point)) * F32(scale))
 
 
 def float_scalar(ctx: KernelContext, name: str) -> np.float32:
     """A FLOAT32 or FLOAT16 scalar input as float32 (the precision Android computes in)."""
-    return F32(ctx.scalar(name))
+    return cast("np.float32", F32(ctx.scalar(name)))
 
 
 def positive_scalar(ctx: KernelContext, name: str):
@@ -55,7 +55,7 @@ def output_from_float(ctx: KernelContext, name: str, values: np.ndarray) -> np.n
     with np.errstate(invalid="ignore", over="ignore"):
         q = round_half_away(values / F32(scale) + F32(zero_point))
     limits = np.iinfo(dtype)
-    return np.clip(np.nan_to_num(q), limits.min, limits.max).astype(dtype)
+    return cast("np.ndarray", np.clip(np.nan_to_num(q), limits.min, limits.max).astype(dtype))
 
 
 def to_nhwc(array: np.ndarray, nchw: bool) -> np.ndarray:
@@ -103,7 +103,7 @@ def iou_with(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
                         F32(0))
     intersection = width * height
     with np.errstate(divide="ignore", invalid="ignore"):
-        return intersection / (areas + area - intersection)
+        return cast("np.ndarray", intersection / (areas + area - intersection))
 
 
 def _swap_to_end(rest: np.ndarray, drop: np.ndarray) -> np.ndarray:
@@ -120,7 +120,7 @@ def _swap_to_end(rest: np.ndarray, drop: np.ndarray) -> np.ndarray:
     holes = np.flatnonzero(drop[:count])
     fillers = count + np.flatnonzero(keep[count:])[::-1]
     survivors[holes] = rest[fillers]
-    return survivors
+    return cast("np.ndarray", survivors)
 
 
 def greedy_nms(scores: np.ndarray, boxes: np.ndarray, candidates: np.ndarray, max_keep: int,
@@ -172,7 +172,7 @@ class OncePerContext:
         entry = getattr(self._local, "entry", None)
         if entry is not None and entry[0] is ctx:
             self._local.entry = None
-            return entry[1]
+            return cast("Result", entry[1])
         result = self._compute(ctx)
         self._local.entry = (ctx, result)
         return result

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -42,7 +42,7 @@ def ieee_float(execute: F) -> F:
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
-        return np.float32(1.0) / (np.float32(1.0) + np.exp(-x))
+        return cast("np.ndarray", np.float32(1.0) / (np.float32(1.0) + np.exp(-x)))
 
 
 _ACTIVATIONS: dict[int, tuple[str, Activation]] = {
@@ -325,7 +325,7 @@ class LstmCell:
                 value = value + peephole[name] * cell_state
             if self.layer_norm is not None:
                 value = _normalize(value) * self.layer_norm[k] + self.bias[k]
-            return value
+            return cast("np.ndarray", value)
 
         forget = _sigmoid(gate("forget", c_prev))
         candidate = self.activation(gate("cell"))
@@ -361,7 +361,7 @@ def _normalize(x: np.ndarray) -> np.ndarray:
     mean = x.mean(axis=-1, keepdims=True, dtype=np.float32)
     variance = (x * x).mean(axis=-1, keepdims=True, dtype=np.float32) - mean * mean
     variance = np.where(variance <= 0, np.float32(LAYER_NORM_EPSILON), variance)
-    return (x - mean) / np.sqrt(variance)
+    return cast("np.ndarray", (x - mean) / np.sqrt(variance))
 
 
 def load_lstm_cell(ctx: KernelContext, at: LstmOperands, config: LstmConfig,
@@ -407,7 +407,7 @@ class RnnCell:
         result = x @ self.weights.T + self.bias
         if aux is not None:
             result += aux @ self.aux_weights.T
-        return result
+        return cast("np.ndarray", result)
 
     def step(self, from_input: np.ndarray, state: np.ndarray) -> np.ndarray:
         return self.activation(from_input + state @ self.recurrent_weights.T)

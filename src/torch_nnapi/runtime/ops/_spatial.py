@@ -10,6 +10,7 @@ are transposed in and out, as Android does.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -133,7 +134,7 @@ def _positive(ctx: KernelContext, name: str) -> int:
     value = ctx.scalar(name)
     if value <= 0:
         raise BadDataError(f"{ctx.describe_input(name)} must be positive, got {value}")
-    return value
+    return cast("int", value)
 
 
 def check_padding_code(ctx: KernelContext) -> int:

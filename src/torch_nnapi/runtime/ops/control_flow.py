@@ -68,7 +68,7 @@ def _prepare_if(ctx: KernelContext) -> list[Shape]:
 @register(Op.IF, prepare=_prepare_if, shaped_by_execution=True)
 def if_(ctx: KernelContext) -> Sequence[np.ndarray]:
     branch = _called(ctx, "then_model" if _truth(ctx.input("condition")) else "else_model")
-    return branch.run(_passed(ctx), limits=ctx.limits).outputs
+    return cast("Sequence[np.ndarray]", branch.run(_passed(ctx), limits=ctx.limits).outputs)
 
 
 def _prepare_while(ctx: KernelContext) -> list[Shape]:

@@ -10,6 +10,8 @@ candidate order; suppression follows Android's greedy loop exactly (see ``_detec
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
@@ -132,14 +134,15 @@ def _soft_suppression(ctx: KernelContext, scores: np.ndarray):
 
     def factor(iou: np.ndarray) -> np.ndarray:
         if kernel == _GAUSSIAN:
-            return np.exp(F32(-1) * iou * iou / sigma)
+            return cast("np.ndarray", np.exp(F32(-1) * iou * iou / sigma))
         below = iou < iou_threshold
-        return np.where(below, F32(1), F32(0) if kernel == _HARD else F32(1) - iou)
+        return cast("np.ndarray",
+                    np.where(below, F32(1), F32(0) if kernel == _HARD else F32(1) - iou))
 
     def suppress(iou: np.ndarray, ids: np.ndarray) -> np.ndarray:
         rescored = scores[ids] * factor(iou).astype(F32)
         scores[ids] = rescored
-        return rescored < nms_score_threshold
+        return cast("np.ndarray", rescored < nms_score_threshold)
 
     return suppress
 
@@ -268,8 +271,8 @@ def _large_enough(boxes: np.ndarray, image_hw: np.ndarray, min_size: np.float32)
     height = boxes[:, 3] - boxes[:, 1]
     center_x = boxes[:, 0] + width / F32(2)
     center_y = boxes[:, 1] + height / F32(2)
-    return (width > min_size) & (height > min_size) & (center_x < image_hw[1]) \
-        & (center_y < image_hw[0])
+    return cast("np.ndarray", (width > min_size) & (height > min_size) & (center_x < image_hw[1]) \
+        & (center_y < image_hw[0]))
 
 
 _generate_proposals_once = OncePerContext(_generate_proposals)

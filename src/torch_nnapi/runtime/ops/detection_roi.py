@@ -9,6 +9,8 @@ grid) with the work over all boxes vectorized; zero boxes give empty outputs.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -99,7 +101,7 @@ def _scaled_rois(ctx: KernelContext, feature_hw: tuple[int, int]) -> np.ndarray:
         raise OpFailedError(f"roi {k} {rois[k].tolist()} lies outside the {height}x{width}"
                             " feature map")
     check_corners(scaled)
-    return scaled
+    return cast("np.ndarray", scaled)
 
 
 def _axis_samples(position: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -183,7 +185,7 @@ def _sampling_ratio(requested: int, step: np.ndarray) -> np.ndarray:
     """Samples per bin along one axis: as requested, or ceil(bin size) when 0 (adaptive)."""
     if requested > 0:
         return np.full(step.shape, requested, np.int64)
-    return np.ceil(step).astype(np.int64)
+    return cast("np.ndarray", np.ceil(step).astype(np.int64))
 
 
 def _requantize_roi_align(ctx: KernelContext, acc: np.ndarray, count: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ rearrangements compute in NHWC; NCHW inputs are transposed in and out, as Androi
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -73,7 +74,7 @@ def _prepare_pad(ctx: KernelContext) -> list[Shape]:
 
 def _pad_value(ctx: KernelContext) -> float | int:
     if ctx.operation == Op.PAD_V2:
-        return ctx.scalar("pad_value")
+        return cast("float | int", ctx.scalar("pad_value"))
     if ctx.input_type("input") in ASYMM_8BIT:
         return ctx.output_quant()[1]
     return 0

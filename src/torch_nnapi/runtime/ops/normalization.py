@@ -12,6 +12,8 @@ the type (SOFTMAX 0 or -128, L2 128 or 0).
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
@@ -82,7 +84,7 @@ def softmax(ctx: KernelContext) -> np.ndarray:
 
     def float_softmax(x: np.ndarray) -> np.ndarray:
         exps = np.exp((x - x.max(axis=-1, keepdims=True)) * np.float32(beta))
-        return exps / exps.sum(axis=-1, keepdims=True)
+        return cast("np.ndarray", exps / exps.sum(axis=-1, keepdims=True))
 
     def quant8_softmax(q: np.ndarray) -> np.ndarray:
         return _softmax_quant8(q, *_softmax_quant8_params(ctx, beta), ctx.output_quant()[1])
@@ -148,7 +150,7 @@ def log_softmax(ctx: KernelContext) -> np.ndarray:
         pivot = x.max(axis=-1, keepdims=True) if beta >= 0 else x.min(axis=-1, keepdims=True)
         shifted = (x - pivot) * beta
         log_sum = np.log(np.exp(shifted.astype(np.float64)).sum(axis=-1, keepdims=True))
-        return shifted - log_sum.astype(np.float32)
+        return cast("np.ndarray", shifted - log_sum.astype(np.float32))
 
     return _along_axis(ctx, compute)
 
@@ -162,7 +164,7 @@ def l2_normalization(ctx: KernelContext) -> np.ndarray:
     def compute(x: np.ndarray) -> np.ndarray:
         norm = np.sqrt((x * x).sum(axis=-1, keepdims=True))
         # An all-zero slice stays zero (Android's float kernel would give 0/0 = NaN).
-        return np.where(norm > 0, x / norm, np.float32(0))
+        return cast("np.ndarray", np.where(norm > 0, x / norm, np.float32(0)))
 
     zero_point = ctx.input_quant("input")[1]
     output_zero_point = ctx.output_quant()[1]
@@ -208,7 +210,7 @@ def local_response_normalization(ctx: KernelContext) -> np.ndarray:
         window_end = np.minimum(position + radius + 1, depth)
         window_begin = np.maximum(position - radius, 0)
         window_sum = cumulative[..., window_end] - cumulative[..., window_begin]
-        return x * np.power(bias + alpha * window_sum, -beta)
+        return cast("np.ndarray", x * np.power(bias + alpha * window_sum, -beta))
 
     return _along_axis(ctx, compute)
 
@@ -237,4 +239,4 @@ def instance_normalization(ctx: KernelContext) -> np.ndarray:
         centered = x - mean
         sigma = np.sqrt((centered * centered).sum(axis=spatial, keepdims=True) / count + epsilon)
         result = centered * gamma / sigma + beta
-        return result.astype(ctx.output_dtype(), copy=False)
+        return cast("np.ndarray", result.astype(ctx.output_dtype(), copy=False))

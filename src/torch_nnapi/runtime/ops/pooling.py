@@ -9,6 +9,8 @@ from zero; float16 is computed in float32.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
@@ -61,7 +63,7 @@ def _reduce_windows(padded: np.ndarray, window: Window, filter_h: int, filter_w:
     out = rows[:, :, 0:(out_w - 1) * sw + 1:sw].copy()
     for j in range(1, filter_w):
         combine(out, rows[:, :, j:j + (out_w - 1) * sw + 1:sw], out=out)
-    return out
+    return cast("np.ndarray", out)
 
 
 def _window_counts(window: Window, height: int, width: int, filter_h: int, filter_w: int,
@@ -74,7 +76,7 @@ def _window_counts(window: Window, height: int, width: int, filter_h: int, filte
 
     rows = along(height, out_h, window.stride_h, window.pad_top, filter_h)
     cols = along(width, out_w, window.stride_w, window.pad_left, filter_w)
-    return (rows[:, None] * cols[None, :])[:, :, None]
+    return cast("np.ndarray", (rows[:, None] * cols[None, :])[:, :, None])
 
 
 @register(Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D, prepare=_prepare)

@@ -10,6 +10,8 @@ empty axis gives that value.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
@@ -120,7 +122,7 @@ def _top_k(ctx: KernelContext) -> int:
         raise BadDataError(f"{ctx.describe_input('k')} {k} is out of range [1, {shape[-1]}]"
                            f" for the last dimension of {ctx.describe_input('input')}"
                            f" {list(shape)}")
-    return k
+    return cast("int", k)
 
 
 def _prepare_top_k(ctx: KernelContext) -> list[Shape]:

@@ -10,6 +10,8 @@ the selected elements.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -70,8 +72,8 @@ def _prepare(ctx: KernelContext) -> list[Shape]:
 
 def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
     if align_corners and out_size > 1:
-        return _F32(in_size - 1) / _F32(out_size - 1)
-    return _F32(in_size) / _F32(out_size)
+        return cast("np.float32", _F32(in_size - 1) / _F32(out_size - 1))
+    return cast("np.float32", _F32(in_size) / _F32(out_size))
 
 
 def _nearest_indices(in_size: int, out_size: int, align_corners: bool,

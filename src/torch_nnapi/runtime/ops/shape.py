@@ -9,6 +9,7 @@ API 29), which requantizes them in float32 exactly as Android's reference does.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -160,7 +161,7 @@ def _requantized(ctx: KernelContext, k: int) -> np.ndarray:
     # saturate before the integer cast: far outside [0, 255] an int32 cast would wrap
     with np.errstate(over="ignore"):  # beyond float32: inf, which saturates too
         q = round_half_away(as_uint8 * ratio + bias) + np.float32(out_zero_point + offset)
-    return (np.clip(q, 0, 255) - offset).astype(x.dtype)
+    return cast("np.ndarray", (np.clip(q, 0, 255) - offset).astype(x.dtype))
 
 
 @register(Op.CONCATENATION, prepare=_prepare_concatenation)

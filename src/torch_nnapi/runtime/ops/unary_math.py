@@ -8,6 +8,8 @@ give IEEE results (NaN, inf) rather than errors, as in C.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -18,7 +20,7 @@ from ._common import check_rank
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
-    return np.reciprocal(np.sqrt(x))
+    return cast("np.ndarray", np.reciprocal(np.sqrt(x)))
 
 
 _FUNCTIONS = {
@@ -44,7 +46,7 @@ def unary_math(ctx: KernelContext) -> np.ndarray:
     function = _FUNCTIONS[ctx.operation]
     if ctx.input_type("input") == OperandType.TENSOR_INT32:
         with np.errstate(over="ignore"):
-            return function(ctx.input("input"))
+            return cast("np.ndarray", function(ctx.input("input")))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         result = function(ctx.float_input("input"))
-    return result.astype(ctx.output_dtype(), copy=False)
+    return cast("np.ndarray", result.astype(ctx.output_dtype(), copy=False))
