@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 import numpy as np
 
@@ -37,12 +37,12 @@ def float_scalar(ctx: KernelContext, name: str) -> np.float32:
     return cast("np.float32", F32(ctx.scalar(name)))
 
 
-def positive_scalar(ctx: KernelContext, name: str):
+def positive_scalar(ctx: KernelContext, name: str) -> float:
     """Scalar input ``name``, checked to be greater than zero."""
     value = ctx.scalar(name)
     if not value > 0:
         raise BadDataError(f"{ctx.describe_input(name)} must be positive, got {value}")
-    return value
+    return cast("float", value)
 
 
 def output_from_float(ctx: KernelContext, name: str, values: np.ndarray) -> np.ndarray:
@@ -157,7 +157,7 @@ def descending(scores: np.ndarray) -> np.ndarray:
     return np.argsort(-scores, kind="stable")
 
 
-class OncePerContext:
+class OncePerContext(Generic[Result]):
     """Shares a data-dependent result between prepare and execute of one operation run.
 
     Operations whose output shapes depend on the data must compute their result in prepare;

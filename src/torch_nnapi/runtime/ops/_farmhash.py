@@ -94,7 +94,8 @@ def _len_33_to_64(keys: np.ndarray, n: int) -> np.ndarray:
     return _hash_len16(_rotate(e + f, 43) + _rotate(g, 30) + h, e + _rotate(f + a, 18) + g, mul)
 
 
-def _weak_hash_32(keys: np.ndarray, offset: int, a: np.ndarray, b: np.ndarray):
+def _weak_hash_32(keys: np.ndarray, offset: int, a: np.ndarray,
+                  b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A 16-byte hash of 32 bytes of every key and two seeds."""
     w, x, y, z = (_fetch64(keys, offset + 8 * i) for i in range(4))
     a = a + w

@@ -21,7 +21,7 @@ from ..context import KernelContext, Shape
 from ._common import check_rank
 
 Activation = Callable[[np.ndarray], np.ndarray]
-F = TypeVar("F", bound=Callable)
+F = TypeVar("F", bound=Callable[..., object])
 
 
 def ieee_float(execute: F) -> F:
@@ -29,7 +29,7 @@ def ieee_float(execute: F) -> F:
     data propagate through the arithmetic, as in Android's C++ kernels."""
 
     @functools.wraps(execute)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: object, **kwargs: object) -> object:
         with np.errstate(all="ignore"):
             return execute(*args, **kwargs)
 
@@ -260,7 +260,7 @@ def lstm_config(ctx: KernelContext, at: LstmOperands, batch: int, input_size: in
         if aux != (aux_input_size is not None):
             raise BadDataError("the auxiliary input and the auxiliary weights must both have"
                                " values or both be omitted")
-        aux = aux and _optional_per_gate(ctx, at.aux_to, _GATES, gates,
+        aux = aux_input_size is not None and _optional_per_gate(ctx, at.aux_to, _GATES, gates,
                                          "auxiliary input weights", (num_cells, aux_input_size))
     expect_shape(ctx, at.output_state, (batch, output_size))
     expect_shape(ctx, at.cell_state, (batch, num_cells))
@@ -300,6 +300,8 @@ class LstmCell:
         num_gates, cells = self.bias.shape
         from_input = (x @ self.input_weights.T).reshape(steps, batch, num_gates, cells)
         if aux is not None:
+            if self.aux_weights is None:
+                raise BadDataError("an auxiliary input needs auxiliary input weights")
             from_input += (aux @ self.aux_weights.T).reshape(steps, batch, num_gates, cells)
         outputs = np.empty((steps, batch, self.config.output_size), np.float32)
         scratch = np.zeros((batch, num_gates * cells), np.float32)
@@ -406,6 +408,8 @@ class RnnCell:
         """x W' + aux A' + bias for any leading dimensions (all time steps at once)."""
         result = x @ self.weights.T + self.bias
         if aux is not None:
+            if self.aux_weights is None:
+                raise BadDataError("an auxiliary input needs auxiliary input weights")
             result += aux @ self.aux_weights.T
         return cast("np.ndarray", result)
 

@@ -97,6 +97,8 @@ class WindowParams:
     def window(self, height: int, width: int, filter_h: int, filter_w: int) -> Window:
         if self.explicit_pads is not None:
             left, right, top, bottom = self.explicit_pads
+        elif self.scheme is None:
+            raise BadDataError("the window has neither explicit padding nor a padding scheme")
         else:
             top, bottom = implicit_padding(height, self.stride_h, self.dilation_h, filter_h,
                                            self.scheme)
@@ -175,7 +177,7 @@ def from_nhwc(y: np.ndarray, nchw: bool) -> np.ndarray:
 # ------------------------------------------------------------------------------ windows
 
 
-def pad_image(x: np.ndarray, window: Window, value=0) -> np.ndarray:
+def pad_image(x: np.ndarray, window: Window, value: float = 0) -> np.ndarray:
     """NHWC ``x`` with the window's padding added (a no-op without padding)."""
     w = window
     if not (w.pad_top or w.pad_bottom or w.pad_left or w.pad_right):

@@ -12,6 +12,7 @@ the type (SOFTMAX 0 or -128, L2 128 or 0).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -32,7 +33,10 @@ _SUM_INTEGER_BITS = 12
 _INT32_MAX = 2**31 - 1
 
 
-def _along_last(fn, x: np.ndarray, axis: int) -> np.ndarray:
+ArrayFn = Callable[[np.ndarray], np.ndarray]
+
+
+def _along_last(fn: ArrayFn, x: np.ndarray, axis: int) -> np.ndarray:
     """Applies ``fn`` to ``x`` with ``axis`` moved last, and moves the axis back."""
     return np.moveaxis(fn(np.moveaxis(x, axis, -1)), -1, axis)
 
@@ -48,7 +52,8 @@ def _prepare_along_axis(ctx: KernelContext) -> list[Shape]:
     return [shape]
 
 
-def _along_axis(ctx: KernelContext, float_fn, quant8_fn=None) -> np.ndarray:
+def _along_axis(ctx: KernelContext, float_fn: ArrayFn,
+                quant8_fn: ArrayFn | None = None) -> np.ndarray:
     """Computes the input slice by slice along its axis (the last one when the axis input is
     left out), the axis moved last for ``float_fn`` (in float32, cast back to the output type;
     infinities and NaNs propagate without warnings) or, for an asymmetric 8-bit input,

@@ -54,7 +54,7 @@ def _prepare(ctx: KernelContext) -> list[Shape]:
 
 
 def _reduce_windows(padded: np.ndarray, window: Window, filter_h: int, filter_w: int,
-                    out_h: int, out_w: int, combine) -> np.ndarray:
+                    out_h: int, out_w: int, combine: np.ufunc) -> np.ndarray:
     """combine (np.add or np.maximum) over every window of NHWC ``padded``."""
     sh, sw = window.stride_h, window.stride_w
     rows = padded[:, 0:(out_h - 1) * sh + 1:sh].copy()
@@ -70,7 +70,7 @@ def _window_counts(window: Window, height: int, width: int, filter_h: int, filte
                    out_h: int, out_w: int) -> np.ndarray:
     """How many real (unpadded) input elements each output's window covers, [out_h, out_w, 1]."""
 
-    def along(size, out_size, stride, pad, extent):
+    def along(size: int, out_size: int, stride: int, pad: int, extent: int) -> np.ndarray:
         start = np.arange(out_size) * stride - pad
         return np.minimum(start + extent, size) - np.maximum(start, 0)
 

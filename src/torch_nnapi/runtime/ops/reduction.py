@@ -10,6 +10,7 @@ empty axis gives that value.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -54,13 +55,13 @@ def mean(ctx: KernelContext) -> np.ndarray:
     return np.asarray(average).astype(ctx.output_dtype()).reshape(out_shape)
 
 
-def _extreme(dtype: np.dtype, lowest: bool):
+def _extreme(dtype: np.dtype, lowest: bool) -> float | int:
     """The starting value of REDUCE_MAX (lowest) or REDUCE_MIN (highest) for a dtype."""
     info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
     return info.min if lowest else info.max
 
 
-_REDUCERS = {
+_REDUCERS: dict[Op, Callable[[np.ndarray, tuple[int, ...]], np.ndarray | np.generic]] = {
     Op.REDUCE_MAX: lambda x, axes: np.max(x, axis=axes, initial=_extreme(x.dtype, True)),
     Op.REDUCE_MIN: lambda x, axes: np.min(x, axis=axes, initial=_extreme(x.dtype, False)),
     Op.REDUCE_SUM: lambda x, axes: np.sum(x, axis=axes, dtype=np.float32),

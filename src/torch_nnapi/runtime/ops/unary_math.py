@@ -8,6 +8,7 @@ give IEEE results (NaN, inf) rather than errors, as in C.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -23,7 +24,7 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
     return cast("np.ndarray", np.reciprocal(np.sqrt(x)))
 
 
-_FUNCTIONS = {
+_FUNCTIONS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
     Op.FLOOR: np.floor,
     Op.ABS: np.abs,
     Op.EXP: np.exp,
@@ -46,7 +47,7 @@ def unary_math(ctx: KernelContext) -> np.ndarray:
     function = _FUNCTIONS[ctx.operation]
     if ctx.input_type("input") == OperandType.TENSOR_INT32:
         with np.errstate(over="ignore"):
-            return cast("np.ndarray", function(ctx.input("input")))
+            return function(ctx.input("input"))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         result = function(ctx.float_input("input"))
-    return cast("np.ndarray", result.astype(ctx.output_dtype(), copy=False))
+    return result.astype(ctx.output_dtype(), copy=False)
