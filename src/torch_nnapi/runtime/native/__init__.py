@@ -66,7 +66,7 @@ def uses_native(kernels: str) -> bool:
     return kernels == "native" and _loaded is not None
 
 
-def execution_scope() -> contextlib.AbstractContextManager:
+def execution_scope() -> contextlib.AbstractContextManager[object]:
     """What an execution on the native kernels runs in: NumPy's OpenBLAS on one thread when
     the float convolutions call its sgemm from the kernels' own threads."""
     if _loaded is not None and _loaded.has_sgemm():

@@ -11,9 +11,6 @@ what the reference gives for each value.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import cast
-
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -108,5 +105,5 @@ def unary(ctx: KernelContext) -> Runner | None:
     if ctx.input_type("input") != OperandType.TENSOR_FLOAT32:
         return None
     # float32 in and out, as the reference computes it
-    function = cast(Callable[[np.ndarray], np.ndarray], unary_math._FUNCTIONS[ctx.operation])
+    function = unary_math._FUNCTIONS[ctx.operation]
     return lambda x: function(x)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -40,7 +40,7 @@ def _wrap32(x: np.ndarray) -> np.ndarray:
     return fp.wrap(x, 32)
 
 
-def _multiplier(real) -> tuple[int, int]:
+def _multiplier(real: float | np.floating[Any]) -> tuple[int, int]:
     """A float32 real multiplier as (int32 multiplier, shift), as QuantizeMultiplier."""
     return quantize_multiplier(float(_F32(real)))
 
@@ -130,7 +130,7 @@ def prepare_qlstm(ctx: KernelContext) -> list[Shape]:
 
 
 def _product(ctx: KernelContext, values: np.ndarray, zero_point: int, weights_name: str,
-             extra_bias: np.ndarray | None, scale) -> np.ndarray:
+             extra_bias: np.ndarray | None, scale: float | np.floating[Any]) -> np.ndarray:
     """(values - zero_point) @ weights' (+ extra_bias), rescaled by ``scale`` as the
     reference's MatrixBatchVectorMultiplyAccumulate does (the zero point folded into a row
     bias)."""
@@ -173,7 +173,7 @@ def _truncating_divide(x: np.ndarray, divisor: int) -> np.ndarray:
 
 
 def _peephole(ctx: KernelContext, gate: str, cell: np.ndarray, cell_shift: int,
-              intermediate_scale) -> np.ndarray:
+              intermediate_scale: float | np.floating[Any]) -> np.ndarray:
     """The peephole term: cell_to_gate weights times the cell state, rescaled."""
     weights = ctx.input(f"cell_to_{gate}_weights").astype(np.int64)
     # 2**cell_shift is a double in the reference, so the product is too

@@ -10,6 +10,7 @@ candidate order; suppression follows Android's greedy loop exactly (see ``_detec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -126,7 +127,8 @@ def _check_nms_inputs(ctx: KernelContext) -> tuple[int, int]:
     return num_rois, num_classes
 
 
-def _soft_suppression(ctx: KernelContext, scores: np.ndarray):
+def _soft_suppression(ctx: KernelContext,
+                      scores: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """Rescores pending boxes by the kernel of their IoU; drops those below the NMS threshold."""
     kernel = ctx.scalar("nms_kernel")
     iou_threshold, sigma = float_scalar(ctx, "iou_threshold"), float_scalar(ctx, "sigma")
@@ -147,7 +149,7 @@ def _soft_suppression(ctx: KernelContext, scores: np.ndarray):
     return suppress
 
 
-def _box_with_nms(ctx: KernelContext):
+def _box_with_nms(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(kept flat indices into [num_rois * num_classes], their scores, their batch index)."""
     num_rois, num_classes = _check_nms_inputs(ctx)
     if num_rois == 0:
@@ -223,7 +225,7 @@ def _prepare_proposal_inputs(ctx: KernelContext) -> None:
         positive_scalar(ctx, name)
 
 
-def _generate_proposals(ctx: KernelContext):
+def _generate_proposals(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(scores, boxes [n, 4], batch index) of the proposals kept, in float32."""
     _prepare_proposal_inputs(ctx)
     nchw = bool(ctx.scalar("nchw"))
@@ -312,11 +314,11 @@ def _prepare_detection_postprocessing(ctx: KernelContext) -> list[Shape]:
         if not float_scalar(ctx, name) >= 0:
             raise BadDataError(f"{ctx.describe_input(name)} must be >= 0, got"
                                f" {ctx.scalar(name)}")
-    detections = positive_scalar(ctx, "max_detections")
+    detections = int(positive_scalar(ctx, "max_detections"))
     if ctx.scalar("regular_nms"):
         positive_scalar(ctx, "max_detections_per_class")
     else:
-        detections *= positive_scalar(ctx, "max_classes_per_detection")
+        detections *= int(positive_scalar(ctx, "max_classes_per_detection"))
     return [(batches, detections), (batches, detections, ROI_DIM), (batches, detections),
             (batches,)]
 
@@ -360,8 +362,8 @@ def detection_postprocessing(ctx: KernelContext) -> tuple[np.ndarray, ...]:
             flat = scores[b].reshape(-1)  # index = anchor * num_classes + class
             flat_boxes = np.repeat(boxes, num_classes, axis=0)
             selected = []
-            for cls in range(1, num_classes):
-                ids = np.arange(cls, flat.size, num_classes)
+            for class_id in range(1, num_classes):
+                ids = np.arange(class_id, flat.size, num_classes)
                 ids = ids[flat[ids] > score_threshold]
                 selected.append(greedy_nms(flat, flat_boxes, ids, max_per_class, suppress))
             chosen = np.concatenate(selected)

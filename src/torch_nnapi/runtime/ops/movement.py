@@ -232,7 +232,8 @@ def batch_to_space_nd(ctx: KernelContext) -> np.ndarray:
     return owned(from_nhwc(blocks.reshape(out_shape), nchw))
 
 
-def _space_to_batch_plan(ctx: KernelContext) -> tuple[bool, tuple[int, int], list, Shape]:
+def _space_to_batch_plan(
+        ctx: KernelContext) -> tuple[bool, tuple[int, int], list[tuple[int, int]], Shape]:
     """(NCHW?, block, NHWC paddings, NHWC output shape)."""
     nchw = ctx.scalar("nchw")
     n, h, w, c = check_rank4(ctx, "input", nchw)

@@ -49,7 +49,7 @@ def _output_hw(ctx: KernelContext, height: int, width: int) -> tuple[int, int]:
     return out_h, out_w
 
 
-def _scaled_size(size: int, scale, axis: str) -> int:
+def _scaled_size(size: int, scale: float, axis: str) -> int:
     """floor(size * scale) in float32; the scale must be finite and positive and the size it
     gives an NNAPI dimension."""
     scale = _F32(scale)
@@ -86,7 +86,8 @@ def _nearest_indices(in_size: int, out_size: int, align_corners: bool,
     return np.maximum(index, 0) if half_pixel else index
 
 
-def _bilinear_axis(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
+def _bilinear_axis(in_size: int, out_size: int, align_corners: bool,
+                   half_pixel: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per output position: lower and upper source indices and the upper one's weight."""
     source = np.arange(out_size, dtype=_F32)
     scale = _scale(in_size, out_size, align_corners)
