@@ -27,7 +27,7 @@ from ..nnapi.errors import (
     OpFailedError,
     OutOfMemoryError,
 )
-from ..nnapi.model import Lifetime, Model, Operation, element_count
+from ..nnapi.model import Lifetime, Model, Operand, Operation, element_count
 from ..nnapi.signatures import MatchFailure, SignatureMatch, match_signature, signature_of
 from . import native
 from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
@@ -84,7 +84,7 @@ class Step:
     # planned for the shapes of the inputs in `variable` (None: left to the reference).
     planner: PlanFn | None = None
     variable: tuple[int, ...] = ()
-    plan: tuple[tuple, Runner | None] | None = None
+    plan: tuple[tuple[Shape | None, ...], Runner | None] | None = None
     # Per output: whether it is rounded to float16 (relaxed precision emulated).
     rounded: tuple[bool, ...] = ()
     # The operation's inputs, and its one output when it has one that is not rounded (-1
@@ -557,7 +557,8 @@ class Execution:
         return self.result
 
 
-def _as_input_array(value: Any, operand, dimensions: Iterable[int] | None, where: str):
+def _as_input_array(value: Any, operand: Operand, dimensions: Iterable[int] | None,
+                    where: str) -> np.ndarray:
     info = operand.info
     if isinstance(value, (bytes, bytearray, memoryview)):
         dims = tuple(dimensions) if dimensions is not None else operand.dimensions

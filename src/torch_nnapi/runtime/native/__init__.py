@@ -23,7 +23,7 @@ KERNEL_SETS = ("native", "reference")
 ENVIRONMENT_VARIABLE = "TORCH_NNAPI_KERNELS"
 
 try:
-    from . import _kernels as _loaded  # type: ignore[attr-defined]
+    from . import _kernels as _loaded  # type: ignore[attr-defined]  # C extension, no stub
 
     _REASON = ""
 except ImportError as error:  # not built: the reference kernels serve

@@ -119,7 +119,7 @@ def binary_arithmetic(ctx: KernelContext) -> Runner | None:
         if lo == -np.inf and hi == np.inf:  # NumPy's ufunc: the same IEEE arithmetic, one call
             return _UFUNCS[ctx.operation]
 
-        def run_float(x: np.ndarray, y: np.ndarray, *_) -> np.ndarray:
+        def run_float(x: np.ndarray, y: np.ndarray, *_: object) -> np.ndarray:
             out = np.empty(shape, np.float32)
             kernels.binary_f32(opcode, x, y, out, *layout, lo, hi)
             return out
@@ -129,7 +129,7 @@ def binary_arithmetic(ctx: KernelContext) -> Runner | None:
     if params is None:
         return None
 
-    def run(x: np.ndarray, y: np.ndarray, *_) -> np.ndarray:
+    def run(x: np.ndarray, y: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(shape, np.uint8)
         kernels.binary_q8(x, y, out, *layout, params)
         return out
@@ -151,7 +151,7 @@ def _table_lookup(ctx: KernelContext) -> Runner | None:
     table = reference_table(ctx)
     lut = module().lut
 
-    def run(x: np.ndarray, *_) -> np.ndarray:
+    def run(x: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(x.shape, table.dtype)
         lut(x, out, table)
         return out

@@ -23,7 +23,7 @@ from .conv_kernels import constant_parameters
 _F32 = OperandType.TENSOR_FLOAT32
 
 
-def _roles(a: tuple[int, ...], b: tuple[int, ...], axis: int):
+def _roles(a: tuple[int, ...], b: tuple[int, ...], axis: int) -> list[str] | None:
     """Per axis of the broadcast product: "batch" (both run along it), "a" or "b" (only one
     does), "" (size 1 in both); None when the reduced axis is not shared."""
     roles = []
@@ -69,7 +69,7 @@ def product_sum(mul: KernelContext, reduce_sum: KernelContext) -> Runner | None:
     product_shape = [sizes[d] for d in kept]
     a_order, b_order = batch + only_a + [k] + only_b + ones, batch + [k] + only_b + only_a + ones
 
-    def run(a: np.ndarray, b: np.ndarray, *_) -> np.ndarray:
+    def run(a: np.ndarray, b: np.ndarray, *_: object) -> np.ndarray:
         left = a.reshape(a_shape).transpose(a_order).reshape(batches, m, sizes[k])
         right = b.reshape(b_shape).transpose(b_order).reshape(batches, sizes[k], n)
         result = np.matmul(left, right).reshape(product_shape).transpose(inverse)

@@ -92,7 +92,7 @@ def gather(ctx: KernelContext) -> Runner | None:
     axis = axis_scalar(ctx, "axis", len(x_shape))
     size = x_shape[axis]
 
-    def run(x: np.ndarray, _axis, indices: np.ndarray) -> np.ndarray | None:
+    def run(x: np.ndarray, _axis: object, indices: np.ndarray) -> np.ndarray | None:
         if ((indices < 0) | (indices >= size)).any():
             return None  # the reference kernel reports which index, where
         return np.asarray(np.take(x, indices, axis=axis))

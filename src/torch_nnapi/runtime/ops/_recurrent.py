@@ -33,7 +33,7 @@ def ieee_float(execute: F) -> F:
         with np.errstate(all="ignore"):
             return execute(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return cast("F", wrapper)  # functools.wraps keeps execute's signature
 
 
 # --------------------------------------------------------------------------------------------
