@@ -175,7 +175,8 @@ class KernelContext:
                 return self._shapes[indices[k]]
             value = self._values[indices[k]]
             if value is not OMITTED:
-                return cast("Shape", value.shape)
+                shape: Shape = value.shape
+                return shape
         raise self._unavailable(name, k)
 
     def input_type(self, name: str, k: int = 0) -> OperandType:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 from types import ModuleType
-from typing import cast
 
 KERNEL_SETS = ("native", "reference")
 ENVIRONMENT_VARIABLE = "TORCH_NNAPI_KERNELS"
@@ -35,7 +34,8 @@ def module() -> ModuleType:
     """The C extension; raises RuntimeError when it is not built."""
     if _loaded is None:
         raise RuntimeError(_REASON)
-    return cast("ModuleType", _loaded)
+    loaded: ModuleType = _loaded
+    return loaded
 
 
 def available() -> bool:
