@@ -9,7 +9,8 @@ inputs, or an operand without a value) reads as the default its signature declar
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -142,7 +143,7 @@ class KernelContext:
         if k < len(indices):
             value = self._values[indices[k]]
             if value is not None and value is not OMITTED:
-                return value
+                return cast("np.ndarray", value)
         raise self._unavailable(name, k)
 
     def inputs(self, name: str) -> list[np.ndarray]:
@@ -174,7 +175,8 @@ class KernelContext:
                 return self._shapes[indices[k]]
             value = self._values[indices[k]]
             if value is not OMITTED:
-                return value.shape
+                shape: Shape = value.shape
+                return shape
         raise self._unavailable(name, k)
 
     def input_type(self, name: str, k: int = 0) -> OperandType:

@@ -13,8 +13,9 @@ small operations is dominated by its arithmetic, not by the Python between kerne
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from ..nnapi.errors import (
     OpFailedError,
     OutOfMemoryError,
 )
-from ..nnapi.model import Lifetime, Model, Operation, element_count
+from ..nnapi.model import Lifetime, Model, Operand, Operation, element_count
 from ..nnapi.signatures import MatchFailure, SignatureMatch, match_signature, signature_of
 from . import native
 from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
@@ -53,7 +54,7 @@ def _conflicts(declared: Shape, actual: Shape) -> bool:
         return False
     if len(declared) != len(actual):
         return True
-    return any(d and d != a for d, a in zip(declared, actual))
+    return any(d and d != a for d, a in zip(declared, actual, strict=True))
 
 
 def _prefixed(error: Exception, where: str) -> NnapiError:
@@ -83,7 +84,7 @@ class Step:
     # planned for the shapes of the inputs in `variable` (None: left to the reference).
     planner: PlanFn | None = None
     variable: tuple[int, ...] = ()
-    plan: tuple[tuple, Runner | None] | None = None
+    plan: tuple[tuple[Shape | None, ...], Runner | None] | None = None
     # Per output: whether it is rounded to float16 (relaxed precision emulated).
     rounded: tuple[bool, ...] = ()
     # The operation's inputs, and its one output when it has one that is not rounded (-1
@@ -142,7 +143,7 @@ class Compilation:
     def __init__(self, model: Model, *, preference: PreferenceCode | int =
                  PreferenceCode.FAST_SINGLE_ANSWER, relaxed_precision: str = "float32",
                  kernels: str | None = None, relax: bool | None = None,
-                 called: dict[int, "Compilation"] | None = None):
+                 called: dict[int, Compilation] | None = None):
         if not model.finished:
             raise BadStateError("a model must be finished before it is compiled")
         try:
@@ -172,8 +173,8 @@ class Compilation:
             else called[id(o.model)] if o.lifetime is Lifetime.REFERENCED_MODEL else None
             for o in model.operands
         ]
-        self.steps = [self._step(i, op, match)
-                      for i, (op, match) in enumerate(zip(model.operations, model.matches))]
+        pairs = zip(model.operations, model.matches, strict=True)
+        self.steps = [self._step(i, op, match) for i, (op, match) in enumerate(pairs)]
         self.shapes = self._infer_static_shapes()
         if native.uses_native(self.kernels):
             self._find_fusions()
@@ -220,7 +221,7 @@ class Compilation:
             except Exception as e:  # noqa: BLE001 - every kernel error is reported, not raised raw
                 raise _prefixed(e, step.where) from e
             self._check_outputs(step, outs, BadDataError)
-            for o, shape in zip(op.outputs, outs):
+            for o, shape in zip(op.outputs, outs, strict=True):
                 shapes[o] = shape
             step.static_outputs = outs
             step.input_shapes = tuple(shapes[i] for i in op.inputs)
@@ -231,7 +232,7 @@ class Compilation:
         if len(shapes) != len(outputs):
             raise OpFailedError(f"{step.where}: kernel produced {len(shapes)} outputs,"
                                 f" the operation has {len(outputs)}")
-        for pos, (o, shape) in enumerate(zip(outputs, shapes)):
+        for pos, (o, shape) in enumerate(zip(outputs, shapes, strict=True)):
             declared = self.model.operands[o].dimensions
             if _conflicts(declared, shape):
                 raise error(f"{step.where}: output {pos} ({self.model.describe_operand(o)}) is"
@@ -283,7 +284,7 @@ class Compilation:
 
     # ---------------------------------------------------------------- execution
 
-    def create_execution(self) -> "Execution":
+    def create_execution(self) -> Execution:
         return Execution(self)
 
     def run(self, inputs: Sequence[Any], *, keep_intermediates: bool = False,
@@ -339,7 +340,7 @@ class Compilation:
                    limits: RunLimits,
                    substitutes: Mapping[int, np.ndarray] | None) -> ExecutionResult:
         values = list(self._constants)
-        for index, value in zip(self.model.inputs, inputs):
+        for index, value in zip(self.model.inputs, inputs, strict=False):
             values[index] = _contiguous(value)
         static = self._static_inputs is not None and self._static_inputs == tuple(
             getattr(value, "shape", None) for value in inputs)
@@ -377,7 +378,8 @@ class Compilation:
                 else:
                     if type(results) is np.ndarray:
                         results = (results,)
-                    for o, array, rounded in zip(step.operation.outputs, results, step.rounded):
+                    for o, array, rounded in zip(step.operation.outputs, results, step.rounded,
+                                                 strict=False):
                         values[o] = array.astype(np.float16).astype(np.float32) if rounded \
                             else array
             else:
@@ -392,10 +394,10 @@ class Compilation:
         kept: dict[int, np.ndarray] = {}
         if keep_intermediates:
             kept = {i: v for i, v in enumerate(values) if isinstance(v, np.ndarray)}
-            kept.update(zip(self.model.outputs, outputs))
+            kept.update(zip(self.model.outputs, outputs, strict=False))
             kept.update(computed)
         else:
-            kept = dict(zip(self.model.outputs, outputs))
+            kept = dict(zip(self.model.outputs, outputs, strict=False))
         return ExecutionResult(outputs, kept, timings)
 
     def _run_step(self, step: Step, values: list[Any], static: bool, limits: RunLimits,
@@ -410,7 +412,8 @@ class Compilation:
         try:
             shapes: Sequence[Shape] | None = None
             if step.static_outputs is not None and all(
-                    _has_shape(values[i], s) for i, s in zip(op.inputs, step.input_shapes)):
+                    _has_shape(values[i], s)
+                    for i, s in zip(op.inputs, step.input_shapes, strict=False)):
                 shapes = step.static_outputs
             elif not step.kernel.shaped_by_execution:
                 shapes = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
@@ -437,7 +440,7 @@ class Compilation:
         if len(results) != len(op.outputs):
             raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
                                 f" expected {len(op.outputs)}")
-        for pos, (o, array, shape) in enumerate(zip(op.outputs, results, shapes)):
+        for pos, (o, array, shape) in enumerate(zip(op.outputs, results, shapes, strict=False)):
             operand = operands[o]
             if array.dtype != operand.info.dtype or array.shape != shape:
                 step.plan = None  # a runner that gives this is not used again unchecked
@@ -554,7 +557,8 @@ class Execution:
         return self.result
 
 
-def _as_input_array(value: Any, operand, dimensions: Iterable[int] | None, where: str):
+def _as_input_array(value: Any, operand: Operand, dimensions: Iterable[int] | None,
+                    where: str) -> np.ndarray:
     info = operand.info
     if isinstance(value, (bytes, bytearray, memoryview)):
         dims = tuple(dimensions) if dimensions is not None else operand.dimensions

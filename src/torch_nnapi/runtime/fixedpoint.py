@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..nnapi.errors import BadDataError
 from .quant import quantize_multiplier
@@ -65,13 +67,13 @@ class QFormat:
         (gemmlowp writes every constant once, for 32 bits)."""
         return int(rounding_divide_by_pot(np.int64(int32_raw), 32 - self.raw_bits))
 
-    def from_float(self, x) -> np.ndarray:
+    def from_float(self, x: ArrayLike) -> np.ndarray:
         """Real values to raw: rounded half away from zero, saturated."""
         scaled = np.asarray(x, dtype=np.float64) * float(1 << self.fractional_bits)
         rounded = np.trunc(scaled + np.copysign(0.5, scaled))
         return np.clip(rounded, self.raw_min, self.raw_max).astype(np.int64)
 
-    def to_float(self, raw) -> np.ndarray:
+    def to_float(self, raw: ArrayLike) -> np.ndarray:
         return np.asarray(raw, dtype=np.float64) / float(1 << self.fractional_bits)
 
 
@@ -79,10 +81,11 @@ class QFormat:
 # Integer primitives
 
 
-def wrap(x, raw_bits: int = 32) -> np.ndarray:
+def wrap(x: ArrayLike, raw_bits: int = 32) -> np.ndarray:
     """Two's-complement wrap-around to ``raw_bits`` bits (C++ non-saturating arithmetic)."""
     half = np.int64(1 << (raw_bits - 1))
-    return ((np.asarray(x, dtype=np.int64) + half) & np.int64((1 << raw_bits) - 1)) - half
+    wrapped = (np.asarray(x, dtype=np.int64) + half) & np.int64((1 << raw_bits) - 1)
+    return cast("np.ndarray", wrapped - half)
 
 
 def _truncating_shift_right(x: np.ndarray, exponent: int) -> np.ndarray:
@@ -90,7 +93,8 @@ def _truncating_shift_right(x: np.ndarray, exponent: int) -> np.ndarray:
     return np.where(x >= 0, x >> exponent, -((-x) >> exponent))
 
 
-def saturating_rounding_doubling_high_mul(a, b, raw_bits: int = 32) -> np.ndarray:
+def saturating_rounding_doubling_high_mul(a: ArrayLike, b: ArrayLike,
+                                          raw_bits: int = 32) -> np.ndarray:
     """Product of two values read as fractions in [-1, 1), rounded to nearest (halves away
     from zero); min * min saturates to max. ARM's VQRDMULH."""
     a = np.asarray(a, dtype=np.int64)
@@ -103,7 +107,7 @@ def saturating_rounding_doubling_high_mul(a, b, raw_bits: int = 32) -> np.ndarra
     return np.where((a == raw_min) & (b == raw_min), np.int64((1 << shift) - 1), high)
 
 
-def rounding_divide_by_pot(x, exponent) -> np.ndarray:
+def rounding_divide_by_pot(x: ArrayLike, exponent: ArrayLike) -> np.ndarray:
     """x / 2**exponent rounded to nearest, halves away from zero (a rounding right shift).
 
     ``exponent`` may be an array (one shift per element or per channel)."""
@@ -114,10 +118,11 @@ def rounding_divide_by_pot(x, exponent) -> np.ndarray:
     mask = (np.int64(1) << exponent) - 1
     remainder = x & mask
     threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + (remainder > threshold)
+    return cast("np.ndarray", (x >> exponent) + (remainder > threshold))
 
 
-def saturating_rounding_multiply_by_pot(x, exponent: int, raw_bits: int = 32) -> np.ndarray:
+def saturating_rounding_multiply_by_pot(x: ArrayLike, exponent: int,
+                                        raw_bits: int = 32) -> np.ndarray:
     """x * 2**exponent: a saturating left shift, or a rounding right shift if negative."""
     x = np.asarray(x, dtype=np.int64)
     if exponent <= 0:
@@ -128,24 +133,25 @@ def saturating_rounding_multiply_by_pot(x, exponent: int, raw_bits: int = 32) ->
     return np.where(x > threshold, raw_max, np.where(x < -threshold, -raw_max - 1, shifted))
 
 
-def rescale(x, src_integer_bits: int, dst_integer_bits: int, raw_bits: int = 32) -> np.ndarray:
+def rescale(x: ArrayLike, src_integer_bits: int, dst_integer_bits: int,
+            raw_bits: int = 32) -> np.ndarray:
     """Raw values of one format re-expressed with another number of integer bits."""
     return saturating_rounding_multiply_by_pot(x, src_integer_bits - dst_integer_bits, raw_bits)
 
 
-def rounding_half_sum(a, b) -> np.ndarray:
+def rounding_half_sum(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """(a + b) / 2 rounded to nearest, halves away from zero (ARM's VRHADD)."""
     total = np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64)
     return _truncating_shift_right(total + np.where(total >= 0, 1, -1), 1)
 
 
-def saturating_add(a, b, raw_bits: int = 32) -> np.ndarray:
+def saturating_add(a: ArrayLike, b: ArrayLike, raw_bits: int = 32) -> np.ndarray:
     limit = 1 << (raw_bits - 1)
     return np.clip(np.asarray(a, dtype=np.int64) + np.asarray(b, dtype=np.int64),
                    -limit, limit - 1)
 
 
-def add_saturating_if_16bit(a, b, raw_bits: int = 32) -> np.ndarray:
+def add_saturating_if_16bit(a: ArrayLike, b: np.ndarray | int, raw_bits: int = 32) -> np.ndarray:
     """gemmlowp saturates additions of 16-bit values only; 32-bit ones wrap."""
     if raw_bits == 16:
         return saturating_add(a, b, raw_bits)
@@ -166,12 +172,13 @@ _48_OVER_17 = 1515870810
 _MINUS_32_OVER_17 = -1010580540
 
 
-def exp_on_interval_between_negative_one_quarter_and_0_excl(a, raw_bits: int = 32) -> np.ndarray:
+def exp_on_interval_between_negative_one_quarter_and_0_excl(a: ArrayLike,
+                                                            raw_bits: int = 32) -> np.ndarray:
     """exp(a) for a in [-1/4, 0), both with 0 integer bits: a Taylor expansion around -1/8."""
     f = QFormat(0, raw_bits)
     a = np.asarray(a, dtype=np.int64)
 
-    def mul(p, q):
+    def mul(p: ArrayLike, q: ArrayLike) -> np.ndarray:
         return saturating_rounding_doubling_high_mul(p, q, raw_bits)
 
     constant_term = f.constant(_EXP_MINUS_ONE_EIGHTH)
@@ -189,7 +196,7 @@ def exp_on_interval_between_negative_one_quarter_and_0_excl(a, raw_bits: int = 3
         raw_bits)
 
 
-def exp_on_negative_values(a, integer_bits: int, raw_bits: int = 32) -> np.ndarray:
+def exp_on_negative_values(a: ArrayLike, integer_bits: int, raw_bits: int = 32) -> np.ndarray:
     """exp(a) for a <= 0 with ``integer_bits``; the result has 0 integer bits.
 
     The input's part modulo 1/4 goes through the Taylor expansion; each higher bit of -a
@@ -219,7 +226,7 @@ def _newton_raphson_reciprocal(half_denominator: np.ndarray, raw_bits: int) -> n
     """1 / half_denominator for half_denominator in [1/2, 1], with 2 integer bits."""
     f2 = QFormat(2, raw_bits)
 
-    def mul(p, q):
+    def mul(p: ArrayLike, q: ArrayLike) -> np.ndarray:
         return saturating_rounding_doubling_high_mul(p, q, raw_bits)
 
     x = wrap(f2.constant(_48_OVER_17) + mul(half_denominator, f2.constant(_MINUS_32_OVER_17)),
@@ -231,7 +238,7 @@ def _newton_raphson_reciprocal(half_denominator: np.ndarray, raw_bits: int) -> n
     return x
 
 
-def one_over_one_plus_x_for_x_in_0_1(a, raw_bits: int = 32) -> np.ndarray:
+def one_over_one_plus_x_for_x_in_0_1(a: ArrayLike, raw_bits: int = 32) -> np.ndarray:
     """1 / (1 + a) for a in [0, 1), both with 0 integer bits."""
     half_denominator = rounding_half_sum(a, QFormat(0, raw_bits).one)
     x = _newton_raphson_reciprocal(half_denominator, raw_bits)
@@ -239,14 +246,14 @@ def one_over_one_plus_x_for_x_in_0_1(a, raw_bits: int = 32) -> np.ndarray:
     return rescale(x, 1, 0, raw_bits)
 
 
-def one_minus_x_over_one_plus_x_for_x_in_0_1(a, raw_bits: int = 32) -> np.ndarray:
+def one_minus_x_over_one_plus_x_for_x_in_0_1(a: ArrayLike, raw_bits: int = 32) -> np.ndarray:
     """(1 - a) / (1 + a) for a in [0, 1), both with 0 integer bits."""
     half_denominator = rounding_half_sum(a, QFormat(0, raw_bits).one)
     x = _newton_raphson_reciprocal(half_denominator, raw_bits)
     return rescale(wrap(x - QFormat(2, raw_bits).one, raw_bits), 2, 0, raw_bits)
 
 
-def tanh(a, integer_bits: int, raw_bits: int = 32) -> np.ndarray:
+def tanh(a: ArrayLike, integer_bits: int, raw_bits: int = 32) -> np.ndarray:
     """tanh(a) = (1 - exp(-2|a|)) / (1 + exp(-2|a|)) with the sign of a; 0 integer bits out."""
     a = np.asarray(a, dtype=np.int64)
     negative = a < 0
@@ -258,7 +265,7 @@ def tanh(a, integer_bits: int, raw_bits: int = 32) -> np.ndarray:
     return np.where(a == 0, 0, signed)
 
 
-def logistic(a, integer_bits: int, raw_bits: int = 32) -> np.ndarray:
+def logistic(a: ArrayLike, integer_bits: int, raw_bits: int = 32) -> np.ndarray:
     """1 / (1 + exp(-a)), computed for |a| and mirrored for negative a; 0 integer bits out."""
     a = np.asarray(a, dtype=np.int64)
     result_fmt = QFormat(0, raw_bits)
@@ -283,7 +290,7 @@ def quantize_multiplier_greater_than_one(real_multiplier: float) -> tuple[int, i
     return multiplier, shift
 
 
-def multiply_by_quantized_multiplier_greater_than_one(x, multiplier: int,
+def multiply_by_quantized_multiplier_greater_than_one(x: ArrayLike, multiplier: int,
                                                       left_shift: int) -> np.ndarray:
     """x * 2**left_shift (wrapping, as int32), then a rounding doubling high multiply."""
     shifted = wrap(np.asarray(x, dtype=np.int64) << left_shift, 32)
@@ -299,15 +306,15 @@ def calculate_input_radius(input_integer_bits: int, input_left_shift: int,
     return int(math.floor(max_input_rescaled))
 
 
-def count_leading_zeros_uint32(x) -> np.ndarray:
+def count_leading_zeros_uint32(x: ArrayLike) -> np.ndarray:
     """Leading zero bits of values read as uint32 (32 for 0)."""
-    x = np.asarray(x, dtype=np.int64) & np.int64(0xFFFFFFFF)
+    values = np.asarray(x, dtype=np.int64) & np.int64(0xFFFFFFFF)
     # Below 2**53 frexp's exponent is exactly the bit length.
-    _, bit_length = np.frexp(x.astype(np.float64))
-    return 32 - bit_length.astype(np.int64)
+    _, bit_length = np.frexp(values.astype(np.float64))
+    return cast("np.ndarray", 32 - bit_length.astype(np.int64))
 
 
-def get_reciprocal(x, x_integer_bits: int) -> tuple[np.ndarray, np.ndarray]:
+def get_reciprocal(x: ArrayLike, x_integer_bits: int) -> tuple[np.ndarray, np.ndarray]:
     """1 / x for positive 32-bit raw x with ``x_integer_bits``, as (raw value with 0 integer
     bits, num_bits_over_unit): the true reciprocal is raw * 2**-(31 + num_bits_over_unit)."""
     x = np.asarray(x, dtype=np.int64)
@@ -318,32 +325,32 @@ def get_reciprocal(x, x_integer_bits: int) -> tuple[np.ndarray, np.ndarray]:
     return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one, 32), num_bits_over_unit
 
 
-def get_inv_sqrt_quantized_multiplier_exp(x) -> tuple[np.ndarray, np.ndarray]:
+def get_inv_sqrt_quantized_multiplier_exp(x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """1 / sqrt(x) of positive int32 x as (multiplier, right shift >= 0):
     ``1 / sqrt(x) ~= multiplier * 2**-(31 + shift)`` (TFLite's GetInvSqrtQuantizedMultiplierExp,
     a Newton-Raphson iteration in fixed point with 3 integer bits).
 
     x <= 1 gives (max int32, 0), as later TFLite versions do: Android 10's copy overflows for
     x == 1 (one element of ±1 quantized step, the rest at the zero point)."""
-    x = np.asarray(x, dtype=np.int64)
-    degenerate = x <= 1
-    x = np.where(degenerate, 4, x)
-    shift = np.full(x.shape, 11, dtype=np.int64)
-    while np.any(x >= 1 << 29):
-        big = x >= 1 << 29
-        x = np.where(big, x >> 2, x)
+    values = np.asarray(x, dtype=np.int64)
+    degenerate = values <= 1
+    values = np.where(degenerate, 4, values)
+    shift = np.full(values.shape, 11, dtype=np.int64)
+    while np.any(values >= 1 << 29):
+        big = values >= 1 << 29
+        values = np.where(big, values >> 2, values)
         shift += big
-    left_shift_bit_pairs = (count_leading_zeros_uint32(x) - 1) // 2 - 1
+    left_shift_bit_pairs = (count_leading_zeros_uint32(values) - 1) // 2 - 1
     shift -= left_shift_bit_pairs
-    x = x << (2 * left_shift_bit_pairs)
+    values = values << (2 * left_shift_bit_pairs)
 
-    def mul(p, q):
+    def mul(p: ArrayLike, q: ArrayLike) -> np.ndarray:
         return saturating_rounding_doubling_high_mul(p, q)
 
     f3 = QFormat(3)
-    half_input = saturating_rounding_multiply_by_pot(x >> 1, -1)
+    half_input = saturating_rounding_multiply_by_pot(values >> 1, -1)
     half_three = (1 << 28) + (1 << 27)
-    estimate = np.full(x.shape, f3.one, dtype=np.int64)
+    estimate = np.full(values.shape, f3.one, dtype=np.int64)
     for _ in range(5):
         cube = rescale(mul(mul(estimate, estimate), estimate), 9, 3)
         estimate = rescale(wrap(mul(half_three, estimate) - mul(half_input, cube)), 6, 3)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import os
-from functools import lru_cache
-from typing import Sequence
+from collections.abc import Sequence
+from functools import cache
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from ..nnapi.errors import BadDataError, OutOfMemoryError
 MAX_DIMENSION = 2**32 - 1  # dimensions are uint32 in NeuralNetworks.h
 
 
-@lru_cache(maxsize=None)
+@cache
 def physical_memory() -> int:
     """The machine's memory in bytes (a generous 2**48 when the OS does not say)."""
     try:
@@ -33,7 +33,7 @@ def check_tensor_sizes(shapes: Sequence[Sequence[int]], dtypes: Sequence[np.dtyp
     """Raises BAD_DATA for a dimension NNAPI cannot express and OUT_OF_MEMORY when the
     tensors together need more bytes than the machine has."""
     total = 0
-    for pos, (shape, dtype) in enumerate(zip(shapes, dtypes)):
+    for pos, (shape, dtype) in enumerate(zip(shapes, dtypes, strict=True)):
         if any(d > MAX_DIMENSION for d in shape):
             raise BadDataError(f"{what} {pos} would have dimensions {list(shape)}, beyond"
                                f" NNAPI's uint32 limit")

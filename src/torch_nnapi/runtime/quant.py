@@ -8,6 +8,7 @@ roundings, rather than multiplying by a float scale, is what makes results bit-e
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -26,7 +27,7 @@ ASYMM_8BIT = frozenset({OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUAN
 def saturate(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Integer ``values`` clamped to ``dtype``'s range and cast to it."""
     limits = np.iinfo(dtype)
-    return np.clip(values, limits.min, limits.max).astype(dtype)
+    return cast("np.ndarray", np.clip(values, limits.min, limits.max).astype(dtype))
 
 
 def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
@@ -76,7 +77,7 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     whole = np.trunc(x)
     with np.errstate(invalid="ignore"):  # inf - inf: infinities stay as they are
-        return np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole)
+        return cast("np.ndarray", np.where(np.abs(x - whole) >= 0.5, whole + np.sign(x), whole))
 
 
 def saturating_rounding_doubling_high_mul(a: np.ndarray, b: int) -> np.ndarray:
@@ -89,7 +90,7 @@ def saturating_rounding_doubling_high_mul(a: np.ndarray, b: int) -> np.ndarray:
     high = np.where(total >= 0, total >> 31, -((-total) >> 31))
     if b == INT32_MIN:
         high = np.where(a == INT32_MIN, INT32_MAX, high)
-    return high
+    return cast("np.ndarray", high)
 
 
 def rounding_divide_by_pot(x: np.ndarray, exponent: int) -> np.ndarray:
@@ -100,7 +101,7 @@ def rounding_divide_by_pot(x: np.ndarray, exponent: int) -> np.ndarray:
     mask = np.int64((1 << exponent) - 1)
     remainder = x & mask
     threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + (remainder > threshold)
+    return cast("np.ndarray", (x >> exponent) + (remainder > threshold))
 
 
 def multiply_by_quantized_multiplier(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
@@ -118,7 +119,7 @@ def requantize(acc: np.ndarray, real_multiplier: float, zero_point: int, qmin: i
     """Rescales int32 accumulators to an output's quantized range (the common epilogue)."""
     multiplier, shift = quantize_multiplier(real_multiplier)
     scaled = multiply_by_quantized_multiplier(acc, multiplier, shift) + zero_point
-    return np.clip(scaled, qmin, qmax)
+    return cast("np.ndarray", np.clip(scaled, qmin, qmax))
 
 
 def requantize_per_channel(acc: np.ndarray, real_multipliers: np.ndarray, zero_point: int,
@@ -138,17 +139,20 @@ def quantize(real: np.ndarray, scale: float, zero_point: int, dtype: np.dtype) -
     """Real values to a quantized type: round half away from zero, then saturate."""
     limits = np.iinfo(dtype)
     q = round_half_away(np.asarray(real, dtype=np.float32) / np.float32(scale)) + zero_point
-    return np.clip(q, limits.min, limits.max).astype(dtype)
+    return cast("np.ndarray", np.clip(q, limits.min, limits.max).astype(dtype))
 
 
 def dequantize(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
     """Quantized values to float32: scale * (q - zero_point)."""
-    return (np.asarray(q, dtype=np.int32) - np.int32(zero_point)).astype(np.float32) * \
-        np.float32(scale)
+    shifted = (np.asarray(q, dtype=np.int32) - np.int32(zero_point)).astype(np.float32)
+    return cast("np.ndarray", shifted * np.float32(scale))
+
+
+_UINT8 = np.dtype(np.uint8)  # the default of activation_range_quantized
 
 
 def activation_range_quantized(fuse_code: int, scale: float, zero_point: int,
-                               dtype: np.dtype = np.dtype(np.uint8)) -> tuple[int, int]:
+                               dtype: np.dtype = _UINT8) -> tuple[int, int]:
     """The quantized clamp bounds of a fused activation in ``dtype``'s range
     (CalculateActivationRangeUint8 and its Int8 twin)."""
     limits = np.iinfo(dtype)

@@ -15,8 +15,9 @@ range, which the reference reports). A native fusion
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,13 +28,13 @@ if TYPE_CHECKING:
 
 Shape = tuple[int, ...]
 PrepareFn = Callable[["KernelContext"], Sequence[Shape]]
-ExecuteResult = Union[np.ndarray, Sequence[np.ndarray]]
+ExecuteResult = np.ndarray | Sequence[np.ndarray]
 ExecuteFn = Callable[["KernelContext"], ExecuteResult]
-Runner = Callable[..., Optional[ExecuteResult]]  # None: this time, the reference execute
-PlanFn = Callable[["KernelContext"], Optional[Runner]]
+Runner = Callable[..., ExecuteResult | None]  # None: this time, the reference execute
+PlanFn = Callable[["KernelContext"], Runner | None]
 # (producer's context, consumer's context) -> runner on the producer's inputs giving the
 # consumer's outputs, or None.
-FusionPlanFn = Callable[["KernelContext", "KernelContext"], Optional[Runner]]
+FusionPlanFn = Callable[["KernelContext", "KernelContext"], Runner | None]
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ class RunLimits:
     deadline_ns: int | None = None
 
     @staticmethod
-    def starting_now(loop_timeout_ns: int, timeout_ns: int) -> "RunLimits":
+    def starting_now(loop_timeout_ns: int, timeout_ns: int) -> RunLimits:
         """Limits for an execution starting now; ``timeout_ns`` 0 means no limit."""
         deadline = time.monotonic_ns() + timeout_ns if timeout_ns else None
         return RunLimits(loop_timeout_ns, deadline)

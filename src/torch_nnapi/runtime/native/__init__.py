@@ -22,7 +22,7 @@ KERNEL_SETS = ("native", "reference")
 ENVIRONMENT_VARIABLE = "TORCH_NNAPI_KERNELS"
 
 try:
-    from . import _kernels as _loaded  # type: ignore[attr-defined]
+    from . import _kernels as _loaded  # type: ignore[attr-defined]  # C extension, no stub
 
     _REASON = ""
 except ImportError as error:  # not built: the reference kernels serve
@@ -34,7 +34,8 @@ def module() -> ModuleType:
     """The C extension; raises RuntimeError when it is not built."""
     if _loaded is None:
         raise RuntimeError(_REASON)
-    return _loaded
+    loaded: ModuleType = _loaded
+    return loaded
 
 
 def available() -> bool:
@@ -65,7 +66,7 @@ def uses_native(kernels: str) -> bool:
     return kernels == "native" and _loaded is not None
 
 
-def execution_scope() -> contextlib.AbstractContextManager:
+def execution_scope() -> contextlib.AbstractContextManager[object]:
     """What an execution on the native kernels runs in: NumPy's OpenBLAS on one thread when
     the float convolutions call its sgemm from the kernels' own threads."""
     if _loaded is not None and _loaded.has_sgemm():
@@ -84,7 +85,7 @@ def _configure() -> None:
 
 
 # Last: they use module(); importing each family registers its kernels.
-from . import (  # noqa: F401
+from . import (  # noqa: E402, F401
     blas,
     conv_kernels,
     elementwise,

@@ -114,7 +114,7 @@ def set_thread_count(threads: int) -> None:
 
 def restore_thread_counts(counts: list[int]) -> None:
     """Gives every loaded OpenBLAS back the count ``thread_counts()`` returned."""
-    for lib, count in zip(_controllable(), counts):
+    for lib, count in zip(_controllable(), counts, strict=False):
         lib.set_threads(count)
 
 

@@ -12,7 +12,7 @@ shifts beyond 31 bits) and the reference kernel must run.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -134,7 +134,7 @@ class Q8Conv:
 
     @property
     def microkernel(self) -> str:
-        return module().q8_conv_kind(self.capsule)
+        return cast("str", module().q8_conv_kind(self.capsule))
 
     def run(self, x: np.ndarray, geometry: tuple[int, ...], out: np.ndarray) -> np.ndarray:
         """NHWC uint8 ``x`` convolved into ``out`` [n, out_h, out_w, out_channels]."""

@@ -9,6 +9,9 @@ their filter and bias at every run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar, cast
+
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -72,11 +75,14 @@ def _filter_zero(ctx: KernelContext, weights: str = "filter") -> int:
     return 0 if ctx.input_type(weights) == _PER_CHANNEL else ctx.input_quant(weights)[1]
 
 
-def _once(ctx: KernelContext, what: str, build):
+T = TypeVar("T")
+
+
+def _once(ctx: KernelContext, what: str, build: Callable[[KernelContext], T]) -> T:
     """build(ctx), kept for the step: it depends on constants only."""
     if what not in ctx.memo:
         ctx.memo[what] = build(ctx)
-    return ctx.memo[what]
+    return cast("T", ctx.memo[what])
 
 
 def _conv_plan(ctx: KernelContext) -> Q8Conv | None:
@@ -154,7 +160,7 @@ def conv_2d(ctx: KernelContext) -> Runner | None:
         return lambda x, w, b, *_: from_nhwc(bias_activation_f32(
             _matmul_conv(_nhwc(x, nchw), w, geo, geometry), b, lo, hi).reshape(shape), nchw)
 
-    def run(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_) -> np.ndarray:
+    def run(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(shape, np.float32)
         module().conv_f32(_nhwc(x, nchw), w, b, out, geometry, geo.out_depth, geo.groups, lo, hi)
         return from_nhwc(out, nchw)
@@ -206,7 +212,7 @@ def fully_connected(ctx: KernelContext) -> Runner | None:
         return lambda x, w, b, *_: bias_activation_f32(
             np.matmul(x.reshape(batch, input_size), w.T), b, lo, hi)
 
-    def run(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_) -> np.ndarray:
+    def run(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty((batch, units), np.float32)
         module().conv_f32(x.reshape(batch, input_size), w, b, out, geometry, units, 1, lo, hi)
         return out
@@ -248,7 +254,7 @@ def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     if kind == _F32:
         lo, hi = activation_range_float(params.fuse_code)
 
-        def run_float(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_) -> np.ndarray:
+        def run_float(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_: object) -> np.ndarray:
             filters = w.transpose(1, 2, 0, 3).reshape(kh * kw * cout, c)
             contributions = _nhwc(x, nchw).reshape(-1, c) @ filters.T
             out = np.empty(shape, np.float32)
@@ -266,7 +272,7 @@ def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     bias = np.ascontiguousarray(ctx.input("bias"), np.int32)
     pixels = window(n, h, wd, c, h, wd, 1, 1, 1, 1, 1, 1, 0, 0)
 
-    def run(x: np.ndarray, *_) -> np.ndarray:
+    def run(x: np.ndarray, *_: object) -> np.ndarray:
         contributions = q8_sums(plan, _nhwc(x, nchw), pixels,
                                 np.empty((n, h, wd, kh * kw * cout), np.int32))
         out = np.empty(shape, np.uint8)

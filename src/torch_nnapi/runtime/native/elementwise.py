@@ -50,10 +50,10 @@ def broadcast_layout(a: tuple[int, ...], b: tuple[int, ...]) -> Layout | None:
     rank = max(len(a), len(b), 1)
     a = (1,) * (rank - len(a)) + a
     b = (1,) * (rank - len(b)) + b
-    out = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b))
+    out = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b, strict=True))
     # Per dimension: whether each input runs along it (size > 1) or repeats (size 1).
     dims: list[list[int]] = []  # [size, a runs, b runs]
-    for size, x, y in zip(out, a, b):
+    for size, x, y in zip(out, a, b, strict=True):
         if size == 1:
             continue
         runs = [size, int(x != 1), int(y != 1)]
@@ -119,7 +119,7 @@ def binary_arithmetic(ctx: KernelContext) -> Runner | None:
         if lo == -np.inf and hi == np.inf:  # NumPy's ufunc: the same IEEE arithmetic, one call
             return _UFUNCS[ctx.operation]
 
-        def run_float(x: np.ndarray, y: np.ndarray, *_) -> np.ndarray:
+        def run_float(x: np.ndarray, y: np.ndarray, *_: object) -> np.ndarray:
             out = np.empty(shape, np.float32)
             kernels.binary_f32(opcode, x, y, out, *layout, lo, hi)
             return out
@@ -129,7 +129,7 @@ def binary_arithmetic(ctx: KernelContext) -> Runner | None:
     if params is None:
         return None
 
-    def run(x: np.ndarray, y: np.ndarray, *_) -> np.ndarray:
+    def run(x: np.ndarray, y: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(shape, np.uint8)
         kernels.binary_q8(x, y, out, *layout, params)
         return out
@@ -151,7 +151,7 @@ def _table_lookup(ctx: KernelContext) -> Runner | None:
     table = reference_table(ctx)
     lut = module().lut
 
-    def run(x: np.ndarray, *_) -> np.ndarray:
+    def run(x: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(x.shape, table.dtype)
         lut(x, out, table)
         return out

@@ -23,11 +23,11 @@ from .conv_kernels import constant_parameters
 _F32 = OperandType.TENSOR_FLOAT32
 
 
-def _roles(a: tuple[int, ...], b: tuple[int, ...], axis: int):
+def _roles(a: tuple[int, ...], b: tuple[int, ...], axis: int) -> list[str] | None:
     """Per axis of the broadcast product: "batch" (both run along it), "a" or "b" (only one
     does), "" (size 1 in both); None when the reduced axis is not shared."""
     roles = []
-    for d, (x, y) in enumerate(zip(a, b)):
+    for d, (x, y) in enumerate(zip(a, b, strict=True)):
         if x == y and x != 1:
             roles.append("batch" if d != axis else "k")
         elif x != 1 and y == 1:
@@ -59,7 +59,7 @@ def product_sum(mul: KernelContext, reduce_sum: KernelContext) -> Runner | None:
     only_b = [d for d, r in enumerate(roles) if r == "b"]
     ones = [d for d, r in enumerate(roles) if r == ""]
     k = axes[0]
-    sizes = [max(x, y) for x, y in zip(a_shape, b_shape)]
+    sizes = [max(x, y) for x, y in zip(a_shape, b_shape, strict=True)]
     batches = math.prod(sizes[d] for d in batch)
     m, n = math.prod(sizes[d] for d in only_a), math.prod(sizes[d] for d in only_b)
     # The result [batch..., a..., b...] back in the product's order, without k.
@@ -69,7 +69,7 @@ def product_sum(mul: KernelContext, reduce_sum: KernelContext) -> Runner | None:
     product_shape = [sizes[d] for d in kept]
     a_order, b_order = batch + only_a + [k] + only_b + ones, batch + [k] + only_b + only_a + ones
 
-    def run(a: np.ndarray, b: np.ndarray, *_) -> np.ndarray:
+    def run(a: np.ndarray, b: np.ndarray, *_: object) -> np.ndarray:
         left = a.reshape(a_shape).transpose(a_order).reshape(batches, m, sizes[k])
         right = b.reshape(b_shape).transpose(b_order).reshape(batches, sizes[k], n)
         result = np.matmul(left, right).reshape(product_shape).transpose(inverse)

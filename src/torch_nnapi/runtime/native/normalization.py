@@ -51,7 +51,7 @@ def softmax(ctx: KernelContext) -> Runner | None:
     if kind == OperandType.TENSOR_FLOAT32:
         beta = float(np.float32(ctx.scalar("beta")))
 
-        def run_float(x: np.ndarray, *_) -> np.ndarray:
+        def run_float(x: np.ndarray, *_: object) -> np.ndarray:
             out = np.empty(shape, np.float32)
             kernels.softmax_f32(x, out, layout, beta)
             return out
@@ -59,7 +59,7 @@ def softmax(ctx: KernelContext) -> Runner | None:
         return run_float
     exps, terms, diff_min = _q8_tables(ctx)
 
-    def run(x: np.ndarray, *_) -> np.ndarray:
+    def run(x: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(shape, np.uint8)
         sums = np.empty(layout[0] * layout[2], np.int32)
         kernels.softmax_q8_sums(x, terms, sums, layout)

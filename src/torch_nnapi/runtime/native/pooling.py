@@ -41,7 +41,7 @@ def pool_2d(ctx: KernelContext) -> Runner | None:
     pool, code, nchw = module().pool, _KINDS[ctx.operation], params.nchw
     dtype = np.uint8 if quantized else np.float32
 
-    def run(x: np.ndarray, *_) -> np.ndarray:
+    def run(x: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty((n, out_h, out_w, c), dtype)
         pool(code, np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nchw else x, out, geometry,
              lo, hi, qlo, qhi)

@@ -35,7 +35,7 @@ def reduce(ctx: KernelContext) -> Runner | None:
               math.prod(shape[axes[-1] + 1:]))
     code, dtype, reduce_kernel = _KINDS[ctx.operation], ctx.output_dtype(), module().reduce
 
-    def run(x: np.ndarray, *_) -> np.ndarray:
+    def run(x: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(out_shape, dtype)
         reduce_kernel(code, np.ascontiguousarray(x), out, layout)
         return out

@@ -11,9 +11,6 @@ what the reference gives for each value.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import cast
-
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -84,7 +81,7 @@ def concatenation(ctx: KernelContext) -> Runner | None:
         return out
 
     return lambda *values: np.concatenate(
-        [requantized(x, t) for x, t in zip(values[:count], tables)], axis=axis)
+        [requantized(x, t) for x, t in zip(values[:count], tables, strict=False)], axis=axis)
 
 
 @register_native(Op.GATHER)
@@ -95,7 +92,7 @@ def gather(ctx: KernelContext) -> Runner | None:
     axis = axis_scalar(ctx, "axis", len(x_shape))
     size = x_shape[axis]
 
-    def run(x: np.ndarray, _axis, indices: np.ndarray) -> np.ndarray | None:
+    def run(x: np.ndarray, _axis: object, indices: np.ndarray) -> np.ndarray | None:
         if ((indices < 0) | (indices >= size)).any():
             return None  # the reference kernel reports which index, where
         return np.asarray(np.take(x, indices, axis=axis))
@@ -108,5 +105,5 @@ def unary(ctx: KernelContext) -> Runner | None:
     if ctx.input_type("input") != OperandType.TENSOR_FLOAT32:
         return None
     # float32 in and out, as the reference computes it
-    function = cast(Callable[[np.ndarray], np.ndarray], unary_math._FUNCTIONS[ctx.operation])
+    function = unary_math._FUNCTIONS[ctx.operation]
     return lambda x: function(x)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import cast
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.errors import BadDataError
@@ -17,7 +18,7 @@ def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> Shape:
     a = (1,) * (rank - len(a)) + tuple(a)
     b = (1,) * (rank - len(b)) + tuple(b)
     out = []
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
         if x != y and x != 1 and y != 1:
             raise BadDataError(f"shapes {list(a)} and {list(b)} cannot be broadcast"
                                f" (dimension {i}: {x} vs {y})")
@@ -49,7 +50,7 @@ def fuse_code_input(ctx: KernelContext, name: str = "fuse_code") -> int:
     code = ctx.scalar(name)
     if code not in _FUSE_CODES:
         raise BadDataError(f"{ctx.describe_input(name)} {code} is not a FuseCode (0..3)")
-    return code
+    return cast("int", code)
 
 
 def check_rank(ctx: KernelContext, name: str, ranks: Sequence[int] | range) -> Shape:

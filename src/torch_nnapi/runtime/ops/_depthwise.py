@@ -11,7 +11,7 @@ several threads.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided

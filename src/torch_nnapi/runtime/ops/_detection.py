@@ -9,7 +9,8 @@ non-maximum suppression, so that ties are broken as on a device.
 from __future__ import annotations
 
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import Generic, TypeVar, cast
 
 import numpy as np
 
@@ -28,20 +29,20 @@ def float_input(ctx: KernelContext, name: str) -> np.ndarray:
     if value.dtype.kind == "f":
         return value.astype(F32, copy=False)
     scale, zero_point = ctx.input_quant(name)
-    return (value.astype(F32) - F32(zero_point)) * F32(scale)
+    return cast("np.ndarray", (value.astype(F32) - F32(zero_point)) * F32(scale))
 
 
 def float_scalar(ctx: KernelContext, name: str) -> np.float32:
     """A FLOAT32 or FLOAT16 scalar input as float32 (the precision Android computes in)."""
-    return F32(ctx.scalar(name))
+    return cast("np.float32", F32(ctx.scalar(name)))
 
 
-def positive_scalar(ctx: KernelContext, name: str):
+def positive_scalar(ctx: KernelContext, name: str) -> float:
     """Scalar input ``name``, checked to be greater than zero."""
     value = ctx.scalar(name)
     if not value > 0:
         raise BadDataError(f"{ctx.describe_input(name)} must be positive, got {value}")
-    return value
+    return cast("float", value)
 
 
 def output_from_float(ctx: KernelContext, name: str, values: np.ndarray) -> np.ndarray:
@@ -54,7 +55,7 @@ def output_from_float(ctx: KernelContext, name: str, values: np.ndarray) -> np.n
     with np.errstate(invalid="ignore", over="ignore"):
         q = round_half_away(values / F32(scale) + F32(zero_point))
     limits = np.iinfo(dtype)
-    return np.clip(np.nan_to_num(q), limits.min, limits.max).astype(dtype)
+    return cast("np.ndarray", np.clip(np.nan_to_num(q), limits.min, limits.max).astype(dtype))
 
 
 def to_nhwc(array: np.ndarray, nchw: bool) -> np.ndarray:
@@ -90,7 +91,7 @@ def batch_runs(batch_index: np.ndarray) -> list[tuple[int, int]]:
         return []
     starts = np.flatnonzero(np.r_[True, batch_index[1:] != batch_index[:-1]])
     stops = np.r_[starts[1:], batch_index.size]
-    return list(zip(starts.tolist(), stops.tolist()))
+    return list(zip(starts.tolist(), stops.tolist(), strict=True))
 
 
 def iou_with(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
@@ -102,7 +103,7 @@ def iou_with(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
                         F32(0))
     intersection = width * height
     with np.errstate(divide="ignore", invalid="ignore"):
-        return intersection / (areas + area - intersection)
+        return cast("np.ndarray", intersection / (areas + area - intersection))
 
 
 def _swap_to_end(rest: np.ndarray, drop: np.ndarray) -> np.ndarray:
@@ -119,7 +120,7 @@ def _swap_to_end(rest: np.ndarray, drop: np.ndarray) -> np.ndarray:
     holes = np.flatnonzero(drop[:count])
     fillers = count + np.flatnonzero(keep[count:])[::-1]
     survivors[holes] = rest[fillers]
-    return survivors
+    return cast("np.ndarray", survivors)
 
 
 def greedy_nms(scores: np.ndarray, boxes: np.ndarray, candidates: np.ndarray, max_keep: int,
@@ -156,7 +157,7 @@ def descending(scores: np.ndarray) -> np.ndarray:
     return np.argsort(-scores, kind="stable")
 
 
-class OncePerContext:
+class OncePerContext(Generic[Result]):
     """Shares a data-dependent result between prepare and execute of one operation run.
 
     Operations whose output shapes depend on the data must compute their result in prepare;
@@ -171,7 +172,7 @@ class OncePerContext:
         entry = getattr(self._local, "entry", None)
         if entry is not None and entry[0] is ctx:
             self._local.entry = None
-            return entry[1]
+            return cast("Result", entry[1])
         result = self._compute(ctx)
         self._local.entry = (ctx, result)
         return result

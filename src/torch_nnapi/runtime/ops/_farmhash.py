@@ -7,6 +7,8 @@ column of uint64 words (NumPy's uint64 arithmetic wraps modulo 2**64, as C's doe
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 _K0 = np.uint64(0xC3A5C85C97CB3127)
@@ -16,18 +18,18 @@ _U64 = np.dtype("<u8")
 
 
 def _u64(value: int) -> np.uint64:
-    return np.uint64(value % (1 << 64))
+    return cast("np.uint64", np.uint64(value % (1 << 64)))
 
 
 def _rotate(x: np.ndarray, shift: int) -> np.ndarray:
     """Rotates right by ``shift`` bits."""
     if shift == 0:
         return x
-    return (x >> np.uint64(shift)) | (x << np.uint64(64 - shift))
+    return cast("np.ndarray", (x >> np.uint64(shift)) | (x << np.uint64(64 - shift)))
 
 
 def _shift_mix(x: np.ndarray) -> np.ndarray:
-    return x ^ (x >> np.uint64(47))
+    return cast("np.ndarray", x ^ (x >> np.uint64(47)))
 
 
 def _fetch64(keys: np.ndarray, offset: int) -> np.ndarray:
@@ -44,7 +46,7 @@ def _hash_len16(u: np.ndarray, v: np.ndarray, mul: np.uint64) -> np.ndarray:
     a ^= a >> np.uint64(47)
     b = (v ^ a) * mul
     b ^= b >> np.uint64(47)
-    return b * mul
+    return cast("np.ndarray", b * mul)
 
 
 def _len_0_to_16(keys: np.ndarray, n: int) -> np.ndarray:
@@ -63,7 +65,7 @@ def _len_0_to_16(keys: np.ndarray, n: int) -> np.ndarray:
         a, b, c = (keys[:, i].astype(_U64) for i in (0, n >> 1, n - 1))
         y = a + (b << np.uint64(8))
         z = _u64(n) + (c << np.uint64(2))
-        return _shift_mix(y * _K2 ^ z * _K0) * _K2
+        return cast("np.ndarray", _shift_mix(y * _K2 ^ z * _K0) * _K2)
     return np.full(len(keys), _K2, _U64)
 
 
@@ -92,7 +94,8 @@ def _len_33_to_64(keys: np.ndarray, n: int) -> np.ndarray:
     return _hash_len16(_rotate(e + f, 43) + _rotate(g, 30) + h, e + _rotate(f + a, 18) + g, mul)
 
 
-def _weak_hash_32(keys: np.ndarray, offset: int, a: np.ndarray, b: np.ndarray):
+def _weak_hash_32(keys: np.ndarray, offset: int, a: np.ndarray,
+                  b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A 16-byte hash of 32 bytes of every key and two seeds."""
     w, x, y, z = (_fetch64(keys, offset + 8 * i) for i in range(4))
     a = a + w

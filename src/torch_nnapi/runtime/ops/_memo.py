@@ -9,7 +9,8 @@ stay the same. Executions running at once may both compute an entry; they store 
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 from ..context import KernelContext
 
@@ -26,7 +27,7 @@ def per_operation(ctx: KernelContext, what: str, compute: Callable[[KernelContex
     shapes = ctx.shapes_key()
     entry = ctx.memo.get(what)
     if entry is not None and entry[0] == shapes:
-        return entry[1]
+        return cast("T", entry[1])
     value = compute(ctx)
     if ctx.variable_inputs <= shape_only:
         ctx.memo[what] = (shapes, value)

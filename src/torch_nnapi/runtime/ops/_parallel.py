@@ -12,8 +12,8 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 # Below this many elements per thread, handing work to a thread costs more than it saves.
 MIN_ELEMENTS_PER_THREAD = 1 << 16

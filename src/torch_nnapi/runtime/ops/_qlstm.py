@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,14 +33,14 @@ _LAYER_NORM_OVERFLOW_GUARD = 1 << 20
 
 
 def _clamp16(x: np.ndarray) -> np.ndarray:
-    return np.clip(x, INT16_MIN, INT16_MAX)
+    return cast("np.ndarray", np.clip(x, INT16_MIN, INT16_MAX))
 
 
 def _wrap32(x: np.ndarray) -> np.ndarray:
     return fp.wrap(x, 32)
 
 
-def _multiplier(real) -> tuple[int, int]:
+def _multiplier(real: float | np.floating[Any]) -> tuple[int, int]:
     """A float32 real multiplier as (int32 multiplier, shift), as QuantizeMultiplier."""
     return quantize_multiplier(float(_F32(real)))
 
@@ -129,7 +130,7 @@ def prepare_qlstm(ctx: KernelContext) -> list[Shape]:
 
 
 def _product(ctx: KernelContext, values: np.ndarray, zero_point: int, weights_name: str,
-             extra_bias: np.ndarray | None, scale) -> np.ndarray:
+             extra_bias: np.ndarray | None, scale: float | np.floating[Any]) -> np.ndarray:
     """(values - zero_point) @ weights' (+ extra_bias), rescaled by ``scale`` as the
     reference's MatrixBatchVectorMultiplyAccumulate does (the zero point folded into a row
     bias)."""
@@ -168,11 +169,11 @@ def _layer_norm(gate: np.ndarray, weights: np.ndarray, bias: np.ndarray, weights
 def _truncating_divide(x: np.ndarray, divisor: int) -> np.ndarray:
     """C++ integer division: rounds toward zero."""
     quotient = np.abs(x) // divisor
-    return np.where(x < 0, -quotient, quotient)
+    return cast("np.ndarray", np.where(x < 0, -quotient, quotient))
 
 
 def _peephole(ctx: KernelContext, gate: str, cell: np.ndarray, cell_shift: int,
-              intermediate_scale) -> np.ndarray:
+              intermediate_scale: float | np.floating[Any]) -> np.ndarray:
     """The peephole term: cell_to_gate weights times the cell state, rescaled."""
     weights = ctx.input(f"cell_to_{gate}_weights").astype(np.int64)
     # 2**cell_shift is a double in the reference, so the product is too
@@ -237,7 +238,8 @@ def _hidden(ctx: KernelContext, shape: QlstmShape, output_gate: np.ndarray,
     hidden_scale = _F32(ctx.scalar("hidden_state_scale"))
     multiplier, shift = _multiplier(_F32(2.0**-15 / float(hidden_scale) * 2.0**-15))
     value = multiply_by_quantized_multiplier(output_gate * tanh_cell, multiplier, shift)
-    return np.clip(value - int(ctx.scalar("hidden_state_zero_point")), -128, 127)
+    return cast("np.ndarray",
+                np.clip(value - int(ctx.scalar("hidden_state_zero_point")), -128, 127))
 
 
 def _project(ctx: KernelContext, shape: QlstmShape, hidden: np.ndarray) -> np.ndarray:
@@ -258,4 +260,4 @@ def _project(ctx: KernelContext, shape: QlstmShape, hidden: np.ndarray) -> np.nd
         limit = int(np.clip(_F32(clip) / w_scale, -128, 127))
         if limit > 0:
             output = np.clip(output, -limit, limit)
-    return output
+    return cast("np.ndarray", output)

@@ -10,8 +10,9 @@ time steps only, after computing the input contributions of all steps at once.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from ..context import KernelContext, Shape
 from ._common import check_rank
 
 Activation = Callable[[np.ndarray], np.ndarray]
-F = TypeVar("F", bound=Callable)
+F = TypeVar("F", bound=Callable[..., object])
 
 
 def ieee_float(execute: F) -> F:
@@ -28,11 +29,11 @@ def ieee_float(execute: F) -> F:
     data propagate through the arithmetic, as in Android's C++ kernels."""
 
     @functools.wraps(execute)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: object, **kwargs: object) -> object:
         with np.errstate(all="ignore"):
             return execute(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return cast("F", wrapper)  # functools.wraps keeps execute's signature
 
 
 # --------------------------------------------------------------------------------------------
@@ -41,7 +42,7 @@ def ieee_float(execute: F) -> F:
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
-        return np.float32(1.0) / (np.float32(1.0) + np.exp(-x))
+        return cast("np.ndarray", np.float32(1.0) / (np.float32(1.0) + np.exp(-x)))
 
 
 _ACTIVATIONS: dict[int, tuple[str, Activation]] = {
@@ -259,7 +260,7 @@ def lstm_config(ctx: KernelContext, at: LstmOperands, batch: int, input_size: in
         if aux != (aux_input_size is not None):
             raise BadDataError("the auxiliary input and the auxiliary weights must both have"
                                " values or both be omitted")
-        aux = aux and _optional_per_gate(ctx, at.aux_to, _GATES, gates,
+        aux = aux_input_size is not None and _optional_per_gate(ctx, at.aux_to, _GATES, gates,
                                          "auxiliary input weights", (num_cells, aux_input_size))
     expect_shape(ctx, at.output_state, (batch, output_size))
     expect_shape(ctx, at.cell_state, (batch, num_cells))
@@ -299,6 +300,8 @@ class LstmCell:
         num_gates, cells = self.bias.shape
         from_input = (x @ self.input_weights.T).reshape(steps, batch, num_gates, cells)
         if aux is not None:
+            if self.aux_weights is None:
+                raise BadDataError("an auxiliary input needs auxiliary input weights")
             from_input += (aux @ self.aux_weights.T).reshape(steps, batch, num_gates, cells)
         outputs = np.empty((steps, batch, self.config.output_size), np.float32)
         scratch = np.zeros((batch, num_gates * cells), np.float32)
@@ -324,7 +327,7 @@ class LstmCell:
                 value = value + peephole[name] * cell_state
             if self.layer_norm is not None:
                 value = _normalize(value) * self.layer_norm[k] + self.bias[k]
-            return value
+            return cast("np.ndarray", value)
 
         forget = _sigmoid(gate("forget", c_prev))
         candidate = self.activation(gate("cell"))
@@ -360,7 +363,7 @@ def _normalize(x: np.ndarray) -> np.ndarray:
     mean = x.mean(axis=-1, keepdims=True, dtype=np.float32)
     variance = (x * x).mean(axis=-1, keepdims=True, dtype=np.float32) - mean * mean
     variance = np.where(variance <= 0, np.float32(LAYER_NORM_EPSILON), variance)
-    return (x - mean) / np.sqrt(variance)
+    return cast("np.ndarray", (x - mean) / np.sqrt(variance))
 
 
 def load_lstm_cell(ctx: KernelContext, at: LstmOperands, config: LstmConfig,
@@ -405,8 +408,10 @@ class RnnCell:
         """x W' + aux A' + bias for any leading dimensions (all time steps at once)."""
         result = x @ self.weights.T + self.bias
         if aux is not None:
+            if self.aux_weights is None:
+                raise BadDataError("an auxiliary input needs auxiliary input weights")
             result += aux @ self.aux_weights.T
-        return result
+        return cast("np.ndarray", result)
 
     def step(self, from_input: np.ndarray, state: np.ndarray) -> np.ndarray:
         return self.activation(from_input + state @ self.recurrent_weights.T)

@@ -3,7 +3,8 @@ NHWC views of NCHW inputs, and owned output arrays."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -82,7 +83,7 @@ def positive_scalar(ctx: KernelContext, name: str) -> int:
     value = ctx.scalar(name)
     if value < 1:
         raise BadDataError(f"{ctx.describe_input(name)} must be >= 1, got {value}")
-    return value
+    return cast("int", value)
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ are transposed in and out, as Android does.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -96,6 +97,8 @@ class WindowParams:
     def window(self, height: int, width: int, filter_h: int, filter_w: int) -> Window:
         if self.explicit_pads is not None:
             left, right, top, bottom = self.explicit_pads
+        elif self.scheme is None:
+            raise BadDataError("the window has neither explicit padding nor a padding scheme")
         else:
             top, bottom = implicit_padding(height, self.stride_h, self.dilation_h, filter_h,
                                            self.scheme)
@@ -118,7 +121,7 @@ def read_window_params(ctx: KernelContext, *, negative_tail: bool = False) -> Wi
     else:
         scheme = None
         pads = tuple(ctx.scalar(name) for name in _PADS)
-        for name, pad in zip(_PADS, pads):
+        for name, pad in zip(_PADS, pads, strict=True):
             if pad < 0 and not (negative_tail and name in ("pad_right", "pad_bottom")):
                 raise BadDataError(f"{ctx.describe_input(name)} must not be negative, got {pad}")
     stride_w, stride_h = _positive(ctx, "stride_w"), _positive(ctx, "stride_h")
@@ -133,7 +136,7 @@ def _positive(ctx: KernelContext, name: str) -> int:
     value = ctx.scalar(name)
     if value <= 0:
         raise BadDataError(f"{ctx.describe_input(name)} must be positive, got {value}")
-    return value
+    return cast("int", value)
 
 
 def check_padding_code(ctx: KernelContext) -> int:
@@ -174,7 +177,7 @@ def from_nhwc(y: np.ndarray, nchw: bool) -> np.ndarray:
 # ------------------------------------------------------------------------------ windows
 
 
-def pad_image(x: np.ndarray, window: Window, value=0) -> np.ndarray:
+def pad_image(x: np.ndarray, window: Window, value: float = 0) -> np.ndarray:
     """NHWC ``x`` with the window's padding added (a no-op without padding)."""
     w = window
     if not (w.pad_top or w.pad_bottom or w.pad_left or w.pad_right):

@@ -11,7 +11,8 @@ multipliers. Quantized HARD_SWISH follows TFLite's 16-bit fixed-point kernel.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def clamp_activation(ctx: KernelContext) -> np.ndarray:
         scale, zero_point = ctx.output_quant()
         dtype = ctx.output_dtype()
         qmin, qmax = activation_range_quantized(fuse_code, scale, zero_point, dtype)
-        return np.clip(ctx.input("input"), qmin, qmax).astype(dtype)
+        return cast("np.ndarray", np.clip(ctx.input("input"), qmin, qmax).astype(dtype))
     x = ctx.float_input("input")
     # std::min(std::max(lo, x), hi): NaN becomes lo, and RELU caps infinity at FLT_MAX
     # (which float16 rounds back to infinity).
@@ -81,7 +82,7 @@ def sigmoid_activation(ctx: KernelContext) -> np.ndarray:
 
 
 def _logistic(x: np.ndarray) -> np.ndarray:
-    return np.float32(1) / (np.float32(1) + np.exp(-x))
+    return cast("np.ndarray", np.float32(1) / (np.float32(1) + np.exp(-x)))
 
 
 # The float32 functions of LOGISTIC and TANH (the native runners use them too).
@@ -173,7 +174,7 @@ def elu(ctx: KernelContext) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         result = np.maximum(np.float32(0), x) + \
             np.minimum(np.float32(0), alpha * (np.exp(x) - np.float32(1)))
-    return result.astype(ctx.output_dtype(), copy=False)
+    return cast("np.ndarray", result.astype(ctx.output_dtype(), copy=False))
 
 
 def _prepare_hard_swish(ctx: KernelContext) -> list[Shape]:
@@ -189,7 +190,7 @@ def hard_swish(ctx: KernelContext) -> np.ndarray:
     x = ctx.float_input("input")
     result = x * np.minimum(np.float32(6), np.maximum(np.float32(0), x + np.float32(3))) \
         / np.float32(6)
-    return result.astype(ctx.output_dtype(), copy=False)
+    return cast("np.ndarray", result.astype(ctx.output_dtype(), copy=False))
 
 
 # The real value 3 is the 16-bit value 32768 on the "relu-ish" scale.
@@ -218,7 +219,7 @@ def _hard_swish_params(ctx: KernelContext) -> tuple[tuple[int, int], tuple[int, 
 
 
 def _saturating_left_shift_int16(x: np.ndarray, amount: int) -> np.ndarray:
-    return np.clip(x * (1 << amount), -2**15, 2**15 - 1)
+    return cast("np.ndarray", np.clip(x * (1 << amount), -2**15, 2**15 - 1))
 
 
 def _hard_swish_quant8(ctx: KernelContext) -> np.ndarray:

@@ -9,6 +9,8 @@ arithmetic (API 30) wraps around as C++ does; its DIV rounds down (Python's ``//
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import FuseCode, OperandType
@@ -74,7 +76,7 @@ def _add_quant8(ctx: KernelContext, fuse_code: int, negate_second: bool) -> np.n
         multiply_by_quantized_multiplier(x2, m2, -r2)
     out = multiply_by_quantized_multiplier(total, mo, -ro) + zo
     lo, hi = activation_range_quantized(fuse_code, so, zo, ctx.output_dtype())
-    return np.clip(out, lo, hi).astype(ctx.output_dtype())
+    return cast("np.ndarray", np.clip(out, lo, hi).astype(ctx.output_dtype()))
 
 
 def _mul_quant8(ctx: KernelContext, fuse_code: int) -> np.ndarray:
@@ -86,7 +88,7 @@ def _mul_quant8(ctx: KernelContext, fuse_code: int) -> np.ndarray:
         * (ctx.input("input1").astype(np.int64) - z2)
     out = multiply_by_quantized_multiplier(product, mo, -ro) + zo
     lo, hi = activation_range_quantized(fuse_code, so, zo, ctx.output_dtype())
-    return np.clip(out, lo, hi).astype(ctx.output_dtype())
+    return cast("np.ndarray", np.clip(out, lo, hi).astype(ctx.output_dtype()))
 
 
 def _int32(ctx: KernelContext) -> np.ndarray:
@@ -94,11 +96,11 @@ def _int32(ctx: KernelContext) -> np.ndarray:
     a, b = ctx.input("input0"), ctx.input("input1")
     with np.errstate(over="ignore", divide="ignore"):
         if ctx.operation == Op.ADD:
-            return np.add(a, b, dtype=np.int32)
+            return cast("np.ndarray", np.add(a, b, dtype=np.int32))
         if ctx.operation == Op.SUB:
-            return np.subtract(a, b, dtype=np.int32)
+            return cast("np.ndarray", np.subtract(a, b, dtype=np.int32))
         if ctx.operation == Op.MUL:
-            return np.multiply(a, b, dtype=np.int32)
+            return cast("np.ndarray", np.multiply(a, b, dtype=np.int32))
         a64, b64 = np.broadcast_arrays(a.astype(np.int64), b.astype(np.int64))
         quotient = np.floor_divide(a64, np.where(b64 == 0, 1, b64))
         return np.where(b64 == 0, 0, quotient).astype(np.int32)

@@ -10,6 +10,8 @@ to the output's parameters first.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
@@ -46,7 +48,7 @@ def binary_predicate(ctx: KernelContext) -> np.ndarray:
 
 @register(Op.LOGICAL_NOT, prepare=same_as_input())
 def logical_not(ctx: KernelContext) -> np.ndarray:
-    return (ctx.input("input") == 0).astype(np.uint8)
+    return cast("np.ndarray", (ctx.input("input") == 0).astype(np.uint8))
 
 
 def _prepare_select(ctx: KernelContext) -> list[Shape]:

@@ -14,15 +14,16 @@ says to go on, as Android does; the execution's own timeout is checked as well.
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol, Sequence, cast
+from collections.abc import Sequence
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import MissedDeadlineError
 from ..context import KernelContext, Shape, ValueNotKnown
-from ..timeouts import RunLimits
 from ..registry import register
+from ..timeouts import RunLimits
 
 
 class _Called(Protocol):
@@ -67,7 +68,7 @@ def _prepare_if(ctx: KernelContext) -> list[Shape]:
 @register(Op.IF, prepare=_prepare_if, shaped_by_execution=True)
 def if_(ctx: KernelContext) -> Sequence[np.ndarray]:
     branch = _called(ctx, "then_model" if _truth(ctx.input("condition")) else "else_model")
-    return branch.run(_passed(ctx), limits=ctx.limits).outputs
+    return cast("Sequence[np.ndarray]", branch.run(_passed(ctx), limits=ctx.limits).outputs)
 
 
 def _prepare_while(ctx: KernelContext) -> list[Shape]:

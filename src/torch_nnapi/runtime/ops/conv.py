@@ -13,9 +13,12 @@ output channel, exactly as Android's reference kernels do.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
@@ -140,7 +143,7 @@ def _prepare_conv(ctx: KernelContext) -> list[Shape]:
 # ------------------------------------------------------------------------------ operands
 
 
-def _operands(ctx: KernelContext, dtype, weights: str = "filter") \
+def _operands(ctx: KernelContext, dtype: DTypeLike, weights: str = "filter") \
         -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Input, filter (FULLY_CONNECTED's ``weights``) and bias in the accumulation type, zero
     points already subtracted."""
@@ -167,7 +170,7 @@ def _finish(ctx: KernelContext, acc: np.ndarray, bias: np.ndarray | None,
     scale, zero = ctx.output_quant()
     lo, hi = activation_range_quantized(fuse_code, scale, zero, ctx.output_dtype())
     multipliers = _real_multipliers(ctx, scale, weights)
-    if np.ndim(multipliers):
+    if isinstance(multipliers, np.ndarray):  # per channel
         out = requantize_per_channel(total, multipliers, zero, lo, hi, axis=-1)
     else:
         out = requantize(total, float(multipliers), zero, lo, hi)
@@ -192,7 +195,8 @@ def _as_rows(acc: np.ndarray) -> np.ndarray:
     return acc.reshape(-1, acc.shape[-2] * acc.shape[-1]) if acc.ndim == 4 else acc
 
 
-def _epilogue_rows(rows: np.ndarray, bias: np.ndarray | None, fuse_code: int):
+def _epilogue_rows(rows: np.ndarray, bias: np.ndarray | None,
+                   fuse_code: int) -> Callable[[int, int], None] | None:
     """work(start, stop) adding the bias and clamping rows[start:stop] in place, or None.
 
     A row holds one image row's (width, channel) elements and the bias is repeated across
@@ -218,7 +222,8 @@ def _epilogue_rows(rows: np.ndarray, bias: np.ndarray | None, fuse_code: int):
     return work
 
 
-def _real_multipliers(ctx: KernelContext, output_scale: float, weights: str):
+def _real_multipliers(ctx: KernelContext, output_scale: float,
+                      weights: str) -> np.ndarray | float:
     """(input.scale * filter.scale) / output.scale, with Android's float/double roundings.
 
     The scale product is a float32 product; the division is done in double.
@@ -226,12 +231,15 @@ def _real_multipliers(ctx: KernelContext, output_scale: float, weights: str):
     in_scale = np.float32(ctx.input_quant("input")[0])
     filt = ctx.input_operand(weights)
     if filt.type == _PER_CHANNEL:
+        if filt.channel_quant is None:
+            raise BadDataError(f"{ctx.describe_input(weights)} has no per-channel scales")
         scales = np.asarray(filt.channel_quant.scales, dtype=np.float32)
-        return (in_scale * scales).astype(np.float64) / float(np.float32(output_scale))
+        return cast("np.ndarray",
+                    (in_scale * scales).astype(np.float64) / float(np.float32(output_scale)))
     return float(in_scale * np.float32(filt.scale)) / float(np.float32(output_scale))
 
 
-def _accumulation_dtype(ctx: KernelContext):
+def _accumulation_dtype(ctx: KernelContext) -> type[np.floating[Any]]:
     return np.float64 if ctx.input_type("input") in ASYMM_8BIT else np.float32
 
 
@@ -264,7 +272,7 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
         filters = np.concatenate([w.reshape(cout, k), bias.astype(w.dtype)[:, None]], axis=1)
     else:
         filters = w.reshape(groups, cout // groups, k).transpose(0, 2, 1)
-    out = None
+    out: np.ndarray | None = None
     rows = max(1, min(out_h, _MAX_COLUMN_ELEMENTS // max(1, n * out_w * (k * groups + 1))))
     for r0 in range(0, out_h, rows):
         r1 = min(out_h, r0 + rows)
@@ -289,7 +297,8 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
         if out is None:
             out = np.empty((n, out_h, out_w, cout), dtype=result.dtype)
         out[:, r0:r1] = result
-    return out, (None if fold_bias else bias)
+    # The row-block loop runs at least once: the geometry has out_h >= 1.
+    return cast("np.ndarray", out), (None if fold_bias else bias)
 
 
 @register(Op.CONV_2D, Op.GROUPED_CONV_2D, prepare=_prepare_conv)
@@ -299,8 +308,8 @@ def conv_2d(ctx: KernelContext) -> np.ndarray:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
     x = x.transpose(0, 2, 3, 1) if geo.params.nchw else x
-    acc, bias = _convolve(x, w, bias, geo.window, geo.out_h, geo.out_w, geo.groups)
-    return from_nhwc(_finish(ctx, acc, bias, geo.params.fuse_code), geo.params.nchw)
+    acc, unfolded_bias = _convolve(x, w, bias, geo.window, geo.out_h, geo.out_w, geo.groups)
+    return from_nhwc(_finish(ctx, acc, unfolded_bias, geo.params.fuse_code), geo.params.nchw)
 
 
 @register(Op.DEPTHWISE_CONV_2D, prepare=_prepare_conv)
@@ -348,6 +357,8 @@ def _transpose_geometry(ctx: KernelContext) -> tuple[Window, WindowParams, _Conv
                            f" depth is {out_depth}")
     if params.explicit_pads is not None:
         left, right, top, bottom = params.explicit_pads
+    elif params.scheme is None:
+        raise BadDataError("the window has neither explicit padding nor a padding scheme")
     else:
         requested = ctx.input("output_shape")
         if requested.shape != (4,):

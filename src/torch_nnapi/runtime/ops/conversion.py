@@ -19,6 +19,7 @@ import numpy as np
 
 from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
+from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import dequantize, quantize
 from ..registry import register
@@ -55,8 +56,11 @@ def _dequantize(ctx: KernelContext) -> np.ndarray:
     operand = ctx.input_operand("input")
     values = ctx.input("input")
     if operand.type == OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-        axis = operand.channel_quant.channel_dim
-        scales = np.asarray(operand.channel_quant.scales, dtype=np.float32)
+        quant = operand.channel_quant
+        if quant is None:
+            raise BadDataError(f"{ctx.describe_input('input')} has no per-channel scales")
+        axis = quant.channel_dim
+        scales = np.asarray(quant.scales, dtype=np.float32)
         shape = [1] * values.ndim
         shape[axis] = scales.size
         real = values.astype(np.float32) * scales.reshape(shape)

@@ -10,6 +10,9 @@ candidate order; suppression follows Android's greedy loop exactly (see ``_detec
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
@@ -124,7 +127,8 @@ def _check_nms_inputs(ctx: KernelContext) -> tuple[int, int]:
     return num_rois, num_classes
 
 
-def _soft_suppression(ctx: KernelContext, scores: np.ndarray):
+def _soft_suppression(ctx: KernelContext,
+                      scores: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """Rescores pending boxes by the kernel of their IoU; drops those below the NMS threshold."""
     kernel = ctx.scalar("nms_kernel")
     iou_threshold, sigma = float_scalar(ctx, "iou_threshold"), float_scalar(ctx, "sigma")
@@ -132,19 +136,20 @@ def _soft_suppression(ctx: KernelContext, scores: np.ndarray):
 
     def factor(iou: np.ndarray) -> np.ndarray:
         if kernel == _GAUSSIAN:
-            return np.exp(F32(-1) * iou * iou / sigma)
+            return cast("np.ndarray", np.exp(F32(-1) * iou * iou / sigma))
         below = iou < iou_threshold
-        return np.where(below, F32(1), F32(0) if kernel == _HARD else F32(1) - iou)
+        return cast("np.ndarray",
+                    np.where(below, F32(1), F32(0) if kernel == _HARD else F32(1) - iou))
 
     def suppress(iou: np.ndarray, ids: np.ndarray) -> np.ndarray:
         rescored = scores[ids] * factor(iou).astype(F32)
         scores[ids] = rescored
-        return rescored < nms_score_threshold
+        return cast("np.ndarray", rescored < nms_score_threshold)
 
     return suppress
 
 
-def _box_with_nms(ctx: KernelContext):
+def _box_with_nms(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(kept flat indices into [num_rois * num_classes], their scores, their batch index)."""
     num_rois, num_classes = _check_nms_inputs(ctx)
     if num_rois == 0:
@@ -220,7 +225,7 @@ def _prepare_proposal_inputs(ctx: KernelContext) -> None:
         positive_scalar(ctx, name)
 
 
-def _generate_proposals(ctx: KernelContext):
+def _generate_proposals(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(scores, boxes [n, 4], batch index) of the proposals kept, in float32."""
     _prepare_proposal_inputs(ctx)
     nchw = bool(ctx.scalar("nchw"))
@@ -268,8 +273,8 @@ def _large_enough(boxes: np.ndarray, image_hw: np.ndarray, min_size: np.float32)
     height = boxes[:, 3] - boxes[:, 1]
     center_x = boxes[:, 0] + width / F32(2)
     center_y = boxes[:, 1] + height / F32(2)
-    return (width > min_size) & (height > min_size) & (center_x < image_hw[1]) \
-        & (center_y < image_hw[0])
+    return cast("np.ndarray", (width > min_size) & (height > min_size) & (center_x < image_hw[1]) \
+        & (center_y < image_hw[0]))
 
 
 _generate_proposals_once = OncePerContext(_generate_proposals)
@@ -309,11 +314,11 @@ def _prepare_detection_postprocessing(ctx: KernelContext) -> list[Shape]:
         if not float_scalar(ctx, name) >= 0:
             raise BadDataError(f"{ctx.describe_input(name)} must be >= 0, got"
                                f" {ctx.scalar(name)}")
-    detections = positive_scalar(ctx, "max_detections")
+    detections = int(positive_scalar(ctx, "max_detections"))
     if ctx.scalar("regular_nms"):
         positive_scalar(ctx, "max_detections_per_class")
     else:
-        detections *= positive_scalar(ctx, "max_classes_per_detection")
+        detections *= int(positive_scalar(ctx, "max_classes_per_detection"))
     return [(batches, detections), (batches, detections, ROI_DIM), (batches, detections),
             (batches,)]
 
@@ -357,8 +362,8 @@ def detection_postprocessing(ctx: KernelContext) -> tuple[np.ndarray, ...]:
             flat = scores[b].reshape(-1)  # index = anchor * num_classes + class
             flat_boxes = np.repeat(boxes, num_classes, axis=0)
             selected = []
-            for cls in range(1, num_classes):
-                ids = np.arange(cls, flat.size, num_classes)
+            for class_id in range(1, num_classes):
+                ids = np.arange(class_id, flat.size, num_classes)
                 ids = ids[flat[ids] > score_threshold]
                 selected.append(greedy_nms(flat, flat_boxes, ids, max_per_class, suppress))
             chosen = np.concatenate(selected)

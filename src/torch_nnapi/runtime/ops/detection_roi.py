@@ -9,6 +9,8 @@ grid) with the work over all boxes vectorized; zero boxes give empty outputs.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -78,7 +80,8 @@ def _prepare_roi(ctx: KernelContext) -> list[Shape]:
 
 
 def _nhwc_dims(shape: Shape, nchw: bool) -> tuple[int, int, int, int]:
-    return (shape[0], shape[2], shape[3], shape[1]) if nchw else tuple(shape)
+    return (shape[0], shape[2], shape[3], shape[1]) if nchw else \
+        (shape[0], shape[1], shape[2], shape[3])
 
 
 def _scaled_rois(ctx: KernelContext, feature_hw: tuple[int, int]) -> np.ndarray:
@@ -99,7 +102,7 @@ def _scaled_rois(ctx: KernelContext, feature_hw: tuple[int, int]) -> np.ndarray:
         raise OpFailedError(f"roi {k} {rois[k].tolist()} lies outside the {height}x{width}"
                             " feature map")
     check_corners(scaled)
-    return scaled
+    return cast("np.ndarray", scaled)
 
 
 def _axis_samples(position: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -158,8 +161,8 @@ def roi_align(ctx: KernelContext) -> np.ndarray:
             weights = ((F32(1) - fx) * (F32(1) - fy), fx * (F32(1) - fy),
                        (F32(1) - fx) * fy, fx * fy)
             corners = ((y_low, x_low), (y_low, x_high), (y_high, x_low), (y_high, x_high))
-            sample = None
-            for weight, (ys, xs) in zip(weights, corners):
+            sample: np.ndarray | None = None
+            for weight, (ys, xs) in zip(weights, corners, strict=True):
                 values = feature[b, ys[:, :, None], xs[:, None, :]]
                 if quantized:
                     weight_q = round_half_away(weight / _WEIGHT_SCALE).astype(np.int64)
@@ -169,7 +172,7 @@ def roi_align(ctx: KernelContext) -> np.ndarray:
                 sample = term if sample is None else sample + term
             if not uniform:
                 inside = (y_index < height_ratio) & (x_index < width_ratio)
-                sample = np.where(inside[:, None, None, None], sample, 0)
+                sample = np.where(inside[:, None, None, None], cast("np.ndarray", sample), 0)
             acc += sample
     count = height_ratio * width_ratio
     if quantized:
@@ -183,7 +186,7 @@ def _sampling_ratio(requested: int, step: np.ndarray) -> np.ndarray:
     """Samples per bin along one axis: as requested, or ceil(bin size) when 0 (adaptive)."""
     if requested > 0:
         return np.full(step.shape, requested, np.int64)
-    return np.ceil(step).astype(np.int64)
+    return cast("np.ndarray", np.ceil(step).astype(np.int64))
 
 
 def _requantize_roi_align(ctx: KernelContext, acc: np.ndarray, count: np.ndarray) -> np.ndarray:
@@ -301,7 +304,8 @@ def heatmap_max_keypoint(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray]:
     return output_from_float(ctx, "scores", score), output_from_float(ctx, "keypoints", points)
 
 
-def _taylor_maximum(g, max_score: np.ndarray, tolerance: np.float32):
+def _taylor_maximum(g: list[list[np.ndarray]], max_score: np.ndarray, tolerance: np.float32) \
+        -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Solves the 2nd order Taylor expansion around each maximum for its sub-pixel offset.
 
     Offsets longer than 1.5 pixels are scaled back; where the Hessian is (nearly) singular the

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from enum import IntEnum
+from typing import cast
 
 import numpy as np
 
@@ -119,7 +120,8 @@ def lsh_projection(ctx: KernelContext) -> np.ndarray:
     signatures = bit_values.astype(np.int64) @ weights
     if kind == LshType.SPARSE:
         signatures += np.arange(functions, dtype=np.int64) << bits
-    return signatures.astype(np.uint32).view(np.int32)  # wraps as the int32 arithmetic does
+    # wraps as the int32 arithmetic does
+    return cast("np.ndarray", signatures.astype(np.uint32).view(np.int32))
 
 
 def _sign_bits(ctx: KernelContext) -> np.ndarray:

@@ -17,14 +17,14 @@ from ..context import KernelContext, Shape
 from ..registry import register
 from ._memo import per_operation
 from ._recurrent import (
+    CROSS_LINKING,
     LSTM_ACTIVATIONS,
+    NO_LINKING,
+    PARALLEL_LINKING,
     Activation,
     LstmCell,
     LstmConfig,
     LstmOperands,
-    CROSS_LINKING,
-    NO_LINKING,
-    PARALLEL_LINKING,
     activation,
     check_aux_sequence,
     check_merged_outputs,
@@ -138,7 +138,8 @@ def _bidirectional_configs(ctx: KernelContext) \
     cross_size = aux_size if linking == CROSS_LINKING else None
     fw = lstm_config(ctx, _FORWARD, batch, input_size, cross_size)
     # In parallel linking the auxiliary input is the backward cell's input.
-    bw_input_size = aux_size if linking == PARALLEL_LINKING else input_size
+    bw_input_size = aux_size if linking == PARALLEL_LINKING and aux_size is not None \
+        else input_size
     bw = lstm_config(ctx, _BACKWARD, batch, bw_input_size, cross_size)
     return time_major, merge, linking, batch, fw, bw
 
@@ -166,7 +167,7 @@ def bidirectional_sequence_lstm(ctx: KernelContext) -> list[np.ndarray]:
     results, states = [], []
     for at, config, reverse in ((_FORWARD, fw_config, False), (_BACKWARD, bw_config, True)):
         cell = _load(ctx, at, config)
-        inputs = aux if linking == PARALLEL_LINKING and reverse else x
+        inputs = aux if linking == PARALLEL_LINKING and reverse and aux is not None else x
         outputs, h, c, _ = cell.run(inputs, ctx.float_input(at.output_state),
                                     ctx.float_input(at.cell_state), cross, reverse)
         results.append(outputs)

@@ -8,6 +8,8 @@ reference does. POW computes in float32 (float16 rounded back).
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
@@ -28,4 +30,4 @@ def min_max(ctx: KernelContext) -> np.ndarray:
 def power(ctx: KernelContext) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         result = np.power(ctx.float_input("base"), ctx.float_input("exponent"))
-    return result.astype(ctx.output_dtype(), copy=False)
+    return cast("np.ndarray", result.astype(ctx.output_dtype(), copy=False))

@@ -9,6 +9,7 @@ rearrangements compute in NHWC; NCHW inputs are transposed in and out, as Androi
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -68,12 +69,12 @@ def _prepare_pad(ctx: KernelContext) -> list[Shape]:
             raise BadDataError(f"{ctx.describe_input('pad_value')} {value} is outside the"
                                f" {ctx.input_type('input').name} range [{limits.min},"
                                f" {limits.max}]")
-    return [tuple(a + n + b for n, (a, b) in zip(ctx.input_shape("input"), pads))]
+    return [tuple(a + n + b for n, (a, b) in zip(ctx.input_shape("input"), pads, strict=True))]
 
 
 def _pad_value(ctx: KernelContext) -> float | int:
     if ctx.operation == Op.PAD_V2:
-        return ctx.scalar("pad_value")
+        return cast("float | int", ctx.scalar("pad_value"))
     if ctx.input_type("input") in ASYMM_8BIT:
         return ctx.output_quant()[1]
     return 0
@@ -94,7 +95,7 @@ def _slice_plan(ctx: KernelContext) -> tuple[slice, ...]:
     begin = int_vector(ctx, "begin", len(shape))
     size = int_vector(ctx, "size", len(shape))
     plan = []
-    for d, (n, b, s) in enumerate(zip(shape, begin, size)):
+    for d, (n, b, s) in enumerate(zip(shape, begin, size, strict=True)):
         if not 0 <= b <= n:
             raise BadDataError(f"{ctx.describe_input('begin')} {b} is out of range [0, {n}] for"
                                f" dimension {d}")
@@ -231,7 +232,8 @@ def batch_to_space_nd(ctx: KernelContext) -> np.ndarray:
     return owned(from_nhwc(blocks.reshape(out_shape), nchw))
 
 
-def _space_to_batch_plan(ctx: KernelContext) -> tuple[bool, tuple[int, int], list, Shape]:
+def _space_to_batch_plan(
+        ctx: KernelContext) -> tuple[bool, tuple[int, int], list[tuple[int, int]], Shape]:
     """(NCHW?, block, NHWC paddings, NHWC output shape)."""
     nchw = ctx.scalar("nchw")
     n, h, w, c = check_rank4(ctx, "input", nchw)

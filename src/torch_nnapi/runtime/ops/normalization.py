@@ -12,6 +12,9 @@ the type (SOFTMAX 0 or -128, L2 128 or 0).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
@@ -22,6 +25,7 @@ from ..quant import ASYMM_8BIT, saturate
 from ..registry import register
 from ._common import check_rank
 from ._shape_common import axis_scalar
+
 # Quantized SOFTMAX: differences from the row maximum get 5 integer bits (exp(-32) is already
 # negligible), the sum of exponentials 12 (up to 4096 rows at the maximum).
 _DIFF_INTEGER_BITS = 5
@@ -29,7 +33,10 @@ _SUM_INTEGER_BITS = 12
 _INT32_MAX = 2**31 - 1
 
 
-def _along_last(fn, x: np.ndarray, axis: int) -> np.ndarray:
+ArrayFn = Callable[[np.ndarray], np.ndarray]
+
+
+def _along_last(fn: ArrayFn, x: np.ndarray, axis: int) -> np.ndarray:
     """Applies ``fn`` to ``x`` with ``axis`` moved last, and moves the axis back."""
     return np.moveaxis(fn(np.moveaxis(x, axis, -1)), -1, axis)
 
@@ -45,7 +52,8 @@ def _prepare_along_axis(ctx: KernelContext) -> list[Shape]:
     return [shape]
 
 
-def _along_axis(ctx: KernelContext, float_fn, quant8_fn=None) -> np.ndarray:
+def _along_axis(ctx: KernelContext, float_fn: ArrayFn,
+                quant8_fn: ArrayFn | None = None) -> np.ndarray:
     """Computes the input slice by slice along its axis (the last one when the axis input is
     left out), the axis moved last for ``float_fn`` (in float32, cast back to the output type;
     infinities and NaNs propagate without warnings) or, for an asymmetric 8-bit input,
@@ -81,7 +89,7 @@ def softmax(ctx: KernelContext) -> np.ndarray:
 
     def float_softmax(x: np.ndarray) -> np.ndarray:
         exps = np.exp((x - x.max(axis=-1, keepdims=True)) * np.float32(beta))
-        return exps / exps.sum(axis=-1, keepdims=True)
+        return cast("np.ndarray", exps / exps.sum(axis=-1, keepdims=True))
 
     def quant8_softmax(q: np.ndarray) -> np.ndarray:
         return _softmax_quant8(q, *_softmax_quant8_params(ctx, beta), ctx.output_quant()[1])
@@ -147,7 +155,7 @@ def log_softmax(ctx: KernelContext) -> np.ndarray:
         pivot = x.max(axis=-1, keepdims=True) if beta >= 0 else x.min(axis=-1, keepdims=True)
         shifted = (x - pivot) * beta
         log_sum = np.log(np.exp(shifted.astype(np.float64)).sum(axis=-1, keepdims=True))
-        return shifted - log_sum.astype(np.float32)
+        return cast("np.ndarray", shifted - log_sum.astype(np.float32))
 
     return _along_axis(ctx, compute)
 
@@ -161,7 +169,7 @@ def l2_normalization(ctx: KernelContext) -> np.ndarray:
     def compute(x: np.ndarray) -> np.ndarray:
         norm = np.sqrt((x * x).sum(axis=-1, keepdims=True))
         # An all-zero slice stays zero (Android's float kernel would give 0/0 = NaN).
-        return np.where(norm > 0, x / norm, np.float32(0))
+        return cast("np.ndarray", np.where(norm > 0, x / norm, np.float32(0)))
 
     zero_point = ctx.input_quant("input")[1]
     output_zero_point = ctx.output_quant()[1]
@@ -207,7 +215,7 @@ def local_response_normalization(ctx: KernelContext) -> np.ndarray:
         window_end = np.minimum(position + radius + 1, depth)
         window_begin = np.maximum(position - radius, 0)
         window_sum = cumulative[..., window_end] - cumulative[..., window_begin]
-        return x * np.power(bias + alpha * window_sum, -beta)
+        return cast("np.ndarray", x * np.power(bias + alpha * window_sum, -beta))
 
     return _along_axis(ctx, compute)
 
@@ -236,4 +244,4 @@ def instance_normalization(ctx: KernelContext) -> np.ndarray:
         centered = x - mean
         sigma = np.sqrt((centered * centered).sum(axis=spatial, keepdims=True) / count + epsilon)
         result = centered * gamma / sigma + beta
-        return result.astype(ctx.output_dtype(), copy=False)
+        return cast("np.ndarray", result.astype(ctx.output_dtype(), copy=False))

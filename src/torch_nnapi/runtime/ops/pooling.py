@@ -9,6 +9,8 @@ from zero; float16 is computed in float32.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
@@ -52,7 +54,7 @@ def _prepare(ctx: KernelContext) -> list[Shape]:
 
 
 def _reduce_windows(padded: np.ndarray, window: Window, filter_h: int, filter_w: int,
-                    out_h: int, out_w: int, combine) -> np.ndarray:
+                    out_h: int, out_w: int, combine: np.ufunc) -> np.ndarray:
     """combine (np.add or np.maximum) over every window of NHWC ``padded``."""
     sh, sw = window.stride_h, window.stride_w
     rows = padded[:, 0:(out_h - 1) * sh + 1:sh].copy()
@@ -61,20 +63,20 @@ def _reduce_windows(padded: np.ndarray, window: Window, filter_h: int, filter_w:
     out = rows[:, :, 0:(out_w - 1) * sw + 1:sw].copy()
     for j in range(1, filter_w):
         combine(out, rows[:, :, j:j + (out_w - 1) * sw + 1:sw], out=out)
-    return out
+    return cast("np.ndarray", out)
 
 
 def _window_counts(window: Window, height: int, width: int, filter_h: int, filter_w: int,
                    out_h: int, out_w: int) -> np.ndarray:
     """How many real (unpadded) input elements each output's window covers, [out_h, out_w, 1]."""
 
-    def along(size, out_size, stride, pad, extent):
+    def along(size: int, out_size: int, stride: int, pad: int, extent: int) -> np.ndarray:
         start = np.arange(out_size) * stride - pad
         return np.minimum(start + extent, size) - np.maximum(start, 0)
 
     rows = along(height, out_h, window.stride_h, window.pad_top, filter_h)
     cols = along(width, out_w, window.stride_w, window.pad_left, filter_w)
-    return (rows[:, None] * cols[None, :])[:, :, None]
+    return cast("np.ndarray", (rows[:, None] * cols[None, :])[:, :, None])
 
 
 @register(Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D, prepare=_prepare)

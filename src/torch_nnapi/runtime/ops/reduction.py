@@ -3,11 +3,15 @@
 Float16 is computed in float32 and cast back. Quant8 MEAN (uint8, and int8 since API 30) sums
 the raw values in integers and divides truncating toward zero, exactly as Android's reference
 (its output keeps the input's quantization). Reducing every dimension of a tensor without
-keeping them, or ARGMAX/ARGMIN of a 1-D tensor, gives shape [1] (Android 11). REDUCE_MAX/MIN start from the type's lowest/highest finite value as Android's
-reference does, so reducing an empty axis gives that value.
+keeping them, or ARGMAX/ARGMIN of a 1-D tensor, gives shape [1] (Android 11). REDUCE_MAX/MIN
+start from the type's lowest/highest finite value as Android's reference does, so reducing an
+empty axis gives that value.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -51,13 +55,13 @@ def mean(ctx: KernelContext) -> np.ndarray:
     return np.asarray(average).astype(ctx.output_dtype()).reshape(out_shape)
 
 
-def _extreme(dtype: np.dtype, lowest: bool):
+def _extreme(dtype: np.dtype, lowest: bool) -> float | int:
     """The starting value of REDUCE_MAX (lowest) or REDUCE_MIN (highest) for a dtype."""
     info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
     return info.min if lowest else info.max
 
 
-_REDUCERS = {
+_REDUCERS: dict[Op, Callable[[np.ndarray, tuple[int, ...]], np.ndarray | np.generic]] = {
     Op.REDUCE_MAX: lambda x, axes: np.max(x, axis=axes, initial=_extreme(x.dtype, True)),
     Op.REDUCE_MIN: lambda x, axes: np.min(x, axis=axes, initial=_extreme(x.dtype, False)),
     Op.REDUCE_SUM: lambda x, axes: np.sum(x, axis=axes, dtype=np.float32),
@@ -119,7 +123,7 @@ def _top_k(ctx: KernelContext) -> int:
         raise BadDataError(f"{ctx.describe_input('k')} {k} is out of range [1, {shape[-1]}]"
                            f" for the last dimension of {ctx.describe_input('input')}"
                            f" {list(shape)}")
-    return k
+    return cast("int", k)
 
 
 def _prepare_top_k(ctx: KernelContext) -> list[Shape]:

@@ -10,6 +10,8 @@ the selected elements.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -47,7 +49,7 @@ def _output_hw(ctx: KernelContext, height: int, width: int) -> tuple[int, int]:
     return out_h, out_w
 
 
-def _scaled_size(size: int, scale, axis: str) -> int:
+def _scaled_size(size: int, scale: float, axis: str) -> int:
     """floor(size * scale) in float32; the scale must be finite and positive and the size it
     gives an NNAPI dimension."""
     scale = _F32(scale)
@@ -70,8 +72,8 @@ def _prepare(ctx: KernelContext) -> list[Shape]:
 
 def _scale(in_size: int, out_size: int, align_corners: bool) -> np.float32:
     if align_corners and out_size > 1:
-        return _F32(in_size - 1) / _F32(out_size - 1)
-    return _F32(in_size) / _F32(out_size)
+        return cast("np.float32", _F32(in_size - 1) / _F32(out_size - 1))
+    return cast("np.float32", _F32(in_size) / _F32(out_size))
 
 
 def _nearest_indices(in_size: int, out_size: int, align_corners: bool,
@@ -84,7 +86,8 @@ def _nearest_indices(in_size: int, out_size: int, align_corners: bool,
     return np.maximum(index, 0) if half_pixel else index
 
 
-def _bilinear_axis(in_size: int, out_size: int, align_corners: bool, half_pixel: bool):
+def _bilinear_axis(in_size: int, out_size: int, align_corners: bool,
+                   half_pixel: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per output position: lower and upper source indices and the upper one's weight."""
     source = np.arange(out_size, dtype=_F32)
     scale = _scale(in_size, out_size, align_corners)

@@ -161,7 +161,7 @@ def bidirectional_sequence_rnn(ctx: KernelContext) -> list[np.ndarray]:
     cross = linking == CROSS_LINKING
     results, states = [], []
     for at, reverse in ((_FORWARD, False), (_BACKWARD, True)):
-        inputs = aux if linking == PARALLEL_LINKING and reverse else x
+        inputs = aux if linking == PARALLEL_LINKING and reverse and aux is not None else x
         outputs, state = at.cell(ctx, cross).run(inputs, ctx.float_input(at.state),
                                                  aux if cross else None, reverse)
         results.append(outputs)

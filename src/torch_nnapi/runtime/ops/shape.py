@@ -9,6 +9,7 @@ API 29), which requantizes them in float32 exactly as Android's reference does.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -135,8 +136,8 @@ def _prepare_concatenation(ctx: KernelContext) -> list[Shape]:
     total = 0
     for k in range(ctx.input_count("inputs")):
         shape = ctx.input_shape("inputs", k)
-        if len(shape) != rank or any(a != b for d, (a, b) in enumerate(zip(shape, first))
-                                     if d != axis):
+        if len(shape) != rank or any(
+                a != b for d, (a, b) in enumerate(zip(shape, first, strict=True)) if d != axis):
             raise BadDataError(f"{ctx.describe_input('inputs', k)} has shape {list(shape)},"
                                f" which differs from {ctx.describe_input('inputs', 0)}"
                                f" {list(first)} in a dimension other than the axis {axis}")
@@ -160,7 +161,7 @@ def _requantized(ctx: KernelContext, k: int) -> np.ndarray:
     # saturate before the integer cast: far outside [0, 255] an int32 cast would wrap
     with np.errstate(over="ignore"):  # beyond float32: inf, which saturates too
         q = round_half_away(as_uint8 * ratio + bias) + np.float32(out_zero_point + offset)
-    return (np.clip(q, 0, 255) - offset).astype(x.dtype)
+    return cast("np.ndarray", (np.clip(q, 0, 255) - offset).astype(x.dtype))
 
 
 @register(Op.CONCATENATION, prepare=_prepare_concatenation)
@@ -217,7 +218,7 @@ def _multiples(ctx: KernelContext) -> list[int]:
 
 
 def _prepare_tile(ctx: KernelContext) -> list[Shape]:
-    return [tuple(n * m for n, m in zip(ctx.input_shape("input"), _multiples(ctx)))]
+    return [tuple(n * m for n, m in zip(ctx.input_shape("input"), _multiples(ctx), strict=True))]
 
 
 @register(Op.TILE, prepare=_prepare_tile)

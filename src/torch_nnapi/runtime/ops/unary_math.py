@@ -8,6 +8,9 @@ give IEEE results (NaN, inf) rather than errors, as in C.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import cast
+
 import numpy as np
 
 from ...nnapi.codes import OperandType
@@ -18,10 +21,10 @@ from ._common import check_rank
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
-    return np.reciprocal(np.sqrt(x))
+    return cast("np.ndarray", np.reciprocal(np.sqrt(x)))
 
 
-_FUNCTIONS = {
+_FUNCTIONS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
     Op.FLOOR: np.floor,
     Op.ABS: np.abs,
     Op.EXP: np.exp,
