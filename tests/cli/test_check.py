@@ -283,7 +283,8 @@ def test_isolated_layers_each_start_from_pytorchs_input(tmp_path, capsys):
     isolated = json.loads(text)
     assert code == 0 and isolated["isolated"]
     assert len(isolated["layers"]) == len(chained["layers"])
-    errors = [(a["error"], b["error"]) for a, b in zip(isolated["layers"], chained["layers"])]
+    errors = [(a["error"], b["error"])
+              for a, b in zip(isolated["layers"], chained["layers"], strict=True)]
     assert all(alone <= carried for alone, carried in errors), errors
     assert sum(alone for alone, _ in errors) < sum(carried for _, carried in errors), errors
     code, text = _check(capsys, path, "--input", "1x3x8x8", "--isolated")

@@ -104,7 +104,7 @@ def _rgb(colour: str) -> tuple[int, int, int]:
 
 
 def _near(pixel, colour, slack: int = 4) -> bool:
-    return all(abs(a - b) <= slack for a, b in zip(pixel, colour))
+    return all(abs(a - b) <= slack for a, b in zip(pixel, colour, strict=True))
 
 
 def _plot_pixels(image, mark: str) -> tuple[int, tuple[int, int, int, int]]:

@@ -81,6 +81,7 @@ def test_quantized_regions_exchange_quint8():
     x = image()
     model = fm.quantized_blocks(x)
     conversion = convert_with_details(model, x, fallback=True)
+    assert isinstance(conversion, PartitionedConversion)
     with torch.no_grad():
         expected = model(x)
     got = run(conversion.module, (x,))

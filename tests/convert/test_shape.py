@@ -8,7 +8,6 @@ import torch.nn as nn
 
 from .harness import LAYOUTS, Fn, check, nnapi_ops
 
-
 SHAPE_OPS = {
     "view": lambda x: x.view(2, -1),
     "reshape": lambda x: x.reshape(-1, 5),

@@ -228,7 +228,7 @@ class ShuffleNetV2(nn.Module):
                                    nn.BatchNorm2d(channels[0]), nn.ReLU(True))
         self.maxpool = nn.MaxPool2d(3, 2, 1)
         cin, stages = channels[0], []
-        for n, cout in zip(repeats, channels[1:4]):
+        for n, cout in zip(repeats, channels[1:4], strict=True):
             units = [ShuffleUnit(cin, cout, 2)] + [ShuffleUnit(cout, cout, 1) for _ in range(n - 1)]
             stages.append(nn.Sequential(*units))
             cin = cout
@@ -273,7 +273,7 @@ class UNet(nn.Module):
         for down in self.downs:
             skips.append(down(F.max_pool2d(skips[-1], 2)))
         y = skips.pop()
-        for i, (up, block) in enumerate(zip(self.up_convs, self.ups)):
+        for i, (up, block) in enumerate(zip(self.up_convs, self.ups, strict=True)):
             if i < 2:
                 y = up(F.interpolate(y, scale_factor=2, mode="bilinear", align_corners=False))
             else:
