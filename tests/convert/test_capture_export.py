@@ -64,7 +64,9 @@ def test_exported_program_is_taken_with_its_own_example_inputs():
     model = zoo.randomize_batchnorm(Heads())
     x = torch.randn(1, 3, 16, 20)
     program = torch.export.export(model, (x,))
-    module = torch_nnapi.convert(program)  # example_inputs from the program
+    # example_inputs from the program; torch_nnapi.convert is a callable package, which mypy
+    # takes for a plain module
+    module = torch_nnapi.convert(program)  # type: ignore[operator]
     with torch.no_grad():
         expected = model(x)
     actual = run(module, (x,))

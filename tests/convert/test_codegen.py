@@ -22,6 +22,7 @@ from .test_capture_export import Heads
 
 def _load(path):
     spec = importlib.util.spec_from_file_location("generated_for_test", str(path))
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

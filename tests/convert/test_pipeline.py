@@ -178,7 +178,9 @@ def test_large_constants_go_to_weight_buffers():
 
 def test_truncated_serialized_model_is_rejected():
     x = torch.randn(2, 3)
-    words = convert_with_details(Arith(), (x, x)).serialized.words
+    conversion = convert_with_details(Arith(), (x, x))
+    assert isinstance(conversion, Conversion)
+    words = conversion.serialized.words
     with pytest.raises(BadDataError, match="truncated"):
         deserialize(words[:-3])
     bad = words.copy()

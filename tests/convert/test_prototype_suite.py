@@ -21,8 +21,9 @@ pytestmark = [pytest.mark.usefixtures("qnnpack")]
 
 
 class Case(NamedTuple):
-    model: Callable[[], nn.Module]  # a factory: the module under test
-    inputs: Callable[[], torch.Tensor | tuple[torch.Tensor, ...]]  # the example inputs
+    # Factories, called with no arguments (``...``: lambdas bind loop values as defaults)
+    model: Callable[..., nn.Module]  # the module under test
+    inputs: Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]  # the example inputs
     flexible: dict | None = None  # dimensions the prototype was given as 0
 
 

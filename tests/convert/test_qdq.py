@@ -175,8 +175,9 @@ def test_float_islands_are_listed_with_why():
     assert source["kind"] == "aten::hardswish"
     assert "no quantized HARD_SWISH before feature level 4" in source["reason"]
     assert "test_qdq.py" in source["location"]
-    ops = [op.type.name for op in
-           convert_with_details(quantized, (x,)).model.operations]
+    conversion = convert_with_details(quantized, (x,))
+    assert isinstance(conversion, Conversion)
+    ops = [op.type.name for op in conversion.model.operations]
     assert ops.count("QUANTIZE") == 1 and ops.count("DEQUANTIZE") == 2
 
 
