@@ -37,3 +37,12 @@ def test_ci_runs_the_readme_commands():
     ci_lines = {line.strip() for line in ci.splitlines()}
     for command in blocks:
         assert command.strip() in ci_lines, f".ci/run does not run the README command {command!r}"
+
+
+def test_every_benchmark_script_is_documented():
+    """Each script in bench/ is listed in the README's Speed section, with what it measures."""
+    speed = README.read_text().split("\n## Speed", 1)[1].split("\n## ", 1)[0]
+    scripts = sorted(p.name for p in (PROJECT_ROOT / "bench").glob("[!_]*.py"))
+    assert scripts, "bench/ has no scripts"
+    missing = [name for name in scripts if f"python bench/{name}" not in speed]
+    assert not missing, f"README's Speed section does not list {missing}"
