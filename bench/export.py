@@ -19,7 +19,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "2"
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -31,6 +30,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._timing import median_time, torch_runtime_available  # noqa: E402
 from tests.realmodels.classification import build  # noqa: E402
 from torch_nnapi.convert.api import convert_with_details  # noqa: E402
 from torch_nnapi.convert.host import run_on_host  # noqa: E402
@@ -40,15 +40,6 @@ T = TypeVar("T")
 THREADS = 2
 MODELS = ("mobilenet_v2", "mobilenet_v3_large", "resnet18", "resnet50")
 
-
-def _median_time(fn: Callable[[], object], runs: int) -> float:
-    fn()  # warm up (and, for a converted module, compile)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _timed(fn: Callable[[], T]) -> tuple[float, T]:
@@ -68,9 +59,9 @@ def _measure(name: str, args: argparse.Namespace, through_torch: bool) -> str:
     converting, conversion = _timed(lambda: convert_with_details(details.model, (x,)))
     module = conversion.module
     with torch.no_grad():
-        eager = _median_time(lambda: model(x), args.runs)
+        eager = median_time(lambda: model(x), args.runs)
     run = (lambda: module(x)) if through_torch else (lambda: run_on_host(module, x))
-    latency = _median_time(run, args.runs)
+    latency = median_time(run, args.runs)
     return (f"{name:20} {traced:8.1f} {exported:9.1f} {details.seconds:11.1f}"
             f" {converting:12.1f} {eager * 1e3:9.1f} {latency * 1e3:8.1f}"
             f" {latency / eager:5.1f}x")
@@ -86,12 +77,7 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(THREADS)
     warnings.simplefilter("ignore")
-    try:
-        import torch_nnapi
-
-        through_torch = os.path.exists(torch_nnapi.library_path())
-    except (OSError, RuntimeError):
-        through_torch = False
+    through_torch = torch_runtime_available()
     print(f"images 1x3x{args.size}x{args.size}, {args.calibration} calibration batches"
           f" ({args.observer} observers), {THREADS} threads, converted models on the"
           f" {'torch NNAPI runtime + libneuralnetworks.so' if through_torch else 'host runtime'}")

@@ -6,11 +6,11 @@ the default suite."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from .checks import check_float_model, nontrivial_weights
+from .classification import classification_models
+from .sweep import REPRESENTATIVE, by_cost
 from .torchvision_support import load_torchvision
 
 MAX_PARAMETERS = 150_000_000
@@ -34,10 +34,7 @@ ONE_SIZE = {"maxvit_t": 224, "swin_t": 64, "swin_s": 64, "swin_b": 64, "swin_v2_
 
 
 def classification_names() -> list[str]:
-    if importlib.util.find_spec("torchvision") is None:
-        return []
-    return sorted(set(load_torchvision().models.list_models(
-        module=load_torchvision().models)) - TOO_LARGE)
+    return [name for name in classification_models() if name not in TOO_LARGE]
 
 
 def build(name: str):
@@ -47,8 +44,7 @@ def build(name: str):
     return nontrivial_weights(model)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", classification_names())
+@pytest.mark.parametrize("name", by_cost(classification_names(), REPRESENTATIVE))
 def test_classification_model(name):
     model = build(name)
     assert sum(p.numel() for p in model.parameters()) <= MAX_PARAMETERS

@@ -15,6 +15,7 @@ from torch_nnapi.quantization import policy, quantize_with_details
 
 from ..convert.harness import compare_in_quanta, dequantized_scale, run
 from .classification import build, classification_models, require_memory
+from .sweep import REPRESENTATIVE_EXPORT, by_cost
 
 FLOAT_TOLERANCE = 1e-4  # relative: float sums over a whole network, in another order
 
@@ -44,8 +45,7 @@ def test_export_as_trace_mobilenet_v3_small():
     _export_as_trace("mobilenet_v3_small")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", classification_models())
+@pytest.mark.parametrize("name", by_cost(classification_models(), REPRESENTATIVE_EXPORT))
 def test_export_as_trace(name):
     _export_as_trace(name)
 
@@ -161,7 +161,6 @@ def test_trace_to_code_mobilenet_v3_small(tmp_path):
     _round_trip("mobilenet_v3_small", tmp_path)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", classification_models())
+@pytest.mark.parametrize("name", by_cost(classification_models(), REPRESENTATIVE_EXPORT))
 def test_trace_to_code(name, tmp_path):
     _round_trip(name, tmp_path)

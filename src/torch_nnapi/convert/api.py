@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -13,11 +14,9 @@ import torch
 from ..nnapi.codes import FeatureLevel, PreferenceCode
 from ..nnapi.model import Model
 from . import layout as lay
-from .errors import (CaptureError, ConversionError, ConverterBug, FeatureLevelError,
-                     UnsupportedUse)
+from .errors import CaptureError, ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
 from .fallback_partition import FallbackPolicy
-from .frontend import (CapturedModel, Flexible, capture_model, flexible_per_input,
-                       script_capture)
+from .frontend import CapturedModel, Flexible, capture_model, flexible_per_input, script_capture
 from .levels import above, model_requirements, operation_levels, origin_of
 from .lower import Lowered, Lowerer, LowererFactory, example_spec, lower
 from .serialize import SerializedModel, serialize
@@ -77,18 +76,18 @@ def convert_with_details(
     model,
     example_inputs=None,
     *,
-    capture: Optional[str] = None,
-    nhwc: Union[None, bool, Sequence[Optional[bool]]] = None,
+    capture: str | None = None,
+    nhwc: None | bool | Sequence[bool | None] = None,
     flexible: Flexible = None,
-    compilation_preference: Union[str, int] = "sustained_speed",
+    compilation_preference: str | int = "sustained_speed",
     relax_fp32_to_fp16: bool = False,
-    return_shapes: Optional[Sequence[Optional[Sequence[int]]]] = None,
-    target_level: Optional[int] = None,
+    return_shapes: Sequence[Sequence[int] | None] | None = None,
+    target_level: int | None = None,
     fallback: bool = False,
     fallback_ops: Sequence[str] = (),
     min_region_size: int = 1,
-    max_regions: Optional[int] = None,
-) -> Union[Conversion, "PartitionedConversion"]:
+    max_regions: int | None = None,
+) -> Conversion | PartitionedConversion:
     """Converts ``model`` and returns the module with the NNAPI model behind it. ``model``
     may also be what :func:`~torch_nnapi.convert.capture.capture_script` made of it for
     these example inputs (to convert one model several ways without capturing it again).
@@ -189,8 +188,8 @@ def _denied_kinds(graph, policy: FallbackPolicy) -> set[str]:
 
 
 def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False,
-                target_level: Optional[int] = None,
-                make_lowerer: Optional[LowererFactory] = None) -> Lowered:
+                target_level: int | None = None,
+                make_lowerer: LowererFactory | None = None) -> Lowered:
     """Lowers a captured graph, choosing the NNAPI layout of the inputs ``nhwc`` leaves
     open (None): PyTorch's order first; if the model then needs more than feature level 1,
     channels-last too, kept when its level is lower, or equal with fewer operations above
@@ -208,7 +207,7 @@ def lower_graph(graph, examples: tuple, nhwc, flexible, relax: bool = False,
 
     def attempt(open_as: bool) -> Lowered:
         specs = [example_spec(x, open_as if c is None else c, f)
-                 for x, c, f in zip(examples, choices, flex)]
+                 for x, c, f in zip(examples, choices, flex, strict=False)]
         return lower(graph, specs, relax_float32_to_float16=relax, make_lowerer=factory)
 
     lowered = attempt(False)
@@ -247,7 +246,7 @@ def require_level(model: Model, origins, target_level: int) -> None:
                             model_reasons=reasons)
 
 
-def _nhwc_choices(examples: tuple, nhwc) -> list[Optional[bool]]:
+def _nhwc_choices(examples: tuple, nhwc) -> list[bool | None]:
     """Per input: True (channels-last), False (PyTorch's order) or None (to choose)."""
     n = len(examples)
     if nhwc is None or isinstance(nhwc, bool):  # one value for the 4-D inputs
@@ -257,7 +256,7 @@ def _nhwc_choices(examples: tuple, nhwc) -> list[Optional[bool]]:
         if len(choices) != n:
             raise ValueError(f"nhwc has {len(choices)} entries for {n} inputs")
     result = []
-    for c, x in zip(choices, examples):
+    for c, x in zip(choices, examples, strict=False):
         if getattr(x, "nnapi_nhwc", False):
             c = True
         result.append(c if x.dim() == 4 or c else False)
@@ -286,7 +285,7 @@ def nnapi_program(lowered: Lowered, serialized: SerializedModel, preference: int
                     for s in specs]
     input_perms = [list(t.layout) if not lay.is_identity(t.layout) else []
                    for t in lowered.inputs]
-    input_casts = [_input_cast(t, s) for t, s in zip(lowered.inputs, specs)]
+    input_casts = [_input_cast(t, s) for t, s in zip(lowered.inputs, specs, strict=False)]
     input_scales = [float(t.scale) for t in lowered.inputs]
     input_zero_points = [int(t.zero_point) for t in lowered.inputs]
     outputs = lowered.outputs
@@ -334,7 +333,7 @@ def _override_shape(t: TensorValue, shape, computed, index):
     if len(shape) != t.rank:
         raise ValueError(f"return_shapes[{index}] has rank {len(shape)}, output {index} has"
                          f" rank {t.rank}")
-    torch_programs = [None] * t.rank
+    torch_programs: list[list[int] | None] = [None] * t.rank
     for nnapi_dim, torch_dim in enumerate(t.layout):
         torch_programs[torch_dim] = computed[nnapi_dim]
     for d, size in enumerate(shape):

@@ -12,13 +12,14 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -101,24 +102,24 @@ class RegionTime:
 @dataclass
 class BenchReport:
     inputs: list[dict]
-    threads: Optional[int]
+    threads: int | None
     backend: str = ""
     compile_seconds: float = 0.0
     first_run_seconds: float = 0.0
     # the library's first use in this process, whose compile time includes importing its
     # Python side (the runtime and its kernels)
     first_use: bool = False
-    nnapi: Optional[Latency] = None
+    nnapi: Latency | None = None
     # With several threads, a few runs on one thread: more threads should never be slower.
-    single_thread: Optional[Latency] = None
-    eager: Optional[Latency] = None
+    single_thread: Latency | None = None
+    eager: Latency | None = None
     output_errors: list[dict] = field(default_factory=list)
-    profile: Optional[HostProfile] = None
+    profile: HostProfile | None = None
     regions: list[RegionTime] = field(default_factory=list)  # a partitioned module's
-    cpu: Optional[Latency] = None  # a partitioned module's CPU nodes alone
+    cpu: Latency | None = None  # a partitioned module's CPU nodes alone
 
     @property
-    def ratio(self) -> Optional[float]:
+    def ratio(self) -> float | None:
         """NNAPI median latency / eager median latency (above 1: NNAPI is slower)."""
         if self.nnapi is None or self.eager is None or not self.eager.median:
             return None
@@ -133,7 +134,7 @@ class BenchReport:
         return self.nnapi.median > CONTENTION_MARGIN * self.single_thread.median
 
     @property
-    def outside_runtime(self) -> Optional[float]:
+    def outside_runtime(self) -> float | None:
         """Median NNAPI latency minus the host runtime's own run time: what the wrapper
         module, PyTorch's NNAPI runtime, the C API and its copies add (noisy)."""
         if self.nnapi is None or self.profile is None:
@@ -204,7 +205,7 @@ def _first_partitioned_run(module, inputs: Sequence[torch.Tensor], trace
     """:func:`first_run` of a partitioned module: every region compiled on what the
     module gives it."""
     compile_seconds = 0.0
-    for program, given in zip(region_programs(module), trace.region_inputs):
+    for program, given in zip(region_programs(module), trace.region_inputs, strict=True):
         program.reset()
         start = time.perf_counter()
         program.init(given)
@@ -280,8 +281,8 @@ def _operand(model: Model, shapes, index: int) -> str:
 
 
 def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
-                 threads: Optional[int] = None, original=None, profile_runs: int = 3,
-                 progress: Optional[Callable[[str], None]] = None) -> BenchReport:
+                 threads: int | None = None, original=None, profile_runs: int = 3,
+                 progress: Callable[[str], None] | None = None) -> BenchReport:
     """Latency of a converted module on PyTorch's NNAPI runtime (and of ``original`` in
     eager PyTorch when given), and its host-runtime profile (``profile_runs=0``: none).
     ``progress`` is told each step."""
@@ -316,14 +317,15 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
             actual = module(*inputs)
             expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
             actual = list(actual) if isinstance(actual, (tuple, list)) else [actual]
-            for i, (a, e) in enumerate(zip(actual, expected)):
+            for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
                 error, unit = tensor_error(a, e)
                 report.output_errors.append({"output": i, "error": error, "unit": unit})
         if profile_runs > 0:
             step(f"profiling {profile_runs} runs on the host runtime")
         if profile_runs > 0 and partitioned:
-            profiles = [profile_program(program, given, profile_runs, k) for k, (program, given)
-                        in enumerate(zip(region_programs(module), trace.region_inputs))]
+            calls = zip(region_programs(module), trace.region_inputs, strict=True)
+            profiles = [profile_program(program, given, profile_runs, k)
+                        for k, (program, given) in enumerate(calls)]
             report.profile = _profile(profile_runs, sum(p.wall_seconds for p in profiles),
                                       [op for p in profiles for op in p.operations])
         elif profile_runs > 0:
@@ -334,10 +336,11 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
 def _time_apart(report: BenchReport, module, inputs: tuple, trace, runs: int) -> None:
     """Each region alone on what the module gives it; the CPU nodes alone on the regions'
     outputs."""
-    for k, (program, given) in enumerate(zip(region_programs(module), trace.region_inputs)):
+    calls = zip(region_programs(module), trace.region_inputs, strict=True)
+    for k, (program, given) in enumerate(calls):
         operations = len(model_for(program, given).operations)
         report.regions.append(RegionTime(k, operations,
-                                         time_calls(lambda: program(given), runs)))
+                                         time_calls(functools.partial(program, given), runs)))
     cpu = cpu_program(module)
     report.cpu = time_calls(lambda: cpu(*inputs, *trace.region_outputs), runs)
 

@@ -12,8 +12,9 @@ even at the value an omitted input stands for.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, TypeVar, Union
+from typing import Any, TypeVar
 
 from ..nnapi.codes import OperandType
 from ..nnapi.signatures import OperationSignature, match_signature
@@ -22,7 +23,7 @@ from .errors import ConverterBug
 
 T = TypeVar("T")
 # name -> operand; a variadic input or output (CONCATENATION's inputs) takes a list
-Named = Mapping[str, Union[T, Sequence[T]]]
+Named = Mapping[str, T | Sequence[T]]
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Bound:
     args: tuple[Arg, ...]
     values: tuple[Any, ...]  # operands of whichever kind the caller gave
 
-    def position_of(self, name: str) -> Optional[int]:
+    def position_of(self, name: str) -> int | None:
         """Where the (non-variadic) argument ``name`` is, None if not given."""
         return next((p for p, a in enumerate(self.args) if a.name == name), None)
 
@@ -44,7 +45,7 @@ class Slot:
     """What trimming needs to know of one operation input."""
 
     type: OperandType
-    value: Optional[Any] = None  # a constant scalar's value; None otherwise
+    value: Any | None = None  # a constant scalar's value; None otherwise
 
 
 class _NotThisForm(Exception):

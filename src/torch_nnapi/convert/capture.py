@@ -18,9 +18,10 @@ import contextlib
 import os
 import re
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import torch
 
@@ -61,7 +62,7 @@ class Value:
 
 @dataclass(eq=False)
 class Block:
-    nodes: list["Node"]
+    nodes: list[Node]
     outputs: list[Value]
 
 
@@ -73,7 +74,7 @@ class Node:
     location: str = "<unknown>"
     schema: str = ""
     blocks: list[Block] = field(default_factory=list)
-    steps: list["Node"] = field(default_factory=list)  # the nodes a fused node stands for
+    steps: list[Node] = field(default_factory=list)  # the nodes a fused node stands for
 
     def __repr__(self) -> str:
         outs = ", ".join(map(repr, self.outputs))
@@ -157,7 +158,7 @@ def _is_frozen(script) -> bool:
 
 
 @contextmanager
-def quantized_engine(name: Optional[str]) -> Iterator[None]:
+def quantized_engine(name: str | None) -> Iterator[None]:
     """PyTorch's quantized kernels set to ``name`` for the body (None: unchanged)."""
     previous = torch.backends.quantized.engine
     if name is None or name == previous:
@@ -173,7 +174,7 @@ def quantized_engine(name: Optional[str]) -> Iterator[None]:
         torch.backends.quantized.engine = previous
 
 
-def alternate_engine() -> Optional[str]:
+def alternate_engine() -> str | None:
     """Another of PyTorch's quantized engines than the current one, to tell a wrong
     reference from a wrong conversion (x86 or fbgemm beside qnnpack, and the reverse)."""
     current = torch.backends.quantized.engine
@@ -184,7 +185,7 @@ def alternate_engine() -> Optional[str]:
 
 
 def capture(model, example_inputs, keep_values: bool = False,
-            alternate: Optional[str] = None) -> Graph:
+            alternate: str | None = None) -> Graph:
     """The frozen graph of ``model``, probed on ``example_inputs``; with ``keep_values``
     each value also keeps its example tensor (``Value.tensor``), for layer-wise checks, and
     with ``alternate`` (a quantized engine) the tensor that engine computes
@@ -203,7 +204,7 @@ class Captured:
     values: dict[Value, torch._C.Value]  # each top-level value's TorchScript value
     examples: tuple  # the example inputs it was probed on
 
-    def without_mutation(self) -> "Captured":
+    def without_mutation(self) -> Captured:
         """The same model with in-place operations made functional where TorchScript
         proves it safe (copied and probed again; ``self`` when nothing mutates)."""
         if not _has_mutation(self.script):
@@ -223,7 +224,7 @@ class Captured:
 
 
 def capture_script(model, example_inputs, keep_values: bool = False,
-                   remove_mutation: bool = False, alternate: Optional[str] = None) -> Captured:
+                   remove_mutation: bool = False, alternate: str | None = None) -> Captured:
     """:func:`capture`, keeping the TorchScript graph; ``remove_mutation`` first rewrites
     in-place operations as functional ones where TorchScript can prove it safe."""
     examples = as_example_tuple(example_inputs)
@@ -235,7 +236,7 @@ def capture_script(model, example_inputs, keep_values: bool = False,
 
 
 def _captured(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool,
-              remove_mutation: bool, alternate: Optional[str] = None) -> Captured:
+              remove_mutation: bool, alternate: str | None = None) -> Captured:
     torch._C._jit_pass_inline(ts_graph)
     if remove_mutation:
         torch._C._jit_pass_remove_mutation(ts_graph)
@@ -350,8 +351,7 @@ def source_location(node: torch._C.Node) -> str:
         parts = [p for p in scope_name.replace("__module.", "").split("/") if p]
         if parts:
             scope = f", module {parts[-1]}"
-    frames = [_TRACED_FRAME.match(line.strip()) for line in text.splitlines()]
-    frames = [m for m in frames if m]
+    frames = [m for line in text.splitlines() if (m := _TRACED_FRAME.match(line.strip()))]
     if frames:
         user = next((m for m in frames if not m.group(1).startswith((_TORCH_DIR, _OWN_DIR))),
                     frames[0])
@@ -384,7 +384,7 @@ def example_of(x) -> Any:
     return None
 
 
-def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Copier",
+def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: _Copier,
            keep_values: bool = False, into: str = "tensor") -> None:
     """Runs the graph once, returning every top-level tensor and number, to record examples
     (and with ``keep_values`` the tensors, in each value's attribute ``into``)."""
@@ -392,7 +392,7 @@ def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: "_Co
     if results is None:
         return  # probing is a check; conversion works without it
     if into == "tensor":
-        for v, x in zip(graph.inputs, examples):
+        for v, x in zip(graph.inputs, examples, strict=False):
             v.example = example_of(x)
     for o, x in results:
         value = copier.values.get(o.unique())
@@ -409,10 +409,10 @@ def _run_probe(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool
     runs on ``examples``; None when it fails on them."""
     g = ts_graph.copy()
     originals, wanted = [], []
-    for n, n_copy in zip(list(ts_graph.nodes()), list(g.nodes())):
+    for n, n_copy in zip(list(ts_graph.nodes()), list(g.nodes()), strict=True):
         if n.kind() == "prim::Constant":
             continue
-        for o, o_copy in zip(n.outputs(), n_copy.outputs()):
+        for o, o_copy in zip(n.outputs(), n_copy.outputs(), strict=True):
             if o.type().kind() in ("TensorType", "IntType", "FloatType", "BoolType"):
                 originals.append(o)
                 if keep_values and o.type().kind() == "TensorType":
@@ -442,4 +442,4 @@ def _run_probe(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool
         return None
     if not isinstance(results, tuple):
         results = (results,)
-    return list(zip(originals, results))
+    return list(zip(originals, results, strict=False))

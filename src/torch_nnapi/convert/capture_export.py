@@ -80,10 +80,11 @@ def export_module(model: torch.nn.Module, examples: tuple,
     dynamic = None
     if any(flexible):
         dynamic = tuple({d % x.dim(): torch.export.Dim.DYNAMIC for d in dims} or None
-                        for x, dims in zip(examples, flexible))
+                        for x, dims in zip(examples, flexible, strict=False))
         # export fixes dimensions of size 0 and 1 whatever it is told: trace with 2 there;
         # copies, as export marks the tensors it is given as dynamic
-        examples = tuple(_widened(x, dims).clone() for x, dims in zip(examples, flexible))
+        examples = tuple(_widened(x, dims).clone()
+                         for x, dims in zip(examples, flexible, strict=False))
     try:
         program = torch.export.export(model, examples, dynamic_shapes=dynamic, strict=False)
     except Exception as e:  # torch.export's own errors are long and varied: one line
@@ -94,7 +95,7 @@ def export_module(model: torch.nn.Module, examples: tuple,
         raise CaptureError(f"torch.export could not capture the model: {_first_line(e)}")\
             from e
     found = flexible_dims(program)
-    for i, (x, dims) in enumerate(zip(examples, flexible)):
+    for i, (x, dims) in enumerate(zip(examples, flexible, strict=False)):
         for d in dims:
             if d % x.dim() not in found[i]:
                 raise CaptureError(f"input {i} dimension {d % x.dim()} cannot be flexible:"
@@ -258,7 +259,7 @@ class _Copier:
         leaves = list(n.args[0]) if isinstance(n.args[0], (tuple, list)) else [n.args[0]]
         if self.signature is not None:
             kinds = [spec.kind.name for spec in self.signature.output_specs]
-            leaves = [v for v, k in zip(leaves, kinds) if k == "USER_OUTPUT"]
+            leaves = [v for v, k in zip(leaves, kinds, strict=False) if k == "USER_OUTPUT"]
         values = [self.value(v, n) for v in leaves]
         if self.out_spec is None:
             return values[0] if len(values) == 1 else self._construct("tuple", values)
@@ -308,7 +309,7 @@ class _Copier:
             if produced is None or n.target is operator.getitem:
                 continue
             for value, (example, tensor) in zip(
-                    produced if isinstance(produced, list) else [produced], items):
+                    produced if isinstance(produced, list) else [produced], items, strict=False):
                 if not value.is_constant:
                     value.example, value.tensor = example, tensor
 

@@ -31,8 +31,9 @@ tensors), and its levels, counts and transposes cover every region.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 import torch
@@ -93,8 +94,8 @@ class TensorCheck:
     tolerance: float
     kind: str = ""
     location: str = ""
-    alternate_error: Optional[float] = None  # against the other quantized engine's reference
-    reference_gap: Optional[float] = None  # between the two references
+    alternate_error: float | None = None  # against the other quantized engine's reference
+    reference_gap: float | None = None  # between the two references
 
     @property
     def within(self) -> bool:
@@ -161,14 +162,14 @@ class CheckReport:
     layers: list[TensorCheck] = field(default_factory=list)
     float_tolerance: float = FLOAT_TOLERANCE
     quanta_tolerance: float = QUANTA_TOLERANCE
-    target_level: Optional[int] = None
+    target_level: int | None = None
     conversion_seconds: float = 0.0
     quantized: bool = False  # the converted model has quantized operands
     quantized_engine: str = ""  # PyTorch's quantized engine for the eager reference
     alternate_engine: str = ""  # the other engine the reference is checked against
     isolated: bool = False  # each layer computed from PyTorch's own inputs
     input_error: str = ""  # the model does not take the given inputs
-    partition: Optional[PartitionReport] = None  # with fallback, a partitioned model's
+    partition: PartitionReport | None = None  # with fallback, a partitioned model's
 
     @property
     def engines(self) -> tuple[str, str]:
@@ -200,7 +201,7 @@ class CheckReport:
         return [r for r in self.model_requirements if r.level > self.target_level]
 
     @property
-    def first_bad_layer(self) -> Optional[TensorCheck]:
+    def first_bad_layer(self) -> TensorCheck | None:
         return next((layer for layer in self.layers if not layer.ok), None)
 
     def worst_layers(self, count: int = 5) -> list[TensorCheck]:
@@ -231,7 +232,7 @@ class CheckReport:
     def to_json(self) -> dict:
         data = asdict(self)
         for name in ("outputs", "layers"):
-            for entry, check in zip(data[name], getattr(self, name)):
+            for entry, check in zip(data[name], getattr(self, name), strict=False):
                 entry["verdict"] = check.verdict
         data.update(
             ok=self.exit_code == 0, exit_code=self.exit_code,
@@ -352,13 +353,13 @@ def _layer(diff: LayerDiff, report: CheckReport) -> TensorCheck:
 Progress = Callable[[str], None]
 
 
-def check_model(model, example_inputs=None, *, capture: Optional[str] = None,
-                nhwc: bool | Sequence[Optional[bool]] | None = None,
+def check_model(model, example_inputs=None, *, capture: str | None = None,
+                nhwc: bool | Sequence[bool | None] | None = None,
                 flexible=None, float_tolerance: float = FLOAT_TOLERANCE,
                 quanta_tolerance: float = QUANTA_TOLERANCE,
-                target_level: Optional[int] = None, host: bool = False,
-                layers: bool = True, engine: Optional[str] = "qnnpack",
-                isolated: bool = False, progress: Optional[Progress] = None,
+                target_level: int | None = None, host: bool = False,
+                layers: bool = True, engine: str | None = "qnnpack",
+                isolated: bool = False, progress: Progress | None = None,
                 **fallback) -> CheckReport:
     """Converts ``model`` for ``example_inputs`` and checks the result; see the module
     docstring. ``host`` runs the converted module on the host runtime instead of PyTorch's
@@ -449,7 +450,7 @@ def _describe(report: CheckReport, conversion: Conversion) -> None:
     if any(o.info.is_quantized for o in model.operands):
         report.float_islands = float_islands(model, origins, report.target_level
                                              or report.feature_level)
-    for entry, spec in zip(report.inputs, conversion.lowered.specs):
+    for entry, spec in zip(report.inputs, conversion.lowered.specs, strict=False):
         entry["nhwc"] = bool(spec.nhwc)  # the order NNAPI takes the input in
 
 
@@ -472,8 +473,8 @@ def _describe_partitioned(report: CheckReport, conversion: PartitionedConversion
 
 
 def _check_outputs(report: CheckReport, expected: list,
-                   conversion: Union[Conversion, PartitionedConversion], examples: tuple,
-                   host: bool, alternate: Optional[str], model) -> None:
+                   conversion: Conversion | PartitionedConversion, examples: tuple,
+                   host: bool, alternate: str | None, model) -> None:
     from .host import run_on_host
 
     module = conversion.module
@@ -502,10 +503,10 @@ def _check_outputs(report: CheckReport, expected: list,
 
 
 def compare_outputs(actual: Sequence, expected: Sequence,
-                    conversion: Union[Conversion, PartitionedConversion],
+                    conversion: Conversion | PartitionedConversion,
                     float_tolerance: float = FLOAT_TOLERANCE,
                     quanta_tolerance: float = QUANTA_TOLERANCE,
-                    alternate: Optional[Sequence] = None
+                    alternate: Sequence | None = None
                     ) -> tuple[list[TensorCheck], list[str]]:
     """Each converted output against PyTorch's (and ``alternate``, the outputs another
     quantized engine computes): the checks, and the errors that prevent a comparison."""
@@ -514,7 +515,7 @@ def compare_outputs(actual: Sequence, expected: Sequence,
         return [], [f"the converted module returned {len(actual)} outputs, PyTorch"
                     f" {len(expected)}"]
     checks, errors = [], []
-    for i, (a, e) in enumerate(zip(actual, expected)):
+    for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
         if tuple(a.shape) != tuple(e.shape):
             errors.append(f"output {i} has shape {list(a.shape)}, PyTorch's {list(e.shape)}")
             continue

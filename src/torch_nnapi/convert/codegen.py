@@ -325,7 +325,7 @@ def _structure(spec, leaves) -> str:
         return f"[{', '.join(items)}]"
     if spec.type is dict:
         keys = spec.context
-        return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(keys, items)) + "}"
+        return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(keys, items, strict=False)) + "}"
     return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
 
 
@@ -373,7 +373,7 @@ def _verify(model, examples: tuple, path: str, weights_path: str) -> float:
         raise CodegenError(f"the generated {path} returns {len(actual)} values, the model"
                            f" {len(expected)}")
     error = 0.0
-    for want, got in zip(expected, actual):
+    for want, got in zip(expected, actual, strict=True):
         if isinstance(want, torch.Tensor):
             if want.shape != got.shape:
                 raise CodegenError(f"the generated {path} returns shape {list(got.shape)},"

@@ -103,7 +103,9 @@ def literal(value: Any, name_of: Callable[[torch.fx.Node], str]) -> str:
         return name_of(value)
     if isinstance(value, (list, tuple)):
         items = ", ".join(literal(v, name_of) for v in value)
-        return f"[{items}]" if isinstance(value, list) else f"({items}{',' if len(value) == 1 else ''})"
+        if isinstance(value, list):
+            return f"[{items}]"
+        return f"({items}{',' if len(value) == 1 else ''})"
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else f'float("{value}")'
     if isinstance(value, (bool, int, str)) or value is None:

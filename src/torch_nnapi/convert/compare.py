@@ -24,7 +24,6 @@ Two options separate the converter's errors from others:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 import torch
@@ -45,8 +44,8 @@ class LayerDiff:
     shape: tuple
     error: float
     unit: str  # "relative" (float tensors) or "quanta" (quantized tensors)
-    alternate_error: Optional[float] = None  # against the alternate engine's reference
-    reference_gap: Optional[float] = None  # between the two references, in the same unit
+    alternate_error: float | None = None  # against the alternate engine's reference
+    reference_gap: float | None = None  # between the two references, in the same unit
 
     def __str__(self) -> str:
         value = f"{self.error:.3g}" if self.unit == "relative" else f"{self.error:g} quanta"
@@ -54,7 +53,7 @@ class LayerDiff:
                 f"  {self.location}")
 
 
-def compare_layers(model, example_inputs, *, alternate: Optional[str] = None,
+def compare_layers(model, example_inputs, *, alternate: str | None = None,
                    isolated: bool = False, **options) -> list[LayerDiff]:
     """Converts ``model`` and compares every intermediate tensor with eager PyTorch; see the
     module docstring for ``alternate`` and ``isolated``."""
@@ -67,7 +66,7 @@ def compare_layers(model, example_inputs, *, alternate: Optional[str] = None,
                           options.get("target_level"))
     model_ = lowered.cx.model
     inputs = []
-    for x, held in zip(examples, lowered.inputs):
+    for x, held in zip(examples, lowered.inputs, strict=False):
         if held.is_quantized and not x.is_quantized:  # quantized on the host by the wrapper
             x = torch.quantize_per_tensor(x, held.scale, held.zero_point, torch.quint8)
         inputs.append(_nnapi_array(x, held))

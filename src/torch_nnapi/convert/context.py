@@ -10,8 +10,9 @@ deduplicated scalar and constant operands, sizes that depend on flexible input d
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -31,6 +32,9 @@ from .merged import default_groups, is_one, reshape_merged, same_dim, transpose_
 from .symbolic import Sym, SymInt, hint
 from .values import NNAPI_TYPE_OF, TensorValue, dtype_name
 
+if TYPE_CHECKING:
+    from .capture import Node
+
 Op = OperationType
 
 _SMALL_CONSTANT_BYTES = 4096  # constants up to this size are deduplicated by content
@@ -45,7 +49,7 @@ class ScalarInput:
     value: Any  # bool, int or float; an INT32 may be a Sym resolved at load time
 
 
-OperandRef = Union[int, TensorValue, ScalarInput]
+OperandRef = int | TensorValue | ScalarInput
 
 
 def is_number(v) -> bool:
@@ -69,7 +73,7 @@ class Converter:
         self.sym_values: dict[int, tuple[SymInt, ...]] = {}
         # (expression, expected value, message): checked by the wrapper at load time
         self.guards: list[tuple[SymInt, int, str]] = []
-        self.node = None  # the capture.Node being lowered, for lowerings that need it
+        self.node: Node | None = None  # the node being lowered (set by the lowering driver)
         # Set by the lowering driver: each graph value's readers in program order, and how
         # many graph values are bound to each operand (aliases made by permute & co.).
         self.users: dict = {}
@@ -89,6 +93,14 @@ class Converter:
         # (operand, NNAPI dims) -> the operand a RESHAPE made of it (merged views, reused)
         self.regrouped: dict[tuple, int] = {}
 
+    @property
+    def current_node(self) -> Node:
+        """The node being lowered, for lowerings that read its kind, schema or outputs; a
+        lowering called outside the lowering driver has none."""
+        if self.node is None:
+            raise ConverterBug("a lowering asked for the node being lowered, but none is")
+        return self.node
+
     def allows(self, level: int) -> bool:
         """Whether a lowering may use an operation (or form) of feature level ``level``
         instead of its lower-level composition: only up to an explicit ``target_level``."""
@@ -97,7 +109,7 @@ class Converter:
     # ------------------------------------------------------------------ tensor operands
 
     def new_tensor(self, shape: Sequence[SymInt], dtype: str,
-                   layout: Optional[lay.Layout] = None, scale: float = 0.0,
+                   layout: lay.Layout | None = None, scale: float = 0.0,
                    zero_point: int = 0, groups: Sequence[int] = ()) -> TensorValue:
         """A fresh tensor operand with PyTorch shape ``shape`` stored in ``layout``, its
         NNAPI dimensions merging the runs ``groups`` of that order (layout.py); a tensor of
@@ -126,7 +138,7 @@ class Converter:
         return TensorValue(index, shape, dtype, layout, float(scale), int(zero_point), groups)
 
     def constant(self, array, dtype: str, *, scale: float = 0.0, zero_point: int = 0,
-                 layout: Optional[lay.Layout] = None, nnapi_type: OperandType | None = None,
+                 layout: lay.Layout | None = None, nnapi_type: OperandType | None = None,
                  groups: Sequence[int] = ()) -> TensorValue:
         """A constant tensor operand from ``array`` (PyTorch order), stored in ``layout``
         (its dimensions merging the runs ``groups`` of that order)."""
@@ -155,8 +167,8 @@ class Converter:
             self._constants[key] = value
         return value
 
-    def torch_constant(self, t: torch.Tensor, dtype: Optional[str] = None,
-                       layout: Optional[lay.Layout] = None, groups: Sequence[int] = ()
+    def torch_constant(self, t: torch.Tensor, dtype: str | None = None,
+                       layout: lay.Layout | None = None, groups: Sequence[int] = ()
                        ) -> TensorValue:
         """A constant operand holding a PyTorch tensor (converted to ``dtype`` if given)."""
         if t.is_quantized:
@@ -178,8 +190,8 @@ class Converter:
     _FILL_VALUES = {"float32": OperandType.FLOAT32, "float16": OperandType.FLOAT16,
                     "int32": OperandType.INT32, "int64": OperandType.INT32}
 
-    def _fill(self, t: torch.Tensor, dtype: Optional[str], layout: Optional[lay.Layout],
-              groups: Sequence[int] = ()) -> Optional[TensorValue]:
+    def _fill(self, t: torch.Tensor, dtype: str | None, layout: lay.Layout | None,
+              groups: Sequence[int] = ()) -> TensorValue | None:
         """A FILL (feature level 4, when allowed) in place of a constant that is large (more
         than NNAPI copies into a model, MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES bytes) and holds
         one value: the model then carries a shape and the value instead of every element.
@@ -208,7 +220,7 @@ class Converter:
 
     # ------------------------------------------------------------------ scalar operands
 
-    def scalar(self, op_type: OperandType, value) -> "ScalarInput":
+    def scalar(self, op_type: OperandType, value) -> ScalarInput:
         """A scalar input (INT32, FLOAT32, BOOL...; an INT32 may be a Sym), added to the
         model when an operation keeps it: trailing inputs at their defaults are dropped."""
         if isinstance(value, Sym):
@@ -218,7 +230,7 @@ class Converter:
             value = float(np.float32(value))
         return ScalarInput(op_type, value)
 
-    def _scalar_operand(self, s: "ScalarInput") -> int:
+    def _scalar_operand(self, s: ScalarInput) -> int:
         if isinstance(s.value, Sym):
             index = self.model.add_scalar(s.type, s.value.hint)
             self.sym_values[index] = (s.value,)
@@ -230,20 +242,20 @@ class Converter:
             self._scalars[key] = found
         return found
 
-    def i32(self, value: SymInt) -> "ScalarInput":
+    def i32(self, value: SymInt) -> ScalarInput:
         return self.scalar(OperandType.INT32, value if isinstance(value, Sym) else int(value))
 
-    def f32(self, value: float) -> "ScalarInput":
+    def f32(self, value: float) -> ScalarInput:
         return self.scalar(OperandType.FLOAT32, float(value))
 
-    def f16(self, value: float) -> "ScalarInput":
+    def f16(self, value: float) -> ScalarInput:
         return self.scalar(OperandType.FLOAT16, float(value))
 
-    def float_scalar(self, value: float, like: TensorValue) -> "ScalarInput":
+    def float_scalar(self, value: float, like: TensorValue) -> ScalarInput:
         """A FLOAT32 or FLOAT16 scalar, matching a float16 tensor where needed."""
         return self.f16(value) if like.dtype == "float16" else self.f32(value)
 
-    def boolean(self, value: bool) -> "ScalarInput":
+    def boolean(self, value: bool) -> ScalarInput:
         return self.scalar(OperandType.BOOL, bool(value))
 
     def int_vector(self, values: Iterable[SymInt]) -> int:
@@ -310,7 +322,7 @@ class Converter:
     def _operand_of(self, x: OperandRef) -> int:
         return self._scalar_operand(x) if isinstance(x, ScalarInput) else _index(x)
 
-    def fuse_activation(self, t: TensorValue, code: int) -> Optional[TensorValue]:
+    def fuse_activation(self, t: TensorValue, code: int) -> TensorValue | None:
         """Folds RELU/RELU1/RELU6 into the operation that computed ``t`` (through its
         fuse-code input) when nothing else reads ``t``; None when that is not possible."""
         node = self.node
@@ -326,7 +338,10 @@ class Converter:
             return None
         operation = self.model.operations[index]
         position = self._fuse_code_inputs.get(index)
-        if position is None or int(self.model.operands[operation.inputs[position]].value) != 0:
+        if position is None:
+            return None
+        fuse_code = self.model.operands[operation.inputs[position]].value
+        if fuse_code is None or int(fuse_code) != 0:
             return None
         inputs = list(operation.inputs)
         inputs[position] = self._scalar_operand(self.i32(code))
@@ -336,7 +351,7 @@ class Converter:
         return t
 
     def emit(self, op: OperationType, inputs: Named[OperandRef], shape: Sequence[SymInt],
-             dtype: str, layout: Optional[lay.Layout] = None, scale: float = 0.0,
+             dtype: str, layout: lay.Layout | None = None, scale: float = 0.0,
              zero_point: int = 0, groups: Sequence[int] = ()) -> TensorValue:
         """Adds an operation with one output (named ``output``) and returns that output."""
         out = self.new_tensor(shape, dtype, layout, scale, zero_point, groups)
@@ -344,7 +359,7 @@ class Converter:
         return out
 
     def emit_like(self, op: OperationType, inputs: Named[OperandRef],
-                  like: TensorValue, shape: Optional[Sequence[SymInt]] = None) -> TensorValue:
+                  like: TensorValue, shape: Sequence[SymInt] | None = None) -> TensorValue:
         """One-output operation whose output has ``like``'s dtype, layout and quantization
         (and merged dimensions, when the shape is the same)."""
         same = shape is None or tuple(shape) == tuple(like.shape)
@@ -352,7 +367,7 @@ class Converter:
                          like.layout, like.scale, like.zero_point,
                          like.groups if same else ())
 
-    def example(self, output: int = 0):
+    def example(self, output: int = 0) -> Any:
         """PyTorch's example of the current node's output (shape, dtype, quantization)."""
         if self.node is None or output >= len(self.node.outputs):
             return None
@@ -368,7 +383,7 @@ class Converter:
 
     # ------------------------------------------------------------------ values
 
-    def tensor(self, v, like: Optional[TensorValue] = None, dtype: Optional[str] = None,
+    def tensor(self, v, like: TensorValue | None = None, dtype: str | None = None,
                what: str = "operand") -> TensorValue:
         """An operand for ``v``: a TensorValue as is; a constant tensor or number made a
         constant operand (of ``like``'s dtype and layout, broadcast-ready)."""
@@ -477,7 +492,7 @@ class Converter:
         return self.emit(Op.CAST, dict(input=t), t.shape, dtype, t.layout, groups=t.groups)
 
 
-def _index(x: OperandRef) -> int:
+def _index(x: int | TensorValue) -> int:
     return x.operand if isinstance(x, TensorValue) else int(x)
 
 

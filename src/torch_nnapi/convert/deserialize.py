@@ -9,8 +9,8 @@ exposing the buffer protocol (NumPy arrays, bytes).
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -52,7 +52,7 @@ def _as_bytes(words) -> bytes:
 def deserialize(serialized, weights: Sequence = (), *, finish: bool = True) -> Deserialized:
     """Builds a Model from serialized words (int32 array or bytes) and weight buffers."""
     blob = _as_bytes(serialized)
-    buffers = [memoryview(np.ascontiguousarray(w)).cast("B") if not isinstance(
+    buffers = [np.ascontiguousarray(w).data.cast("B") if not isinstance(
         w, (bytes, bytearray)) else memoryview(w) for w in weights]
     reader = _Reader(blob)
     version, n_operands, n_values, n_operations, n_inputs, n_outputs = reader.ints(HEADER_WORDS)
@@ -67,7 +67,7 @@ def deserialize(serialized, weights: Sequence = (), *, finish: bool = True) -> D
     operations = [struct.unpack_from("<iII", reader.take(12)) for _ in range(n_operations)]
 
     model = Model()
-    for index, (op_type, rank, scale, zero_point) in enumerate(operands):
+    for op_type, rank, scale, zero_point in operands:
         dims = reader.uints(rank)
         model.add_operand(op_type, dims, scale, zero_point)
     sources = []

@@ -52,7 +52,7 @@ class ConversionError(Exception):
     def __post_init__(self) -> None:
         super().__init__(self.render())
 
-    def with_hint(self, hint: str) -> "ConversionError":
+    def with_hint(self, hint: str) -> ConversionError:
         """The same error, its message ending with ``hint``."""
         self.hint = hint
         self.args = (self.render(),)

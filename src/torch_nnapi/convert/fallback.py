@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import torch
 
@@ -27,8 +28,8 @@ from .api import nnapi_program
 from .capture import Captured, ExampleTensor, Value
 from .errors import ConversionError, UnsupportedUse
 from .fallback_partition import FallbackPolicy, Partition, Region, partition
-from .fallback_trial import free_values
 from .fallback_stitch import build_partitioned_module
+from .fallback_trial import free_values
 from .lower import dequantized_scale
 from .serialize import serialize
 
@@ -96,7 +97,7 @@ class PartitionReport:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> "PartitionReport":
+    def from_json(cls, data: dict) -> PartitionReport:
         if data.get("version") != REPORT_VERSION:
             raise ValueError(f"partition report version {data.get('version')!r}, this"
                              f" torch-nnapi reads version {REPORT_VERSION}")
@@ -192,7 +193,7 @@ class PartitionedConversion:
 
 
 def convert_partitioned(captured: Captured, examples: tuple, policy: FallbackPolicy, *,
-                        nhwc: Sequence[Optional[bool]], flexible: Sequence[Sequence[int]],
+                        nhwc: Sequence[bool | None], flexible: Sequence[Sequence[int]],
                         preference: int, relax: bool, start: float
                         ) -> PartitionedConversion:
     """Partitions ``captured`` and builds the module running it (see the module
@@ -217,7 +218,7 @@ def convert_partitioned(captured: Captured, examples: tuple, policy: FallbackPol
 
 
 def fallback_hint(captured: Captured, examples: tuple, policy: FallbackPolicy, *,
-                  nhwc: Sequence[Optional[bool]], flexible: Sequence[Sequence[int]],
+                  nhwc: Sequence[bool | None], flexible: Sequence[Sequence[int]],
                   relax: bool) -> str:
     """The last line of a ConversionError: what ``fallback=True`` would make of the model
     ("" when the fallback could not convert it either)."""
@@ -279,7 +280,8 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
         flexible_in = [_flexible_dims(lowered, k) for k in range(len(region.inputs))]
         regions.append(RegionReport(
             i, len(region.nodes), region.operation_counts, region.size, region.feature_level,
-            [_boundary(v, peer_in(v), dims) for v, dims in zip(region.inputs, flexible_in)],
+            [_boundary(v, peer_in(v), dims)
+             for v, dims in zip(region.inputs, flexible_in, strict=False)],
             [_boundary(v, peer_out(v, name), []) for v in region.outputs],
             region.nodes[0].location, region.nodes[-1].location))
     schedule = []
@@ -289,7 +291,7 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
         elif item in cpu_index:
             schedule.append(f"cpu {cpu_index[item]}")
     cpu = [CpuNodeReport(c.node.kind, c.node.location, c.reason) for c in part.cpu]
-    inputs = []
+    inputs: list[dict[str, Any]] = []
     for k, v in enumerate(part.graph.inputs):
         dims = set(flexible[k]) if k < len(flexible) else set()
         ex = v.example
@@ -343,7 +345,7 @@ def _boundary(v: Value, peer: str, flexible: list[int]) -> BoundaryTensor:
                           count * _ITEM_BYTES.get(ex.dtype, 4), peer, flexible)
 
 
-def report_of(module) -> Optional[PartitionReport]:
+def report_of(module) -> PartitionReport | None:
     """The partition report a converted module carries (None: it is one NNAPI model)."""
     text = getattr(module, "partition", None)
     if not isinstance(text, str):

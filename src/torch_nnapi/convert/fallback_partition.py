@@ -16,8 +16,9 @@ merge again where they can.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any
 
 import torch
 
@@ -25,8 +26,17 @@ from ..nnapi.errors import BadDataError
 from . import patterns
 from .capture import Captured, ExampleTensor, Graph, Node, Value
 from .errors import ConversionError, ConverterBug, UnsupportedUse, one_line
-from .fallback_trial import (Placer, ShapeFacts, Trial, TrialLowerer, free_values,
-                             mutation_moves, op_kinds, shape_facts, walk)
+from .fallback_trial import (
+    Placer,
+    ShapeFacts,
+    Trial,
+    TrialLowerer,
+    free_values,
+    mutation_moves,
+    op_kinds,
+    shape_facts,
+    walk,
+)
 from .levels import model_requirements, operation_levels
 from .lower import InputSpec, Lowered, example_spec
 from .values import TensorValue
@@ -42,11 +52,12 @@ class FallbackPolicy:
 
     fallback_ops: frozenset[str] = frozenset()  # op kinds kept on the CPU
     min_region_size: int = 1  # computing NNAPI operations a region needs
-    max_regions: Optional[int] = None  # at most this many regions (the largest)
-    target_level: Optional[int] = None  # operations above it run on the CPU
+    max_regions: int | None = None  # at most this many regions (the largest)
+    target_level: int | None = None  # operations above it run on the CPU
 
     def __post_init__(self) -> None:
-        for kind in self.fallback_ops:
+        given: frozenset[object] = self.fallback_ops  # what the caller passed, unchecked
+        for kind in given:
             if not isinstance(kind, str) or "::" not in kind:
                 raise ValueError(f"fallback_ops holds TorchScript op kinds such as"
                                  f" 'aten::softmax', got {kind!r}")
@@ -65,7 +76,7 @@ class Region:
     shared: list[Node]  # shared nodes lowered again inside, in program order
     inputs: list[Value]
     outputs: list[Value]
-    lowered: Optional[Lowered] = None
+    lowered: Lowered | None = None
 
     @property
     def operation_counts(self) -> dict[str, int]:
@@ -106,7 +117,7 @@ class Partition:
     cpu: list[CpuNode]  # the nodes NNAPI does not run, in program order
     recomputed: list[Node]  # shared nodes the CPU program keeps
     constants: dict[Value, Any]  # shared results the CPU program reads, as constants
-    schedule: list[Union[Region, Node]]  # regions and CPU-side nodes, in running order
+    schedule: list[Region | Node]  # regions and CPU-side nodes, in running order
 
 
 # ------------------------------------------------------------------------------ regions
@@ -117,7 +128,7 @@ class Plan:
     """Regions and running order for one trial verdict, and what must move to the CPU."""
 
     regions: list[Region]
-    schedule: list[Union[Region, Node]]
+    schedule: list[Region | Node]
     recomputed: list[Node]
     constants: dict[Value, Any]
     moves: dict[Node, str] = field(default_factory=dict)
@@ -241,7 +252,7 @@ class _Planner:
                                                  " from outside its region")
 
 
-def fits_constant(script_value: Optional[torch._C.Value], result: Any) -> bool:
+def fits_constant(script_value: torch._C.Value | None, result: Any) -> bool:
     """Whether ``result``, computed at conversion time, can stand for ``script_value`` in
     TorchScript as a constant of its type."""
     if script_value is None or not _is_constant(result):
@@ -264,7 +275,7 @@ def _is_constant(r: Any) -> bool:
 
 
 def partition(captured: Captured, examples: tuple, *, policy: FallbackPolicy,
-              nhwc: Sequence[Optional[bool]], flexible: Sequence[Sequence[int]],
+              nhwc: Sequence[bool | None], flexible: Sequence[Sequence[int]],
               relax: bool = False) -> Partition:
     """Places every node of ``captured`` (see the module docstring); each region comes
     back lowered. ``nhwc`` and ``flexible`` are per model input, as the converter takes
@@ -272,7 +283,7 @@ def partition(captured: Captured, examples: tuple, *, policy: FallbackPolicy,
     graph = captured.graph
     patterns.fuse(graph)
     facts = shape_facts(captured, examples, flexible)
-    specs = [example_spec(x, False, f) for x, f in zip(examples, flexible)]
+    specs = [example_spec(x, False, f) for x, f in zip(examples, flexible, strict=False)]
     forced, edges = mutation_moves(graph)
     producer = {v: n for n in graph.nodes for v in n.outputs}
     for v, why in facts.dynamic.items():  # where sizes start to depend on the data
@@ -316,7 +327,7 @@ class _RegionLowering:
         self.flexible = [tuple(f) for f in flexible]
         self.facts = facts
         self.relax = relax
-        self.done: dict[tuple, Union[Lowered, dict[Node, str]]] = {}
+        self.done: dict[tuple, Lowered | dict[Node, str]] = {}
 
     def lower(self, region: Region, trial: Trial) -> dict[Node, str]:
         """Lowers ``region`` (setting ``region.lowered``); the nodes it rejects, and why."""
@@ -330,7 +341,7 @@ class _RegionLowering:
         region.lowered = found
         return {}
 
-    def _lower(self, region: Region, trial: Trial) -> Union[Lowered, dict[Node, str]]:
+    def _lower(self, region: Region, trial: Trial) -> Lowered | dict[Node, str]:
         from .api import lower_graph  # api imports this module's FallbackPolicy
 
         out = Value("region_outputs", "Tuple", "TupleType")

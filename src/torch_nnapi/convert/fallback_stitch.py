@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import io
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -137,7 +138,7 @@ def _call_region(graph: torch._C.Graph, this: torch._C.Value, module, index: int
     unpack = graph.create("prim::ListUnpack", [call.output()], len(region.outputs))
     for node in (get, pack, call, unpack):
         node.insertBefore(end)
-    for v, out in zip(region.outputs, unpack.outputs()):
+    for v, out in zip(region.outputs, unpack.outputs(), strict=False):
         out.setType(torch._C.TensorType.get())
         ts_value(v).replaceAllUsesWith(out)
         current[v] = out
@@ -183,14 +184,14 @@ def _fresh_copy(graph: torch._C.Graph, constant: torch._C.Value, before: torch._
 
 def _node_map(original: torch._C.Graph, copy: torch._C.Graph) -> dict:
     """Each top-level node of ``original`` -> the same node in its ``copy``."""
-    return dict(zip(original.nodes(), copy.nodes()))
+    return dict(zip(original.nodes(), copy.nodes(), strict=True))
 
 
 def _value_map(original: torch._C.Graph, copy: torch._C.Graph) -> dict[int, Any]:
     """Each top-level value of ``original`` (by ``unique()``) -> the same value in ``copy``."""
-    found = {a.unique(): b for a, b in zip(original.inputs(), copy.inputs())}
-    for a, b in zip(original.nodes(), copy.nodes()):
-        found.update((x.unique(), y) for x, y in zip(a.outputs(), b.outputs()))
+    found = {a.unique(): b for a, b in zip(original.inputs(), copy.inputs(), strict=True)}
+    for a, b in zip(original.nodes(), copy.nodes(), strict=True):
+        found.update((x.unique(), y) for x, y in zip(a.outputs(), b.outputs(), strict=True))
     return found
 
 

@@ -24,8 +24,9 @@ numbers never cross a boundary (``fallback_partition.py``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any
 
 import torch
 
@@ -87,13 +88,15 @@ def shape_facts(captured: Captured, examples: tuple, flexible: Sequence[Sequence
     grown_dims: dict[Value, tuple[int, ...]] = {}
     unknown = False
     if any(flexible):
-        grown = captured.probe(tuple(_grown(x, dims) for x, dims in zip(examples, flexible)))
+        grown = captured.probe(tuple(_grown(x, dims)
+                                     for x, dims in zip(examples, flexible, strict=False)))
         unknown = grown is None
         for v, ex in (grown or {}).items():
             base = v.example
             if isinstance(base, ExampleTensor) and isinstance(ex, ExampleTensor) \
                     and len(base.shape) == len(ex.shape):
-                dims = tuple(d for d, (a, b) in enumerate(zip(base.shape, ex.shape)) if a != b)
+                dims = tuple(d for d, (a, b) in enumerate(zip(base.shape, ex.shape, strict=True))
+                             if a != b)
                 if dims:
                     grown_dims[v] = dims
     return ShapeFacts(dynamic, grown_dims, unknown, frozenset(changed))
@@ -192,7 +195,7 @@ class TrialLowerer(Placer):
 
     def classify(self) -> Trial:
         self.cx.users = value_readers(self.graph)
-        for i, (v, spec) in enumerate(zip(self.graph.inputs, self.specs)):
+        for i, (v, spec) in enumerate(zip(self.graph.inputs, self.specs, strict=False)):
             why = _untransferable(spec.example)
             if why:
                 self._cpu_only(v, why)
@@ -226,7 +229,7 @@ class TrialLowerer(Placer):
         self.verdict.cpu[node] = reason
         self._bind_cpu_outputs(node)
 
-    def _reads_cpu_only(self, node: Node) -> Optional[str]:
+    def _reads_cpu_only(self, node: Node) -> str | None:
         for v in free_values(node):
             if v in self.verdict.cpu_only:
                 return f"it reads %{v.name}, which only the CPU holds ({self.verdict.cpu_only[v]})"
@@ -257,7 +260,7 @@ class TrialLowerer(Placer):
                 self._cpu_only(v, "a number computed at run time" if v in self.numbers
                                else f"a {v.type} is not a tensor")
                 continue
-            why: Optional[str] = None
+            why: str | None = None
             if reads_dynamic or v in self.facts.dynamic:
                 self.dynamic.add(v)
                 why = self.facts.dynamic.get(v, "its sizes depend on values computed at run"
@@ -271,7 +274,7 @@ class TrialLowerer(Placer):
             if why is not None:
                 self._cpu_only(v, why)
 
-    def _bind_operand(self, v: Value, ex: ExampleTensor) -> Optional[str]:
+    def _bind_operand(self, v: Value, ex: ExampleTensor) -> str | None:
         """Binds ``v`` to a fresh operand, as a region input; the reason when it cannot."""
         dims = range(len(ex.shape)) if self.facts.flexible_unknown \
             else self.facts.flexible.get(v, ())
@@ -293,7 +296,7 @@ class TrialLowerer(Placer):
             self.cx.model.operands[r.operand].lifetime is Lifetime.CONSTANT
 
 
-def _untransferable(ex: ExampleTensor) -> Optional[str]:
+def _untransferable(ex: ExampleTensor) -> str | None:
     """Why a tensor cannot cross into a region (None when it can)."""
     if ex.dtype not in BOUNDARY_DTYPES:
         return f"a {ex.dtype} tensor, which PyTorch's NNAPI runtime cannot pass"
@@ -377,7 +380,7 @@ def _written(node: Node) -> list[Value]:
         arguments = torch._C.parse_schema(node.schema).arguments
     except RuntimeError:
         return [v for v in node.inputs if v.kind in _TENSORISH]
-    return [v for a, v in zip(arguments, node.inputs)
+    return [v for a, v in zip(arguments, node.inputs, strict=False)
             if a.alias_info is not None and a.alias_info.is_write]
 
 

@@ -82,7 +82,7 @@ def flexible_per_input(examples: tuple, flexible: Flexible) -> list[tuple[int, .
         if len(flex) != n:
             raise ValueError(f"flexible has {len(flex)} entries for {n} inputs")
     result = []
-    for i, (x, dims) in enumerate(zip(examples, flex)):
+    for i, (x, dims) in enumerate(zip(examples, flex, strict=False)):
         for d in dims:
             if not -x.dim() <= d < x.dim():
                 raise ValueError(f"flexible dimension {d} of input {i} is out of range for"
@@ -159,10 +159,10 @@ def _merged(requested: list[tuple[int, ...]], symbolic: list[tuple[int, ...]]
     if len(symbolic) != len(requested):
         raise TypeError(f"the exported model takes {len(symbolic)} inputs, but"
                         f" {len(requested)} example inputs were given")
-    for i, (want, have) in enumerate(zip(requested, symbolic)):
+    for i, (want, have) in enumerate(zip(requested, symbolic, strict=True)):
         fixed = sorted(set(want) - set(have))
         if fixed:
             raise CaptureError(f"input {i} dimension {fixed[0]} cannot be flexible: the"
                                " exported program has a fixed size there (export it with a"
                                " torch.export.Dim for that dimension)")
-    return [tuple(sorted(set(w) | set(h))) for w, h in zip(requested, symbolic)]
+    return [tuple(sorted(set(w) | set(h))) for w, h in zip(requested, symbolic, strict=True)]

@@ -5,7 +5,8 @@ module's own TorchScript code, deserialized into our Model and executed by
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -76,7 +77,7 @@ def run_program_on_host(prog, inputs: Sequence[torch.Tensor],
     result = compilation.run(ready, profile=profile)
     raw = [_to_torch(a, model.operands[o].type, model.operands[o].scale,
                      model.operands[o].zero_point)
-           for a, o in zip(result.outputs, model.outputs)]
+           for a, o in zip(result.outputs, model.outputs, strict=False)]
     dims = prog.output_dimensions(shapes)  # outputs merging dimensions are split with them
     return list(prog.finish_outputs(raw, dims)), (result.timings if profile else None)
 

@@ -11,7 +11,9 @@ emitted only when an operation's requirement is not met (``Converter.to_layout``
 
 from __future__ import annotations
 
-from typing import Any, Sequence, TypeVar
+import itertools
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 Layout = tuple[int, ...]
 T = TypeVar("T")
@@ -175,7 +177,7 @@ def transpose_plan(src: Sequence[int], dst: Sequence[int], max_rank: int = 4,
     target_rank = {d: i for i, d in enumerate(dst)}
 
     def breaks(order) -> int:
-        return sum(1 for a, b in zip(order, order[1:]) if target_rank[b] != target_rank[a] + 1)
+        return sum(1 for a, b in itertools.pairwise(order) if target_rank[b] != target_rank[a] + 1)
 
     frontier: dict[tuple, list] = {src: []}
     seen = {src}

@@ -10,8 +10,9 @@ the same text when a device of level N would reject the model.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
 from ..nnapi.codes import FeatureLevel, OperandType
 from ..nnapi.model import Model
@@ -72,7 +73,7 @@ def operation_levels(model: Model, origins: Mapping[int, Any] | None = None
     """For each operation of a finished model: the level it needs and every reason above
     level 1, read from the signature match the model recorded when it was finished."""
     result = []
-    for k, (operation, match) in enumerate(zip(model.operations, model.matches)):
+    for k, (operation, match) in enumerate(zip(model.operations, model.matches, strict=False)):
         requirements = []
         name = operation.type.name
         if int(match.signature.level) > 1:
@@ -118,7 +119,7 @@ def above(operations: Sequence[OperationLevel], level: int) -> list[OperationLev
 
 
 def render_operations(operations: Sequence[OperationLevel], level: int,
-                      max_origins: Optional[int] = MAX_ORIGINS) -> list[str]:
+                      max_origins: int | None = MAX_ORIGINS) -> list[str]:
     """Operations grouped by type and by their reasons above ``level``, each group with
     the PyTorch code it came from (at most ``max_origins`` places; None: all)."""
     groups: dict[tuple, list] = defaultdict(list)

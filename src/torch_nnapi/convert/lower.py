@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -105,7 +106,7 @@ class Lowerer:
         self._order = {id(n): i for i, n in enumerate(walked)}
         self._producers = {v: n for n in walked for v in n.outputs}
         inputs = []
-        for i, (v, s) in enumerate(zip(self.graph.inputs, self.specs)):
+        for i, (v, s) in enumerate(zip(self.graph.inputs, self.specs, strict=False)):
             try:
                 inputs.append(self._add_input(i, v, s))
             except Unsupported as e:
@@ -277,7 +278,7 @@ class Lowerer:
             packet = getattr(torch.ops.aten, schema.name.split("::", 1)[1])
             fn = getattr(packet, schema.overload_name or "default")
             positional, keywords = [], {}
-            for arg, value in zip(schema.arguments, args):
+            for arg, value in zip(schema.arguments, args, strict=False):
                 value = _as_tensor_argument(str(arg.type), value)
                 if arg.kwarg_only:
                     keywords[arg.name] = value
@@ -309,7 +310,7 @@ class Lowerer:
                 raise ConverterBug(f"{node.kind} at {node.location}: the lowering returned"
                                    f" {result!r} for {len(outputs)} outputs")
             values = tuple(result)
-        for v, r in zip(outputs, values):
+        for v, r in zip(outputs, values, strict=False):
             self._check_example(node, v, r)
             self.env[v] = r
             self.produced[v] = r
@@ -353,9 +354,8 @@ class Lowerer:
                                    f" PyTorch's {list(ex.shape)}")
         elif isinstance(ex, bool) or isinstance(r, bool):
             return
-        elif isinstance(ex, int) and isinstance(r, (int, Sym)):
-            if hint(r) != ex:
-                raise ConverterBug(f"{where}: computed {hint(r)}, PyTorch computed {ex}")
+        elif isinstance(ex, int) and isinstance(r, (int, Sym)) and hint(r) != ex:
+            raise ConverterBug(f"{where}: computed {hint(r)}, PyTorch computed {ex}")
 
     # ------------------------------------------------------------------ outputs
 

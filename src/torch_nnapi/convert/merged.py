@@ -13,7 +13,8 @@ the others get one NNAPI dimension per PyTorch dimension from :func:`ungroup`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..nnapi.codes import OperandType
 from ..nnapi.codes import OperationType as Op
@@ -87,7 +88,7 @@ def relabel(cx: Converter, t: TensorValue, layout: lay.Layout) -> TensorValue:
 
 
 def regroup(cx: Converter, t: TensorValue, groups: Sequence[int],
-            relabel_from: Optional[TensorValue] = None) -> TensorValue:
+            relabel_from: TensorValue | None = None) -> TensorValue:
     """``t`` (data order unchanged) in an operand whose dimensions merge the runs
     ``groups`` of its layout: the same operand when the dimensions agree, else a
     RESHAPE (one per distinct result, reused)."""
@@ -137,7 +138,7 @@ def fit(cx: Converter, t: TensorValue, classes: Sequence) -> TensorValue:
 def separate(cx: Converter, t: TensorValue, dims: Iterable[int]) -> TensorValue:
     """``t`` with each of PyTorch dimensions ``dims`` an NNAPI dimension of its own."""
     special = set(dims)
-    classes: list[Optional[tuple[str, int]]] = []
+    classes: list[tuple[str, int] | None] = []
     run = 0
     for d in t.layout:  # the others merge between the separated ones
         if d in special:
@@ -145,7 +146,7 @@ def separate(cx: Converter, t: TensorValue, dims: Iterable[int]) -> TensorValue:
             run += 1
         else:
             classes.append(None if is_one(t.shape[d]) else ("run", run))
-    by_dim = {d: c for d, c in zip(t.layout, classes)}
+    by_dim = {d: c for d, c in zip(t.layout, classes, strict=False)}
     return fit(cx, t, [by_dim[d] for d in range(t.rank)])
 
 
@@ -160,7 +161,7 @@ def ungroup(cx: Converter, t: TensorValue) -> TensorValue:
 
 
 def reshape_in_place(cx: Converter, t: TensorValue, shape: Sequence[SymInt]) \
-        -> Optional[TensorValue]:
+        -> TensorValue | None:
     """``t.view(shape)`` without moving data when ``t`` is stored permuted but every
     group of dimensions the view merges or splits is stored together in order (as a
     view of a strided PyTorch tensor would need): the result keeps ``t``'s storage
@@ -237,7 +238,7 @@ def stored_layout(shape: Sequence[SymInt], order: Sequence[int], runs: Sequence[
 
 
 def _view_chunks(old: Sequence[SymInt], new: Sequence[SymInt]) \
-        -> Optional[list[tuple[list[int], list[int]]]]:
+        -> list[tuple[list[int], list[int]]] | None:
     """The size-above-1 dimensions of ``old`` and ``new`` paired into consecutive groups of
     equal size ([old dims], [new dims]), as a view regroups them; None if they do not pair
     (or a flexible size makes it unclear)."""
@@ -269,7 +270,7 @@ def _view_chunks(old: Sequence[SymInt], new: Sequence[SymInt]) \
 
 
 def _same_dims(a: Sequence[SymInt], b: Sequence[SymInt]) -> bool:
-    return len(a) == len(b) and all(same_dim(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(same_dim(x, y) for x, y in zip(a, b, strict=True))
 
 
 def _runs_matching(shape: Sequence[SymInt], dims: Sequence[SymInt]) -> list[int] | None:

@@ -36,9 +36,9 @@ def fuse(graph: Graph) -> None:
     """Rewrites reshape -> permute -> [contiguous ->] reshape chains in place."""
     uses = _uses(graph)
     readers: dict[Value, Node] = {}
-    for node in graph.nodes:
-        for v in node.inputs:
-            readers.setdefault(v, node)
+    for reader in graph.nodes:
+        for v in reader.inputs:
+            readers.setdefault(v, reader)
     removed: set[int] = set()
     for first in graph.nodes:
         if first.kind not in RESHAPES or uses[first.outputs[0]] != 1:

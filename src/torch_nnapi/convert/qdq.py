@@ -69,7 +69,7 @@ class _Folder:
         self.removed: set[int] = set()
         self.stored: dict[Value, StoredWeight] = {}  # dequantized constants: their integers
         self._to_aten()
-        self.readers: dict[Value, list[Node]] = {}
+        self.readers: dict[Value, list[Node | None]] = {}  # None: the graph's output
         self.producer: dict[Value, Node] = {}
         # every quantized activation: the output of a quantize, with its parameters
         self.quantized: dict[Value, tuple[float, int]] = {}
@@ -81,7 +81,7 @@ class _Folder:
             if node.kind == "aten::quantize_per_tensor" and _dtype_name(node.inputs[3]) \
                     == "quint8":
                 self.quantized[node.outputs[0]] = _quant_params(node)
-        self.readers.setdefault(graph.output, []).append(None)  # type: ignore[arg-type]
+        self.readers.setdefault(graph.output, []).append(None)
 
     def _to_aten(self) -> None:
         """Quantizes become aten::quantize_per_tensor (quint8 outputs), dequantizes of
@@ -266,7 +266,7 @@ class _Folder:
         read = {v for n in self.graph.walk() if id(n) not in self.removed for v in n.inputs}
         read.add(self.graph.output)
         for n in self.graph.nodes:
-            if n.kind == "aten::dequantize" and not n.outputs[0] in read:
+            if n.kind == "aten::dequantize" and n.outputs[0] not in read:
                 self.removed.add(id(n))
 
 

@@ -14,11 +14,11 @@ binary operators pop b then a and push ``a op b``.
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Callable, Sequence
 
 CONST, DIM, ADD, SUB, MUL, FLOORDIV, MOD, MAX, MIN = range(9)
 
-_BINARY = {
+_BINARY: dict[str, tuple[int, Callable[[int, int], int]]] = {
     "add": (ADD, lambda a, b: a + b),
     "sub": (SUB, lambda a, b: a - b),
     "mul": (MUL, lambda a, b: a * b),
@@ -39,7 +39,8 @@ class Sym:
         self.op = op
         self.args = args
         self.hint = int(hint)
-        self._key = (op, tuple(a._key if isinstance(a, Sym) else a for a in args))
+        self._key: tuple[object, ...] = (
+            op, tuple(a._key if isinstance(a, Sym) else a for a in args))
         # known to be >= 0 for every input shape (dimensions are; sums and products of
         # such values too), which lets max(x, 0) and friends simplify
         if op == "dim":
@@ -93,7 +94,7 @@ class Sym:
         return f"({a!r} {symbol} {b!r})"
 
 
-SymInt = Union[int, Sym]
+SymInt = int | Sym
 
 
 def input_dim(input_index: int, dim: int, hint: int) -> Sym:
@@ -181,9 +182,8 @@ def binary(op: str, a: SymInt, b: SymInt) -> SymInt:
             return a
         if _is(a, 0) and _nonneg(b):
             return b
-    elif op == "min":
-        if (_is(a, 0) and _nonneg(b)) or (_is(b, 0) and _nonneg(a)):
-            return 0
+    elif op == "min" and ((_is(a, 0) and _nonneg(b)) or (_is(b, 0) and _nonneg(a))):
+        return 0
     return Sym(op, (a, b), fn(hint(a), hint(b)))
 
 

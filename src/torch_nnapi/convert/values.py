@@ -97,5 +97,5 @@ class TensorValue:
     def example_shape(self) -> tuple[int, ...]:
         return hints(self.shape)
 
-    def with_(self, **changes) -> "TensorValue":
+    def with_(self, **changes) -> TensorValue:
         return replace(self, **changes)

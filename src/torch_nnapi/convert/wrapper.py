@@ -21,7 +21,7 @@ separate arguments and returns a tensor or tuple, as the original model did.
 
 import math
 import warnings
-from typing import Dict, List, Optional
+from typing import Optional
 
 import torch
 
@@ -48,7 +48,9 @@ def _script(function):
 
 def _dtype_code(dtype: torch.dtype) -> int:
     """The number TorchScript code sees for a dtype (what a module attribute can hold)."""
-    return dtype
+    # TorchScript holds a dtype as an int; mypy knows only eager Python's torch.dtype (the
+    # ignore must end the line, or TorchScript reads it as a type comment)
+    return dtype  # type: ignore[return-value]
 
 
 dtype_code = _script(_dtype_code)
@@ -105,9 +107,11 @@ class CompiledModel(torch.nn.Module):
     Compilation, so this saves as nothing and loads empty: a module that has run saves like
     a fresh one, and compiles again on its first call after loading."""
 
-    comp: Optional[torch.classes._nnapi.Compilation]
-    shapes: List[List[int]]
-    output_dims: List[List[int]]
+    # Optional, not `| None`: the annotation is evaluated, and a ScriptClass has no `|`;
+    # the class is registered by libtorch at run time, so mypy cannot see it.
+    comp: Optional[torch.classes._nnapi.Compilation]  # type: ignore[name-defined]  # noqa: UP045
+    shapes: list[list[int]]
+    output_dims: list[list[int]]
 
     def __init__(self):
         super().__init__()
@@ -118,7 +122,7 @@ class CompiledModel(torch.nn.Module):
     @torch.jit.export
     def clear(self):
         self.comp = None
-        empty: List[List[int]] = []
+        empty: list[list[int]] = []
         self.shapes = empty
         self.output_dims = empty
 
@@ -135,46 +139,46 @@ class CompiledModel(torch.nn.Module):
 class NnapiProgram(torch.nn.Module):
     """Runs one serialized NNAPI model; see the module docstring."""
 
-    weights: List[torch.Tensor]
-    patch_offsets: List[int]
-    patch_programs: List[List[int]]
-    guard_programs: List[List[int]]
-    guard_values: List[int]
-    guard_messages: List[str]
-    input_shapes: List[List[int]]
-    input_perms: List[List[int]]
-    input_casts: List[int]
-    input_scales: List[float]
-    input_zero_points: List[int]
-    output_shapes: List[List[List[int]]]
-    output_perms: List[List[int]]
-    output_kinds: List[int]
-    output_scales: List[float]
-    output_zero_points: List[int]
-    output_ranks: List[int]
-    output_map: List[int]
-    weight_dtypes: List[int]
-    weight_shapes: List[List[int]]
-    input_dtypes: List[int]
-    dtype_names: Dict[int, str]
-    operation_origins: List[str]
-    input_groups: List[List[int]]
-    output_groups: List[List[int]]
+    weights: list[torch.Tensor]
+    patch_offsets: list[int]
+    patch_programs: list[list[int]]
+    guard_programs: list[list[int]]
+    guard_values: list[int]
+    guard_messages: list[str]
+    input_shapes: list[list[int]]
+    input_perms: list[list[int]]
+    input_casts: list[int]
+    input_scales: list[float]
+    input_zero_points: list[int]
+    output_shapes: list[list[list[int]]]
+    output_perms: list[list[int]]
+    output_kinds: list[int]
+    output_scales: list[float]
+    output_zero_points: list[int]
+    output_ranks: list[int]
+    output_map: list[int]
+    weight_dtypes: list[int]
+    weight_shapes: list[list[int]]
+    input_dtypes: list[int]
+    dtype_names: dict[int, str]
+    operation_origins: list[str]
+    input_groups: list[list[int]]
+    output_groups: list[list[int]]
 
-    def __init__(self, ser_model: torch.Tensor, weights: List[torch.Tensor],
-                 patch_offsets: List[int], patch_programs: List[List[int]],
-                 guard_programs: List[List[int]], guard_values: List[int],
-                 guard_messages: List[str], input_shapes: List[List[int]],
-                 input_perms: List[List[int]], input_casts: List[int],
-                 input_scales: List[float], input_zero_points: List[int],
-                 output_shapes: List[List[List[int]]], output_perms: List[List[int]],
-                 output_kinds: List[int], output_scales: List[float],
-                 output_zero_points: List[int], output_ranks: List[int],
-                 output_map: List[int], compilation_preference: int, relax_f32_to_f16: bool,
-                 feature_level: int, *, input_dtypes: Optional[List[torch.dtype]] = None,
-                 operation_origins: Optional[List[str]] = None,
-                 input_groups: Optional[List[List[int]]] = None,
-                 output_groups: Optional[List[List[int]]] = None):
+    def __init__(self, ser_model: torch.Tensor, weights: list[torch.Tensor],
+                 patch_offsets: list[int], patch_programs: list[list[int]],
+                 guard_programs: list[list[int]], guard_values: list[int],
+                 guard_messages: list[str], input_shapes: list[list[int]],
+                 input_perms: list[list[int]], input_casts: list[int],
+                 input_scales: list[float], input_zero_points: list[int],
+                 output_shapes: list[list[list[int]]], output_perms: list[list[int]],
+                 output_kinds: list[int], output_scales: list[float],
+                 output_zero_points: list[int], output_ranks: list[int],
+                 output_map: list[int], compilation_preference: int, relax_f32_to_f16: bool,
+                 feature_level: int, *, input_dtypes: list[torch.dtype] | None = None,
+                 operation_origins: list[str] | None = None,
+                 input_groups: list[list[int]] | None = None,
+                 output_groups: list[list[int]] | None = None):
         super().__init__()
         self.ser_model = ser_model
         self.weights = weights
@@ -212,8 +216,8 @@ class NnapiProgram(torch.nn.Module):
         # per NNAPI operation, the PyTorch code it comes from (for inspect)
         self.operation_origins = list(operation_origins or [])
 
-    def _evaluate(self, prog: List[int], shapes: List[List[int]]) -> int:
-        stack: List[int] = []
+    def _evaluate(self, prog: list[int], shapes: list[list[int]]) -> int:
+        stack: list[int] = []
         i = 0
         while i < len(prog):
             code = prog[i]
@@ -244,10 +248,10 @@ class NnapiProgram(torch.nn.Module):
                 i += 1
         return stack[0]
 
-    def _same_shapes(self, a: List[List[int]], b: List[List[int]]) -> bool:
+    def _same_shapes(self, a: list[list[int]], b: list[list[int]]) -> bool:
         if len(a) != len(b):
             return False
-        for i in range(len(a)):
+        for i in range(len(a)):  # noqa: SIM110 (TorchScript compiles no generator expressions)
             if a[i] != b[i]:
                 return False
         return True
@@ -266,21 +270,24 @@ class NnapiProgram(torch.nn.Module):
                              + " it was converted with " + str(len(self.weight_shapes)))
         for i in range(len(self.weights)):
             w = self.weights[i]
-            if w.dtype != self.weight_dtypes[i]:
-                raise ValueError("weight " + str(i) + " is " + self._dtype_name(w.dtype)
+            dtype = _dtype_code(w.dtype)
+            if dtype != self.weight_dtypes[i]:
+                raise ValueError("weight " + str(i) + " is " + self._dtype_name(dtype)
                                  + ", the model was converted with "
                                  + self._dtype_name(self.weight_dtypes[i]))
-            if w.size() != self.weight_shapes[i]:
-                raise ValueError("weight " + str(i) + " has shape " + str(w.size())
+            shape = list(w.size())
+            if shape != self.weight_shapes[i]:
+                raise ValueError("weight " + str(i) + " has shape " + str(shape)
                                  + ", the model was converted with "
                                  + str(self.weight_shapes[i]))
 
     def _check_input_type(self, i: int, x: torch.Tensor):
         """An input of another dtype, or quantized with other parameters, than the model
         was converted for would be computed on as raw bytes: refused."""
-        if len(self.input_dtypes) > i and x.dtype != self.input_dtypes[i] \
+        dtype = _dtype_code(x.dtype)
+        if len(self.input_dtypes) > i and dtype != self.input_dtypes[i] \
                 and not (self.input_casts[i] == 1 and x.dtype == torch.int32):  # CAST_INT32
-            raise ValueError("input " + str(i) + " is " + self._dtype_name(x.dtype)
+            raise ValueError("input " + str(i) + " is " + self._dtype_name(dtype)
                              + ", the model takes " + self._dtype_name(self.input_dtypes[i]))
         if x.is_quantized and self.input_casts[i] == 0:  # CAST_NONE
             scale = self.input_scales[i]
@@ -293,15 +300,15 @@ class NnapiProgram(torch.nn.Module):
                                  + str(self.input_zero_points[i]))
 
     @torch.jit.export
-    def check_inputs(self, args: List[torch.Tensor]) -> List[List[int]]:
+    def check_inputs(self, args: list[torch.Tensor]) -> list[list[int]]:
         """The input shapes, after checking the inputs against what the model takes."""
         if len(args) != len(self.input_shapes):
             raise ValueError("expected " + str(len(self.input_shapes)) + " inputs, got "
                              + str(len(args)))
-        shapes: List[List[int]] = []
+        shapes: list[list[int]] = []
         for i in range(len(args)):
             self._check_input_type(i, args[i])
-            shape = args[i].size()
+            shape = list(args[i].size())
             expected = self.input_shapes[i]
             ok = len(shape) == len(expected)
             if ok:
@@ -316,7 +323,7 @@ class NnapiProgram(torch.nn.Module):
         return shapes
 
     @torch.jit.export
-    def patched_model(self, shapes: List[List[int]]) -> torch.Tensor:
+    def patched_model(self, shapes: list[list[int]]) -> torch.Tensor:
         """The serialized model with flexible dimensions resolved for these input shapes."""
         for g in range(len(self.guard_programs)):
             if self._evaluate(self.guard_programs[g], shapes) != self.guard_values[g]:
@@ -330,11 +337,11 @@ class NnapiProgram(torch.nn.Module):
             model[self.patch_offsets[p]] = value
         return model
 
-    def _merged(self, dims: List[int], groups: List[int]) -> List[int]:
+    def _merged(self, dims: list[int], groups: list[int]) -> list[int]:
         """``dims`` with each run of ``groups`` multiplied into one dimension."""
         if len(groups) == 0:
             return dims
-        merged: List[int] = []
+        merged: list[int] = []
         start = 0
         for g in groups:
             size = 1
@@ -345,15 +352,15 @@ class NnapiProgram(torch.nn.Module):
         return merged
 
     @torch.jit.export
-    def output_dimensions(self, shapes: List[List[int]]) -> List[List[int]]:
+    def output_dimensions(self, shapes: list[list[int]]) -> list[list[int]]:
         """The stored (permuted, unmerged) dimensions of each output for these shapes."""
-        dims: List[List[int]] = []
+        dims: list[list[int]] = []
         for k in range(len(self.output_shapes)):
             dims.append([self._evaluate(p, shapes) for p in self.output_shapes[k]])
         return dims
 
     @torch.jit.export
-    def init(self, args: List[torch.Tensor]):
+    def init(self, args: list[torch.Tensor]):
         shapes = self.check_inputs(args)
         model = self.patched_model(shapes)
         self.check_weights()
@@ -370,9 +377,9 @@ class NnapiProgram(torch.nn.Module):
         self.compiled.clear()
 
     @torch.jit.export
-    def prepare_inputs(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
+    def prepare_inputs(self, args: list[torch.Tensor]) -> list[torch.Tensor]:
         """The inputs as the NNAPI model takes them (cast and permuted, contiguous)."""
-        ready: List[torch.Tensor] = []
+        ready: list[torch.Tensor] = []
         for i in range(len(args)):
             x = args[i]
             if self.input_casts[i] == 1:
@@ -389,8 +396,8 @@ class NnapiProgram(torch.nn.Module):
         return ready
 
     @torch.jit.export
-    def allocate_outputs(self, dims: List[List[int]]) -> List[torch.Tensor]:
-        outs: List[torch.Tensor] = []
+    def allocate_outputs(self, dims: list[list[int]]) -> list[torch.Tensor]:
+        outs: list[torch.Tensor] = []
         for k in range(len(self.output_kinds)):
             kind = self.output_kinds[k]
             size = self._merged(dims[k], self.output_groups[k])
@@ -409,12 +416,12 @@ class NnapiProgram(torch.nn.Module):
         return outs
 
     @torch.jit.export
-    def finish_outputs(self, outs: List[torch.Tensor],
-                       dims: List[List[int]]) -> List[torch.Tensor]:
+    def finish_outputs(self, outs: list[torch.Tensor],
+                       dims: list[list[int]]) -> list[torch.Tensor]:
         """NNAPI outputs in PyTorch's order, dtype and rank, in the model's return order.
         ``dims``: the outputs' stored dimensions for the inputs run (output_dimensions),
         which outputs merging dimensions (rank above 4) are split back into."""
-        results: List[torch.Tensor] = []
+        results: list[torch.Tensor] = []
         for i in range(len(self.output_map)):
             k = self.output_map[i]
             out = outs[k]
@@ -429,7 +436,7 @@ class NnapiProgram(torch.nn.Module):
             results.append(out)
         return results
 
-    def forward(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
+    def forward(self, args: list[torch.Tensor]) -> list[torch.Tensor]:
         shapes = self.check_inputs(args)
         if self.compiled.comp is None or not self._same_shapes(shapes, self.compiled.shapes):
             self.init(args)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 
@@ -161,8 +162,8 @@ def broadcast(cx: Converter, values, dtype) -> Broadcast:
     layout = choose_layout(values, rank)
     dtypes = [dtype] * len(values) if isinstance(dtype, str) else list(dtype)
     if rank <= 4 and not any(isinstance(v, TensorValue) and v.groups for v in values):
-        return Broadcast([align(cx, v, rank, layout, d) for v, d in zip(values, dtypes)],
-                         out_shape, layout, ())
+        aligned = [align(cx, v, rank, layout, d) for v, d in zip(values, dtypes, strict=False)]
+        return Broadcast(aligned, out_shape, layout, ())
     classes = [None if _unit(n) else tuple(not _unit(_aligned(s, rank)[d]) for s in shapes)
                for d, n in enumerate(out_shape)]
     stored = [classes[d] for d in layout]
@@ -177,7 +178,8 @@ def broadcast(cx: Converter, values, dtype) -> Broadcast:
         values = [_expanded(cx, v, out_shape) for v in values]
         return broadcast(cx, values, dtype)
     groups = lay.normalize_groups(groups, rank)
-    operands = [_align_merged(cx, v, rank, layout, groups, d) for v, d in zip(values, dtypes)]
+    operands = [_align_merged(cx, v, rank, layout, groups, d)
+                for v, d in zip(values, dtypes, strict=False)]
     return Broadcast(operands, out_shape, layout, groups)
 
 
@@ -185,7 +187,7 @@ def _expanded(cx: Converter, v, shape: tuple):
     """``v`` repeated to ``shape`` (TILE for model tensors, at conversion for constants)."""
     if isinstance(v, TensorValue):
         v = with_rank(cx, v, len(shape))
-        multiples = [want if _unit(have) else 1 for have, want in zip(v.shape, shape)]
+        multiples = [want if _unit(have) else 1 for have, want in zip(v.shape, shape, strict=False)]
         return tile(cx, v, multiples, shape)
     if isinstance(v, torch.Tensor):
         if any(isinstance(d, Sym) for d in shape):
@@ -204,7 +206,7 @@ def tile(cx: Converter, x: TensorValue, multiples, shape) -> TensorValue:
         repeated = [not (isinstance(m, int) and m == 1) for m in multiples]
         try:
             x = fit(cx, x, ["tiled" if r else None if _unit(n) else "kept"
-                           for r, n in zip(repeated, x.shape)])
+                           for r, n in zip(repeated, x.shape, strict=False)])
         except Unsupported:  # too many alternations: one repeated dimension at a time
             for d in [d for d, r in enumerate(repeated) if r]:
                 step = [m if i == d else 1 for i, m in enumerate(multiples)]
@@ -265,7 +267,7 @@ def named_args(cx: Converter, args) -> dict:
     if cx.node is None or not cx.node.schema:
         raise Unsupported("the operator's schema is unknown")
     schema = torch._C.parse_schema(cx.node.schema)
-    named = {arg.name: value for arg, value in zip(schema.arguments, args)}
+    named = {arg.name: value for arg, value in zip(schema.arguments, args, strict=False)}
     for arg in schema.arguments[len(args):]:
         if arg.has_default_value():
             named[arg.name] = arg.default_value

@@ -17,8 +17,8 @@ a row (first operand) or column (second operand) of the product.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 import numpy as np
 
@@ -40,8 +40,8 @@ class _Placement:
     batch: tuple  # the groups, outermost first
     contracted: tuple
     columns: tuple  # output channels per group
-    input_order: Optional[tuple]  # labels as the input must be stored; None: as it is
-    filter_order: Optional[tuple]  # likewise for the filter
+    input_order: tuple | None  # labels as the input must be stored; None: as it is
+    filter_order: tuple | None  # likewise for the filter
     cost: int  # elements transposed
 
 
@@ -67,7 +67,7 @@ def _label_sizes(*operands) -> dict[str, SymInt]:
     for t, labels in operands:
         if len(labels) != t.rank:
             raise Unsupported(f"{len(labels)} labels for a tensor of rank {t.rank}")
-        for label, n in zip(labels, t.shape):
+        for label, n in zip(labels, t.shape, strict=False):
             seen = sizes.get(label)
             if seen is None:
                 sizes[label] = n

@@ -2,9 +2,10 @@
 
 NNAPI feature level 3 has RELU/RELU1/RELU6, LOGISTIC, TANH, PRELU and the unary math ops;
 hardswish, hardsigmoid, silu, gelu and elu are composed from them, except that with
-``target_level=4`` hardswish is one HARD_SWISH and elu (selu) one ELU (and a MUL). gelu's erf uses a rational approximation accurate to ~1e-7, far inside the
-1e-5 tolerance. Quantized inputs of RELU/RELU6/LOGISTIC/TANH/clamps stay quantized; other
-activations of quantized tensors run in float between DEQUANTIZE and QUANTIZE.
+``target_level=4`` hardswish is one HARD_SWISH and elu (selu) one ELU (and a MUL). gelu's erf
+uses a rational approximation accurate to ~1e-7, far inside the 1e-5 tolerance. Quantized
+inputs of RELU/RELU6/LOGISTIC/TANH/clamps stay quantized; other activations of quantized
+tensors run in float between DEQUANTIZE and QUANTIZE.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def unary(cx: Converter, op: Op, x: TensorValue) -> TensorValue:
 
 
 def simple_unary(cx: Converter, x):
-    return unary(cx, _UNARY[cx.node.kind], require_tensor(x))
+    return unary(cx, _UNARY[cx.current_node.kind], require_tensor(x))
 
 
 for _kind, _op in _UNARY.items():  # registered one by one so each lists its own NNAPI op
@@ -117,10 +118,11 @@ def clamp_tensor(cx: Converter, x: TensorValue, low, high) -> TensorValue:
     """``clamp(x, low, high)``: RELU/RELU1/RELU6 where the bounds match, else MAX/MIN."""
     lo = None if low is None else constant_float(low, "clamp minimum")
     hi = None if high is None else constant_float(high, "clamp maximum")
-    fused = {(0.0, None): Op.RELU, (-1.0, 1.0): Op.RELU1, (0.0, 6.0): Op.RELU6}.get((lo, hi))
-    if fused is not None:
-        if x.is_quantized or x.is_float:
-            return relu_like(cx, fused, x)
+    bounds: dict[tuple[float | None, float | None], Op] = {
+        (0.0, None): Op.RELU, (-1.0, 1.0): Op.RELU1, (0.0, 6.0): Op.RELU6}
+    fused = bounds.get((lo, hi))
+    if fused is not None and (x.is_quantized or x.is_float):
+        return relu_like(cx, fused, x)
     if x.is_quantized:
         return in_float(cx, x, lambda f: clamp_tensor(cx, f, lo, hi))
     out = x

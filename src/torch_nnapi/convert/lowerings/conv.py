@@ -36,14 +36,14 @@ class ConvQuant:
     out_zero_point: int
 
 
-def filter_operand(cx: Converter, array: np.ndarray, x: TensorValue, quant: "ConvQuant | None"):
+def filter_operand(cx: Converter, array: np.ndarray, x: TensorValue, quant: ConvQuant | None):
     if quant is None:
         return cx.constant(array, x.dtype)
     return cx.constant(array, "quint8", scale=quant.filter_scale,
                        zero_point=quant.filter_zero_point)
 
 
-def bias_operand(cx: Converter, bias: np.ndarray, x: TensorValue, quant: "ConvQuant | None"):
+def bias_operand(cx: Converter, bias: np.ndarray, x: TensorValue, quant: ConvQuant | None):
     if quant is None:
         return cx.constant(bias, x.dtype)
     scale = x.scale * quant.filter_scale
@@ -51,7 +51,7 @@ def bias_operand(cx: Converter, bias: np.ndarray, x: TensorValue, quant: "ConvQu
     return cx.constant(q, "qint32", scale=scale)
 
 
-def output_type(x: TensorValue, quant: "ConvQuant | None") -> tuple[str, float, int]:
+def output_type(x: TensorValue, quant: ConvQuant | None) -> tuple[str, float, int]:
     if quant is None:
         return x.dtype, 0.0, 0
     return "quint8", quant.out_scale, quant.out_zero_point
@@ -223,6 +223,7 @@ def _conv1d(cx: Converter, x: TensorValue, w, b, stride, padding, dilation, grou
         raise Unsupported(f"conv1d of a {x.rank}-D input")
     s = static_ints(stride, "stride", 1)[0]
     d = static_ints(dilation, "dilation", 1)[0]
+    pad2: str | list[int]
     if isinstance(padding, str):
         pad2 = padding
     else:

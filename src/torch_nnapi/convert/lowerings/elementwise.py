@@ -93,7 +93,7 @@ def _scaled(cx: Converter, b, alpha):
 def add(cx: Converter, a, b, alpha=None):
     if both_numbers(a, b):
         return number_binary("add", a, b)
-    if isinstance(a, str) or isinstance(a, list):
+    if isinstance(a, (str, list)):
         raise Unsupported("list or string concatenation")
     return arithmetic(cx, Op.ADD, a, _scaled(cx, b, alpha))
 
@@ -187,7 +187,7 @@ _COMPARISONS = {"aten::eq": Op.EQUAL, "aten::ne": Op.NOT_EQUAL, "aten::lt": Op.L
 @lowering(*_COMPARISONS, nnapi=tuple(op.name for op in _COMPARISONS.values()), any_rank=True,
           notes="number comparisons are folded")
 def compare(cx: Converter, a, b):
-    kind = cx.node.kind
+    kind = cx.current_node.kind
     if both_numbers(a, b):
         return compare_numbers(kind, a, b)
     if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
@@ -233,11 +233,11 @@ _OR = ("aten::logical_or", "aten::__or__", "aten::bitwise_or")
 @lowering(*_AND, *_OR, nnapi=("LOGICAL_AND", "LOGICAL_OR"), any_rank=True,
           notes="bool tensors (& and | of bools too); numbers are folded")
 def logical_binary(cx: Converter, a, b):
-    is_and = cx.node.kind in _AND
+    is_and = cx.current_node.kind in _AND
     if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
         return (a & b) if is_and else (a | b)
     if any(isinstance(v, TensorValue) and v.dtype != "bool" for v in (a, b)) \
-            and cx.node.kind != "aten::logical_and" and cx.node.kind != "aten::logical_or":
+            and cx.current_node.kind not in ("aten::logical_and", "aten::logical_or"):
         raise Unsupported("bitwise operations on integer tensors")
     op = Op.LOGICAL_AND if is_and else Op.LOGICAL_OR
     (ta, tb), shape, layout, groups = broadcast(cx, [a, b], "bool")
@@ -287,7 +287,7 @@ def to(cx: Converter, x, *args):
     from .scalars import DTYPE_OF_CODE
 
     x = _tensor_arg(x)
-    if cx.node.kind == "aten::type_as":
+    if cx.current_node.kind == "aten::type_as":
         other = args[0]
         target = other.dtype if isinstance(other, TensorValue) else str(other.dtype)[6:]
     else:

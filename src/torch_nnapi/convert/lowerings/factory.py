@@ -67,7 +67,7 @@ _FILLS = {"zeros": 0, "ones": 1, "empty": 0}
           " empty is zeros")
 def full(cx: Converter, *args):
     a = named_args(cx, args)
-    name = cx.node.kind.split("::")[1]
+    name = cx.current_node.kind.split("::")[1]
     value = a["fill_value"] if name == "full" else _FILLS[name]
     default = "float32"
     if name == "full" and isinstance(value, (bool, int)) and not isinstance(value, float):
@@ -80,7 +80,7 @@ def full(cx: Converter, *args):
           notes="a constant of the input's size (a TILE for flexible sizes)")
 def full_like(cx: Converter, *args):
     a = named_args(cx, args)
-    name = cx.node.kind.split("::")[1][:-len("_like")]
+    name = cx.current_node.kind.split("::")[1][:-len("_like")]
     value = a["fill_value"] if name == "full" else _FILLS[name]
     x = a["self"]
     return _filled(cx, _like_size(x), value, _dtype(a.get("dtype"), _own_dtype(x)))
@@ -90,7 +90,7 @@ def full_like(cx: Converter, *args):
           nnapi=("TILE",), any_rank=True, notes="a constant (a TILE for flexible sizes)")
 def new_full(cx: Converter, *args):
     a = named_args(cx, args)
-    name = cx.node.kind.split("::")[1][len("new_"):]
+    name = cx.current_node.kind.split("::")[1][len("new_"):]
     value = a["fill_value"] if name == "full" else _FILLS[name]
     return _filled(cx, a["size"], value, _dtype(a.get("dtype"), _own_dtype(a["self"])))
 

@@ -8,6 +8,8 @@ select uses the shrink-axis mask. Equal chunks are one SPLIT.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
@@ -72,7 +74,7 @@ def strided_slice(cx: Converter, x: TensorValue, slices: dict[int, tuple], shrin
     out_shape = tuple(n for d, n in enumerate(shape) if d not in shrink)
     out_layout = lay.without_dims(x.layout, list(shrink)) if shrink else x.layout
     if not shrink and all(not isinstance(a, Sym) and not isinstance(b, Sym) and a == b
-                          for a, b in zip(out_shape, x.shape)):
+                          for a, b in zip(out_shape, x.shape, strict=False)):
         return x
     return cx.emit(Op.STRIDED_SLICE,
                    dict(input=x, begin=cx.int_vector(begin), end=cx.int_vector(end),
@@ -135,7 +137,7 @@ def _strided_slice_merged(cx: Converter, x: TensorValue, slices: dict[int, tuple
     out_layout = lay.without_dims(x.layout, list(shrink)) if shrink else x.layout
     kept = [n for axis, n in enumerate(sizes) if not shrink_mask & (1 << axis)]
     groups = lay.normalize_groups(kept, len(out_shape)) if out_shape else ()
-    if not shrink and all(_same(a, b) for a, b in zip(out_shape, x.shape)):
+    if not shrink and all(_same(a, b) for a, b in zip(out_shape, x.shape, strict=False)):
         return x
     return cx.emit(Op.STRIDED_SLICE,
                    dict(input=x, begin=cx.int_vector(begin), end=cx.int_vector(end),
@@ -182,7 +184,7 @@ def select(cx: Converter, x, dim, index):
     return strided_slice(cx, x, {d: (i, i + 1, 1)}, shrink=(d,))
 
 
-def split_sizes(cx: Converter, x: TensorValue, dim: int, sizes: list[SymInt]) \
+def split_sizes(cx: Converter, x: TensorValue, dim: int, sizes: Sequence[SymInt]) \
         -> list[TensorValue]:
     """Pieces of ``x`` along ``dim``: one SPLIT if they are equal, else slices."""
     if len(sizes) == 1:

@@ -49,18 +49,18 @@ def channel_affine(cx: Converter, x: TensorValue, scale: np.ndarray | None,
 def batch_norm(cx: Converter, x, weight, bias, mean, var, training=False, momentum=0.1,
                eps=1e-5, *rest):
     x = require_tensor(x)
-    if cx.node.kind == "aten::_native_batch_norm_legit_no_training":
+    if cx.current_node.kind == "aten::_native_batch_norm_legit_no_training":
         momentum, eps = training, momentum  # (x, w, b, mean, var, momentum, eps)
         training = False
     if training is True:
         raise Unsupported("batch_norm in training mode")
-    if mean is None or var is None:
+    m = _vector(mean, "running_mean")
+    v = _vector(var, "running_var")
+    if m is None or v is None:
         raise Unsupported("batch_norm without running statistics")
     e = constant_float(eps, "eps")
     w = _vector(weight, "weight")
     b = _vector(bias, "bias")
-    m = _vector(mean, "running_mean")
-    v = _vector(var, "running_var")
     scale = 1.0 / np.sqrt(v + e)
     if w is not None:
         scale = scale * w
@@ -70,7 +70,7 @@ def batch_norm(cx: Converter, x, weight, bias, mean, var, training=False, moment
         return channel_affine(cx, f, scale, shift)
 
     out = in_float(cx, x, compute)
-    if cx.node.kind == "aten::_native_batch_norm_legit_no_training":
+    if cx.current_node.kind == "aten::_native_batch_norm_legit_no_training":
         return out, None, None
     return out
 

@@ -86,7 +86,7 @@ def _as_4d(cx: Converter, x: TensorValue) -> tuple[TensorValue, bool]:
           notes="dilation 1; padding and ceil_mode")
 def max_pool(cx: Converter, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
     x = require_tensor(x)
-    one_d = cx.node.kind == "aten::max_pool1d"
+    one_d = cx.current_node.kind == "aten::max_pool1d"
     dims = 1 if one_d else 2
     if any(d != 1 for d in static_ints(dilation, "dilation", dims)):
         raise Unsupported("dilated max pooling")
@@ -108,7 +108,7 @@ def max_pool(cx: Converter, x, kernel, stride=(), padding=0, dilation=1, ceil_mo
 def avg_pool(cx: Converter, x, kernel, stride=(), padding=0, ceil_mode=False,
              count_include_pad=True, divisor_override=None):
     x = require_tensor(x)
-    one_d = cx.node.kind == "aten::avg_pool1d"
+    one_d = cx.current_node.kind == "aten::avg_pool1d"
     if one_d:
         x4, _ = _as_4d(cx, x)
         k = [1] + static_ints(kernel, "kernel_size", 1)
@@ -156,12 +156,16 @@ def _zero_pad_hw(cx: Converter, x: TensorValue, ph: int, pw: int) -> TensorValue
                    x.zero_point)
 
 
-def _adaptive_sizes(x: TensorValue, output_size) -> tuple[int, int]:
+def _adaptive_sizes(x: TensorValue, output_size) -> tuple[SymInt, SymInt]:
+    """(height, width) of the output; None keeps the input's."""
     sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * 2
     if len(sizes) == 1:
         sizes = sizes * 2
-    return tuple(x.shape[2 + i] if s is None else static_int(s, "output_size")
-                 for i, s in enumerate(sizes))
+    if len(sizes) != 2:
+        raise Unsupported(f"adaptive 2-D pooling to {len(sizes)} sizes {sizes}")
+    oh, ow = (x.shape[2 + i] if s is None else static_int(s, "output_size")
+              for i, s in enumerate(sizes))
+    return oh, ow
 
 
 def adaptive_matrix(n: int, out: int) -> np.ndarray:
@@ -208,7 +212,7 @@ def _adaptive_avg_matrices(cx: Converter, x: TensorValue, oh: int, ow: int) -> T
     return in_float(cx, x, compute)
 
 
-def _adaptive_windows_at_load(cx: Converter, x: TensorValue, oh: int, ow: int,
+def _adaptive_windows_at_load(cx: Converter, x: TensorValue, oh: SymInt, ow: SymInt,
                               is_max: bool) -> TensorValue | tuple[TensorValue, None]:
     """Adaptive pooling of flexible sizes: PyTorch's windows are all alike (size and stride
     in // out) when the input size is a multiple of the output size, which the model then
@@ -226,7 +230,7 @@ def _adaptive_windows_at_load(cx: Converter, x: TensorValue, oh: int, ow: int,
                            filter_w=cx.i32(kw), filter_h=cx.i32(kh),
                            fuse_code=cx.i32(int(FuseCode.NONE)), nchw=cx.boolean(nchw)),
                   (n, c, oh, ow), g.dtype, g.layout, g.scale, g.zero_point)
-    if is_max and len(cx.node.outputs) > 1:
+    if is_max and len(cx.current_node.outputs) > 1:
         return out, None
     return out
 
@@ -238,7 +242,7 @@ def _adaptive_windows_at_load(cx: Converter, x: TensorValue, oh: int, ow: int,
           " average sizes as averaging-matrix products")
 def adaptive_pool(cx: Converter, x, output_size):
     x = require_tensor(x)
-    is_max = cx.node.kind == "aten::adaptive_max_pool2d"
+    is_max = cx.current_node.kind == "aten::adaptive_max_pool2d"
     if x.rank != 4:
         raise Unsupported("adaptive pooling of a non-4-D input")
     oh, ow = _adaptive_sizes(x, output_size)
@@ -257,7 +261,8 @@ def adaptive_pool(cx: Converter, x, output_size):
             out = cx.emit(Op.MEAN, dict(input=x, axes=cx.int_vector(axes), keep_dims=cx.i32(1)),
                           (n, c, 1, 1), x.dtype, x.layout, x.scale, x.zero_point)
     else:
-        if isinstance(h, Sym) or isinstance(w, Sym):
+        # (an output size is flexible only where it is the input's)
+        if isinstance(h, Sym) or isinstance(w, Sym) or isinstance(oh, Sym) or isinstance(ow, Sym):
             return _adaptive_windows_at_load(cx, x, oh, ow, is_max)
         if h % oh or w % ow:
             if is_max:
@@ -267,6 +272,6 @@ def adaptive_pool(cx: Converter, x, output_size):
         kh, kw = h // oh, w // ow
         op = Op.MAX_POOL_2D if is_max else Op.AVERAGE_POOL_2D
         out = pool2d(cx, op, x, [kh, kw], [kh, kw], [0, 0], False)
-    if is_max and len(cx.node.outputs) > 1:
+    if is_max and len(cx.current_node.outputs) > 1:
         return out, None  # the indices: unsupported if anything reads them
     return out

@@ -369,7 +369,7 @@ def qbatch_norm(cx: Converter, x, weight, bias, mean, var, eps, scale, zero_poin
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
     y = batch_norm(cx, float_of(cx, x), weight, bias, mean, var, False, 0.1, eps)
-    if cx.node.kind.endswith("_relu"):
+    if cx.current_node.kind.endswith("_relu"):
         y = cx.emit_like(Op.RELU, dict(input=y), y)
     return quantize(cx, y, out_scale, out_zp)
 

@@ -110,9 +110,9 @@ def _lstm_cell(cx: Converter, w: CellWeights) -> Cell:
     output_size = w.output_size
     weights: dict[str, TensorValue] = {}
     for source, matrix in (("input_to", w.w_ih), ("recurrent_to", w.w_hh)):
-        for gate, block in zip(_LSTM_GATES, np.split(matrix, 4)):
+        for gate, block in zip(_LSTM_GATES, np.split(matrix, 4), strict=True):
             weights[f"{source}_{gate}_weights"] = _float(cx, block)
-    for gate, block in zip(_LSTM_GATES, np.split(w.b_ih + w.b_hh, 4)):
+    for gate, block in zip(_LSTM_GATES, np.split(w.b_ih + w.b_hh, 4), strict=True):
         weights["cell_bias" if gate == "cell" else f"{gate}_gate_bias"] = _float(cx, block)
     no_peephole = _float(cx, np.zeros(hidden, np.float32))
     for gate in ("input", "forget", "output"):
@@ -286,7 +286,7 @@ def run_layers(cx: Converter, mode: str, x, states: Sequence, weights: Sequence[
             for t in (range(steps) if direction == 0 else range(steps - 1, -1, -1)):
                 state = cell(inputs[t], state)
                 step_outputs[t] = state[0]
-            for kept, s in zip(finals, state):
+            for kept, s in zip(finals, state, strict=False):
                 kept.append(s)
             outputs.append(step_outputs)
         if layer + 1 < stack.num_layers:
@@ -340,7 +340,7 @@ def gru(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bi
           notes=_LAYER_NOTES.format(" (RNN; with tanh, RNN then TANH)"))
 def rnn(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
         batch_first=False):
-    mode = "rnn_relu" if cx.node.kind == "aten::rnn_relu" else "rnn_tanh"
+    mode = "rnn_relu" if cx.current_node.kind == "aten::rnn_relu" else "rnn_tanh"
     return _recurrent(cx, mode, x, [hx], params, has_biases, num_layers, dropout, train,
                       bidirectional, batch_first)
 
@@ -376,5 +376,5 @@ def gru_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 @lowering("aten::rnn_tanh_cell", "aten::rnn_relu_cell", nnapi=("RNN", "TANH"))
 def rnn_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    mode = "rnn_relu" if cx.node.kind == "aten::rnn_relu_cell" else "rnn_tanh"
+    mode = "rnn_relu" if cx.current_node.kind == "aten::rnn_relu_cell" else "rnn_tanh"
     return _one_step(cx, mode, x, [hx], w_ih, w_hh, b_ih, b_hh)[0]

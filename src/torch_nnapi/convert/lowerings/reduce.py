@@ -114,7 +114,7 @@ def mean(cx: Converter, x, dims=None, keepdim=False, dtype=None):
 def sum_(cx: Converter, x, dims=None, keepdim=False, dtype=None):
     x = require_tensor(x)
     if isinstance(dims, int) and not isinstance(dims, bool) and dtype is None \
-            and len(cx.node.inputs) == 2:
+            and len(cx.current_node.inputs) == 2:
         dtype, dims = dims, None  # sum(x, dtype)
     x = _dtype_arg(x, dtype)
     if not x.is_float:
@@ -133,7 +133,7 @@ def prod(cx: Converter, x, dim=None, keepdim=False, dtype=None):
 @lowering("aten::amax", "aten::amin", nnapi=("REDUCE_MAX", "REDUCE_MIN"), any_rank=True)
 def amax(cx: Converter, x, dims=None, keepdim=False):
     x = require_tensor(x)
-    op = Op.REDUCE_MAX if cx.node.kind == "aten::amax" else Op.REDUCE_MIN
+    op = Op.REDUCE_MAX if cx.current_node.kind == "aten::amax" else Op.REDUCE_MIN
     return reduce(cx, op, x, reduce_dims(x, dims), bool(keepdim))
 
 
@@ -141,7 +141,7 @@ def amax(cx: Converter, x, dims=None, keepdim=False):
           nnapi=("REDUCE_MAX", "REDUCE_MIN", "ARGMAX", "ARGMIN", "MAXIMUM", "MINIMUM"),
           notes="max(x), max(x, dim) -> (values, indices), max(x, other)")
 def max_min(cx: Converter, x, *args):
-    is_max = cx.node.kind == "aten::max"
+    is_max = cx.current_node.kind == "aten::max"
     if len(args) == 1 and (isinstance(args[0], TensorValue) or hasattr(args[0], "shape")):
         return extremum(cx, Op.MAXIMUM if is_max else Op.MINIMUM, x, args[0])
     x = require_tensor(x)
@@ -172,7 +172,7 @@ def arg_extremum(cx: Converter, x: TensorValue, d: int, keepdim: bool, is_max: b
           notes="int64 results are int32 in NNAPI and cast back by the wrapper")
 def argmax(cx: Converter, x, dim=None, keepdim=False):
     x = require_tensor(x)
-    is_max = cx.node.kind == "aten::argmax"
+    is_max = cx.current_node.kind == "aten::argmax"
     if dim is None:
         flat = cx.reshape(x, (_numel(x.shape),))
         out = arg_extremum(cx, flat, 0, False, is_max)
@@ -201,14 +201,14 @@ def var_std(cx: Converter, x, dims=None, correction=None, keepdim=False, *rest):
         n = n * x.shape[d]
     corr = 1.0 if correction is None else (float(correction) if not isinstance(
         correction, bool) else float(correction))
-    if isinstance(n, int) is False:
+    if not isinstance(n, int):
         raise Unsupported("variance over a flexible dimension")
     mu = reduce(cx, Op.MEAN, x, dd, True)
     dev = arithmetic(cx, Op.SUB, x, mu)
     var = reduce(cx, Op.MEAN, arithmetic(cx, Op.MUL, dev, dev), dd, bool(keepdim))
     if corr:
         var = arithmetic(cx, Op.MUL, var, n / (n - corr))
-    if cx.node.kind == "aten::std":
+    if cx.current_node.kind == "aten::std":
         var = cx.emit_like(Op.SQRT, dict(input=var), var)
     return var
 
@@ -253,7 +253,7 @@ def softmax(cx: Converter, x, dim, dtype=None, *rest):
         dtype = None  # _softmax(x, dim, half_to_float)
     x = _dtype_arg(x, dtype)
     d = dim_index(dim, x.rank)
-    log = "log_softmax" in cx.node.kind
+    log = "log_softmax" in cx.current_node.kind
     if x.groups or x.rank > 4:
         x = separate(cx, x, [d])
     inputs = dict(input=x, beta=cx.float_scalar(1.0, x), axis=cx.i32(x.nnapi_axis(d)))

@@ -23,10 +23,10 @@ from ..errors import Unsupported
 from ..symbolic import Sym, hint
 from ..values import TensorValue
 from . import lowering
-from .elementwise import arithmetic
 from ._common import require_tensor, static_int, tile
 from .activation import in_float
 from .conv import spatial_input
+from .elementwise import arithmetic
 from .index import gather_indices, strided_slice
 from .shape import concatenate
 
@@ -40,7 +40,7 @@ def _sizes_and_scales(x: TensorValue, output_size, scales, dims: int):
         sizes = [s if isinstance(s, Sym) else int(s) for s in output_size]
     elif scales is not None:
         sizes = []
-        for n, s in zip(spatial, scales):
+        for n, s in zip(spatial, scales, strict=False):
             if isinstance(n, Sym):
                 if float(s) != int(s):
                     raise Unsupported("a non-integer scale factor on a flexible dimension")
@@ -78,7 +78,7 @@ def _nnapi_nearest_map(n: int, out: int) -> np.ndarray:
 def _nearest2d(cx: Converter, x: TensorValue, sizes, factors) -> TensorValue:
     oh, ow = sizes
     n, c, h, w = x.shape
-    if any(isinstance(d, Sym) for d in (h, w, oh, ow)):
+    if isinstance(h, Sym) or isinstance(w, Sym) or isinstance(oh, Sym) or isinstance(ow, Sym):
         # NNAPI picks floor(dst * in / out), as PyTorch does for a given size or an integer
         # scale factor (_sizes_and_scales refuses fractional ones, for which PyTorch uses
         # 1 / factor instead)
@@ -107,7 +107,7 @@ def _nearest2d(cx: Converter, x: TensorValue, sizes, factors) -> TensorValue:
           notes="GATHER where NNAPI's pixel choice would differ")
 def upsample_nearest(cx: Converter, x, output_size=None, *scales):
     x = require_tensor(x)
-    one_d = cx.node.kind == "aten::upsample_nearest1d"
+    one_d = cx.current_node.kind == "aten::upsample_nearest1d"
     dims = 1 if one_d else 2
     factors = _scale_args(scales, dims)
     sizes, factors = _sizes_and_scales(x, output_size, factors, dims)

@@ -76,7 +76,7 @@ def tuple_construct(cx: Converter, *items):
 
 @lowering("prim::ListUnpack", "prim::TupleUnpack", any_rank=True)
 def unpack(cx: Converter, items):
-    n = len(cx.node.outputs)
+    n = len(cx.current_node.outputs)
     if len(items) != n:
         raise Unsupported(f"unpacking {len(items)} values into {n}")
     return tuple(items)
@@ -159,7 +159,7 @@ def number_cast(cx: Converter, v):
     v = as_number(v)
     if isinstance(v, TensorValue):
         raise Unsupported("a tensor computed by the model cannot become a Python number")
-    kind = cx.node.kind
+    kind = cx.current_node.kind
     if isinstance(v, Sym):
         if kind in ("aten::Float", "aten::FloatImplicit"):
             raise Unsupported("float() of a flexible dimension")
@@ -193,7 +193,7 @@ def logical_not(cx: Converter, a):
 @lowering("aten::__is__", "aten::__isnot__")
 def identity_test(cx: Converter, a, b):
     same = (a is None and b is None) or a is b
-    return same if cx.node.kind == "aten::__is__" else not same
+    return same if cx.current_node.kind == "aten::__is__" else not same
 
 
 @lowering("prim::max", "prim::min")
@@ -201,11 +201,11 @@ def extremum(cx: Converter, *args):
     items = list(args[0]) if len(args) == 1 else list(args)
     if any(isinstance(x, TensorValue) for x in items):
         raise Unsupported("prim::max/min of tensors")
-    fn = sym_max if cx.node.kind == "prim::max" else sym_min
+    fn = sym_max if cx.current_node.kind == "prim::max" else sym_min
     result = items[0]
     for x in items[1:]:
         result = fn(result, x) if isinstance(result, Sym) or isinstance(x, Sym) else (
-            max(result, x) if cx.node.kind == "prim::max" else min(result, x))
+            max(result, x) if cx.current_node.kind == "prim::max" else min(result, x))
     return result
 
 

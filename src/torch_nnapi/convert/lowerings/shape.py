@@ -14,7 +14,7 @@ from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from .. import layout as lay
 from ..context import Converter
-from ..errors import Unsupported
+from ..errors import ConverterBug, Unsupported
 from ..merged import regroup, reshape_in_place, separate, with_rank
 from ..symbolic import Sym, SymInt
 from ..values import TensorValue
@@ -190,7 +190,7 @@ def expand(cx: Converter, x, sizes, *rest):
     target = tuple(x.shape[i] if not isinstance(s, Sym) and int(s) == -1 else s
                    for i, s in enumerate(sizes))
     multiples = []
-    for have, want in zip(x.shape, target):
+    for have, want in zip(x.shape, target, strict=True):
         if isinstance(have, int) and have == 1:
             multiples.append(want)
         elif have == want or isinstance(want, Sym) or isinstance(have, Sym):
@@ -208,7 +208,7 @@ def repeat(cx: Converter, x, repeats):
         raise Unsupported("repeat with fewer repeats than dimensions")
     if len(repeats) > x.rank:
         x = with_rank(cx, x, len(repeats))
-    shape = tuple(d * r for d, r in zip(x.shape, repeats))
+    shape = tuple(d * r for d, r in zip(x.shape, repeats, strict=True))
     return tile(cx, x, repeats, shape)
 
 
@@ -244,9 +244,9 @@ def concatenate(cx: Converter, items, dim, scale: float | None = None,
         size = size + t.shape[d]
     shape = tuple(size if i == d else n for i, n in enumerate(operands[0].shape))
     if dtype == "quint8":
-        if scale is None:
+        if scale is None or zero_point is None:
             ex = cx.example()
-            if ex is not None and getattr(ex, "scale", 0.0):
+            if getattr(ex, "scale", 0.0):  # None or a number: no scale
                 scale, zero_point = ex.scale, ex.zero_point
             else:
                 scale, zero_point = operands[0].scale, operands[0].zero_point
@@ -292,7 +292,7 @@ def roll(cx: Converter, x, shifts, dims=()):
     if len(shifts) != len(dims):
         raise Unsupported(f"roll with {len(shifts)} shifts for {len(dims)} dimensions")
     out = x
-    for shift, dim in zip(shifts, dims):
+    for shift, dim in zip(shifts, dims, strict=True):
         d = dim_index(dim, x.rank)
         size = static_int(x.shape[d], "rolled dimension")
         k = static_int(shift, "roll shift") % size
@@ -322,7 +322,7 @@ def flip(cx: Converter, x, dims):
 def reshape_permute_reshape(cx: Converter, x, *args):
     from . import lowering_for
 
-    fused = cx.node
+    fused = cx.current_node
     parts, k = [], 0
     for step in fused.steps:
         n = len(step.inputs) - 1
@@ -336,9 +336,12 @@ def reshape_permute_reshape(cx: Converter, x, *args):
                        x.shape, x.dtype, x.layout, x.scale, x.zero_point)
     value = x
     try:
-        for step, part in zip(fused.steps, parts):
+        for step, part in zip(fused.steps, parts, strict=False):
             cx.node = step
-            value = lowering_for(step.kind).fn(cx, value, *part)
+            step_lowering = lowering_for(step.kind)
+            if step_lowering is None:
+                raise ConverterBug(f"patterns.py fused {step.kind}, which has no lowering")
+            value = step_lowering.fn(cx, value, *part)
     finally:
         cx.node = fused
     return value
@@ -349,10 +352,12 @@ def _channel_shuffle_groups(x: TensorValue, steps, parts) -> int | None:
     if x.rank != 4 or not isinstance(x.shape[1], int):
         return None
     split = resolve_shape(x, parts[0][0])
-    if len(split) != 5 or not all(isinstance(d, int) for d in split[1:3]):
+    if len(split) != 5:
         return None
-    groups = split[1]
-    if not (_same(split[0], x.shape[0]) and split[1] * split[2] == x.shape[1]
+    groups, per_group = split[1], split[2]
+    if not isinstance(groups, int) or not isinstance(per_group, int):
+        return None
+    if not (_same(split[0], x.shape[0]) and groups * per_group == x.shape[1]
             and _same(split[3], x.shape[2]) and _same(split[4], x.shape[3])):
         return None
     permute_step, permute_args = steps[1], parts[1]
@@ -363,7 +368,7 @@ def _channel_shuffle_groups(x: TensorValue, steps, parts) -> int | None:
     if not swapped:
         return None
     merged = resolve_shape(x, parts[-1][0])
-    if len(merged) != 4 or not all(_same(a, b) for a, b in zip(merged, x.shape)):
+    if len(merged) != 4 or not all(_same(a, b) for a, b in zip(merged, x.shape, strict=True)):
         return None
     return groups
 
