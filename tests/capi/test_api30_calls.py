@@ -25,8 +25,8 @@ from torch_nnapi.nnapi import (
 
 from .clib import (
     add_then_multiply_model,
-    bind,
     binary_model,
+    bind,
     compile_model,
     expect,
     host_device,

@@ -96,10 +96,13 @@ def test_an_installed_wheel_finds_its_own_environment(client, tmp_path):
     tools = sysconfig.get_paths()["purelib"]  # setuptools, wheel, pip and numpy live here
     source = tmp_path / "source"
     for name in ("src", "setup.py", "pyproject.toml", "README.md"):
-        copy = shutil.copytree if (PROJECT / name).is_dir() else shutil.copy
-        copy(PROJECT / name, source / name if name != "src" else source / "src",
-             **({"ignore": shutil.ignore_patterns("*.so", "__pycache__")}
-                if name == "src" else {}))
+        if name == "src":
+            shutil.copytree(PROJECT / name, source / name,
+                            ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+        elif (PROJECT / name).is_dir():
+            shutil.copytree(PROJECT / name, source / name)
+        else:
+            shutil.copy(PROJECT / name, source / name)
     builder = tmp_path / "builder"
     _venv(builder)
     build = subprocess.run(

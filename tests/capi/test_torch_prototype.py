@@ -11,19 +11,19 @@ import sys
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 from torch.backends._nnapi.prepare import convert_model_to_nnapi  # noqa: E402
 
-
-nn = torch.nn
 pytestmark = [pytest.mark.usefixtures("qnnpack")]
 
 
 def nhwc(t: torch.Tensor) -> torch.Tensor:
     """The converter's marker for an input it should take as NHWC."""
     t = t.clone().contiguous(memory_format=torch.channels_last)
-    t.nnapi_nhwc = True
+    t.nnapi_nhwc = True  # type: ignore[attr-defined]  # the marker the converter reads
     return t
 
 
@@ -45,7 +45,7 @@ def check(module: nn.Module, args: list, convert_args: list | None = None) -> No
     if isinstance(expected, torch.Tensor):
         expected, actual = (expected,), (actual,)
     assert len(actual) == len(expected)
-    for want, got in zip(expected, actual):
+    for want, got in zip(expected, actual, strict=True):
         assert got.shape == want.shape
         if want.is_quantized:
             assert (got.q_scale(), got.q_zero_point()) == (want.q_scale(), want.q_zero_point())

@@ -106,6 +106,7 @@ def test_unsupported_operations_are_all_listed(tmp_path, capsys):
 def test_wrong_lowering_is_caught_layer_by_layer(scaled_file, capsys, monkeypatch):
     """A MUL lowering that scales its constant by 1.01: the check must name that layer."""
     honest = lowering_for("aten::mul")
+    assert honest is not None
 
     def wrong(cx, a, b):
         # traced scalars arrive as constant tensors
@@ -130,6 +131,7 @@ def test_wrong_lowering_is_caught_layer_by_layer(scaled_file, capsys, monkeypatc
 
 def test_tolerance_option(scaled_file, capsys, monkeypatch):
     honest = lowering_for("aten::mul")
+    assert honest is not None
 
     def slightly_wrong(cx, a, b):
         return honest.fn(cx, a, b * (1 + 1e-5) if isinstance(b, torch.Tensor) else b)
@@ -273,7 +275,7 @@ def test_isolated_layers_each_start_from_pytorchs_input(tmp_path, capsys):
     """A chain of quantized convolutions: NNAPI and PyTorch round differently by a quantum
     now and then, and the differences are carried down the chain; fed PyTorch's own input,
     each layer shows only its own."""
-    layers = [torch.nn.Conv2d(3, 8, 1)]
+    layers: list[torch.nn.Module] = [torch.nn.Conv2d(3, 8, 1)]
     for _ in range(8):
         layers += [torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU()]
     path = _fx_quantized(torch.nn.Sequential(*layers), torch.randn(1, 3, 8, 8),
@@ -283,7 +285,8 @@ def test_isolated_layers_each_start_from_pytorchs_input(tmp_path, capsys):
     isolated = json.loads(text)
     assert code == 0 and isolated["isolated"]
     assert len(isolated["layers"]) == len(chained["layers"])
-    errors = [(a["error"], b["error"]) for a, b in zip(isolated["layers"], chained["layers"])]
+    errors = [(a["error"], b["error"])
+              for a, b in zip(isolated["layers"], chained["layers"], strict=True)]
     assert all(alone <= carried for alone, carried in errors), errors
     assert sum(alone for alone, _ in errors) < sum(carried for _, carried in errors), errors
     code, text = _check(capsys, path, "--input", "1x3x8x8", "--isolated")
@@ -293,6 +296,7 @@ def test_isolated_layers_each_start_from_pytorchs_input(tmp_path, capsys):
 def test_convert_check_gives_a_verdict_and_fails_over_the_tolerance(scaled_file, tmp_path,
                                                                     capsys, monkeypatch):
     honest = lowering_for("aten::mul")
+    assert honest is not None
 
     def slightly_wrong(cx, a, b):
         return honest.fn(cx, a, b * (1 + 1e-5) if isinstance(b, torch.Tensor) else b)

@@ -90,9 +90,11 @@ def test_plots_escape_what_they_show():
 def _screenshot(page: Path, tmp_path: Path):
     from PIL import Image
 
+    chromium = _chromium()
+    assert chromium is not None  # the tests that call this are marked needs_chromium
     png = tmp_path / (page.stem + ".png")
     profile = tmp_path / f"profile-{page.stem}"  # a new, empty profile each time
-    result = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+    result = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
                              "--window-size=1200,1600", f"--screenshot={png}",
                              page.as_uri()], capture_output=True, text=True, timeout=180)
     assert result.returncode == 0 and png.exists(), result.stderr[-2000:]
@@ -104,7 +106,7 @@ def _rgb(colour: str) -> tuple[int, int, int]:
 
 
 def _near(pixel, colour, slack: int = 4) -> bool:
-    return all(abs(a - b) <= slack for a, b in zip(pixel, colour))
+    return all(abs(a - b) <= slack for a, b in zip(pixel, colour, strict=True))
 
 
 def _plot_pixels(image, mark: str) -> tuple[int, tuple[int, int, int, int]]:

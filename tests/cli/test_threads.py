@@ -3,6 +3,8 @@ NumPy's BLAS and (for the commands using it) PyTorch."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 import torch
 
@@ -31,8 +33,9 @@ def test_every_command_that_runs_a_model_takes_threads():
     # bench applies --threads to its measurement only; the others for the whole command
     assert {name for name, cmd in COMMANDS.items() if cmd.runs_models} == \
         MODEL_RUNNERS - {"bench"}
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     for name in MODEL_RUNNERS:
-        sub = parser._subparsers._group_actions[0].choices[name]
+        sub = subparsers.choices[name]
         assert any("--threads" in action.option_strings for action in sub._actions), name
 
 

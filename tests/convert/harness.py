@@ -70,7 +70,7 @@ def assert_close(actual, expected, what: str = "output",
     worst = 0.0
     actual, expected = as_list(actual), as_list(expected)
     assert len(actual) == len(expected), f"{len(actual)} outputs, expected {len(expected)}"
-    for i, (a, e) in enumerate(zip(actual, expected)):
+    for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
         assert tuple(a.shape) == tuple(e.shape), \
             f"{what} {i}: shape {list(a.shape)}, expected {list(e.shape)}"
         if e.is_quantized:

@@ -9,7 +9,6 @@ import torch.nn.functional as F
 
 from .harness import LAYOUTS, Fn, check, nnapi_ops
 
-
 ACTIVATIONS = {
     "relu": torch.relu, "relu_": lambda x: torch.relu_(x * 1.0), "relu6": F.relu6,
     "hardtanh": lambda x: F.hardtanh(x, -2.0, 3.0), "hardtanh_": lambda x: F.hardtanh_(x * 1.0),

@@ -8,9 +8,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import torch_nnapi
-from torch_nnapi.convert.api import convert_with_details
+from torch_nnapi.convert.api import Conversion, convert_with_details
 from torch_nnapi.convert.capture_export import capture_exported
 from torch_nnapi.convert.errors import CaptureError, ConversionError
+from torch_nnapi.convert.fallback import PartitionedConversion
 
 from . import zoo
 from .harness import check, nnapi_ops, run
@@ -63,12 +64,14 @@ def test_exported_program_is_taken_with_its_own_example_inputs():
     model = zoo.randomize_batchnorm(Heads())
     x = torch.randn(1, 3, 16, 20)
     program = torch.export.export(model, (x,))
-    module = torch_nnapi.convert(program)  # example_inputs from the program
+    # example_inputs from the program; torch_nnapi.convert is a callable package, which mypy
+    # takes for a plain module
+    module = torch_nnapi.convert(program)  # type: ignore[operator]
     with torch.no_grad():
         expected = model(x)
     actual = run(module, (x,))
     assert all(torch.allclose(a.float(), e.float(), atol=1e-5)
-               for a, e in zip(actual, expected))
+               for a, e in zip(actual, expected, strict=True))
 
 
 def test_dims_of_an_exported_program_are_flexible():
@@ -79,12 +82,13 @@ def test_dims_of_an_exported_program_are_flexible():
     program = torch.export.export(model, (x,),
                                   dynamic_shapes={"x": {0: dynamic, 2: dynamic, 3: dynamic}})
     conversion = convert_with_details(program, (x,))
+    assert isinstance(conversion, Conversion)
     assert conversion.lowered.specs[0].flexible == (0, 2, 3)
     for shape in SHAPES:
         y = torch.randn(*shape)
         with torch.no_grad():
             expected = model(y)
-        for a, e in zip(run(conversion.module, (y,)), expected):
+        for a, e in zip(run(conversion.module, (y,)), expected, strict=True):
             assert torch.allclose(a, e, atol=1e-4), shape
 
 
@@ -125,7 +129,8 @@ def test_front_end_choice_is_checked():
 
 
 # run_decompositions deep-copies the program, and torch's own copy of its tree specs warns
-@pytest.mark.filterwarnings("ignore:`isinstance\\(treespec, LeafSpec\\)` is deprecated:FutureWarning")
+@pytest.mark.filterwarnings(
+    "ignore:`isinstance\\(treespec, LeafSpec\\)` is deprecated:FutureWarning")
 def test_core_aten_graph_after_decompositions():
     """run_decompositions() gives convolution, _native_batch_norm_legit_no_training,
     max_pool2d_with_indices and addmm: each lowers (the unread outputs dropped)."""
@@ -140,7 +145,7 @@ def test_core_aten_graph_after_decompositions():
     assert nnapi_ops(conversion).count("MUL") == 1  # the model's y * 2: the batch norm folded
     with torch.no_grad():
         expected = model(x)
-    for a, e in zip(run(conversion.module, (x,)), expected):
+    for a, e in zip(run(conversion.module, (x,)), expected, strict=True):
         assert torch.allclose(a.float(), e.float(), atol=1e-5)
 
 
@@ -187,6 +192,7 @@ def test_cpu_fallback_partitions_the_exported_graph():
                        " NNAPI regions"):
         convert_with_details(program)
     conversion = convert_with_details(program, fallback=True)
+    assert isinstance(conversion, PartitionedConversion)
     assert [c.kind for c in conversion.report.cpu] == ["aten::cumsum"]
     assert len(conversion.regions) == 2
     for y in (x, torch.randn(1, 3, 20, 8)):
@@ -194,6 +200,7 @@ def test_cpu_fallback_partitions_the_exported_graph():
             assert torch.allclose(run(conversion.module, (y,)), model(y), atol=1e-5)
     ops = convert_with_details(model, (x,), capture="export", fallback=True,
                                fallback_ops=["aten::relu"])
+    assert isinstance(ops, PartitionedConversion)
     assert [c.kind for c in ops.report.cpu] == ["aten::cumsum", "aten::relu"]
     with torch.no_grad():
         assert torch.allclose(run(ops.module, (x,)), model(x), atol=1e-5)
@@ -209,6 +216,7 @@ def test_cpu_fallback_of_a_pt2e_quantized_model():
     x = torch.randn(1, 3, 8, 8)
     quantized = quantize(ConvCumsum().eval(), (x,), observer="minmax")
     conversion = convert_with_details(quantized, (x,), fallback=True)
+    assert isinstance(conversion, PartitionedConversion)
     assert [c.kind for c in conversion.report.cpu] == ["aten::cumsum"]
     model = conversion.regions[0].result.cx.model
     assert model.operands[model.operations[0].inputs[0]].type.name == "TENSOR_QUANT8_ASYMM"

@@ -117,9 +117,9 @@ def test_torch_using_commands_do_not_show_torchscript_deprecations(model_file, t
 
     def load_model(path):
         warnings.warn("`torch.jit.load` is deprecated. Please switch to `torch.export`.",
-                      DeprecationWarning)
-        warnings.warn("Lite Interpreter is deprecated.", DeprecationWarning)
-        warnings.warn("some other API is deprecated", DeprecationWarning)
+                      DeprecationWarning, stacklevel=2)
+        warnings.warn("Lite Interpreter is deprecated.", DeprecationWarning, stacklevel=2)
+        warnings.warn("some other API is deprecated", DeprecationWarning, stacklevel=2)
         raise bad_file("no model")
 
     monkeypatch.setattr(convert_cmd, "load_model", load_model)

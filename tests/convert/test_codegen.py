@@ -22,6 +22,7 @@ from .test_capture_export import Heads
 
 def _load(path):
     spec = importlib.util.spec_from_file_location("generated_for_test", str(path))
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -40,7 +41,7 @@ def test_generated_file_reproduces_the_model(build, tmp_path):
     y = torch.randn(1, 3, 32, 32)  # other inputs than the examples
     with torch.no_grad():
         for a, e in zip(torch.utils._pytree.tree_leaves(generated(y)),
-                        torch.utils._pytree.tree_leaves(model(y))):
+                        torch.utils._pytree.tree_leaves(model(y)), strict=True):
             assert torch.allclose(a.float(), e.float(), atol=1e-5)
 
 

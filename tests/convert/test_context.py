@@ -151,13 +151,18 @@ def test_lists_are_only_for_variadic_inputs_and_positions_are_gone():
         == "CONCATENATION: input 'inputs' takes a non-empty list of operands"
     assert _bug(lambda: cx.emit(Op.RELU, dict(input=[x]), x.shape, "float32")) \
         == "RELU: input 'input' takes one operand, not a list"
-    assert _bug(lambda: cx.emit(Op.RELU, [x], x.shape, "float32")) \
+
+    def emit_a_list():  # the misuse under test: its type is wrong on purpose
+        return cx.emit(Op.RELU, [x], x.shape, "float32")  # type: ignore[arg-type]
+
+    assert _bug(emit_a_list) \
         == "RELU: inputs and outputs are given by name (a mapping), not as a list"
 
 
 def test_a_binding_error_names_the_node_being_lowered():
     cx = Converter()
     x: TensorValue = cx.new_tensor((2, 6), "float32")
-    cx.node = SimpleNamespace(kind="aten::relu", location="model.py:12")
+    # a stand-in for the capture.Node (Converter.node has no declared type but its None)
+    cx.node = SimpleNamespace(kind="aten::relu", location="model.py:12")  # type: ignore[assignment]
     assert _bug(lambda: cx.emit(Op.RELU, dict(x=x), x.shape, "float32")) \
         == "aten::relu at model.py:12: RELU has no input named 'x' (its inputs: input)"

@@ -58,8 +58,10 @@ def test_conv_transpose2d(nhwc):
 
 def test_conv_batchnorm_is_folded_and_standalone_batchnorm_is_affine():
     _seeded()
-    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.BatchNorm2d(8))
-    for bn in (model[1], model[3]):
+    folded, standalone = nn.BatchNorm2d(8), nn.BatchNorm2d(8)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), folded, nn.ReLU(), standalone)
+    for bn in (folded, standalone):
+        assert bn.running_mean is not None and bn.running_var is not None  # tracked (default)
         bn.running_mean.normal_()
         bn.running_var.uniform_(0.5, 2.0)
         bn.weight.data.normal_()

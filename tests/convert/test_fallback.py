@@ -8,10 +8,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
+from torch import nn
 
 from torch_nnapi.convert.api import Conversion, convert_with_details
 from torch_nnapi.convert.errors import ConversionError, FeatureLevelError
@@ -72,6 +75,7 @@ def test_nhwc_regions_stay_channels_last():
     conversion = partitioned(fm.randomize(fm.InTheMiddle()), image(), nhwc=True)
     for region in conversion.regions:
         assert "TRANSPOSE" not in region.operation_counts
+        assert region.lowered is not None
         model = region.lowered.cx.model
         assert model.operands[model.inputs[0]].dimensions[-1] in (3, 8)  # channels last
 
@@ -81,12 +85,16 @@ def test_quantized_regions_exchange_quint8():
     x = image()
     model = fm.quantized_blocks(x)
     conversion = convert_with_details(model, x, fallback=True)
+    assert isinstance(conversion, PartitionedConversion)
     with torch.no_grad():
         expected = model(x)
     got = run(conversion.module, (x,))
-    assert (got - expected).abs().max().item() <= model.b.scale * 1.0001  # one quantum
+    out_conv = model.b
+    assert isinstance(out_conv, torch.ao.nn.quantized.Conv2d)
+    assert (got - expected).abs().max().item() <= out_conv.scale * 1.0001  # one quantum
     assert len(conversion.regions) == 2
     first, second = conversion.regions
+    assert first.lowered is not None and second.lowered is not None
     assert first.lowered.outputs[0].dtype == "quint8"
     assert second.lowered.inputs[0].dtype == "quint8"
     crossing = conversion.report.regions[0].outputs[0]
@@ -223,7 +231,8 @@ def test_knobs_need_fallback():
 # ------------------------------------------------------------------------------ artifacts
 
 
-SAVED = {
+# name -> (model factory, convert_with_details options)
+SAVED: dict[str, tuple[Callable[[], nn.Module], dict[str, Any]]] = {
     "middle": (lambda: fm.randomize(fm.InTheMiddle()), {}),
     "residual_nhwc": (lambda: fm.randomize(fm.Residual()), {"nhwc": True}),
     "masked": (fm.Masked, {}),

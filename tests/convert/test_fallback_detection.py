@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from torch_nnapi.convert.api import convert_with_details
+from torch_nnapi.convert.fallback import PartitionedConversion
 from torch_nnapi.convert.lowerings import lowering_for
 
 from .fallback_detection import detection_error, detector, image
@@ -24,6 +25,7 @@ def test_detection_runs_backbone_and_heads_on_nnapi(name):
     model = detector(name)
     x = image(0)
     conversion = convert_with_details(model, x, fallback=True)
+    assert isinstance(conversion, PartitionedConversion)
     convolutions = sum(isinstance(m, torch.nn.Conv2d) for m in model.modules())
     on_nnapi = sum(r.operation_counts.get(op, 0) for r in conversion.regions
                    for op in ("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D"))

@@ -64,14 +64,13 @@ def test_lists_do_not_cross_regions():
 
 
 @pytest.mark.parametrize("policy, message", [
-    ({"fallback_ops": ["softmax"]}, "TorchScript op kinds such as 'aten::softmax'"),
+    ({"fallback_ops": frozenset(["softmax"])}, "TorchScript op kinds such as 'aten::softmax'"),
     ({"min_region_size": -1}, "min_region_size must be >= 0"),
     ({"max_regions": 0}, "max_regions must be >= 1"),
 ])
 def test_policy_checks_its_knobs(policy, message):
     with pytest.raises(ValueError, match=message):
-        FallbackPolicy(**{k: frozenset(v) if k == "fallback_ops" else v
-                          for k, v in policy.items()})
+        FallbackPolicy(**policy)
 
 
 def test_relaxed_float16_above_the_target_is_not_fixed_by_the_cpu():

@@ -8,7 +8,6 @@ import torch.nn as nn
 
 from .harness import LAYOUTS, Fn, check, nnapi_ops
 
-
 INDEX_OPS = {
     "slice": lambda x: x[:, 1:3, ::2, 1:],
     "slice_negative": lambda x: x[..., -3:-1],

@@ -8,8 +8,16 @@ import pytest
 
 from torch_nnapi.convert import layout as lay
 from torch_nnapi.convert.lowerings import is_in_place, load_all, supported_ops
-from torch_nnapi.convert.symbolic import Sym, ceil_div, evaluate, hint, input_dim, program, \
-    sym_max, sym_min
+from torch_nnapi.convert.symbolic import (
+    Sym,
+    ceil_div,
+    evaluate,
+    hint,
+    input_dim,
+    program,
+    sym_max,
+    sym_min,
+)
 from torch_nnapi.nnapi.codes import OperationType
 
 

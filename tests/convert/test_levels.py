@@ -318,6 +318,7 @@ def test_channels_last_failure_keeps_pytorch_order(monkeypatch):
     from torch_nnapi.convert.lowerings import LOWERINGS, lowering_for
 
     honest = lowering_for("aten::relu")
+    assert honest is not None
 
     def fails_channels_last(cx, x):
         if x.layout == (0, 2, 3, 1):

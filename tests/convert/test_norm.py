@@ -11,7 +11,7 @@ from .harness import LAYOUTS, check
 
 def _randomize(module):
     torch.manual_seed(1)
-    for name, p in module.named_parameters():
+    for p in module.parameters():
         p.data.normal_()
     for name, b in module.named_buffers():
         if "running_var" in name:

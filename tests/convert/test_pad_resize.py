@@ -9,7 +9,6 @@ import torch.nn.functional as F
 
 from .harness import LAYOUTS, Fn, check, nnapi_ops
 
-
 PADS = {
     "constant": lambda x: F.pad(x, (1, 2, 0, 3)),
     "constant_value": lambda x: F.pad(x, (1, 1, 2, 0), value=0.5),

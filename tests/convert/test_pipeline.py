@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from torch_nnapi.convert.api import convert_with_details
+from torch_nnapi.convert.api import Conversion, convert_with_details
 from torch_nnapi.convert.deserialize import deserialize
 from torch_nnapi.convert.errors import ConversionError
 from torch_nnapi.convert.host import run_on_host
@@ -149,13 +149,14 @@ def test_an_overload_without_lowering_is_reported_with_its_schema():
 def test_serialization_round_trip():
     x = torch.randn(2, 3, 4, 5)
     conversion = convert_with_details(Arith(), (x, x))
+    assert isinstance(conversion, Conversion)
     model = conversion.model
     again = deserialize(conversion.serialized.words, conversion.serialized.weights).model
     assert [(o.type, o.dimensions, o.scale, o.zero_point) for o in again.operands] == \
         [(o.type, o.dimensions, o.scale, o.zero_point) for o in model.operands]
     assert again.operations == model.operations
     assert (again.inputs, again.outputs) == (model.inputs, model.outputs)
-    for a, b in zip(again.operands, model.operands):
+    for a, b in zip(again.operands, model.operands, strict=True):
         if b.value is not None:
             np.testing.assert_array_equal(a.value, b.value)
 
@@ -177,7 +178,9 @@ def test_large_constants_go_to_weight_buffers():
 
 def test_truncated_serialized_model_is_rejected():
     x = torch.randn(2, 3)
-    words = convert_with_details(Arith(), (x, x)).serialized.words
+    conversion = convert_with_details(Arith(), (x, x))
+    assert isinstance(conversion, Conversion)
+    words = conversion.serialized.words
     with pytest.raises(BadDataError, match="truncated"):
         deserialize(words[:-3])
     bad = words.copy()
@@ -247,6 +250,7 @@ def test_options_relax_preference_and_return_shapes():
     conversion = convert_with_details(Arith(), (x, y), relax_fp32_to_fp16=True,
                                       compilation_preference="low_power",
                                       return_shapes=[None, [1, 2, 3, 4]])
+    assert isinstance(conversion, Conversion)
     assert conversion.model.relax_float32_to_float16
     program = conversion.module.nnapi
     assert program.relax_f32_to_f16 and program.compilation_preference == 0

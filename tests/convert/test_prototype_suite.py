@@ -6,6 +6,7 @@ prototype's zero-sized conversion arguments; ``flexible`` here)."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import NamedTuple
 
 import pytest
@@ -20,14 +21,15 @@ pytestmark = [pytest.mark.usefixtures("qnnpack")]
 
 
 class Case(NamedTuple):
-    model: object  # a factory: the module under test
-    inputs: object  # a factory: the example inputs
+    # Factories, called with no arguments (``...``: lambdas bind loop values as defaults)
+    model: Callable[..., nn.Module]  # the module under test
+    inputs: Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]  # the example inputs
     flexible: dict | None = None  # dimensions the prototype was given as 0
 
 
 def nhwc(t: torch.Tensor) -> torch.Tensor:
     t = t.clone().contiguous(memory_format=torch.channels_last)
-    t.nnapi_nhwc = True
+    t.nnapi_nhwc = True  # type: ignore[attr-defined]  # the marker the converter reads
     return t
 
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from torch_nnapi.convert.api import convert_with_details
+from torch_nnapi.convert.api import Conversion, convert_with_details
 from torch_nnapi.convert.check import check_model
 from torch_nnapi.convert.lowerings.quantized import StoredWeight, _weight
 from torch_nnapi.nnapi.codes import OperandType
@@ -114,6 +114,7 @@ def test_convolutions_pools_and_adds_run_in_8_bits(level):
 def test_bias_is_int32_with_the_product_of_input_and_weight_scales():
     x = torch.randn(1, 3, 16, 16)
     conversion = convert_with_details(_quantized(Block(), x), (x,))
+    assert isinstance(conversion, Conversion)
     model = conversion.model
     for op in model.operations:
         if op.type.name == "CONV_2D":
@@ -126,6 +127,7 @@ def test_fixed_output_scales_and_concatenation():
     x = torch.randn(1, 3, 4, 4)
     quantized = _quantized(Mixed(), x)
     conversion = convert_with_details(quantized, (x,))
+    assert isinstance(conversion, Conversion)
     model = conversion.model
     assert "QUANTIZE" not in nnapi_ops(conversion)
     for name, params in (("LOGISTIC", (1 / 256, 0)), ("TANH", (1 / 128, 128)),
@@ -153,6 +155,7 @@ def test_concatenation_shares_one_scale_before_level_3():
 
     def cat_scales(level):
         conversion = convert_with_details(_quantized(Mixed(), x, level), (x,))
+        assert isinstance(conversion, Conversion)
         model = conversion.model
         (op,) = [op for op in model.operations if op.type.name == "CONCATENATION"]
         return {(model.operands[i].scale, model.operands[i].zero_point)
@@ -172,8 +175,9 @@ def test_float_islands_are_listed_with_why():
     assert source["kind"] == "aten::hardswish"
     assert "no quantized HARD_SWISH before feature level 4" in source["reason"]
     assert "test_qdq.py" in source["location"]
-    ops = [op.type.name for op in
-           convert_with_details(quantized, (x,)).model.operations]
+    conversion = convert_with_details(quantized, (x,))
+    assert isinstance(conversion, Conversion)
+    ops = [op.type.name for op in conversion.model.operations]
     assert ops.count("QUANTIZE") == 1 and ops.count("DEQUANTIZE") == 2
 
 

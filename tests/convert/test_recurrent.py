@@ -92,7 +92,7 @@ def test_layers_without_biases_and_a_flexible_batch():
                   *(torch.randn(1, batch, 6) for _ in example[1:]))
             with torch.no_grad():
                 expected = model(*xs)
-            for a, e in zip(conversion.module(*xs), expected):
+            for a, e in zip(conversion.module(*xs), expected, strict=True):
                 assert (a - e).abs().max() <= 1e-5 * e.abs().max()
 
 

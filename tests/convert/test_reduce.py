@@ -7,7 +7,6 @@ import torch
 
 from .harness import LAYOUTS, Fn, check
 
-
 REDUCTIONS = {
     "mean_hw": lambda x: x.mean((2, 3)),
     "mean_keep": lambda x: x.mean(1, keepdim=True),

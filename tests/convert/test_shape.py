@@ -8,7 +8,6 @@ import torch.nn as nn
 
 from .harness import LAYOUTS, Fn, check, nnapi_ops
 
-
 SHAPE_OPS = {
     "view": lambda x: x.view(2, -1),
     "reshape": lambda x: x.reshape(-1, 5),
@@ -66,6 +65,8 @@ def test_nhwc_flatten_of_1x1_needs_no_transpose():
 
 def test_cat_of_mixed_layouts_and_constants():
     class M(nn.Module):
+        c: torch.Tensor  # a buffer
+
         def __init__(self):
             super().__init__()
             self.register_buffer("c", torch.randn(1, 2, 4, 5))

@@ -96,6 +96,8 @@ class AudioBlock(nn.Module):
 class AudioEncoder(nn.Module):
     """Whisper-style: a log-mel spectrogram [B, mels, frames] -> features [B, frames/2, dim]."""
 
+    positions: torch.Tensor  # a buffer
+
     def __init__(self, mels=16, dim=32, heads=4, layers=2, frames=40):
         super().__init__()
         self.conv1 = nn.Conv1d(mels, dim, 3, padding=1)

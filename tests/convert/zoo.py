@@ -33,7 +33,7 @@ class InvertedResidual(nn.Module):
         super().__init__()
         hidden = int(round(cin * expand))
         self.use_residual = stride == 1 and cin == cout
-        layers = [] if expand == 1 else [ConvBNAct(cin, hidden, 1, act=act)]
+        layers: list[nn.Module] = [] if expand == 1 else [ConvBNAct(cin, hidden, 1, act=act)]
         layers += [ConvBNAct(hidden, hidden, 3, stride, groups=hidden, act=act),
                    nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
         self.conv = nn.Sequential(*layers)
@@ -60,7 +60,7 @@ class MobileNetV2(nn.Module):
         super().__init__()
         cin = _divisible(32 * width)
         last = _divisible(1280 * max(1.0, width))
-        features = [ConvBNAct(3, cin, stride=2, act=act)]
+        features: list[nn.Module] = [ConvBNAct(3, cin, stride=2, act=act)]
         for t, c, n, s in self.SETTINGS:
             cout = _divisible(c * width)
             for i in range(n):
@@ -145,7 +145,7 @@ class V3Block(nn.Module):
     def __init__(self, cin, k, expanded, cout, se, act, stride):
         super().__init__()
         activation = nn.Hardswish if act == "HS" else nn.ReLU
-        layers = []
+        layers: list[nn.Module] = []
         if expanded != cin:
             layers.append(ConvBNAct(cin, expanded, 1, act=activation))
         layers.append(ConvBNAct(expanded, expanded, k, stride, groups=expanded, act=activation))
@@ -170,7 +170,7 @@ class MobileNetV3Small(nn.Module):
 
     def __init__(self, num_classes=1000):
         super().__init__()
-        layers = [ConvBNAct(3, 16, 3, 2, act=nn.Hardswish)]
+        layers: list[nn.Module] = [ConvBNAct(3, 16, 3, 2, act=nn.Hardswish)]
         layers += [V3Block(*c) for c in self.CONFIG]
         layers.append(ConvBNAct(96, 576, 1, act=nn.Hardswish))
         self.features = nn.Sequential(*layers)
@@ -228,7 +228,7 @@ class ShuffleNetV2(nn.Module):
                                    nn.BatchNorm2d(channels[0]), nn.ReLU(True))
         self.maxpool = nn.MaxPool2d(3, 2, 1)
         cin, stages = channels[0], []
-        for n, cout in zip(repeats, channels[1:4]):
+        for n, cout in zip(repeats, channels[1:4], strict=True):
             units = [ShuffleUnit(cin, cout, 2)] + [ShuffleUnit(cout, cout, 1) for _ in range(n - 1)]
             stages.append(nn.Sequential(*units))
             cin = cout
@@ -273,7 +273,7 @@ class UNet(nn.Module):
         for down in self.downs:
             skips.append(down(F.max_pool2d(skips[-1], 2)))
         y = skips.pop()
-        for i, (up, block) in enumerate(zip(self.up_convs, self.ups)):
+        for i, (up, block) in enumerate(zip(self.up_convs, self.ups, strict=True)):
             if i < 2:
                 y = up(F.interpolate(y, scale_factor=2, mode="bilinear", align_corners=False))
             else:
@@ -340,6 +340,7 @@ def randomize_batchnorm(model: nn.Module, seed: int = 0) -> nn.Module:
     g = torch.Generator().manual_seed(seed)
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
+            assert m.running_mean is not None and m.running_var is not None  # tracked (default)
             m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
             m.running_var.copy_(torch.rand(m.num_features, generator=g) * 0.5 + 0.75)
             m.weight.data.copy_(torch.rand(m.num_features, generator=g) * 0.5 + 0.75)

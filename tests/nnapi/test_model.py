@@ -92,8 +92,9 @@ def test_scales_are_stored_as_the_float32_the_c_api_and_devices_use():
     assert m.operands[a].scale == float(np.float32(0.01)) != 0.01
     w = m.add_operand(OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL, (2, 1))
     m.set_operand_symm_per_channel_quant_params(w, [0.1, 0.3], 0)
-    assert m.operands[w].channel_quant.scales == (float(np.float32(0.1)),
-                                                  float(np.float32(0.3)))
+    channel_quant = m.operands[w].channel_quant
+    assert channel_quant is not None
+    assert channel_quant.scales == (float(np.float32(0.1)), float(np.float32(0.3)))
 
 
 def test_constant_size_must_match_dimensions():

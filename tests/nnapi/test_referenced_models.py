@@ -98,8 +98,8 @@ def test_if_rejects_operands_that_disagree_with_the_branches(changes, message):
 
 def test_if_rejects_branches_of_another_arity_or_quantization():
     signed = _adder(operand_type=Q8S, scale=0.5, zero_point=-3)
-    with pytest.raises(BadDataError, match=r"input 3 \(operand 3\) is TENSOR_FLOAT32, but then_model's input 0"
-                                           r" is TENSOR_QUANT8_ASYMM_SIGNED"):
+    with pytest.raises(BadDataError, match=r"input 3 \(operand 3\) is TENSOR_FLOAT32, but"
+                                           r" then_model's input 0 is TENSOR_QUANT8_ASYMM_SIGNED"):
         _if_model(signed, _adder()).finish()
     two_inputs = _if_model(_adder(), _adder())
     other = Model()
@@ -148,8 +148,9 @@ def test_while_rejects_a_body_whose_outputs_cannot_feed_its_inputs():
     result = m.add_operand(F32, (3,))
     m.add_operation(OperationType.WHILE, [cond_ref, body_ref, a], [result])
     m.identify_inputs_and_outputs([a], [result])
-    with pytest.raises(BadDataError, match=r"operation 0 \(WHILE\): output 0 \(operand 3\) has dimensions \[3\],"
-                                           r" but body_model's output 0 has \[3, 1\]"):
+    with pytest.raises(BadDataError, match=r"operation 0 \(WHILE\): output 0 \(operand 3\) has"
+                                           r" dimensions \[3\], but body_model's output 0 has"
+                                           r" \[3, 1\]"):
         m.finish()
 
 

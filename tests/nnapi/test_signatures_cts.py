@@ -13,14 +13,14 @@ import re
 
 import pytest
 
-from torch_nnapi.conformance.spec import build_model
+from torch_nnapi.conformance.spec import SpecModel, build_model
 from torch_nnapi.nnapi import BadDataError
 
 from ..conformance.cts_cases import cts_tests
 from ..conftest import CTS_MISSING_REASON, cts_root
 
 
-def _isolate(model: dict, k: int) -> dict:
+def _isolate(model: SpecModel, k: int) -> SpecModel:
     """A model of operation ``k`` alone: the operands it reads that have no value become model
     inputs, and what it writes becomes model outputs."""
     operation = model["operations"][k]
@@ -29,8 +29,8 @@ def _isolate(model: dict, k: int) -> dict:
     return {
         "referenced": model.get("referenced", []),  # what IF and WHILE call
         "operands": [copy.deepcopy(model["operands"][i]) for i in used],
-        "operations": [dict(operation, inputs=[renumber[i] for i in operation["inputs"]],
-                            outputs=[renumber[o] for o in operation["outputs"]])],
+        "operations": [{**operation, "inputs": [renumber[i] for i in operation["inputs"]],
+                        "outputs": [renumber[o] for o in operation["outputs"]]}],
         "inputs": [renumber[i] for i in operation["inputs"]
                    if "value" not in model["operands"][i]],
         "outputs": [renumber[o] for o in operation["outputs"]],
@@ -61,7 +61,7 @@ def _single_operation_models() -> list:
 MODELS = _single_operation_models()
 
 
-def _rejected(model: dict, *, naming: str = "") -> BadDataError:
+def _rejected(model: SpecModel, *, naming: str = "") -> BadDataError:
     """Builds ``model`` and returns the error, checking that it names the operation."""
     name = model["operations"][0]["type"]
     with pytest.raises(BadDataError) as caught:
@@ -126,7 +126,7 @@ def test_every_operation_type_of_the_cts_is_covered():
     if cts_root() is None:
         pytest.skip(CTS_MISSING_REASON)
     covered = {p.values[0]["operations"][0]["type"] for p in MODELS}
-    in_cts = set()
+    in_cts: set[str] = set()
     for _, test in cts_tests():
         model, _ = test.load()
         in_cts.update(op["type"] for op in model["operations"])

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 
 import torch_nnapi
-from torch_nnapi.convert.api import convert_with_details
+from torch_nnapi.convert.api import Conversion, convert_with_details
 from torch_nnapi.quantization import (
     calibrate,
     convert_prepared,
@@ -34,6 +34,7 @@ class ConvBnRelu(nn.Module):
 
 def _assert_matches(quantized, x, quanta: float = 3) -> None:
     conversion = convert_with_details(quantized, (x,))
+    assert isinstance(conversion, Conversion)
     assert [op.type.name for op in conversion.model.operations].count("QUANTIZE") == 0
     with torch.no_grad():
         expected = quantized(x)
@@ -79,6 +80,7 @@ def test_flexible_quantized_model():
     quantized = torch_nnapi.quantize(zoo.randomize_batchnorm(ConvBnRelu()), (x,),
                                      flexible={0: [2, 3]}, observer="minmax")
     conversion = convert_with_details(quantized, (x,))
+    assert isinstance(conversion, Conversion)
     assert conversion.lowered.specs[0].flexible == (2, 3)
     y = torch.randn(1, 3, 12, 10)
     with torch.no_grad():

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from torch_nnapi.convert.api import convert_with_details
+from torch_nnapi.convert.api import Conversion, convert_with_details
 from torch_nnapi.quantization import NnapiQuantizer, quantize
 
 
@@ -22,7 +22,9 @@ class AfterHardSwish(nn.Module):
 
 
 def _ops(model, x, **options) -> list[str]:
-    return [op.type.name for op in convert_with_details(model, (x,), **options).model.operations]
+    conversion = convert_with_details(model, (x,), **options)
+    assert isinstance(conversion, Conversion)
+    return [op.type.name for op in conversion.model.operations]
 
 
 def test_levels_1_and_2_keep_what_follows_a_float_op_in_float():

@@ -23,7 +23,8 @@ def nontrivial_weights(model: nn.Module, seed: int = 0) -> nn.Module:
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in model.modules():
-            if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+            if (isinstance(m, nn.modules.batchnorm._BatchNorm) and m.running_mean is not None
+                    and m.running_var is not None):
                 n = m.num_features
                 m.running_mean.copy_(torch.randn(n, generator=g) * 0.1)
                 m.running_var.copy_(torch.rand(n, generator=g) * 0.5 + 0.75)

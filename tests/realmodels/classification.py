@@ -10,6 +10,7 @@ inception blocks with 3x3 valid convolutions); the vision transformers are built
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 import pytest
 import torch
@@ -19,11 +20,12 @@ from ..convert.zoo import randomize_batchnorm
 from .torchvision_support import load_torchvision
 
 _SIZES = {"inception_v3": 96, "googlenet": 96, "maxvit_t": 224, "vit_h_14": 56}
-_BUILD_OPTIONS = {"vit_b_16": {"image_size": 64}, "vit_b_32": {"image_size": 64},
-                  "vit_l_16": {"image_size": 64}, "vit_l_32": {"image_size": 64},
-                  "vit_h_14": {"image_size": 56}, "googlenet": {"aux_logits": False,
-                                                                 "init_weights": True},
-                  "inception_v3": {"aux_logits": False, "init_weights": True}}
+# keyword arguments of get_model
+_BUILD_OPTIONS: dict[str, dict[str, Any]] = {
+    "vit_b_16": {"image_size": 64}, "vit_b_32": {"image_size": 64},
+    "vit_l_16": {"image_size": 64}, "vit_l_32": {"image_size": 64},
+    "vit_h_14": {"image_size": 56}, "googlenet": {"aux_logits": False, "init_weights": True},
+    "inception_v3": {"aux_logits": False, "init_weights": True}}
 
 
 def classification_models() -> list[str]:

@@ -28,7 +28,7 @@ def quantized_model(name: str) -> torch.nn.Module:
     options = {"aux_logits": False, "init_weights": False} \
         if name in ("googlenet", "inception_v3") else {}
     model = getattr(quantization, name)(weights=None, quantize=False, **options)
-    model = randomize_batchnorm(model).eval()
+    randomize_batchnorm(model).eval()  # in place: model keeps quantizable's own type
     model.fuse_model(is_qat=False)
     model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
     torch.ao.quantization.prepare(model, inplace=True)

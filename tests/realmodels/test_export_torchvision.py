@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torch_nnapi.convert.api import convert_with_details
+from torch_nnapi.convert.api import Conversion, convert_with_details
 from torch_nnapi.convert.check import float_islands
 from torch_nnapi.convert.codegen import trace_to_code
 from torch_nnapi.convert.errors import ConversionError
@@ -57,6 +57,7 @@ def _flexible(name: str) -> None:
     dynamic = {"x": {2: torch.export.Dim.DYNAMIC, 3: torch.export.Dim.DYNAMIC}}
     program = torch.export.export(model, (x,), dynamic_shapes=dynamic)
     conversion = convert_with_details(program, (x,))
+    assert isinstance(conversion, Conversion)
     assert conversion.lowered.specs[0].flexible == (2, 3)
     for height, width in ((size, size), (size + 16, size - 8)):
         y = torch.randn(1, 3, height, width)
@@ -99,6 +100,7 @@ def _quantized(name: str, level: int, observer: str = "histogram") -> None:
     details = quantize_with_details(model, (x,), calibration, target_level=level,
                                     observer=observer)
     conversion = convert_with_details(details.model, (x,))
+    assert isinstance(conversion, Conversion)
     print(f"{name}: quantized in {details.seconds:.1f} s (calibration"
           f" {details.calibration_seconds:.1f} s), converted in {conversion.seconds:.1f} s")
     islands = float_islands(conversion.model, conversion.lowered.cx.origins, level)

@@ -78,7 +78,8 @@ def load_torchvision() -> ModuleType:
     # torchvision asks whether its extension loaded before calling its operators; they exist.
     # (torchvision.ops.roi_align is the function: the module is found in sys.modules.)
     torchvision.extension._has_ops = _operators_defined
-    sys.modules["torchvision.ops.roi_align"]._has_ops = _operators_defined
+    roi_align_module = sys.modules["torchvision.ops.roi_align"]
+    roi_align_module._has_ops = _operators_defined  # type: ignore[attr-defined]  # untyped module
     return torchvision
 
 

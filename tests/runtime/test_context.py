@@ -109,7 +109,7 @@ def test_an_input_omitted_at_execution_reads_as_its_default_or_is_named():
     """A model input given no buffer (None) is omitted: an optional scalar reads as its
     declared default, a required one is an error naming it."""
     model = _conv([2], [(OperandType.BOOL, Fed())])
-    values = [o.value for o in model.operands]
+    values: list[object] = [o.value for o in model.operands]
     values[model.inputs[0]] = OMITTED
     ctx = _context(model, values)
     assert ctx.scalar("nchw") is False

@@ -58,7 +58,7 @@ def test_saturating_rounding_doubling_high_mul_matches_exact_rounding(bits):
     a, b = _raw_samples(bits), _raw_samples(bits)[::-1]
     got = fp.saturating_rounding_doubling_high_mul(a, b, bits)
     raw_max = (1 << (bits - 1)) - 1
-    for x, y, g in zip(a.tolist(), b.tolist(), got.tolist()):
+    for x, y, g in zip(a.tolist(), b.tolist(), got.tolist(), strict=True):
         expected = _round_half_away(Fraction(x * y, 1 << (bits - 1)))
         assert g == min(expected, raw_max), (x, y)
 
@@ -95,8 +95,8 @@ def test_saturating_rounding_multiply_by_pot(bits):
 def test_rescale_changes_integer_bits_keeping_the_value():
     f0, f4 = fp.QFormat(0), fp.QFormat(4)
     raw = f4.from_float([0.5, -0.75, 3.0])
-    np.testing.assert_allclose(f0.to_float(fp.rescale(raw, 4, 0)), [0.5, -0.75, f0.to_float(
-        f0.raw_max)])
+    np.testing.assert_allclose(f0.to_float(fp.rescale(raw, 4, 0)), [0.5, -0.75, float(
+        f0.to_float(f0.raw_max))])
     back = fp.rescale(f0.from_float([0.5, -0.75]), 0, 4)
     np.testing.assert_allclose(f4.to_float(back), [0.5, -0.75])
 

@@ -53,12 +53,13 @@ def test_an_output_larger_than_memory_known_only_at_execution():
 
 
 def test_sizes():
-    check_tensor_sizes([(2, 3), (4,)], [np.float32, np.uint8], "output")
+    F32, U8 = np.dtype(np.float32), np.dtype(np.uint8)
+    check_tensor_sizes([(2, 3), (4,)], [F32, U8], "output")
     with pytest.raises(BadDataError, match=r"output 1 would have dimensions \[4294967296\]"):
-        check_tensor_sizes([(1,), (2**32,)], [np.float32, np.uint8], "output")
+        check_tensor_sizes([(1,), (2**32,)], [F32, U8], "output")
     rows = physical_memory() // 2**20 // 2 + 1  # two of these exceed the memory
     with pytest.raises(OutOfMemoryError, match="outputs would need"):
-        check_tensor_sizes([(rows, 2**20), (rows, 2**20)], [np.uint8, np.uint8], "output")
+        check_tensor_sizes([(rows, 2**20), (rows, 2**20)], [U8, U8], "output")
 
 
 def _resize_by_scale(scale: float) -> Model:

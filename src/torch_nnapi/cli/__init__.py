@@ -12,7 +12,8 @@ import os
 import pkgutil
 import sys
 import traceback
-from typing import NoReturn, Optional, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from .. import __version__
 from ..nnapi.errors import NnapiError, OutOfMemoryError
@@ -65,19 +66,19 @@ def _version() -> str:
     return f"torch-nnapi {__version__} (Python {sys.version.split()[0]}, torch {torch_version})"
 
 
-def _report(command: Optional[str], message: str, hint: Optional[str] = None) -> None:
+def _report(command: str | None, message: str, hint: str | None = None) -> None:
     prefix = f"torch-nnapi {command}" if command else "torch-nnapi"
     print(f"{prefix}: error: {message}", file=sys.stderr)
     if hint:
         print(f"hint: {hint}", file=sys.stderr)
 
 
-def _command_in(argv: Sequence[str]) -> Optional[str]:
+def _command_in(argv: Sequence[str]) -> str | None:
     """The subcommand named on the command line, for messages before parsing succeeds."""
     return next((a for a in argv if a in COMMANDS), None)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     # PyTorch's C++ warnings ("[W ...]" lines) are not for the command's users; the
     # environment is read when torch is first imported, which the commands do lazily.
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import functools
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 # PyTorch 2.13 deprecates TorchScript (tracing, scripting, freezing, saving and loading, the
 # lite interpreter), which is what PyTorch Mobile's NNAPI runtime runs, and the quantization

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import enum
 import textwrap
-from typing import Optional
 
 
 class ExitCode(enum.IntEnum):
     """What a command's exit status means; each member's docstring is its documentation."""
 
-    def __new__(cls, value: int, doc: str) -> "ExitCode":
+    def __new__(cls, value: int, doc: str) -> ExitCode:
         member = int.__new__(cls, value)
         member._value_ = value
         member.__doc__ = doc
@@ -49,18 +48,18 @@ class CliError(Exception):
     """A problem the user can act on: ``message`` names what and where, ``hint`` (optional)
     says what to do; ``code`` is the exit status."""
 
-    def __init__(self, message: str, code: ExitCode, hint: Optional[str] = None):
+    def __init__(self, message: str, code: ExitCode, hint: str | None = None):
         super().__init__(message)
         self.message = message
         self.code = code
         self.hint = hint
 
 
-def usage(message: str, hint: Optional[str] = None) -> CliError:
+def usage(message: str, hint: str | None = None) -> CliError:
     return CliError(message, ExitCode.USAGE, hint)
 
 
-def bad_file(message: str, hint: Optional[str] = None) -> CliError:
+def bad_file(message: str, hint: str | None = None) -> CliError:
     return CliError(message, ExitCode.BAD_FILE, hint)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import html
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 # Plot colours (also what the screenshot test looks for).
 OK_COLOUR = "#1f6fd1"

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional, Sequence
 
 from ._errors import CliError, ExitCode, bad_file, usage
 
@@ -35,8 +35,8 @@ _ITEM_SIZES = {"float32": 4, "int64": 8, "int32": 4, "bool": 1, "quint8": 1}
 class InputSpec:
     shape: tuple[int, ...]
     flexible: tuple[int, ...] = ()
-    nhwc: Optional[bool] = None  # None: the converter chooses
-    dtype: Optional[str] = None  # None: float32 for a PyTorch model, a converted one's own
+    nhwc: bool | None = None  # None: the converter chooses
+    dtype: str | None = None  # None: float32 for a PyTorch model, a converted one's own
     scale: float = 1.0
     zero_point: int = 0
 
@@ -161,7 +161,7 @@ def layout_options(specs: Sequence[InputSpec]) -> dict:
 
 
 def read_input_files(paths: Sequence[str], specs: Sequence[InputSpec] = (),
-                     mean: Optional[str] = None, std: Optional[str] = None) -> list:
+                     mean: str | None = None, std: str | None = None) -> list:
     """The tensors the files hold, in order. An image takes the height and width of the
     ``--input`` spec at its position when there is one; float64 becomes float32 (NNAPI has
     no float64)."""
@@ -174,7 +174,7 @@ def read_input_files(paths: Sequence[str], specs: Sequence[InputSpec] = (),
     return [t.float() if t.dtype == torch.float64 else t for t in tensors]
 
 
-def _read_file(path: Path, spec: Optional[InputSpec], mean, std) -> list:
+def _read_file(path: Path, spec: InputSpec | None, mean, std) -> list:
     if not path.is_file():
         problem = "is a directory" if path.is_dir() else "no such file"
         raise bad_file(f"--input-file {path}: {problem}")
@@ -227,7 +227,7 @@ def _read_torch(path: Path) -> list:
     return items
 
 
-def _channels(text: Optional[str], option: str) -> Optional[list[float]]:
+def _channels(text: str | None, option: str) -> list[float] | None:
     if text is None:
         return None
     try:
@@ -239,7 +239,7 @@ def _channels(text: Optional[str], option: str) -> Optional[list[float]]:
     return values
 
 
-def _read_image(path: Path, spec: Optional[InputSpec], mean, std):
+def _read_image(path: Path, spec: InputSpec | None, mean, std):
     try:
         from PIL import Image
     except ImportError:

@@ -1,10 +1,11 @@
 """Reading model files and writing results for the commands, with one-line errors.
 
 A model file is a TorchScript archive (``torch.jit.save``), a whole ``nn.Module`` pickled
-with ``torch.save``, or an ``ExportedProgram`` saved by ``torch.export.save`` (``.pt2``). Anything else (a text file renamed ``.pt``, a truncated or corrupted
-archive, a state dict, a pickle whose class cannot be imported) is a :class:`CliError` with
-``ExitCode.BAD_FILE`` naming the file and the reason. Pickled modules are unpickled with the
-current directory on the import path, as ``python -m`` would have it.
+with ``torch.save``, or an ``ExportedProgram`` saved by ``torch.export.save`` (``.pt2``).
+Anything else (a text file renamed ``.pt``, a truncated or corrupted archive, a state dict,
+a pickle whose class cannot be imported) is a :class:`CliError` with ``ExitCode.BAD_FILE``
+naming the file and the reason. Pickled modules are unpickled with the current directory on
+the import path, as ``python -m`` would have it.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 import os
 import sys
 import zipfile
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any
 
 from ..convert.errors import one_line
 from ._errors import CliError, ExitCode, bad_file, usage
@@ -41,7 +43,7 @@ def _is_exported_program(names: Sequence[str]) -> bool:
     return any(n.endswith("/models/model.json") for n in names)
 
 
-def _archive_names(p: Path, where: str) -> Optional[list[str]]:
+def _archive_names(p: Path, where: str) -> list[str] | None:
     """The file names in a zip archive (None: not one), after checking every member's CRC:
     PyTorch's loaders can abort the process on corrupted contents instead of raising."""
     try:

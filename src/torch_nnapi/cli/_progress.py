@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Optional, TextIO
+from typing import TextIO
 
 
 class Progress:
     """``step("converting")`` or ``count(3, 20)`` rewrites the progress line; ``done()``
     clears it. Does nothing unless stdout is a terminal (or ``enabled`` says otherwise)."""
 
-    def __init__(self, label: str, *, enabled: Optional[bool] = None,
-                 stream: Optional[TextIO] = None):
+    def __init__(self, label: str, *, enabled: bool | None = None,
+                 stream: TextIO | None = None):
         self.label = label
         self.stream = stream or sys.stderr
         self.enabled = sys.stdout.isatty() if enabled is None else enabled
@@ -26,7 +26,7 @@ class Progress:
     def step(self, text: str) -> None:
         self._show(f"{self.label}: {text}")
 
-    def count(self, done: int, total: Optional[int] = None, text: str = "") -> None:
+    def count(self, done: int, total: int | None = None, text: str = "") -> None:
         of = f"/{total}" if total else ""
         self._show(f"{self.label}: {done}{of}{' ' + text if text else ''}")
 
@@ -44,7 +44,7 @@ class Progress:
         self.stream.flush()
         self._width = max(self._width, len(line))
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -78,9 +78,8 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         from ._html import bench_page
 
-        with writing(args.report):
-            with open(args.report, "w") as f:
-                f.write(bench_page(report, args.module))
+        with writing(args.report), open(args.report, "w") as f:
+            f.write(bench_page(report, args.module))
         if not args.json:
             print(f"report: {args.report}")
     return int(ExitCode.OK)

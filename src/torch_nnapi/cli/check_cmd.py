@@ -128,9 +128,8 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         from ._html import check_page
 
-        with writing(args.report):
-            with open(args.report, "w") as f:
-                f.write(check_page(report, args.model))
+        with writing(args.report), open(args.report, "w") as f:
+            f.write(check_page(report, args.model))
         if not args.json:
             print(f"report: {args.report}")
     return int(report.exit_code)  # the codes of ExitCode (cli/_errors.py)

@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..convert.api import convert_with_details
     from ..convert.errors import CaptureError, ConversionError, FeatureLevelError
+    from ..convert.fallback import PartitionedConversion
 
     specs = [parse_input(text) for text in args.input]
     fallback = fallback_options(args)
@@ -117,7 +118,10 @@ def run(args: argparse.Namespace) -> int:
                 module._save_for_lite_interpreter(args.output)
             else:
                 torch.jit.save(module, args.output)
-        report = getattr(conversion, "report", None)  # a partitioned conversion's
+        if isinstance(conversion, PartitionedConversion):
+            report, operation_count = conversion.report, 0
+        else:
+            report, operation_count = None, len(conversion.model.operations)
         if args.compare and report is None:
             from ..convert.compare import compare_layers
 
@@ -133,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
               f" {_android(conversion.feature_level)})")
         print("\n".join(report.render()[1:]))
     else:
-        print(f"converted in {conversion.seconds:.2f} s: {len(conversion.model.operations)}"
+        print(f"converted in {conversion.seconds:.2f} s: {operation_count}"
               f" NNAPI operations, feature level {conversion.feature_level}"
               f" (Android {_android(conversion.feature_level)})")
     print(f"saved {args.output}")

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from ..conformance import VERSIONS, PythonBackend, discover, run_test
+from ..conformance import VERSIONS, Backend, PythonBackend, discover, run_test
 from ._commands import command
 from ._errors import ExitCode, bad_file, usage
 from ._progress import Progress
 
-BACKENDS = {"python": PythonBackend}
+# Each makes a backend with its default settings.
+BACKENDS: dict[str, Callable[[], Backend[Any]]] = {"python": PythonBackend}
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -26,7 +29,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="also list passing tests")
 
 
-def _backends() -> dict:
+def _backends() -> dict[str, Callable[[], Backend[Any]]]:
     backends = dict(BACKENDS)
     try:
         from ..capi.cts_backend import CApiBackend

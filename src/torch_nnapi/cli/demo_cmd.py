@@ -64,6 +64,7 @@ def demo_model():
     model = DemoNet()
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
+            assert m.running_mean is not None and m.running_var is not None  # tracked (default)
             m.running_mean.uniform_(-0.5, 0.5)
             m.running_var.uniform_(0.5, 2.0)
             m.weight.data.uniform_(0.5, 1.5)
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
     import torch_nnapi
 
-    from ..convert.api import convert_with_details
+    from ..convert.api import Conversion, convert_with_details
     from ..convert.bench import first_run, time_calls
     from ..convert.check import loaded_nnapi_library
     from .inspect_cmd import describe
@@ -103,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as e:  # noqa: BLE001 - reported, the demo then fails
         print(f"1. torch_nnapi.convert failed: {e}")
         return int(ExitCode.CANNOT_CONVERT)
+    assert isinstance(conversion, Conversion)  # partitioned only when a fallback is asked for
     module = conversion.module
     print(f"1. torch_nnapi.convert(model, x, nhwc=True): {conversion.seconds:.2f} s")
     info = describe(module)

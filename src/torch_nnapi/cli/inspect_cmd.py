@@ -77,7 +77,8 @@ def describe_program(prog) -> dict:
         "relax_fp32_to_fp16": bool(prog.relax_f32_to_f16),
         "compilation_preference": PreferenceCode(int(prog.compilation_preference)).name,
         "inputs": [dict(operand(i), pytorch_shape=list(s), nhwc=bool(p))
-                   for i, s, p in zip(model.inputs, prog.input_shapes, prog.input_perms)],
+                   for i, s, p in zip(model.inputs, prog.input_shapes, prog.input_perms,
+                                      strict=True)],
         "outputs": [operand(i) for i in model.outputs],
         "flexible_patches": len(prog.patch_offsets),
         "guards": list(prog.guard_messages),
@@ -85,7 +86,7 @@ def describe_program(prog) -> dict:
                         "level": int(model.matches[k].level),
                         "inputs": [operand(i, n) for i, n in
                                    zip(op.inputs, _names(model.matches[k].input_positions,
-                                                         len(op.inputs)))],
+                                                         len(op.inputs)), strict=True)],
                         "outputs": [operand(i) for i in op.outputs],
                         "origin": origins[k] if k < len(origins) else ""}
                        for k, op in enumerate(model.operations)],

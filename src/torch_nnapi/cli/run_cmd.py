@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from ._commands import command
 from ._errors import CliError, ExitCode, usage
@@ -131,10 +131,10 @@ def _check_partitioned_inputs(taken: list[InputSpec], inputs: tuple, hint: str) 
     again when they run)."""
     if len(inputs) != len(taken):
         raise usage(f"expected {len(taken)} inputs, got {len(inputs)}", hint)
-    for i, (x, spec) in enumerate(zip(inputs, taken)):
+    for i, (x, spec) in enumerate(zip(inputs, taken, strict=True)):
         shape = list(x.shape)
         if len(shape) != len(spec.shape) or any(d >= 0 and d != n
-                                                for d, n in zip(spec.shape, shape)):
+                                                for d, n in zip(spec.shape, shape, strict=True)):
             raise usage(f"input {i} has shape {shape}, the model takes {list(spec.shape)}"
                         " (-1: flexible)", hint)
         dtype = str(x.dtype).replace("torch.", "")
@@ -241,6 +241,5 @@ def save_outputs(path: str, outputs: list) -> None:
             arrays[f"output_{i}_zero_point"] = np.int64(o.q_zero_point())
         else:
             arrays[f"output_{i}"] = o.detach().contiguous().numpy()
-    with writing(path):
-        with open(path, "wb") as f:
-            np.savez(f, **arrays)
+    with writing(path), open(path, "wb") as f:
+        np.savez(f, **arrays)

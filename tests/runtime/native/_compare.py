@@ -4,7 +4,7 @@ than leaving it to the reference."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -40,14 +40,14 @@ def run_both(monkeypatch, op: OperationType, inputs: Sequence[Operand],
     actual = compilation.run(fed).outputs
     again = compilation.run(fed).outputs
     assert answers == [handled], f"native kernel answered {answers}, expected [{handled}]"
-    for first, second in zip(actual, again):
+    for first, second in zip(actual, again, strict=True):
         np.testing.assert_array_equal(first, second)
     return expected, actual
 
 
 def assert_same(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray]) -> None:
     """Bit-exact: same dtype, shape and values (NaN where NaN)."""
-    for e, a in zip(expected, actual):
+    for e, a in zip(expected, actual, strict=True):
         assert a.dtype == e.dtype and a.shape == e.shape
         np.testing.assert_array_equal(a, e)
 
@@ -55,7 +55,7 @@ def assert_same(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray]) ->
 def assert_close(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray],
                  rtol: float = 1e-5) -> None:
     """Float results summed in another order: within float32 rounding of the largest value."""
-    for e, a in zip(expected, actual):
+    for e, a in zip(expected, actual, strict=True):
         assert a.dtype == e.dtype and a.shape == e.shape
         finite = np.abs(e[np.isfinite(e)])
         scale = float(np.max(finite, initial=1.0))

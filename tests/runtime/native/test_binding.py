@@ -53,6 +53,7 @@ def test_quantized_plans_check_their_parameters_and_window():
         module().q8_conv_plan(filt, False, 0, bias, 2, 3, 3, 3, 1, 300, np.array([1 << 30],
                               np.int32), np.array([0], np.int32), 0, 0, 255)
     plan = conv.q8_conv(filt, 0, bias, 1, 0, conv.Requantization(0.5, 0, 0, 255))
+    assert plan is not None
     x = np.zeros((1, 4, 4, 3), np.uint8)
     with pytest.raises(ValueError, match="does not match the plan"):
         plan.run(x, conv.window(1, 4, 4, 3, 4, 4, 1, 1, 1, 1, 1, 1, 0, 0),

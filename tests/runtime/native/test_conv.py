@@ -13,7 +13,7 @@ import pytest
 from torch_nnapi.nnapi import OperationType
 from torch_nnapi.runtime.native import conv as native_conv
 
-from ..ops._single_op import F32, I32, Q8, Q8PC, boolean, const, feed, i32, out
+from ..ops._single_op import F32, I32, Q8, Q8PC, Operand, boolean, const, feed, i32, out
 from ._compare import assert_close, assert_same, needs_native, run_both
 
 Op = OperationType
@@ -38,9 +38,12 @@ def random_geometry(rng, *, dilation: bool = True) -> Geometry:
     """A window that fits: every padding smaller than the dilated filter, outputs >= 1."""
     while True:
         kh, kw = (int(v) for v in rng.integers(1, 6, 2))
-        stride = tuple(int(v) for v in rng.integers(1, 4, 2))
-        dil = tuple(int(v) for v in rng.integers(1, 4, 2)) if dilation and rng.random() < 0.4 \
-            else (1, 1)
+        sy, sx = (int(v) for v in rng.integers(1, 4, 2))
+        stride = (sy, sx)
+        dil = (1, 1)
+        if dilation and rng.random() < 0.4:
+            dy, dx = (int(v) for v in rng.integers(1, 4, 2))
+            dil = (dy, dx)
         eff_h, eff_w = (kh - 1) * dil[0] + 1, (kw - 1) * dil[1] + 1
         h, w = int(rng.integers(1, 13)), int(rng.integers(1, 13))
         implicit = rng.random() < 0.3
@@ -116,7 +119,8 @@ def run_conv(monkeypatch, rng, op: Op, quantized: bool, per_channel: bool = Fals
     g = random_geometry(rng, dilation=not grouped)
     if depthwise:
         cin, multiplier = int(rng.integers(1, 40)), int(rng.integers(1, 4))
-        cout, extra = cin * multiplier, (multiplier,)
+        extra: tuple[int, ...] = (multiplier,)
+        cout = cin * multiplier
         filter_shape, channel_axis = (1, g.kh, g.kw, cout), 3
     else:
         groups = int(rng.integers(2, 5)) if grouped else 1
@@ -173,7 +177,7 @@ def test_float(monkeypatch, op, seed):
 
 def fc_inputs(rng, batch: int, input_size: int, units: int, quantized: bool,
               per_channel: bool = False, bias_limit: int = 1 << 14,
-              bias_offset: int = 0) -> tuple[list, object]:
+              bias_offset: int = 0) -> tuple[list[Operand], Operand]:
     fuse = i32(int(rng.integers(0, 4)))
     if not quantized:
         return [feed(F32, rng.standard_normal((batch, input_size)).astype(np.float32)),

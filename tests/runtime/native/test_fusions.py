@@ -20,7 +20,7 @@ def product_sum_model(a_shape, b_shape, axis: int, keep: bool, extra_reader: boo
     """a * b summed over ``axis``; with ``extra_reader`` the product is also a model output."""
     m = Model()
     a, b = m.add_operand(F32, a_shape), m.add_operand(F32, b_shape)
-    product_shape = tuple(max(x, y) for x, y in zip(a_shape, b_shape))
+    product_shape = tuple(max(x, y) for x, y in zip(a_shape, b_shape, strict=True))
     product = m.add_operand(F32, product_shape)
     m.add_operation(OperationType.MUL, [a, b, m.add_scalar(OperandType.INT32, 0)], [product])
     out_shape = tuple(1 if d == axis else s for d, s in enumerate(product_shape)) if keep else \
@@ -61,7 +61,7 @@ def test_product_sum_runs_as_one_matrix_product(a_shape, b_shape, axis, keep):
     kept = compilation.run(values, keep_intermediates=True)  # every step the full way
     assert_close(expected, kept.outputs)
     assert kept.value(mul.operation.outputs[0]).shape == tuple(
-        max(x, y) for x, y in zip(a_shape, b_shape))
+        max(x, y) for x, y in zip(a_shape, b_shape, strict=True))
 
 
 def test_a_product_read_elsewhere_is_not_fused():

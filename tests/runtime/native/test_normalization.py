@@ -8,13 +8,13 @@ import pytest
 
 from torch_nnapi.nnapi import OperationType
 
-from ..ops._single_op import F32, Q8, f32, feed, i32, out
+from ..ops._single_op import F32, Q8, Operand, f32, feed, i32, out
 from ._compare import assert_close, assert_same, needs_native, run_both
 
 pytestmark = needs_native
 
 
-def softmax_inputs(rng, quantized: bool) -> tuple[list, object]:
+def softmax_inputs(rng, quantized: bool) -> tuple[list[Operand], Operand]:
     shape = tuple(int(v) for v in rng.integers(1, 9, int(rng.integers(1, 5))))
     axis = int(rng.integers(-len(shape), len(shape)))
     beta = float(10 ** rng.uniform(-1, 1))

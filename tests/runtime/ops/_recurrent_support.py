@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +75,19 @@ def lstm_weight_inputs(p: dict) -> list:
             + [p.get("proj"), p.get("pb")])
 
 
+def _lstm_gate(p: dict, g: str, x, h, aux_x, state=None):
+    """One gate's pre-activation at one step: input, recurrent, auxiliary (when aux_x is not
+    None), peephole (with the cell state), layer norm where p has them."""
+    v = x @ p["w" + g].T + h @ p["r" + g].T
+    if aux_x is not None:
+        v = v + aux_x @ p["a" + g].T
+    if state is not None and "p" + g in p:
+        v = v + p["p" + g] * state
+    if "l" + g in p:
+        v = (v - v.mean(-1, keepdims=True)) / v.std(-1, keepdims=True) * p["l" + g]
+    return v + p["b" + g]
+
+
 def reference_lstm(p: dict, xs, h, c, activation=np.tanh, cell_clip=0.0, proj_clip=0.0,
                    aux=None):
     """Runs the LSTM equations in float64 over xs [time, batch, input]; (outputs, h, c)."""
@@ -81,22 +95,13 @@ def reference_lstm(p: dict, xs, h, c, activation=np.tanh, cell_clip=0.0, proj_cl
     h, c = h.astype(np.float64), c.astype(np.float64)
     outputs = []
     for t, x in enumerate(xs.astype(np.float64)):
-        def gate(g, state=None):
-            v = x @ p["w" + g].T + h @ p["r" + g].T
-            if aux is not None:
-                v = v + aux[t].astype(np.float64) @ p["a" + g].T
-            if state is not None and "p" + g in p:
-                v = v + p["p" + g] * state
-            if "l" + g in p:
-                v = (v - v.mean(-1, keepdims=True)) / v.std(-1, keepdims=True) * p["l" + g]
-            return v + p["b" + g]
-
-        f = sigmoid(gate("f", c))
-        i = 1 - f if "wi" not in p else sigmoid(gate("i", c))
-        c = f * c + i * activation(gate("c"))
+        aux_x = None if aux is None else aux[t].astype(np.float64)
+        f = sigmoid(_lstm_gate(p, "f", x, h, aux_x, c))
+        i = 1 - f if "wi" not in p else sigmoid(_lstm_gate(p, "i", x, h, aux_x, c))
+        c = f * c + i * activation(_lstm_gate(p, "c", x, h, aux_x))
         if cell_clip:
             c = np.clip(c, -cell_clip, cell_clip)
-        hidden = sigmoid(gate("o", c)) * activation(c)
+        hidden = sigmoid(_lstm_gate(p, "o", x, h, aux_x, c)) * activation(c)
         if "proj" in p:
             hidden = hidden @ p["proj"].T + p.get("pb", 0)
             if proj_clip:

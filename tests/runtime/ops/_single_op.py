@@ -8,8 +8,9 @@ says otherwise (0 for a dimension known only at execution).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -74,8 +74,8 @@ def test_a_model_called_twice_compiles_once_with_the_callers_relaxation():
     compilation = Compilation(caller.finish(), relaxed_precision="float16")
     first, second = (compilation._constants[i] for i in refs)
     assert first is second and first.relax and first.emulate_float16
-    out = compilation.run([np.array([0], np.uint8), np.array([0.1], np.float32)]).outputs[0]
-    assert out[0] == np.float32(np.float16(1.1))
+    result = compilation.run([np.array([0], np.uint8), np.array([0.1], np.float32)]).outputs[0]
+    assert result[0] == np.float32(np.float16(1.1))
 
 
 def _counting_loop(limit: int, step: int = 1) -> Model:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperationType as Op
+from torch_nnapi.nnapi import BadDataError, FeatureLevel
+from torch_nnapi.nnapi import OperationType as Op
 from torch_nnapi.runtime import Compilation
 
 from ._single_op import BOOL8, F16, F32, I32, Q8, Q8PC, Q8S, Operand, build, feed, out, run1

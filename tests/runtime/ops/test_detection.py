@@ -11,7 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, Model, OperandType as T, OperationType
+from torch_nnapi.nnapi import BadDataError, Model, OperationType
+from torch_nnapi.nnapi import OperandType as T
 from torch_nnapi.nnapi.errors import OpFailedError
 from torch_nnapi.runtime import Compilation
 from torch_nnapi.runtime.ops import _detection, detection
@@ -36,9 +37,10 @@ def iou(a, b) -> float:
 
 def greedy_reference(scores: dict, boxes, max_keep, factor, drop_below):
     """Keeps the best pending box, rescales the others by factor(iou), drops low scores."""
-    pending, kept = dict(scores), []
+    pending = dict(scores)
+    kept: list[tuple[int, float]] = []
     while pending and (max_keep < 0 or len(kept) < max_keep):
-        best = max(pending, key=pending.get)
+        best = max(pending, key=pending.__getitem__)
         kept.append((best, pending.pop(best)))
         for i in list(pending):
             pending[i] *= factor(iou(boxes[i], boxes[best]))
@@ -54,7 +56,7 @@ def transform_reference(box, delta, image_hw):
     w, h = w * math.exp(delta[2]), h * math.exp(delta[3])
     clip = [image_hw[1], image_hw[0]] * 2
     return [min(max(v, 0), c) for v, c in zip([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2],
-                                               clip)]
+                                               clip, strict=True)]
 
 
 def random_boxes(count, size=40.0):
@@ -377,7 +379,8 @@ def test_generate_proposals_matches_reference(nchw, limits):
     params = (8.0, 8.0, *limits, 0.4, 2.0)
     out_scores, out_boxes, out_batch = run(Op.GENERATE_PROPOSALS, *_proposal_inputs(
         scores, deltas, anchors, image_info, params, nchw))
-    want = proposals_reference(scores, deltas, anchors, image_info, (8.0, 8.0), *limits, 0.4,
+    pre, post = limits
+    want = proposals_reference(scores, deltas, anchors, image_info, (8.0, 8.0), pre, post, 0.4,
                                2.0)
     assert len(want) > 4
     np.testing.assert_allclose(out_scores, [r[0] for r in want])

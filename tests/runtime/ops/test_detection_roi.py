@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, OperandType as T, OperationType
+from torch_nnapi.nnapi import BadDataError, OperationType
+from torch_nnapi.nnapi import OperandType as T
 from torch_nnapi.nnapi.errors import OpFailedError
 
 from ._detection_support import quantize
@@ -43,13 +44,10 @@ def roi_align_reference(feature, rois, batch, out_h, out_w, h_ratio, w_ratio, h_
         ny = h_samples or math.ceil(bin_h)
         for i in range(out_h):
             for j in range(out_w):
-                total = 0
-                for a in range(ny):
-                    for c in range(nx):
-                        y = y1 + i * bin_h + (a + 0.5) * bin_h / ny
-                        x = x1 + j * bin_w + (c + 0.5) * bin_w / nx
-                        total = total + _bilinear(feature[batch[r]], y, x)
-                out[r, i, j] = total / (nx * ny)
+                samples = [_bilinear(feature[batch[r]], y1 + i * bin_h + (a + 0.5) * bin_h / ny,
+                                     x1 + j * bin_w + (c + 0.5) * bin_w / nx)
+                           for a in range(ny) for c in range(nx)]
+                out[r, i, j] = sum(samples) / (nx * ny)
     return out
 
 
@@ -240,8 +238,8 @@ def heatmap_reference(heatmaps, boxes):
         for k in range(keypoints):
             grid = heatmaps[n, :, :, k].astype(np.float64)
             row, col = np.unravel_index(np.argmax(grid), grid.shape)
-            idx = [[1 if i < 0 else size - 2 if i >= size else i for i in (c - 1, c, c + 1)]
-                   for c in (row, col)]
+            idx = np.array([[1 if i < 0 else size - 2 if i >= size else i
+                             for i in (c - 1, c, c + 1)] for c in (row, col)])
             g = grid[np.ix_(idx[0], idx[1])]
             gradient = np.array([g[1, 2] - g[1, 0], g[2, 1] - g[0, 1]]) / 2
             hessian = np.array([[g[1, 0] - 2 * g[1, 1] + g[1, 2],

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, OpFailedError, OperationType as Op
+from torch_nnapi.nnapi import BadDataError, OpFailedError
+from torch_nnapi.nnapi import OperationType as Op
 from torch_nnapi.runtime.ops._farmhash import fingerprint64
 
 from ._single_op import F16, F32, I32, INT, Q8, const, feed, out, run, run1

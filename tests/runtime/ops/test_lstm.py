@@ -3,6 +3,8 @@ reference of NeuralNetworks.h's equations, layouts and directions, and their err
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -15,7 +17,7 @@ from ._single_op import HALF, boolean, build, const, f32, fed_values, i32, run
 
 Op = OperationType
 TANH = 4
-CONFIGS = {
+CONFIGS: dict[str, dict[str, Any]] = {  # keyword arguments of lstm_params
     "basic": dict(),
     "cifg": dict(cifg=True),
     "peephole": dict(peephole=True),
@@ -76,7 +78,7 @@ def test_lstm_27_input_form_without_layer_norm_equals_23_input_form():
     h, c = _states(rng, 2, p, 4)
     short = run(Op.LSTM, *operands(_lstm_inputs(p, x, h, c), 4))
     long = run(Op.LSTM, *operands(_lstm_inputs(p, x, h, c, layer_norm_form=True), 4))
-    for a, b in zip(short, long):
+    for a, b in zip(short, long, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -195,13 +197,13 @@ def test_bidirectional_sequence_lstm_runs_both_directions(merge, time_major):
     outputs = run(Op.BIDIRECTIONAL_SEQUENCE_LSTM,
                   *operands(_bidirectional_inputs(fw, bw, layout(xs), states, merge, time_major,
                                                   layout(aux)), 1 if merge else 2))
-    want_fw, _, _ = reference_lstm(fw, xs, *states[:2], aux=aux)
-    want_bw, _, _ = reference_lstm(bw, xs[::-1], *states[2:], aux=aux[::-1])
+    want_fw, _, _ = reference_lstm(fw, xs, states[0], states[1], aux=aux)
+    want_bw, _, _ = reference_lstm(bw, xs[::-1], states[2], states[3], aux=aux[::-1])
     want = [layout(want_fw), layout(want_bw[::-1])]
     if merge:
         want = [np.concatenate(want, axis=-1)]
     assert len(outputs) == len(want)
-    for got, expected in zip(outputs, want):
+    for got, expected in zip(outputs, want, strict=True):
         np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
@@ -313,7 +315,7 @@ def test_bidirectional_lstm_parallel_linking_and_state_outputs(merge):
     if merge:
         sequences = [np.concatenate(sequences, axis=-1)]
     assert len(outputs) == len(sequences) + 4
-    for got, expected in zip(outputs, [*sequences, fw_h, fw_c, bw_h, bw_c]):
+    for got, expected in zip(outputs, [*sequences, fw_h, fw_c, bw_h, bw_c], strict=True):
         np.testing.assert_allclose(got, expected, atol=1e-5)
 
 

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, OperationType as Op
+from torch_nnapi.nnapi import BadDataError
+from torch_nnapi.nnapi import OperationType as Op
 
 from ._single_op import F16, F32, I32, Q8, build, feed, out, run1
 
@@ -47,7 +48,7 @@ def test_quantized_inputs_are_requantized_to_the_output(op, pick):
     qa, qb, qo = (0.3, 17), (0.7, 200), (0.45, 100)
     got = run1(op, [feed(Q8, a, *qa), feed(Q8, b, *qb)], out(Q8, a.shape, *qo))
     want = [pick(_requantize_reference(x, *qa, *qo), _requantize_reference(y, *qb, *qo))
-            for x, y in zip(a, b)]
+            for x, y in zip(a, b, strict=True)]
     np.testing.assert_array_equal(got, want)
 
 

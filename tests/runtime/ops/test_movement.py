@@ -8,7 +8,8 @@ import itertools
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, FeatureLevel, OpFailedError, OperationType as Op
+from torch_nnapi.nnapi import BadDataError, FeatureLevel, OpFailedError
+from torch_nnapi.nnapi import OperationType as Op
 from torch_nnapi.runtime import Compilation
 
 from ._single_op import BOOL, F16, F32, HALF, I32, INT, Q8, build, const, feed, out, run1
@@ -82,7 +83,7 @@ def test_strided_slice_agrees_with_numpy_slicing(seed):
     strides = [int(v) for v in rng.choice([-3, -2, -1, 1, 2, 3], len(shape))]
     begin_mask, end_mask = int(rng.integers(0, 16)), int(rng.integers(0, 16))
     plan = tuple(_python_slice(b, e, s, begin_mask >> i & 1, end_mask >> i & 1)
-                 for i, (b, e, s) in enumerate(zip(begins, ends, strides)))
+                 for i, (b, e, s) in enumerate(zip(begins, ends, strides, strict=True)))
     expected = x[plan]
     y = run1(Op.STRIDED_SLICE, [feed(F32, x), const(I32, begins), const(I32, ends),
                                 const(I32, strides), const(INT, begin_mask),
@@ -138,8 +139,8 @@ def test_gather_index_out_of_range_fails_naming_the_input():
 
 def _space_to_batch_reference(x, block, pads):
     """TensorFlow's definition, element by element (NHWC)."""
-    (bh, bw), ((t, b), (l, r)) = block, pads
-    xp = np.pad(x, [(0, 0), (t, b), (l, r), (0, 0)])
+    (bh, bw), ((top, bottom), (left, right)) = block, pads
+    xp = np.pad(x, [(0, 0), (top, bottom), (left, right), (0, 0)])
     n, h, w, c = xp.shape
     y = np.zeros((n * bh * bw, h // bh, w // bw, c), x.dtype)
     for ob, oy, ox in itertools.product(range(y.shape[0]), range(y.shape[1]), range(y.shape[2])):
@@ -191,12 +192,14 @@ def _depth_to_space_reference(x, b):
 def test_depth_to_space_and_back(nchw):
     x = RNG.integers(0, 255, (2, 2, 3, 8)).astype(np.uint8)
     layout = (lambda a: a.transpose(0, 3, 1, 2)) if nchw else (lambda a: a)
-    quant = dict(scale=0.5, zero_point=4)
-    y = run1(Op.DEPTH_TO_SPACE, [feed(Q8, layout(x), **quant), const(INT, 2), const(BOOL, nchw)],
-             out(Q8, (0,) * 4, **quant))
+    scale, zero_point = 0.5, 4
+    y = run1(Op.DEPTH_TO_SPACE,
+             [feed(Q8, layout(x), scale, zero_point), const(INT, 2), const(BOOL, nchw)],
+             out(Q8, (0,) * 4, scale, zero_point))
     np.testing.assert_array_equal(y, layout(_depth_to_space_reference(x, 2)))
-    back = run1(Op.SPACE_TO_DEPTH, [feed(Q8, y, **quant), const(INT, 2), const(BOOL, nchw)],
-                out(Q8, (0,) * 4, **quant))
+    back = run1(Op.SPACE_TO_DEPTH, [feed(Q8, y, scale, zero_point), const(INT, 2),
+                                    const(BOOL, nchw)],
+                out(Q8, (0,) * 4, scale, zero_point))
     np.testing.assert_array_equal(back, layout(x))
 
 

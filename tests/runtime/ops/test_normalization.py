@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperationType as Op
+from torch_nnapi.nnapi import BadDataError, FeatureLevel
+from torch_nnapi.nnapi import OperationType as Op
 from torch_nnapi.runtime import Compilation
 
 from ._single_op import BOOL, F16, F32, FLOAT, HALF, INT, Q8, build, const, feed, out, run1
@@ -140,7 +141,7 @@ def test_l2_normalization_float(axis):
 def test_l2_normalization_of_zeros_is_zero():
     x = np.array([[0.0, 0.0], [3.0, 4.0]], np.float32)
     got = run1(Op.L2_NORMALIZATION, [feed(F32, x)], out(F32, x.shape))
-    np.testing.assert_allclose(got, [[0, 0], [0.6, 0.8]])
+    np.testing.assert_allclose(got, np.array([[0.0, 0.0], [0.6, 0.8]]))
 
 
 @pytest.mark.parametrize("axis", [-1, 0])

@@ -168,7 +168,8 @@ def test_quantized_lstm_is_close_to_a_float_lstm(cifg):
     rng = np.random.default_rng(3)
     operands, outputs, reference = _qlstm_inputs(rng, cifg=cifg)
     state_out, cell_out, output = run(OperationType.QUANTIZED_LSTM, operands, outputs)
-    want_hidden, want_cell = _float_qlstm(*reference, cifg)
+    weights, biases, x, h, c = reference
+    want_hidden, want_cell = _float_qlstm(weights, biases, x, h, c, cifg)
     np.testing.assert_array_equal(state_out, output)
     assert np.abs(output.astype(np.int64) - want_hidden).max() <= 2
     assert np.abs(cell_out.astype(np.int64) - want_cell).max() <= 8

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, OperationType as Op
+from torch_nnapi.nnapi import BadDataError
+from torch_nnapi.nnapi import OperationType as Op
 from torch_nnapi.runtime import Compilation
 
 from ._single_op import BOOL, BOOL8, F16, F32, I32, INT, Q8, build, const, feed, out, run, run1
@@ -61,10 +62,10 @@ def test_float16_sum_is_computed_in_float32():
 
 def test_quant8_max_and_min_keep_raw_values():
     x = RNG.integers(0, 256, (3, 5)).astype(np.uint8)
-    quant = dict(scale=0.1, zero_point=100)
+    scale, zero_point = 0.1, 100
     for op, reference in ((Op.REDUCE_MAX, np.max), (Op.REDUCE_MIN, np.min)):
-        y = run1(op, [feed(Q8, x, **quant), const(I32, [-1]), const(BOOL, True)],
-                 out(Q8, (3, 1), **quant))
+        y = run1(op, [feed(Q8, x, scale, zero_point), const(I32, [-1]), const(BOOL, True)],
+                 out(Q8, (3, 1), scale, zero_point))
         np.testing.assert_array_equal(y, reference(x, axis=-1, keepdims=True))
 
 
@@ -102,7 +103,7 @@ def test_reducing_a_vector_gives_shape_1(op, args, expected):
     """Android 11: NNAPI tensors have a rank of 1 or more (Android 10 gave rank 0)."""
     x = np.array([1, 5, 2], np.float32)
     y = run1(op, [feed(F32, x)] + args, out(I32 if op == Op.ARGMAX else F32, ()))
-    assert isinstance(y, np.ndarray) and y.shape == (1,)
+    assert y.shape == (1,)
     assert y[0] == pytest.approx(expected)
 
 

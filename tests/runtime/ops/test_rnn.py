@@ -85,7 +85,7 @@ def test_bidirectional_sequence_rnn(merge, time_major, with_aux):
     want = [layout(want_fw), layout(want_bw[::-1])]
     if merge:
         want = [np.concatenate(want, axis=-1)]
-    for got, expected in zip(outputs, want):
+    for got, expected in zip(outputs, want, strict=True):
         np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
@@ -142,7 +142,7 @@ def test_bidirectional_rnn_parallel_linking_and_state_outputs():
                              boolean(True), boolean(False)], 4))
     want_fw, last_fw = reference_rnn(xs, h_fw, *fw)
     want_bw, last_bw = reference_rnn(aux[::-1], h_bw, *bw)
-    for got, expected in zip(outputs, [want_fw, want_bw[::-1], last_fw, last_bw]):
+    for got, expected in zip(outputs, [want_fw, want_bw[::-1], last_fw, last_bw], strict=True):
         np.testing.assert_allclose(got, expected, atol=1e-5)
 
 

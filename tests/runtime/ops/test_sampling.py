@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import OpFailedError, OperationType as Op
+from torch_nnapi.nnapi import OperationType as Op
+from torch_nnapi.nnapi import OpFailedError
 from torch_nnapi.runtime import Compilation
 
 from ._single_op import F16, F32, I32, INT, build, const, feed, out, run1

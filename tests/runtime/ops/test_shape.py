@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperationType as Op
+from torch_nnapi.nnapi import BadDataError, FeatureLevel
+from torch_nnapi.nnapi import OperationType as Op
 from torch_nnapi.runtime import Compilation
 
 from ._single_op import F16, F32, FLOAT, HALF, I32, INT, Q8, build, const, feed, out, run, run1
@@ -167,7 +168,7 @@ def test_concatenation_of_zero_sized_inputs():
 def test_split_into_equal_parts():
     outs = run(Op.SPLIT, [feed(F16, X.astype(np.float16)), const(INT, -1), const(INT, 2)],
                [out(F16, (2, 3, 2)), out(F16, (2, 3, 2))])
-    for y, part in zip(outs, np.split(X.astype(np.float16), 2, axis=-1)):
+    for y, part in zip(outs, np.split(X.astype(np.float16), 2, axis=-1), strict=True):
         np.testing.assert_array_equal(y, part)
 
 
@@ -183,10 +184,9 @@ def test_split_errors(parts, outputs, message):
 
 def test_tile_matches_numpy_for_every_type():
     for t, dtype in ((F32, np.float32), (I32, np.int32), (Q8, np.uint8)):
-        quant = dict(scale=0.5) if t == Q8 else {}
+        scale = 0.5 if t == Q8 else 0.0
         x = X.astype(dtype)
-        y = run1(Op.TILE, [feed(t, x, **quant), const(I32, [2, 1, 3])],
-                 out(t, (4, 3, 12), **quant))
+        y = run1(Op.TILE, [feed(t, x, scale), const(I32, [2, 1, 3])], out(t, (4, 3, 12), scale))
         np.testing.assert_array_equal(y, np.tile(x, (2, 1, 3)))
 
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import BadDataError, FeatureLevel, OperationType as Op
+from torch_nnapi.nnapi import BadDataError, FeatureLevel
+from torch_nnapi.nnapi import OperationType as Op
 from torch_nnapi.runtime import Compilation
 
 from ._single_op import F16, F32, I32, build, feed, out, run1
 
-_REFERENCES = {
+_REFERENCES: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
     Op.FLOOR: np.floor, Op.ABS: np.abs, Op.EXP: np.exp, Op.LOG: np.log, Op.NEG: np.negative,
     Op.RSQRT: lambda x: 1.0 / np.sqrt(x), Op.SIN: np.sin, Op.SQRT: np.sqrt,
 }
