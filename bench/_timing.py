@@ -6,7 +6,11 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+import torch
+
+from torch_nnapi.convert.host import run_on_host
 
 
 def median_time(fn: Callable[[], object], runs: int, warmup: int = 1) -> float:
@@ -30,3 +34,21 @@ def torch_runtime_available() -> bool:
         return os.path.exists(torch_nnapi.library_path())
     except Exception:  # noqa: BLE001 - an unbuilt or broken install means the host runtime
         return False
+
+
+def backend_name(through_torch: bool) -> str:
+    """Where converted modules run, for the scripts' headers."""
+    return ("torch NNAPI runtime + libneuralnetworks.so" if through_torch
+            else "host runtime")
+
+
+def eager_and_converted(model: Callable[..., object], module: torch.jit.ScriptModule,
+                        inputs: Sequence[torch.Tensor], runs: int, through_torch: bool,
+                        warmup: int = 1) -> tuple[float, float]:
+    """Median seconds of eager PyTorch and of the converted module on the same inputs: through
+    PyTorch's NNAPI runtime when it loads, else on the host runtime."""
+    with torch.no_grad():
+        eager = median_time(lambda: model(*inputs), runs, warmup)
+    if through_torch:
+        return eager, median_time(lambda: module(*inputs), runs, warmup)
+    return eager, median_time(lambda: run_on_host(module, *inputs), runs, warmup)

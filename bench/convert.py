@@ -26,17 +26,19 @@ import argparse  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
-from functools import partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._timing import median_time, torch_runtime_available  # noqa: E402
+from bench._timing import (  # noqa: E402
+    backend_name,
+    eager_and_converted,
+    torch_runtime_available,
+)
 from tests.convert import zoo  # noqa: E402
 from torch_nnapi.convert.api import Conversion, convert_with_details  # noqa: E402
-from torch_nnapi.convert.host import run_on_host  # noqa: E402
 
 THREADS = 2
 
@@ -92,7 +94,7 @@ def main() -> int:
     torch.set_num_threads(THREADS)
     warnings.simplefilter("ignore")
     through_torch = torch_runtime_available()
-    backend = "torch NNAPI runtime + libneuralnetworks.so" if through_torch else "host runtime"
+    backend = backend_name(through_torch)
     print(f"images 1x3x{args.size}x{args.size}, tokens 1x{min(args.size, 32)}, {THREADS} threads,"
           f" converted models run on the {backend}")
     # JIT start-up costs are paid once, by whichever converter runs first: pay them here
@@ -116,12 +118,7 @@ def main() -> int:
         ours, conversion = _ours(model, x)
         proto = _prototype(model, x)
         module = conversion.module
-        with torch.no_grad():
-            eager = median_time(partial(model, x), args.runs)
-        if through_torch:
-            latency = median_time(partial(module, x), args.runs)
-        else:
-            latency = median_time(partial(run_on_host, module, x), args.runs)
+        eager, latency = eager_and_converted(model, module, (x,), args.runs, through_torch)
         ratio = f"{ours / proto:6.2f}" if proto else "     -"
         if proto and ours > proto:
             slower.append(name)

@@ -30,7 +30,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._timing import median_time, torch_runtime_available  # noqa: E402
+from bench._timing import backend_name, median_time, torch_runtime_available  # noqa: E402
 from tests.realmodels.classification import build  # noqa: E402
 from torch_nnapi.convert.api import convert_with_details  # noqa: E402
 from torch_nnapi.convert.host import run_on_host  # noqa: E402
@@ -80,7 +80,7 @@ def main() -> int:
     through_torch = torch_runtime_available()
     print(f"images 1x3x{args.size}x{args.size}, {args.calibration} calibration batches"
           f" ({args.observer} observers), {THREADS} threads, converted models on the"
-          f" {'torch NNAPI runtime + libneuralnetworks.so' if through_torch else 'host runtime'}")
+          f" {backend_name(through_torch)}")
     header = (f"{'model':20} {'trace s':>8} {'export s':>9} {'quantize s':>11} {'q-convert s':>12}"
               f" {'eager ms':>9} {'int8 ms':>8} {'ratio':>6}")
     print(header)

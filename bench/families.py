@@ -28,11 +28,14 @@ from torch import nn  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._timing import median_time, torch_runtime_available  # noqa: E402
+from bench._timing import (  # noqa: E402
+    backend_name,
+    eager_and_converted,
+    torch_runtime_available,
+)
 from tests.convert import zoo  # noqa: E402
 from torch_nnapi.convert.api import Conversion, convert_with_details  # noqa: E402
 from torch_nnapi.convert.check import quantized_engine  # noqa: E402
-from torch_nnapi.convert.host import run_on_host  # noqa: E402
 
 THREADS = 2
 
@@ -80,16 +83,6 @@ FAMILIES = {"recurrent": _recurrent, "quantized": _quantized}
 
 
 
-def _latencies(model: nn.Module, module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...],
-               runs: int, through_torch: bool) -> tuple[float, float]:
-    """Median seconds of eager PyTorch and of the converted module (through PyTorch's NNAPI
-    runtime when it loads, else on the host runtime)."""
-    with torch.no_grad():
-        eager = median_time(lambda: model(*inputs), runs, warmup=10)
-    if through_torch:
-        return eager, median_time(lambda: module(*inputs), runs, warmup=10)
-    return eager, median_time(lambda: run_on_host(module, *inputs), runs, warmup=10)
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -100,7 +93,7 @@ def main() -> int:
     warnings.simplefilter("ignore")
     through_torch = torch_runtime_available()
     print(f"{THREADS} threads; converted models run on the"
-          f" {'torch NNAPI runtime + libneuralnetworks.so' if through_torch else 'host runtime'}")
+          f" {backend_name(through_torch)}")
     header = (f"{'family':10} {'model':44} {'ops':>5} {'convert s':>10} {'eager ms':>9}"
               f" {'nnapi ms':>9} {'ratio':>7}")
     print(header)
@@ -114,8 +107,8 @@ def main() -> int:
                 conversion = convert_with_details(model, inputs)
                 assert isinstance(conversion, Conversion)  # no fallback: one NNAPI model
                 seconds = time.perf_counter() - start
-                eager, latency = _latencies(model, conversion.module, inputs, args.runs,
-                                            through_torch)
+                eager, latency = eager_and_converted(model, conversion.module, inputs, args.runs,
+                                                     through_torch, warmup=10)
                 print(f"{family:10} {name:44} {len(conversion.model.operations):5}"
                       f" {seconds:10.2f} {eager * 1e3:9.2f} {latency * 1e3:9.2f}"
                       f" {latency / eager:6.1f}x", flush=True)

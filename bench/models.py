@@ -29,7 +29,11 @@ import torch.nn as nn  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._timing import median_time, torch_runtime_available  # noqa: E402
+from bench._timing import (  # noqa: E402
+    backend_name,
+    eager_and_converted,
+    torch_runtime_available,
+)
 from tests.convert import transformers  # noqa: E402
 from tests.realmodels.checks import nontrivial_weights  # noqa: E402
 from tests.realmodels.torchvision_support import load_torchvision  # noqa: E402
@@ -95,13 +99,11 @@ def _measure(model: nn.Module, module: torch.jit.ScriptModule,
              inputs: tuple[torch.Tensor, ...], runs: int, through_torch: bool
              ) -> tuple[float, float, torch.Tensor, torch.Tensor]:
     """Median seconds of eager and of the converted module, and their outputs."""
+    eager, latency = eager_and_converted(model, module, inputs, runs, through_torch)
     with torch.no_grad():
-        eager = median_time(lambda: model(*inputs), runs)
         expected = model(*inputs)
-    if through_torch:
-        return eager, median_time(lambda: module(*inputs), runs), expected, module(*inputs)
-    latency = median_time(lambda: run_on_host(module, *inputs), runs)
-    return eager, latency, expected, run_on_host(module, *inputs)
+    actual = module(*inputs) if through_torch else run_on_host(module, *inputs)
+    return eager, latency, expected, actual
 
 
 def main() -> int:
@@ -114,7 +116,7 @@ def main() -> int:
     wanted = set(filter(None, args.models.split(",")))
     through_torch = torch_runtime_available()
     print(f"{THREADS} threads; converted models run on the"
-          f" {'torch NNAPI runtime + libneuralnetworks.so' if through_torch else 'host runtime'}")
+          f" {backend_name(through_torch)}")
     header = (f"{'family':18} {'model':28} {'ops':>5} {'level':>5} {'convert s':>9}"
               f" {'eager ms':>9} {'nnapi ms':>9} {'ratio':>6} {'error':>8}")
     print(header)
