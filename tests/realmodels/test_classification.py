@@ -9,13 +9,9 @@ from __future__ import annotations
 import pytest
 
 from .checks import check_float_model, nontrivial_weights
-from .classification import classification_models
+from .classification import MAX_PARAMETERS, TOO_LARGE, classification_models
 from .sweep import REPRESENTATIVE, by_cost
 from .torchvision_support import load_torchvision
-
-MAX_PARAMETERS = 150_000_000
-# Above MAX_PARAMETERS (test_the_excluded_models_are_the_large_ones checks it).
-TOO_LARGE = {"convnext_large", "regnet_y_128gf", "vit_h_14", "vit_l_16", "vit_l_32"}
 
 # (input size, the other (height, width) the flexible conversion also runs at). Most models
 # take any size; AlexNet's and the VGGs' adaptive pooling to 6x6 / 7x7 needs a feature map
@@ -33,10 +29,6 @@ ONE_SIZE = {"maxvit_t": 224, "swin_t": 64, "swin_s": 64, "swin_b": 64, "swin_v2_
             "swin_v2_s": 64, "swin_v2_b": 64, "vit_b_16": 64, "vit_b_32": 64}
 
 
-def classification_names() -> list[str]:
-    return [name for name in classification_models() if name not in TOO_LARGE]
-
-
 def build(name: str):
     models = load_torchvision().models
     options = {"image_size": ONE_SIZE[name]} if name.startswith("vit_") else {}
@@ -44,7 +36,7 @@ def build(name: str):
     return nontrivial_weights(model)
 
 
-@pytest.mark.parametrize("name", by_cost(classification_names(), REPRESENTATIVE))
+@pytest.mark.parametrize("name", by_cost(classification_models(), REPRESENTATIVE))
 def test_classification_model(name):
     model = build(name)
     assert sum(p.numel() for p in model.parameters()) <= MAX_PARAMETERS
