@@ -119,3 +119,29 @@ def test_models_it_cannot_write_are_named(tmp_path):
     with pytest.raises(TypeError, match="takes an nn.Module or an ExportedProgram"):
         trace_to_code(torch.jit.trace(Heads().eval(), torch.randn(1, 3, 8, 8)),
                       (torch.randn(1, 3, 8, 8),), str(tmp_path / "scripted.py"))
+
+
+class Versioned(nn.Module):
+    """Checks the version saved with its state, as torchvision's MNASNet does."""
+
+    _version = 2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, *args, **kwargs):
+        if local_metadata.get("version") != 2:
+            raise ValueError(f"version {local_metadata.get('version')} is not 2")
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, *args, **kwargs)
+
+
+def test_a_model_that_checks_its_state_version_is_restored(tmp_path):
+    """Checking the generated file restores the original's state with its versions."""
+    model = Versioned().eval()
+    result = trace_to_code(model, (torch.randn(1, 3, 8, 8),), str(tmp_path / "versioned.py"))
+    assert result.max_error <= 1e-5
+    model.load_state_dict(model.state_dict())  # still loadable afterwards

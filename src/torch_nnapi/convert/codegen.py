@@ -15,6 +15,7 @@ original's on the example inputs: a mismatch above ``tolerance`` is an error.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import inspect
 import keyword
@@ -362,7 +363,11 @@ def _verify(model, examples: tuple, path: str, weights_path: str) -> float:
         raise CodegenError(f"the generated {path} does not load: {type(e).__name__}: {e}")\
             from e
     original = model.module() if isinstance(model, torch.export.ExportedProgram) else model
-    state = {k: v.clone() for k, v in original.state_dict().items()}
+    # A copy of the state dict keeps its _metadata: modules check their saved versions when it
+    # is loaded back (torchvision's MNASNet refuses a state without one).
+    state = copy.copy(original.state_dict())
+    for key, value in state.items():
+        state[key] = value.clone()
     try:
         with torch.no_grad():
             expected = torch.utils._pytree.tree_leaves(original(*[x.clone() for x in examples]))
