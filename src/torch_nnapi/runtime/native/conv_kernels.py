@@ -138,8 +138,12 @@ def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref._Conv,
     return out
 
 
-@register_native(Op.CONV_2D, Op.GROUPED_CONV_2D)
-def conv_2d(ctx: KernelContext) -> Runner | None:
+def _windowed(ctx: KernelContext, key: str,
+              plan_q8: Callable[[KernelContext], Q8Conv | Q8Depthwise | None]
+              ) -> tuple[ref._Conv, bool, tuple[int, ...], tuple[int, ...], Runner | None] | None:
+    """What CONV_2D and DEPTHWISE_CONV_2D share: the geometry, the checks that a native
+    kernel takes the operation (None when not), and the quantized runner from its plan; the
+    float runner is left to the caller (None in the tuple's last place for float)."""
     geo = ref._geometry(ctx)
     kind = ctx.input_type("input")
     if geo.batches == 0 or kind not in (_F32, _Q8) or \
@@ -149,12 +153,23 @@ def conv_2d(ctx: KernelContext) -> Runner | None:
     if not window_fits(geometry):
         return None
     shape = (geo.batches, geo.out_h, geo.out_w, geo.out_depth)
-    if kind == _Q8:
-        plan = _once(ctx, "q8_conv", _conv_plan) if constant_parameters(ctx) else None
-        if plan is None:
-            return None
-        return lambda x, *_: from_nhwc(plan.run(_nhwc(x, nchw), geometry,
-                                                np.empty(shape, np.uint8)), nchw)
+    if kind != _Q8:
+        return geo, nchw, geometry, shape, None
+    plan = _once(ctx, key, plan_q8) if constant_parameters(ctx) else None
+    if plan is None:
+        return None
+    return geo, nchw, geometry, shape, lambda x, *_: from_nhwc(
+        plan.run(_nhwc(x, nchw), geometry, np.empty(shape, np.uint8)), nchw)
+
+
+@register_native(Op.CONV_2D, Op.GROUPED_CONV_2D)
+def conv_2d(ctx: KernelContext) -> Runner | None:
+    windowed = _windowed(ctx, "q8_conv", _conv_plan)
+    if windowed is None:
+        return None
+    geo, nchw, geometry, shape, quantized = windowed
+    if quantized is not None:
+        return quantized
     lo, hi = activation_range_float(geo.params.fuse_code)
     if not module().has_sgemm():
         return lambda x, w, b, *_: from_nhwc(bias_activation_f32(
@@ -170,21 +185,12 @@ def conv_2d(ctx: KernelContext) -> Runner | None:
 
 @register_native(Op.DEPTHWISE_CONV_2D)
 def depthwise_conv_2d(ctx: KernelContext) -> Runner | None:
-    geo = ref._geometry(ctx)
-    kind = ctx.input_type("input")
-    if geo.batches == 0 or kind not in (_F32, _Q8) or \
-            not constant_parameters(ctx, "input", "filter", "bias"):
+    windowed = _windowed(ctx, "q8_depthwise", _depthwise_plan)
+    if windowed is None:
         return None
-    nchw, geometry = geo.params.nchw, _geometry_window(geo)
-    if not window_fits(geometry):
-        return None
-    shape = (geo.batches, geo.out_h, geo.out_w, geo.out_depth)
-    if kind == _Q8:
-        plan = _once(ctx, "q8_depthwise", _depthwise_plan) if constant_parameters(ctx) else None
-        if plan is None:
-            return None
-        return lambda x, *_: from_nhwc(plan.run(_nhwc(x, nchw), geometry,
-                                                np.empty(shape, np.uint8)), nchw)
+    geo, nchw, geometry, shape, quantized = windowed
+    if quantized is not None:
+        return quantized
     lo, hi = activation_range_float(geo.params.fuse_code)
     return lambda x, w, b, *_: from_nhwc(depthwise_f32(
         _nhwc(x, nchw), w[0], b, geometry, geo.multiplier, lo, hi,
