@@ -197,7 +197,8 @@ class Lowerer:
         if node.kind == "prim::If":
             self._lower_if(node, args)
             return
-        folded = self._fold_steps(node, args) if node.steps else self._fold(node, args)
+        folded = (self._fold_steps(node, args) if node.kind == patterns.FUSED_KIND
+                  else self._fold(node, args))
         if folded is not _NOT_FOLDED:
             self._missing.pop(id(node), None)
             self._bind(node, folded)

@@ -49,8 +49,10 @@ class Sym:
             a, b = args
             if op in ("add", "mul"):
                 self.nonneg = _nonneg(a) and _nonneg(b)
-            elif op in ("floordiv", "mod"):
+            elif op == "floordiv":
                 self.nonneg = _nonneg(a) and _positive(b)
+            elif op == "mod":  # Python's remainder takes the divisor's sign
+                self.nonneg = _positive(b)
             elif op == "max":
                 self.nonneg = _nonneg(a) or _nonneg(b)
             elif op == "min":
@@ -125,7 +127,11 @@ def _product(factors: list) -> SymInt:
 
 def _divide_exactly(a: SymInt, b: SymInt):
     """a / b when b's factors are among a's (structurally), else None."""
-    rest = _factors(a)
+    factors = _factors(a)
+    static = 1
+    for f in factors:
+        static *= 1 if isinstance(f, Sym) else int(f)
+    rest = [f for f in factors if isinstance(f, Sym)] + ([static] if static != 1 else [])
     for f in _factors(b):
         for i, g in enumerate(rest):
             if (isinstance(f, Sym) and f == g) or (not isinstance(f, Sym) and not isinstance(
@@ -160,6 +166,9 @@ def binary(op: str, a: SymInt, b: SymInt) -> SymInt:
         if isinstance(a, Sym) and a.op == "add" and not isinstance(b, Sym) \
                 and not isinstance(a.args[1], Sym):
             return binary("add", a.args[0], int(a.args[1]) - int(b))  # (x + k) - m
+        (base_a, k_a), (base_b, k_b) = _offset(a), _offset(b)
+        if isinstance(base_a, Sym) and base_a == base_b:
+            return k_a - k_b  # (x + k) - (x + m)
     elif op == "mul":
         if _is(a, 0) or _is(b, 0):
             return 0
@@ -185,6 +194,13 @@ def binary(op: str, a: SymInt, b: SymInt) -> SymInt:
     elif op == "min" and ((_is(a, 0) and _nonneg(b)) or (_is(b, 0) and _nonneg(a))):
         return 0
     return Sym(op, (a, b), fn(hint(a), hint(b)))
+
+
+def _offset(v: SymInt) -> tuple[SymInt, int]:
+    """``v`` as (x, k) with v = x + k and k a plain int."""
+    if isinstance(v, Sym) and v.op == "add" and not isinstance(v.args[1], Sym):
+        return v.args[0], int(v.args[1])
+    return v, 0
 
 
 def _is(v: SymInt, n: int) -> bool:
