@@ -22,8 +22,8 @@ import torch
 from ..nnapi.codes import OperationType as Op
 from ..nnapi.errors import BadDataError
 from ..nnapi.model import Lifetime
+from . import baked, patterns
 from . import layout as lay
-from . import patterns
 from .capture import ExampleTensor, Graph, Node, Value
 from .context import Converter
 from .errors import ConversionError, ConverterBug, Unsupported, UnsupportedUse
@@ -230,6 +230,7 @@ class Lowerer:
         finally:
             self.cx.node = None
         self._bind(node, result)
+        baked.guard_decisions(self.cx, node, args, result)
         if low.in_place and node.inputs and isinstance(args[0], TensorValue):
             self.env[node.inputs[0]] = self.env[node.outputs[0]]
 

@@ -14,6 +14,7 @@ binary operators pop b then a and push ``a op b``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 CONST, DIM, ADD, SUB, MUL, FLOORDIV, MOD, MAX, MIN = range(9)
@@ -33,7 +34,7 @@ _BY_CODE = {code: fn for code, fn in _BINARY.values()}
 class Sym:
     """An integer expression over flexible input dimensions, with its example value."""
 
-    __slots__ = ("op", "args", "hint", "_key", "nonneg")
+    __slots__ = ("op", "args", "hint", "_key", "nonneg", "multiple")
 
     def __init__(self, op: str, args: tuple, hint: int):
         self.op = op
@@ -43,6 +44,9 @@ class Sym:
             op, tuple(a._key if isinstance(a, Sym) else a for a in args))
         # known to be >= 0 for every input shape (dimensions are; sums and products of
         # such values too), which lets max(x, 0) and friends simplify
+        # a static divisor of the value for every input shape (Swin pads sizes up to a
+        # multiple of its window, ``x + (k - x % k) % k``; export then divides by the count)
+        self.multiple = _known_multiple(op, args)
         if op == "dim":
             self.nonneg = True
         else:
@@ -97,6 +101,54 @@ class Sym:
 
 
 SymInt = int | Sym
+
+
+def _multiple(v: SymInt) -> int:
+    """A known divisor of ``v`` (0 for the constant 0, which every number divides)."""
+    return v.multiple if isinstance(v, Sym) else abs(int(v))
+
+
+def _known_multiple(op: str, args: tuple) -> int:
+    if op == "dim":
+        return 1
+    a, b = args
+    if op == "add" and _rounds_up(a, b):
+        return math.lcm(int(b.args[1]), max(_multiple(a), 1))
+    if op in ("add", "sub"):
+        return math.gcd(_multiple(a), _multiple(b)) or 1
+    if op == "mul":
+        return max(_multiple(a) * _multiple(b), 1)
+    if op == "floordiv" and not isinstance(b, Sym) and int(b) > 0 \
+            and _multiple(a) % int(b) == 0:
+        return max(_multiple(a) // int(b), 1)
+    return 1
+
+
+def round_up_amount(v: SymInt) -> tuple[SymInt, int] | None:
+    """(n, k) when ``v`` is ``(k - n % k) % k``, what brings n up to a multiple of k."""
+    if not (isinstance(v, Sym) and v.op == "mod" and not isinstance(v.args[1], Sym)):
+        return None
+    k, inner = int(v.args[1]), v.args[0]
+    if k <= 0 or not (isinstance(inner, Sym) and inner.op == "sub"):
+        return None
+    first, rest = inner.args
+    if (not isinstance(first, Sym) and int(first) == k and isinstance(rest, Sym)
+            and rest.op == "mod" and not isinstance(rest.args[1], Sym)
+            and int(rest.args[1]) == k):
+        return rest.args[0], k
+    return None
+
+
+def _rounds_up(a: SymInt, b: SymInt) -> bool:
+    """Whether ``b`` is ``(k - a % k) % k``: then ``a + b`` is a multiple of k."""
+    found = round_up_amount(b)
+    return found is not None and _structurally_equal(found[0], a)
+
+
+def _structurally_equal(a: SymInt, b: SymInt) -> bool:
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        return isinstance(a, Sym) and isinstance(b, Sym) and a == b
+    return int(a) == int(b)
 
 
 def input_dim(input_index: int, dim: int, hint: int) -> Sym:
@@ -184,6 +236,10 @@ def binary(op: str, a: SymInt, b: SymInt) -> SymInt:
         quotient = _divide_exactly(a, b)
         if quotient is not None:
             return quotient
+        if isinstance(b, Sym) and b.op == "floordiv" and _structurally_equal(b.args[0], a) \
+                and not isinstance(b.args[1], Sym) and int(b.args[1]) > 0 \
+                and _multiple(a) % int(b.args[1]) == 0:
+            return int(b.args[1])  # (m k) // ((m k) // k), the count of k-sized windows
     elif op in ("max", "min") and isinstance(a, Sym) and a == b:
         return a
     if op == "max":

@@ -39,6 +39,11 @@ def resolve_shape(x: TensorValue, sizes) -> tuple[SymInt, ...]:
     if unknown:
         known = _numel([s for i, s in enumerate(sizes) if i != unknown[0]])
         sizes[unknown[0]] = _numel(x.shape) // known
+    elif isinstance(_numel(x.shape), Sym) and not any(isinstance(s, Sym) for s in sizes):
+        # MaxViT's grid partition: the sizes a model was built for, whatever the input
+        raise Unsupported(f"a tensor whose size depends on a flexible dimension is reshaped"
+                          f" to the fixed shape {[int(s) for s in sizes]}, so this model runs"
+                          " at one input size only: convert it without flexible dimensions")
     return tuple(s if isinstance(s, Sym) else int(s) for s in sizes)
 
 
