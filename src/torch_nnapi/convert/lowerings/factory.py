@@ -6,8 +6,8 @@ the result is a constant (PyTorch computes it here), never an NNAPI operation; i
 fills of constants are folded the same way by the driver. Sizes that depend on a flexible
 input dimension make a one-element constant TILEd to the size at load time; a factory filled
 region by region through slices (Swin's attention mask, fused by patterns.py) is a grid of
-such TILEs, concatenated. ``empty`` is zeros (any value is right). ``masked_fill`` of a model tensor
-is one SELECT.
+such TILEs, concatenated. ``empty`` is zeros (any value is right). ``masked_fill`` of a
+model tensor is one SELECT.
 """
 
 from __future__ import annotations
