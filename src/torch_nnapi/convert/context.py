@@ -30,7 +30,7 @@ from .binding import Named, Slot, bind, trimmed_length
 from .errors import ConverterBug, Unsupported
 from .merged import default_groups, is_one, reshape_merged, same_dim, transpose_merged
 from .symbolic import Sym, SymInt, hint
-from .values import NNAPI_TYPE_OF, TensorValue, dtype_name
+from .values import NNAPI_TYPE_OF, QUANT_DTYPES, TensorValue, dtype_name
 
 if TYPE_CHECKING:
     from .capture import Node
@@ -380,6 +380,12 @@ class Converter:
             raise Unsupported("the output quantization parameters are unknown (the model"
                               " could not be run on the example inputs)")
         return float(ex.scale), int(ex.zero_point)
+
+    def example_quant_dtype(self, output: int = 0) -> str:
+        """The 8-bit type PyTorch gave the current node's quantized output (quint8 unless
+        the example says qint8)."""
+        dtype = getattr(self.example(output), "dtype", "")
+        return dtype if dtype in QUANT_DTYPES else "quint8"
 
     # ------------------------------------------------------------------ values
 

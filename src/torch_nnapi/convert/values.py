@@ -18,11 +18,21 @@ NNAPI_TYPE_OF = {
     "int64": OperandType.TENSOR_INT32,
     "bool": OperandType.TENSOR_BOOL8,
     "quint8": OperandType.TENSOR_QUANT8_ASYMM,
+    "qint8": OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
     "qint32": OperandType.TENSOR_INT32,
 }
 
 FLOAT_DTYPES = ("float32", "float16")
-QUANT_DTYPES = ("quint8",)
+# 8-bit quantized activations: unsigned (every level) and signed (feature level 4, Android 11)
+QUANT_DTYPES = ("quint8", "qint8")
+SIGNED_QUANT_LEVEL = 4
+# The integers each quantized dtype holds.
+QUANT_RANGES = {"quint8": (0, 255), "qint8": (-128, 127)}
+
+
+def quant_dtype(signed: bool) -> str:
+    """The converter's name of the 8-bit activation type: ``"qint8"`` or ``"quint8"``."""
+    return "qint8" if signed else "quint8"
 
 
 def dtype_name(dtype) -> str:
