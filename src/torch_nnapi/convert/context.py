@@ -24,6 +24,7 @@ from ..nnapi.codes import (
     OperationType,
 )
 from ..nnapi.model import Model, Operation
+from ..nnapi.operand_types import type_info
 from ..nnapi.signatures import signature_of
 from . import layout as lay
 from .binding import Named, Slot, bind, trimmed_length
@@ -101,10 +102,13 @@ class Converter:
             raise ConverterBug("a lowering asked for the node being lowered, but none is")
         return self.node
 
-    def allows(self, level: int) -> bool:
+    def allows(self, level: int, *tensors: TensorValue) -> bool:
         """Whether a lowering may use an operation (or form) of feature level ``level``
-        instead of its lower-level composition: only up to an explicit ``target_level``."""
-        return self.target_level is not None and self.target_level >= level
+        instead of its lower-level composition: only up to an explicit ``target_level``, or
+        when one of ``tensors`` already needs that level (a signed 8-bit tensor: level 4)."""
+        if self.target_level is not None:
+            return self.target_level >= level
+        return any(int(type_info(t.nnapi_type).feature_level) >= level for t in tensors)
 
     # ------------------------------------------------------------------ tensor operands
 
@@ -503,8 +507,6 @@ def _index(x: int | TensorValue) -> int:
 
 
 def _np_dtype(op_type: OperandType) -> np.dtype:
-    from ..nnapi.operand_types import type_info
-
     return type_info(op_type).dtype
 
 

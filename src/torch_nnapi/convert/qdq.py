@@ -47,6 +47,9 @@ SAME_QUANT = ("aten::relu", "aten::relu_", "aten::relu6", "aten::relu6_", "aten:
               "aten::contiguous", "aten::clone", "aten::dropout", "aten::dropout_",
               "aten::permute", "aten::transpose", "aten::pad", "aten::constant_pad_nd",
               "aten::upsample_nearest2d")
+# Ops whose lowerings run a quantized input, the output quantized on its own (HARD_SWISH,
+# level 4; the lowering computes in float below it).
+_OWN_QUANT = ("aten::hardswish", "aten::hardswish_")
 # Ops whose NNAPI output quantization is fixed (policy.RULES names the NNAPI operation, its
 # signature the parameters per 8-bit type); folded when the model's match.
 _FIXED = {"aten::sigmoid": "quantized::sigmoid", "aten::sigmoid_": "quantized::sigmoid",
@@ -130,6 +133,8 @@ class _Folder:
                 self._fixed(node)
             elif kind in SAME_QUANT:
                 self._same(node)
+            elif kind in _OWN_QUANT:
+                self._own(node)
         self._drop_unread_dequantizes()
         self.graph.nodes[:] = [n for n in self.graph.nodes if id(n) not in self.removed]
 
@@ -210,6 +215,13 @@ class _Folder:
         (scale, zero_point), (x_scale, x_zero_point) = self.quantized[out], self.quantized[x]
         if zero_point == x_zero_point and math.isclose(scale, x_scale, rel_tol=1e-6) \
                 and self.dtypes[x] == self.dtypes[out]:
+            self._rewire(node, [x] + node.inputs[1:], end[0])
+
+    def _own(self, node: Node) -> None:
+        x = self._quantized_source(node.inputs[0])
+        end = self._output_quantize(node, activations=False)
+        if x is not None and end is not None and self.dtypes[x] == self.dtypes[
+                end[0].outputs[0]]:
             self._rewire(node, [x] + node.inputs[1:], end[0])
 
     # -------------------------------------------------------------- graph surgery

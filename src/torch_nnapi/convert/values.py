@@ -28,6 +28,10 @@ QUANT_DTYPES = ("quint8", "qint8")
 SIGNED_QUANT_LEVEL = 4
 # The integers each quantized dtype holds.
 QUANT_RANGES = {"quint8": (0, 255), "qint8": (-128, 127)}
+# The tensor dtypes PyTorch's NNAPI runtime (torch.classes._nnapi.Compilation) passes in and
+# out of a model. It refuses qint8 tensors ("Bad dtype"), so a signed model quantizes its
+# float inputs and dequantizes its outputs inside NNAPI.
+RUNTIME_DTYPES = ("float32", "quint8", "int32", "int64", "bool")
 
 
 def quant_dtype(signed: bool) -> str:

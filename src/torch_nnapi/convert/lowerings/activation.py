@@ -188,10 +188,10 @@ def _hardsigmoid(cx: Converter, x: TensorValue) -> TensorValue:
 
 @lowering("aten::hardswish", "aten::hardswish_", nnapi=("ADD", "MUL", "DIV", "HARD_SWISH"),
           any_rank=True,
-          notes="x * relu6(x + 3) / 6; one HARD_SWISH with target_level=4")
+          notes="x * relu6(x + 3) / 6; one HARD_SWISH with target_level=4 or on int8")
 def hardswish(cx: Converter, x):
     x = require_tensor(x)
-    if cx.allows(FeatureLevel.ANDROID_11):
+    if cx.allows(FeatureLevel.ANDROID_11, x):
         return hard_swish(cx, x)
 
     def compute(f):

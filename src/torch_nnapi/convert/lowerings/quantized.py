@@ -359,7 +359,7 @@ def qcat(cx: Converter, items, dim, scale, zero_point):
 def qhardswish(cx: Converter, x, scale, zero_point):
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
-    if cx.allows(FeatureLevel.ANDROID_11):
+    if cx.allows(FeatureLevel.ANDROID_11, x):
         return cx.emit(Op.HARD_SWISH, dict(input=x), x.shape, x.dtype, x.layout, out_scale,
                        out_zp)
     f = float_of(cx, x)
