@@ -181,12 +181,13 @@ class _Folder:
         if build is None or build.kind != "prim::ListConstruct" or \
                 self.readers.get(items) != [node]:
             return
-        sources = [self._quantized_source(v) for v in build.inputs]
+        found = [self._quantized_source(v) for v in build.inputs]
+        sources = [s for s in found if s is not None]
         end = self._output_quantize(node, activations=False)
-        if end is None or any(s is None for s in sources) or \
+        if end is None or len(sources) != len(found) or \
                 {self.dtypes[s] for s in sources} != {self.dtypes[end[0].outputs[0]]}:
             return
-        build.inputs = list(sources)  # type: ignore[arg-type]
+        build.inputs = sources
         self._replace(node, "quantized::cat", [items, node.inputs[1]], end)
 
     def _fixed(self, node: Node) -> None:
