@@ -105,6 +105,7 @@ def test_check_lists_float_islands(tmp_path, capsys):
     torch.export.save(torch.export.export(quantized, (x,)), str(program))
     assert main(["check", str(program), "--input", "1x3x8x8"]) == 0
     text = capsys.readouterr().out
+    assert "quantized operations run in uint8\n" in text
     assert "float islands: 1 (computed in float between DEQUANTIZE and QUANTIZE)" in text
     assert "    aten::hardswish: NNAPI has no quantized HARD_SWISH before feature level 4" \
         in text

@@ -25,18 +25,12 @@ NNAPI_TYPE_OF = {
 FLOAT_DTYPES = ("float32", "float16")
 # 8-bit quantized activations: unsigned (every level) and signed (feature level 4, Android 11)
 QUANT_DTYPES = ("quint8", "qint8")
-SIGNED_QUANT_LEVEL = 4
 # The integers each quantized dtype holds.
 QUANT_RANGES = {"quint8": (0, 255), "qint8": (-128, 127)}
 # The tensor dtypes PyTorch's NNAPI runtime (torch.classes._nnapi.Compilation) passes in and
 # out of a model. It refuses qint8 tensors ("Bad dtype"), so a signed model quantizes its
 # float inputs and dequantizes its outputs inside NNAPI.
 RUNTIME_DTYPES = ("float32", "quint8", "int32", "int64", "bool")
-
-
-def quant_dtype(signed: bool) -> str:
-    """The converter's name of the 8-bit activation type: ``"qint8"`` or ``"quint8"``."""
-    return "qint8" if signed else "quint8"
 
 
 def dtype_name(dtype) -> str:

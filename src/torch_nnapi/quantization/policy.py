@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..convert.values import SIGNED_QUANT_LEVEL
 from ..nnapi.codes import FeatureLevel, OperandType, OperationType
 from ..nnapi.signatures import SIGNATURES
 from ..nnapi.signatures._rules import FixedQuantRule
 
 UINT8 = OperandType.TENSOR_QUANT8_ASYMM
 # The level that brought signed 8-bit activations (TENSOR_QUANT8_ASYMM_SIGNED, Android 11).
-SIGNED_LEVEL = SIGNED_QUANT_LEVEL
+SIGNED_LEVEL = 4
 
 
 @dataclass(frozen=True)
