@@ -13,7 +13,7 @@ from ...nnapi.codes import OperationType as Op
 from ..context import Converter
 from ..errors import Unsupported
 from ..symbolic import Sym, SymInt, all_static, sym_max
-from ..values import TensorValue
+from ..values import QUANT_RANGES, TensorValue
 from . import lowering
 from ._common import constant_float, require_tensor, static_int, static_ints
 from .index import gather_indices, strided_slice
@@ -77,7 +77,8 @@ def constant_pad(cx: Converter, x: TensorValue, pad, value) -> TensorValue:
                        x.scale, x.zero_point)
     if x.is_quantized:
         q = int(round(v / x.scale)) + x.zero_point
-        if not 0 <= q <= 255:
+        lowest, highest = QUANT_RANGES[x.dtype]
+        if not lowest <= q <= highest:
             raise Unsupported(f"pad value {v} is outside the quantized range")
         fill = cx.i32(q)
     elif x.is_float:
