@@ -1,0 +1,145 @@
+/* One time step of NNAPI's LSTM and RNN cells in float32 (runtime/native/recurrent.py).
+ *
+ * An unrolled recurrent layer is one such operation per time step on a few dozen values, so
+ * the reference's NumPy arithmetic (tens of small arrays per step) is most of a converted
+ * model's time; here a step is one pass over the weights and one over the gates. The
+ * equations and the scratch buffer's layout are the reference's (runtime/ops/_recurrent.py);
+ * sums are taken in another order and exp/tanh are the C library's, so results agree within
+ * float32 rounding. */
+
+#include "kernels.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* TFLite's activation codes (NNAPI's fuse codes are the first four). */
+enum { ACT_NONE = 0, ACT_RELU = 1, ACT_RELU1 = 2, ACT_RELU6 = 3, ACT_TANH = 4, ACT_SIGMOID = 6 };
+
+static float clamp(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+static float activate(int code, float v) {
+    switch (code) {
+    case ACT_RELU: return v < 0.0f ? 0.0f : v;
+    case ACT_RELU1: return clamp(v, -1.0f, 1.0f);
+    case ACT_RELU6: return clamp(v, 0.0f, 6.0f);
+    case ACT_TANH: return tanhf(v);
+    case ACT_SIGMOID: return sigmoid(v);
+    default: return v;
+    }
+}
+
+/* out[0..n) += sum over i < k of a[i] * w[i][0..n): a vector times a transposed weight matrix,
+ * the inner loop along contiguous rows so that it vectorizes without reassociation. */
+TNN_VECTOR_CLONES
+static void accumulate(ptrdiff_t k, ptrdiff_t n, const float *a, const float *w, float *out) {
+    for (ptrdiff_t i = 0; i < k; i++) {
+        const float ai = a[i];
+        const float *row = w + i * n;
+        for (ptrdiff_t j = 0; j < n; j++) out[j] += ai * row[j];
+    }
+}
+
+/* bias + x W' + h R' for one batch row, the weights given as [input + state][n]. */
+static void gate_sums(ptrdiff_t inputs, ptrdiff_t states, ptrdiff_t n, const float *x,
+                      const float *h, const float *weights, const float *bias, float *out) {
+    for (ptrdiff_t j = 0; j < n; j++) out[j] = bias ? bias[j] : 0.0f;
+    accumulate(inputs, n, x, weights, out);
+    accumulate(states, n, h, weights + inputs * n, out);
+}
+
+/* Zero mean and unit variance along the cells (the reference's _normalize: variance as
+ * E[x^2] - E[x]^2, epsilon for a variance not above zero), then weight and bias. */
+static void layer_normalize(float *v, ptrdiff_t cells, const float *weight, const float *bias) {
+    double sum = 0.0, squares = 0.0;
+    for (ptrdiff_t j = 0; j < cells; j++) {
+        sum += v[j];
+        squares += (double)(v[j] * v[j]);
+    }
+    float mean = (float)(sum / (double)cells);
+    float variance = (float)(squares / (double)cells) - mean * mean;
+    if (!(variance > 0.0f)) variance = TNN_LSTM_LAYER_NORM_EPSILON;
+    float deviation = sqrtf(variance);
+    for (ptrdiff_t j = 0; j < cells; j++) v[j] = (v[j] - mean) / deviation * weight[j] + bias[j];
+}
+
+/* One gate's pre-activation in place: peephole term, then layer normalization (which adds the
+ * bias after it; without, the bias is already in the sums). */
+static void finish_gate(const tnn_lstm_cell *cell, int gate, float *v, const float *peephole,
+                        const float *state) {
+    ptrdiff_t cells = cell->cells;
+    if (peephole)
+        for (ptrdiff_t j = 0; j < cells; j++) v[j] = v[j] + peephole[j] * state[j];
+    if (cell->layer_norm)
+        layer_normalize(v, cells, cell->layer_norm + gate * cells, cell->bias + gate * cells);
+}
+
+int tnn_lstm_step_f32(const tnn_lstm_cell *cell, ptrdiff_t batch, const float *x,
+                      const float *h_in, const float *c_in, float *scratch, float *h_out,
+                      float *c_out) {
+    const ptrdiff_t cells = cell->cells, width = (ptrdiff_t)cell->gates * cells;
+    float *sums = malloc((size_t)(width > 0 ? width : 1) * sizeof *sums);
+    if (!sums) return -1;
+    const int cifg = cell->gates == 3;
+    /* Gate blocks in the stacked weights: input (absent with CIFG), forget, cell, output. */
+    const int g_forget = cifg ? 0 : 1, g_cell = g_forget + 1, g_output = g_forget + 2;
+    /* Scratch blocks, each [batch][cells]: input gate (absent with CIFG), cell activation,
+     * forget gate (1 - forget with CIFG), gated output. */
+    const int s_activation = cifg ? 0 : 1;
+    const float *peep = cell->peephole; /* [3][cells]: input, forget, output */
+    for (ptrdiff_t b = 0; b < batch; b++) {
+        const float *c_prev = c_in + b * cells;
+        float *c = c_out + b * cells;
+        gate_sums(cell->input_size, cell->output_size, width, x + b * cell->input_size,
+                  h_in + b * cell->output_size, cell->weights,
+                  cell->layer_norm ? NULL : cell->bias, sums);
+        float *forget = sums + g_forget * cells, *candidate = sums + g_cell * cells;
+        float *output = sums + g_output * cells, *input = cifg ? NULL : sums;
+        finish_gate(cell, g_forget, forget, peep ? peep + cells : NULL, c_prev);
+        finish_gate(cell, g_cell, candidate, NULL, NULL);
+        if (input) finish_gate(cell, 0, input, peep, c_prev);
+        float *s_input = scratch + b * cells;
+        float *s_act = scratch + ((ptrdiff_t)s_activation * batch + b) * cells;
+        float *s_forget = scratch + ((ptrdiff_t)(s_activation + 1) * batch + b) * cells;
+        float *s_hidden = scratch + ((ptrdiff_t)(s_activation + 2) * batch + b) * cells;
+        for (ptrdiff_t j = 0; j < cells; j++) {
+            float f = sigmoid(forget[j]);
+            float in = cifg ? 1.0f - f : sigmoid(input[j]);
+            float state = f * c_prev[j] + in * activate(cell->activation, candidate[j]);
+            c[j] = cell->cell_clip > 0.0f ? clamp(state, -cell->cell_clip, cell->cell_clip)
+                                          : state;
+            if (!cifg) s_input[j] = in;
+            s_forget[j] = cifg ? in : f;
+        }
+        finish_gate(cell, g_output, output, peep ? peep + 2 * cells : NULL, c);
+        for (ptrdiff_t j = 0; j < cells; j++) {
+            float activation = activate(cell->activation, c[j]);
+            s_act[j] = activation;
+            s_hidden[j] = sigmoid(output[j]) * activation;
+        }
+        float *out = h_out + b * cell->output_size;
+        if (!cell->projection) {
+            for (ptrdiff_t j = 0; j < cells; j++) out[j] = s_hidden[j];
+            continue;
+        }
+        for (ptrdiff_t m = 0; m < cell->output_size; m++)
+            out[m] = cell->projection_bias ? cell->projection_bias[m] : 0.0f;
+        accumulate(cells, cell->output_size, s_hidden, cell->projection, out);
+        if (cell->proj_clip > 0.0f)
+            for (ptrdiff_t m = 0; m < cell->output_size; m++)
+                out[m] = clamp(out[m], -cell->proj_clip, cell->proj_clip);
+    }
+    free(sums);
+    return 0;
+}
+
+void tnn_rnn_step_f32(ptrdiff_t batch, ptrdiff_t inputs, ptrdiff_t units, const float *x,
+                      const float *h_in, const float *weights, const float *bias,
+                      int activation, float *h_out) {
+    for (ptrdiff_t b = 0; b < batch; b++) {
+        float *out = h_out + b * units;
+        gate_sums(inputs, units, units, x + b * inputs, h_in + b * units, weights, bias, out);
+        for (ptrdiff_t u = 0; u < units; u++) out[u] = activate(activation, out[u]);
+    }
+}
