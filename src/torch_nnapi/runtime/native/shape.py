@@ -48,7 +48,12 @@ def split(ctx: KernelContext) -> Runner | None:
     if not constant_parameters(ctx):
         return None
     axis, parts = shape._split_plan(ctx)
-    return lambda x, *_: [np.ascontiguousarray(p) for p in np.split(x, parts, axis=axis)]
+    # The parts' index tuples, worked out once (np.split works them out at every call);
+    # parts already contiguous (a split along the first dimension longer than 1) stay views.
+    size = ctx.input_shape("input")[axis] // parts
+    leading = (slice(None),) * axis
+    pieces = [(*leading, slice(k * size, (k + 1) * size)) for k in range(parts)]
+    return lambda x, *_: [np.ascontiguousarray(x[piece]) for piece in pieces]
 
 
 def _requantization_table(ctx: KernelContext, k: int) -> np.ndarray | None:
