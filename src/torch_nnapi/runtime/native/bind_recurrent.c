@@ -2,6 +2,9 @@
 
 #include "binding.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /* An optional float32 array of `count` elements: None gives NULL. */
 static int optional_floats(PyObject *obj, Buffer *b, Py_ssize_t count, const char *what,
                            const float **data) {
@@ -13,60 +16,108 @@ static int optional_floats(PyObject *obj, Buffer *b, Py_ssize_t count, const cha
     return 0;
 }
 
-static PyObject *lstm_step_f32(PyObject *self, PyObject *args) {
-    PyObject *weights, *bias, *peephole, *norm, *projection, *projection_bias, *x, *h, *c;
-    PyObject *scratch, *h_out, *c_out;
-    Py_ssize_t batch, input_size, cells, output_size;
+/* An LSTM plan: the cell with copies of its weights, in one allocation. */
+#define LSTM_PLAN "torch_nnapi.lstm_plan"
+
+static void free_lstm_plan(PyObject *capsule) { free(PyCapsule_GetPointer(capsule, LSTM_PLAN)); }
+
+/* Copies `count` floats of an optional buffer to *at (advancing it); NULL stays NULL. */
+static const float *copied(const Buffer *b, Py_ssize_t count, float **at) {
+    if (!b->held) return NULL;
+    float *copy = *at;
+    memcpy(copy, b->view.buf, (size_t)count * sizeof(float));
+    *at += count;
+    return copy;
+}
+
+static PyObject *lstm_plan(PyObject *self, PyObject *args) {
+    PyObject *weights, *bias, *peephole, *norm, *projection, *projection_bias;
+    Py_ssize_t input_size, cells, output_size;
     int gates, activation;
     float cell_clip, proj_clip;
-    Buffer b[12] = {{.held = 0}};
+    Buffer b[6] = {{.held = 0}};
     (void)self;
-    if (!PyArg_ParseTuple(args, "(nnnnii)(ff)OOOOOOOOOOOO;lstm_step_f32", &batch, &input_size,
-                          &cells, &output_size, &gates, &activation, &cell_clip, &proj_clip,
-                          &weights, &bias, &peephole, &norm, &projection, &projection_bias, &x,
-                          &h, &c, &scratch, &h_out, &c_out))
+    if (!PyArg_ParseTuple(args, "(nnnii)(ff)OOOOOO;lstm_plan", &input_size, &cells,
+                          &output_size, &gates, &activation, &cell_clip, &proj_clip, &weights,
+                          &bias, &peephole, &norm, &projection, &projection_bias))
         return NULL;
-    if (batch < 0 || input_size < 1 || cells < 1 || output_size < 1 || (gates != 3 && gates != 4)) {
-        PyErr_SetString(PyExc_ValueError, "lstm_step_f32: sizes must be positive, gates 3 or 4");
-        return NULL;
-    }
-    Py_ssize_t width = gates * cells;
-    tnn_lstm_cell cell = {.input_size = input_size, .cells = cells, .output_size = output_size,
-                          .gates = gates, .activation = activation, .cell_clip = cell_clip,
-                          .proj_clip = proj_clip};
-    int failed = tnn_get_buffer(weights, &b[0], 4, (input_size + output_size) * width, 0,
-                                "weights") < 0 ||
-                 tnn_get_buffer(bias, &b[1], 4, width, 0, "bias") < 0 ||
-                 optional_floats(peephole, &b[2], 3 * cells, "peephole", &cell.peephole) < 0 ||
-                 optional_floats(norm, &b[3], width, "layer_norm", &cell.layer_norm) < 0 ||
-                 optional_floats(projection, &b[4], cells * output_size, "projection",
-                                 &cell.projection) < 0 ||
-                 optional_floats(projection_bias, &b[5], output_size, "projection_bias",
-                                 &cell.projection_bias) < 0 ||
-                 tnn_get_buffer(x, &b[6], 4, batch * input_size, 0, "input") < 0 ||
-                 tnn_get_buffer(h, &b[7], 4, batch * output_size, 0, "output_state_in") < 0 ||
-                 tnn_get_buffer(c, &b[8], 4, batch * cells, 0, "cell_state_in") < 0 ||
-                 tnn_get_buffer(scratch, &b[9], 4, batch * width, 1, "scratch_buffer") < 0 ||
-                 tnn_get_buffer(h_out, &b[10], 4, batch * output_size, 1, "output_state_out") < 0 ||
-                 tnn_get_buffer(c_out, &b[11], 4, batch * cells, 1, "cell_state_out") < 0;
-    if (failed) {
-        tnn_release(b, 12);
+    const Py_ssize_t limit = (Py_ssize_t)1 << 24;
+    if (input_size < 1 || cells < 1 || output_size < 1 || input_size > limit || cells > limit ||
+        output_size > limit || (gates != 3 && gates != 4)) {
+        PyErr_SetString(PyExc_ValueError, "lstm_plan: sizes must be in [1, 2^24], gates 3 or 4");
         return NULL;
     }
-    if (!cell.projection && output_size != cells) {
-        tnn_release(b, 12);
-        PyErr_SetString(PyExc_ValueError, "lstm_step_f32: without a projection the output size"
-                                          " must be the number of cells");
+    Py_ssize_t width = gates * cells, matrix = (input_size + output_size) * width;
+    const float *unused;
+    if (tnn_get_buffer(weights, &b[0], 4, matrix, 0, "weights") < 0 ||
+        tnn_get_buffer(bias, &b[1], 4, width, 0, "bias") < 0 ||
+        optional_floats(peephole, &b[2], 3 * cells, "peephole", &unused) < 0 ||
+        optional_floats(norm, &b[3], width, "layer_norm", &unused) < 0 ||
+        optional_floats(projection, &b[4], cells * output_size, "projection", &unused) < 0 ||
+        optional_floats(projection_bias, &b[5], output_size, "projection_bias", &unused) < 0) {
+        tnn_release(b, 6);
         return NULL;
     }
-    cell.weights = b[0].view.buf;
-    cell.bias = b[1].view.buf;
+    if (!b[4].held && output_size != cells) {
+        tnn_release(b, 6);
+        PyErr_SetString(PyExc_ValueError, "lstm_plan: without a projection the output size must"
+                                          " be the number of cells");
+        return NULL;
+    }
+    Py_ssize_t floats = matrix + 2 * width + 3 * cells + cells * output_size + output_size;
+    tnn_lstm_cell *cell = malloc(sizeof *cell + (size_t)floats * sizeof(float));
+    if (!cell) {
+        tnn_release(b, 6);
+        return PyErr_NoMemory();
+    }
+    float *at = (float *)(cell + 1);
+    *cell = (tnn_lstm_cell){.input_size = input_size, .cells = cells,
+                            .output_size = output_size, .gates = gates,
+                            .activation = activation, .cell_clip = cell_clip,
+                            .proj_clip = proj_clip};
+    cell->weights = copied(&b[0], matrix, &at);
+    cell->bias = copied(&b[1], width, &at);
+    cell->peephole = copied(&b[2], 3 * cells, &at);
+    cell->layer_norm = copied(&b[3], width, &at);
+    cell->projection = copied(&b[4], cells * output_size, &at);
+    cell->projection_bias = copied(&b[5], output_size, &at);
+    tnn_release(b, 6);
+    PyObject *capsule = PyCapsule_New(cell, LSTM_PLAN, free_lstm_plan);
+    if (!capsule) free(cell);
+    return capsule;
+}
+
+static PyObject *lstm_step_f32(PyObject *self, PyObject *args) {
+    PyObject *capsule, *x, *h, *c, *scratch, *h_out, *c_out;
+    Buffer b[6] = {{.held = 0}};
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOOOO;lstm_step_f32", &capsule, &x, &h, &c, &scratch, &h_out,
+                          &c_out))
+        return NULL;
+    const tnn_lstm_cell *cell = PyCapsule_GetPointer(capsule, LSTM_PLAN);
+    if (!cell) return NULL;
+    if (tnn_get_buffer(x, &b[0], 4, -1, 0, "input") < 0) return NULL;
+    Py_ssize_t batch = b[0].view.len / 4 / cell->input_size;
+    Py_ssize_t width = (Py_ssize_t)cell->gates * cell->cells;
+    if (b[0].view.len != batch * cell->input_size * 4) {
+        tnn_release(b, 1);
+        PyErr_SetString(PyExc_ValueError, "input: not a whole number of rows");
+        return NULL;
+    }
+    if (tnn_get_buffer(h, &b[1], 4, batch * cell->output_size, 0, "output_state_in") < 0 ||
+        tnn_get_buffer(c, &b[2], 4, batch * cell->cells, 0, "cell_state_in") < 0 ||
+        tnn_get_buffer(scratch, &b[3], 4, batch * width, 1, "scratch_buffer") < 0 ||
+        tnn_get_buffer(h_out, &b[4], 4, batch * cell->output_size, 1, "output_state_out") < 0 ||
+        tnn_get_buffer(c_out, &b[5], 4, batch * cell->cells, 1, "cell_state_out") < 0) {
+        tnn_release(b, 6);
+        return NULL;
+    }
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = tnn_lstm_step_f32(&cell, batch, b[6].view.buf, b[7].view.buf, b[8].view.buf,
-                               b[9].view.buf, b[10].view.buf, b[11].view.buf);
+    status = tnn_lstm_step_f32(cell, batch, b[0].view.buf, b[1].view.buf, b[2].view.buf,
+                               b[3].view.buf, b[4].view.buf, b[5].view.buf);
     Py_END_ALLOW_THREADS
-    tnn_release(b, 12);
+    tnn_release(b, 6);
     if (status < 0) return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
@@ -101,10 +152,11 @@ static PyObject *rnn_step_f32(PyObject *self, PyObject *args) {
 }
 
 PyMethodDef tnn_recurrent_methods[] = {
+    {"lstm_plan", lstm_plan, METH_VARARGS,
+     "lstm_plan((input, cells, output, gates, activation), (cell_clip, proj_clip), weights,"
+     " bias, peephole, layer_norm, projection, projection_bias) -> plan (a copy of the cell)"},
     {"lstm_step_f32", lstm_step_f32, METH_VARARGS,
-     "lstm_step_f32((batch, input, cells, output, gates, activation), (cell_clip, proj_clip),"
-     " weights, bias, peephole, layer_norm, projection, projection_bias, x, h, c, scratch,"
-     " h_out, c_out): one LSTM step (recurrent.c)"},
+     "lstm_step_f32(plan, x, h, c, scratch, h_out, c_out): one LSTM step (recurrent.c)"},
     {"rnn_step_f32", rnn_step_f32, METH_VARARGS,
      "rnn_step_f32((batch, inputs, units, fuse_code), weights, bias, x, h, out): one RNN step"},
     {NULL, NULL, 0, NULL},

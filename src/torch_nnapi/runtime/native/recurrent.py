@@ -35,21 +35,23 @@ def _transposed(*blocks: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(blocks, axis=1).T, np.float32)
 
 
-def _lstm_arguments(ctx: KernelContext, batch: int) -> tuple[Any, ...]:
-    """lstm_step_f32's arguments before the states: sizes, clips and the packed cell."""
+def _lstm_plan(ctx: KernelContext) -> Any:
+    """The cell as C runs it (a copy of its weights, transposed): read with the reference's
+    loader, which checks the operands and stacks the gates."""
     cell = lstm_ref._step_cell(ctx)
     config = cell.config
     zeros = np.zeros(config.num_cells, np.float32)
     peephole = None if cell.peephole is None else np.ascontiguousarray(np.stack(
         [cell.peephole.get(gate, zeros) for gate in ("input", "forget", "output")]))
-    return ((batch, cell.input_weights.shape[1], config.num_cells, config.output_size,
-             len(config.gates), int(ctx.scalar("activation"))),
-            (cell.cell_clip, cell.proj_clip),
-            _transposed(cell.input_weights, cell.recurrent_weights),
-            np.ascontiguousarray(cell.bias.reshape(-1)), peephole,
-            None if cell.layer_norm is None else np.ascontiguousarray(cell.layer_norm.ravel()),
-            None if cell.projection is None else np.ascontiguousarray(cell.projection.T),
-            None if cell.projection_bias is None else np.ascontiguousarray(cell.projection_bias))
+    return module().lstm_plan(
+        (cell.input_weights.shape[1], config.num_cells, config.output_size, len(config.gates),
+         int(ctx.scalar("activation"))),
+        (cell.cell_clip, cell.proj_clip),
+        _transposed(cell.input_weights, cell.recurrent_weights),
+        np.ascontiguousarray(cell.bias.reshape(-1)), peephole,
+        None if cell.layer_norm is None else np.ascontiguousarray(cell.layer_norm.ravel()),
+        None if cell.projection is None else np.ascontiguousarray(cell.projection.T),
+        None if cell.projection_bias is None else np.ascontiguousarray(cell.projection_bias))
 
 
 @register_native(Op.LSTM)
@@ -58,17 +60,18 @@ def lstm(ctx: KernelContext) -> Runner | None:
         return None
     x_at, h_at, c_at = (ctx.input_position(name) for name in _LSTM_STEP)
     batch = ctx.input("input").shape[0]
-    fixed = _lstm_arguments(ctx, batch) if ctx.variable_inputs <= set(_LSTM_STEP) else None
+    config = lstm_ref._step_cell(ctx).config
+    scratch_shape = (batch, len(config.gates) * config.num_cells)
+    h_shape, c_shape = (batch, config.output_size), (batch, config.num_cells)
+    fixed = _lstm_plan(ctx) if ctx.variable_inputs <= set(_LSTM_STEP) else None
     context_of = ctx.on_arguments()
     step = module().lstm_step_f32
 
     def run(*values: Any) -> list[np.ndarray]:
-        arguments = fixed if fixed is not None else _lstm_arguments(context_of(values), batch)
-        _, _, cells, output_size, gates, _ = arguments[0]
-        scratch = np.empty((batch, gates * cells), np.float32)
-        h = np.empty((batch, output_size), np.float32)
-        c = np.empty((batch, cells), np.float32)
-        step(*arguments, values[x_at], values[h_at], values[c_at], scratch, h, c)
+        plan = fixed if fixed is not None else _lstm_plan(context_of(values))
+        scratch = np.empty(scratch_shape, np.float32)
+        h, c = np.empty(h_shape, np.float32), np.empty(c_shape, np.float32)
+        step(plan, values[x_at], values[h_at], values[c_at], scratch, h, c)
         return [scratch, h, c, h.copy()]
 
     return run
