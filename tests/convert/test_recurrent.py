@@ -55,8 +55,9 @@ def test_layer_outputs_and_final_states_match_eager(mode, batch_first, bidirecti
     model = Layer(mode, num_layers=layers, batch_first=batch_first, bidirectional=bidirectional)
     cells = layers * (2 if bidirectional else 1)
     conversion, _ = check(model, _inputs(mode, batch_first, cells, with_states))
-    if mode == "lstm":
-        assert nnapi_ops(conversion).count("LSTM") == 5 * cells  # one per step and cell
+    if mode in ("lstm", "gru"):  # one LSTM per step and cell; a GRU step is two and a join
+        per_step = 1 if mode == "lstm" else 2
+        assert nnapi_ops(conversion).count("LSTM") == per_step * 5 * cells
 
 
 @pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
@@ -66,12 +67,25 @@ def test_projected_lstm():
     check(model, (torch.randn(4, 2, 4), torch.randn(4, 2, 3), torch.randn(4, 2, 6)))
 
 
-@pytest.mark.parametrize("mode", ["lstm", "rnn_tanh", "rnn_relu"])
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh", "rnn_relu"])
 def test_one_step_with_states_needs_feature_level_1(mode):
-    """A streaming model (one step, states fed back) uses NNAPI's own LSTM or RNN step."""
+    """A streaming model (one step, states fed back) uses NNAPI's own LSTM or RNN step (a
+    GRU two LSTM steps)."""
     torch.manual_seed(0)
     conversion, _ = check(Layer(mode), _inputs(mode, False, 1, True, steps=1))
     assert conversion.model.feature_level == 1
+
+
+def test_gru_matches_eager_where_its_gates_saturate():
+    """A GRU step is two LSTM steps whose constant gates saturate the sigmoid exactly; large
+    inputs and weights drive the GRU's own gates to 0 and 1 as well."""
+    torch.manual_seed(0)
+    model = Layer("gru", hidden_size=5)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.mul_(8)
+    x, h = torch.randn(6, 2, 4) * 10, torch.randn(1, 2, 5)
+    check(model, (x, h))
 
 
 @pytest.mark.parametrize("mode", ["lstm", "gru"])

@@ -15,11 +15,16 @@ step's states are the final states. The cells:
 - RNN with ReLU: NNAPI's RNN with a fused RELU.
 - RNN with tanh: NNAPI's RNN without activation (its activation is a fuse code: no tanh),
   then TANH.
-- GRU (NNAPI has none): one FULLY_CONNECTED of the step input and the state computes the
-  reset and update gates' sums and the two halves of the candidate's, then
-  n = tanh(x W_in + b_in + r (h W_hn + b_hn)) and h' = n + z (h - n).
+- GRU (NNAPI has none): two LSTM operations and a CONCATENATION. With gate biases that
+  saturate the sigmoid exactly (input gate 1, forget gate 0) and no activation, an LSTM's
+  cell state is h W_hn + b_hn and its output m = r (h W_hn + b_hn), r being its output gate.
+  A second LSTM on [x, m] with the state h as its cell state, forget gate z, input gate
+  sigmoid(-z's sum) = 1 - z and candidate tanh(x W_in + b_in + m) leaves
+  h' = z h + (1 - z) n as its cell state. (Eleven element-wise operations would do it too,
+  but a step is then dominated by dispatching them; the LSTMs' zero blocks cost arithmetic
+  instead, about twice a GRU's.)
 
-A layer of T steps thus takes T operations (GRU: 11 T) plus a few to split and join; an LSTM
+A layer of T steps thus takes T operations (GRU: 3 T) plus a few to split and join; an LSTM
 or RNN of one time step (a streaming model feeding its states back) needs only feature level 1.
 """
 
@@ -38,7 +43,6 @@ from ..errors import Unsupported
 from ..values import TensorValue
 from . import lowering
 from ._common import require_tensor, static_int
-from .elementwise import arithmetic
 from .index import split_sizes
 from .shape import concatenate
 
@@ -46,7 +50,9 @@ State = tuple[TensorValue, ...]  # (h,) or, for an LSTM, (h, c): each [batch, si
 Cell = Callable[[TensorValue, State], State]
 
 _GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
-_LSTM_TANH = 4  # the LSTM operation's activation code for tanh
+_LSTM_TANH, _LSTM_NONE = 4, 0  # the LSTM operation's activation codes for tanh and none
+# A gate bias whose sigmoid is exactly 1 (and of its negation exactly 0) in float32 and float16.
+_SATURATED = 1e4
 _LSTM_GATES = ("input", "forget", "cell", "output")  # PyTorch's order of the stacked gates
 
 
@@ -105,32 +111,53 @@ def _float(cx: Converter, array: np.ndarray) -> TensorValue:
     return cx.constant(np.ascontiguousarray(array, np.float32), "float32")
 
 
-def _lstm_cell(cx: Converter, w: CellWeights) -> Cell:
-    hidden = w.w_hh.shape[0] // 4
-    output_size = w.output_size
+# A gate of NNAPI's LSTM: its input weights [cells, input], recurrent weights [cells, output]
+# and bias [cells].
+Gate = tuple[np.ndarray, np.ndarray, np.ndarray]
+LstmStep = Callable[[TensorValue, TensorValue, TensorValue], tuple[TensorValue, TensorValue]]
+
+
+def _lstm_operation(cx: Converter, gates: dict[str, Gate], activation: int,
+                    projection: np.ndarray | None = None) -> LstmStep:
+    """NNAPI's LSTM with these gates (``_LSTM_GATES``), built once: step(x, h, c) gives the
+    output state and the cell state. It has no way to leave out peephole weights and a
+    projection, so zero peephole weights and an identity projection stand for absent ones
+    (both exact)."""
+    hidden, _ = gates["input"][0].shape
+    output_size = gates["input"][1].shape[1]
     weights: dict[str, TensorValue] = {}
-    for source, matrix in (("input_to", w.w_ih), ("recurrent_to", w.w_hh)):
-        for gate, block in zip(_LSTM_GATES, np.split(matrix, 4), strict=True):
-            weights[f"{source}_{gate}_weights"] = _float(cx, block)
-    for gate, block in zip(_LSTM_GATES, np.split(w.b_ih + w.b_hh, 4), strict=True):
-        weights["cell_bias" if gate == "cell" else f"{gate}_gate_bias"] = _float(cx, block)
+    for gate in _LSTM_GATES:
+        w_in, w_rec, bias = gates[gate]
+        weights[f"input_to_{gate}_weights"] = _float(cx, w_in)
+        weights[f"recurrent_to_{gate}_weights"] = _float(cx, w_rec)
+        weights["cell_bias" if gate == "cell" else f"{gate}_gate_bias"] = _float(cx, bias)
     no_peephole = _float(cx, np.zeros(hidden, np.float32))
     for gate in ("input", "forget", "output"):
         weights[f"cell_to_{gate}_weights"] = no_peephole
     weights["projection_weights"] = _float(
-        cx, w.w_hr if w.w_hr is not None else np.eye(hidden, dtype=np.float32))
+        cx, projection if projection is not None else np.eye(hidden, dtype=np.float32))
     weights["projection_bias"] = _float(cx, np.zeros(output_size, np.float32))
 
-    def step(x: TensorValue, state: State) -> State:
-        h, c = state
+    def step(x: TensorValue, h: TensorValue, c: TensorValue) -> tuple[TensorValue, TensorValue]:
         batch = x.shape[0]
         outputs = {name: cx.new_tensor(shape, "float32") for name, shape in (
             ("scratch_buffer", (batch, 4 * hidden)), ("output_state_out", (batch, output_size)),
             ("cell_state_out", (batch, hidden)), ("output", (batch, output_size)))}
         cx.operation(Op.LSTM, dict(input=x, **weights, output_state_in=h, cell_state_in=c,
-                                   activation=cx.i32(_LSTM_TANH), cell_clip=cx.f32(0.0),
+                                   activation=cx.i32(activation), cell_clip=cx.f32(0.0),
                                    proj_clip=cx.f32(0.0)), outputs)
         return outputs["output_state_out"], outputs["cell_state_out"]
+
+    return step
+
+
+def _lstm_cell(cx: Converter, w: CellWeights) -> Cell:
+    w_ih, w_hh, bias = (np.split(a, 4) for a in (w.w_ih, w.w_hh, w.b_ih + w.b_hh))
+    lstm = _lstm_operation(cx, {gate: (w_ih[k], w_hh[k], bias[k])
+                                for k, gate in enumerate(_LSTM_GATES)}, _LSTM_TANH, w.w_hr)
+
+    def step(x: TensorValue, state: State) -> State:
+        return lstm(x, *state)
 
     return step
 
@@ -154,31 +181,34 @@ def _rnn_cell(cx: Converter, w: CellWeights, relu: bool) -> Cell:
 
 
 def _gru_cell(cx: Converter, w: CellWeights) -> Cell:
+    """A GRU step as two NNAPI LSTM steps (see the module docstring): the first gives
+    m = r (h W_hn + b_hn), the second h' = z h + (1 - z) tanh(x W_in + b_in + m) as its cell
+    state."""
     hidden = w.w_hh.shape[0] // 3
     inputs = w.w_ih.shape[1]
-    # One product of [x, h] gives r's and z's sums, x W_in + b_in and h W_hn + b_hn.
-    matrix = np.zeros((4 * hidden, inputs + hidden), np.float32)
-    matrix[:2 * hidden, :inputs] = w.w_ih[:2 * hidden]
-    matrix[:2 * hidden, inputs:] = w.w_hh[:2 * hidden]
-    matrix[2 * hidden:3 * hidden, :inputs] = w.w_ih[2 * hidden:]
-    matrix[3 * hidden:, inputs:] = w.w_hh[2 * hidden:]
-    bias = np.concatenate([w.b_ih[:2 * hidden] + w.b_hh[:2 * hidden], w.b_ih[2 * hidden:],
-                           w.b_hh[2 * hidden:]])
-    weights, biases = _float(cx, matrix), _float(cx, bias)
+    (w_ir, w_iz, w_in), (w_hr, w_hz, w_hn) = np.split(w.w_ih, 3), np.split(w.w_hh, 3)
+    (b_ir, b_iz, b_in), (b_hr, b_hz, b_hn) = np.split(w.b_ih, 3), np.split(w.b_hh, 3)
+    zero_x, zero_h = np.zeros((hidden, inputs), np.float32), np.zeros((hidden, hidden), np.float32)
+    saturated = np.full(hidden, _SATURATED, np.float32)
+    # First step, no activation: input gate 1, forget gate 0, so the cell state is h W_hn + b_hn;
+    # the output gate is r.
+    reset = _lstm_operation(cx, {
+        "input": (zero_x, zero_h, saturated), "forget": (zero_x, zero_h, -saturated),
+        "cell": (zero_x, w_hn, b_hn), "output": (w_ir, w_hr, b_ir + b_hr)}, _LSTM_NONE)
+    # Second step, on [x, m]: forget gate z on the cell state h, input gate sigmoid(-z's sum)
+    # = 1 - z, candidate tanh(x W_in + m + b_in); the output gate is unused.
+    w_z = np.concatenate([w_iz, zero_h], axis=1)
+    update = _lstm_operation(cx, {
+        "input": (-w_z, -w_hz, -(b_iz + b_hz)), "forget": (w_z, w_hz, b_iz + b_hz),
+        "cell": (np.concatenate([w_in, np.eye(hidden, dtype=np.float32)], axis=1), zero_h, b_in),
+        "output": (np.zeros((hidden, inputs + hidden), np.float32), zero_h,
+                   np.zeros(hidden, np.float32))}, _LSTM_TANH)
 
     def step(x: TensorValue, state: State) -> State:
         (h,) = state
-        joined = concatenate(cx, [x, h], 1)
-        sums = cx.emit(Op.FULLY_CONNECTED, dict(input=joined, weights=weights, bias=biases,
-                                                fuse_code=cx.i32(0)),
-                       (x.shape[0], 4 * hidden), "float32")
-        r_sum, z_sum, x_part, h_part = split_sizes(cx, sums, 1, [hidden] * 4)
-        r = cx.emit_like(Op.LOGISTIC, dict(input=r_sum), r_sum)
-        z = cx.emit_like(Op.LOGISTIC, dict(input=z_sum), z_sum)
-        candidate = arithmetic(cx, Op.ADD, x_part, arithmetic(cx, Op.MUL, r, h_part))
-        n = cx.emit_like(Op.TANH, dict(input=candidate), candidate)
-        update = arithmetic(cx, Op.MUL, z, arithmetic(cx, Op.SUB, h, n))
-        return (arithmetic(cx, Op.ADD, n, update),)
+        m, _ = reset(x, h, h)
+        _, new = update(concatenate(cx, [x, m], 1), h, h)
+        return (new,)
 
     return step
 
@@ -326,9 +356,8 @@ def lstm(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, b
                       bidirectional, batch_first)
 
 
-@lowering("aten::gru", nnapi=("FULLY_CONNECTED", "LOGISTIC", "TANH", "MUL", "ADD", "SUB", "SPLIT",
-                              "CONCATENATION", "RESHAPE"),
-          notes=_LAYER_NOTES.format(": no NNAPI GRU, 11 operations a step"))
+@lowering("aten::gru", nnapi=("LSTM", "SPLIT", "CONCATENATION", "RESHAPE"),
+          notes=_LAYER_NOTES.format(": no NNAPI GRU, two LSTM and a CONCATENATION a step"))
 def gru(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
         batch_first=False):
     return _recurrent(cx, "gru", x, [hx], params, has_biases, num_layers, dropout, train,
@@ -368,8 +397,7 @@ def lstm_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return _one_step(cx, "lstm", x, list(hx), w_ih, w_hh, b_ih, b_hh)
 
 
-@lowering("aten::gru_cell", nnapi=("CONCATENATION", "FULLY_CONNECTED", "SPLIT", "LOGISTIC",
-                                   "TANH", "MUL", "ADD", "SUB"))
+@lowering("aten::gru_cell", nnapi=("LSTM", "CONCATENATION"))
 def gru_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return _one_step(cx, "gru", x, [hx], w_ih, w_hh, b_ih, b_hh)[0]
 
