@@ -1,7 +1,8 @@
 """Native LSTM and RNN steps against the reference kernels on randomized cells: every LSTM
 variant (CIFG, peephole, projection with and without bias, layer normalization, clipping,
-each activation), batches of 1 to 4, weights as constants (as converted layers have them)
-and as model inputs (as the conformance tests feed them); results within float32 rounding."""
+each activation, gates with all-zero input or recurrent weights), batches of 1 to 4, weights
+as constants (as converted layers have them) and as model inputs (as the conformance tests
+feed them); results within float32 rounding."""
 
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ def _lstm_case(rng, constant_weights: bool):
                     projection_bias=bool(rng.random() < 0.5))
     if projection and output_size == cells:  # lstm_params only projects to another size
         p["proj"] = rng.uniform(-0.5, 0.5, (cells, cells)).astype(np.float32)
+    for key in p:  # zero blocks, whose products the native kernel skips
+        if key[0] in "wr" and rng.random() < 0.25:
+            p[key] = np.zeros_like(p[key])
     out_size = p["proj"].shape[0] if "proj" in p else cells
     x = rng.uniform(-2, 2, (batch, input_size)).astype(np.float32)
     h = rng.uniform(-1, 1, (batch, out_size)).astype(np.float32)

@@ -65,7 +65,8 @@ static PyObject *lstm_plan(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t floats = matrix + 2 * width + 3 * cells + cells * output_size + output_size;
-    tnn_lstm_cell *cell = malloc(sizeof *cell + (size_t)floats * sizeof(float));
+    tnn_lstm_cell *cell = malloc(sizeof *cell + (size_t)floats * sizeof(float) +
+                                 (size_t)(input_size + output_size));
     if (!cell) {
         tnn_release(b, 6);
         return PyErr_NoMemory();
@@ -81,6 +82,9 @@ static PyObject *lstm_plan(PyObject *self, PyObject *args) {
     cell->layer_norm = copied(&b[3], width, &at);
     cell->projection = copied(&b[4], cells * output_size, &at);
     cell->projection_bias = copied(&b[5], output_size, &at);
+    unsigned char *row_gates = (unsigned char *)at;
+    tnn_lstm_row_gates(cell->weights, input_size + output_size, gates, cells, row_gates);
+    cell->row_gates = row_gates;
     tnn_release(b, 6);
     PyObject *capsule = PyCapsule_New(cell, LSTM_PLAN, free_lstm_plan);
     if (!capsule) free(cell);

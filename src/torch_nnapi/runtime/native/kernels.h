@@ -120,7 +120,14 @@ typedef struct {
     const float *layer_norm;      /* [gates * cells], or NULL */
     const float *projection;      /* [cells][output_size] (transposed), or NULL */
     const float *projection_bias; /* [output_size], or NULL */
+    /* Per weight row (input, then state values): bit g set when gate g has a non-zero
+     * weight in it; the other products are skipped (a GRU's two LSTM steps have zero and
+     * identity blocks). */
+    const unsigned char *row_gates;
 } tnn_lstm_cell;
+/* Fills row_gates [rows] for weights [rows][gates * cells]. */
+void tnn_lstm_row_gates(const float *weights, ptrdiff_t rows, int gates, ptrdiff_t cells,
+                        unsigned char *row_gates);
 /* x [batch][input_size], h_in [batch][output_size], c_in [batch][cells] -> scratch [gates]
  * [batch][cells] (the reference's blocks), h_out [batch][output_size], c_out [batch][cells].
  * Returns 0, or -1 when out of memory. */

@@ -5,7 +5,8 @@
  * model's time; here a step is one pass over the weights and one over the gates. The
  * equations and the scratch buffer's layout are the reference's (runtime/ops/_recurrent.py);
  * sums are taken in another order and exp/tanh are the C library's, so results agree within
- * float32 rounding. */
+ * float32 rounding. Gate blocks whose weights are all zero are not multiplied (so an infinite
+ * input does not make their sums NaN, as 0 * inf would in the reference). */
 
 #include "kernels.h"
 
@@ -47,6 +48,42 @@ static void gate_sums(ptrdiff_t inputs, ptrdiff_t states, ptrdiff_t n, const flo
     for (ptrdiff_t j = 0; j < n; j++) out[j] = bias ? bias[j] : 0.0f;
     accumulate(inputs, n, x, weights, out);
     accumulate(states, n, h, weights + inputs * n, out);
+}
+
+TNN_VECTOR_CLONES
+static void axpy(ptrdiff_t n, float a, const float *x, float *y) {
+    for (ptrdiff_t j = 0; j < n; j++) y[j] += a * x[j];
+}
+
+/* accumulate() over the gate blocks with a non-zero weight in each row only. */
+static void accumulate_gates(ptrdiff_t k, int count, ptrdiff_t cells,
+                             const unsigned char *row_gates, const float *a, const float *w,
+                             float *out) {
+    const ptrdiff_t n = count * cells;
+    const unsigned all = (1u << count) - 1;
+    for (ptrdiff_t i = 0; i < k; i++) {
+        const unsigned gates = row_gates[i];
+        if (gates == all) {
+            axpy(n, a[i], w + i * n, out);
+            continue;
+        }
+        for (int g = 0; g < count; g++)
+            if (gates >> g & 1) axpy(cells, a[i], w + i * n + g * cells, out + g * cells);
+    }
+}
+
+void tnn_lstm_row_gates(const float *weights, ptrdiff_t rows, int gates, ptrdiff_t cells,
+                        unsigned char *row_gates) {
+    for (ptrdiff_t i = 0; i < rows; i++) {
+        unsigned found = 0;
+        for (int g = 0; g < gates; g++)
+            for (ptrdiff_t j = 0; j < cells; j++)
+                if (weights[(i * gates + g) * cells + j] != 0.0f) {
+                    found |= 1u << g;
+                    break;
+                }
+        row_gates[i] = (unsigned char)found;
+    }
 }
 
 /* Zero mean and unit variance along the cells (the reference's _normalize: variance as
@@ -91,9 +128,12 @@ int tnn_lstm_step_f32(const tnn_lstm_cell *cell, ptrdiff_t batch, const float *x
     for (ptrdiff_t b = 0; b < batch; b++) {
         const float *c_prev = c_in + b * cells;
         float *c = c_out + b * cells;
-        gate_sums(cell->input_size, cell->output_size, width, x + b * cell->input_size,
-                  h_in + b * cell->output_size, cell->weights,
-                  cell->layer_norm ? NULL : cell->bias, sums);
+        for (ptrdiff_t j = 0; j < width; j++) sums[j] = cell->layer_norm ? 0.0f : cell->bias[j];
+        accumulate_gates(cell->input_size, cell->gates, cells, cell->row_gates,
+                         x + b * cell->input_size, cell->weights, sums);
+        accumulate_gates(cell->output_size, cell->gates, cells,
+                         cell->row_gates + cell->input_size, h_in + b * cell->output_size,
+                         cell->weights + cell->input_size * width, sums);
         float *forget = sums + g_forget * cells, *candidate = sums + g_cell * cells;
         float *output = sums + g_output * cells, *input = cifg ? NULL : sums;
         finish_gate(cell, g_forget, forget, peep ? peep + cells : NULL, c_prev);
