@@ -295,8 +295,8 @@ def _used(cx: Converter, output: int) -> bool:
 
 def run_layers(cx: Converter, mode: str, x, states: Sequence, weights: Sequence[CellWeights],
                stack: LayerStack) -> tuple:
-    """The output sequence and the final states (None where nothing reads them) of a stack of
-    recurrent layers, unrolled over time."""
+    """The output sequence and the final states (each None where nothing reads it) of a
+    stack of recurrent layers, unrolled over time."""
     x = _float_input(x)
     if x.rank != 3:
         raise Unsupported(f"a recurrent layer on a {x.rank}-D input (3-D only)")
@@ -322,7 +322,7 @@ def run_layers(cx: Converter, mode: str, x, states: Sequence, weights: Sequence[
         if layer + 1 < stack.num_layers:
             inputs = [concatenate(cx, [o[t] for o in outputs], 1) for t in range(steps)] \
                 if stack.directions == 2 else outputs[0]
-    sequence = _joined_output(cx, outputs, stack.batch_first)
+    sequence = _joined_output(cx, outputs, stack.batch_first) if _used(cx, 0) else None
     return (sequence, *(_stacked(cx, f) if _used(cx, 1 + i) else None
                         for i, f in enumerate(finals)))
 
