@@ -349,13 +349,13 @@ class Compilation:
         replayed = []
         for step in self.steps:
             if step.fused_away:
-                replayed.append(Replayed(step, None, (), step.frees, skip=True))
+                replayed.append(Replayed.of(step, None, step.inputs, skip=True))
             elif step.fused_runner is not None:
-                replayed.append(Replayed(step, step.fused_runner, step.fused_inputs, step.frees))
+                replayed.append(Replayed.of(step, step.fused_runner, step.fused_inputs))
             elif step.plan is not None and step.plan[1] is not None:
-                replayed.append(Replayed(step, step.plan[1], step.inputs, step.frees))
+                replayed.append(Replayed.of(step, step.plan[1], step.inputs))
             else:
-                replayed.append(Replayed(step, None, step.inputs, step.frees))
+                replayed.append(Replayed.of(step, None, step.inputs))
         return replayed
 
     def _replay(self, replayed: list[Replayed], values: list[Any], limits: RunLimits) -> None:
@@ -371,15 +371,15 @@ class Compilation:
                 self._run_step(entry.step, values, True, limits)
             else:
                 try:
-                    results = entry.runner(*[values[i] for i in entry.inputs])
+                    results = entry.runner(*entry.arguments(values))
                 except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
                     raise prefixed(e, entry.step.where) from e
                 if results is None:
                     self._run_step(entry.step, values, True, limits)
                 elif type(results) is np.ndarray:
-                    values[entry.step.operation.outputs[0]] = results
+                    values[entry.outputs[0]] = results
                 else:
-                    for o, array in zip(entry.step.operation.outputs, results, strict=False):
+                    for o, array in zip(entry.outputs, results, strict=False):
                         values[o] = array
             for dead in entry.frees:
                 values[dead] = None

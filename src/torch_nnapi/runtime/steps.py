@@ -6,6 +6,8 @@ small shape helpers and how kernel errors are reported.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,11 +92,26 @@ class Step:
 @dataclass(frozen=True, slots=True)
 class Replayed:
     """A step as an execution with the compile-time shapes runs it once every runner is
-    planned (``Compilation._replay``): its runner on ``inputs`` (None: the step the full way;
-    ``skip``: fused into a later step), then the temporaries it drops."""
+    planned (``Compilation._replay``): its runner on the values ``arguments`` picks (None:
+    the step the full way; ``skip``: fused into a later step), its outputs, then the
+    temporaries it drops."""
 
     step: Step
     runner: Runner | None
-    inputs: tuple[int, ...]
+    arguments: Callable[[list[Any]], tuple[Any, ...]]
+    outputs: tuple[int, ...]
     frees: tuple[int, ...]
     skip: bool = False
+
+    @staticmethod
+    def of(step: Step, runner: Runner | None, inputs: Sequence[int], skip: bool = False) \
+            -> Replayed:
+        # itemgetter picks the values in C (a recurrent step has two dozen inputs); with one
+        # index it would give the value itself, not a tuple.
+        arguments: Callable[[list[Any]], tuple[Any, ...]]
+        if len(inputs) == 1:
+            only = inputs[0]
+            arguments = lambda values: (values[only],)  # noqa: E731
+        else:
+            arguments = operator.itemgetter(*inputs)
+        return Replayed(step, runner, arguments, tuple(step.operation.outputs), step.frees, skip)
