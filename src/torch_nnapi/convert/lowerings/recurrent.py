@@ -341,12 +341,12 @@ def _recurrent(cx: Converter, mode: str, x, states: Sequence, params, has_biases
     return run_layers(cx, mode, x, states, weights, stack)
 
 
-_LAYER_NOTES = ("unrolled over time (static length): one operation per step{}; batch-first"
-                " or not, stacked, bidirectional, initial and final states")
+_LAYER_NOTES = ("unrolled over time (static length): {} per step; batch-first or not, stacked,"
+                " bidirectional, initial and final states")
 
 
 @lowering("aten::lstm", nnapi=("LSTM", "SPLIT", "CONCATENATION", "RESHAPE"),
-          notes=_LAYER_NOTES.format(" (LSTM, whose state outputs give h_n and c_n)")
+          notes=_LAYER_NOTES.format("one operation (LSTM, whose state outputs give h_n and c_n)")
           + "; proj_size")
 def lstm(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
          batch_first=False):
@@ -357,7 +357,8 @@ def lstm(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, b
 
 
 @lowering("aten::gru", nnapi=("LSTM", "SPLIT", "CONCATENATION", "RESHAPE"),
-          notes=_LAYER_NOTES.format(": no NNAPI GRU, two LSTM and a CONCATENATION a step"))
+          notes=_LAYER_NOTES.format("three operations (no NNAPI GRU: two LSTM and a"
+                                    " CONCATENATION)"))
 def gru(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
         batch_first=False):
     return _recurrent(cx, "gru", x, [hx], params, has_biases, num_layers, dropout, train,
@@ -366,7 +367,7 @@ def gru(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bi
 
 @lowering("aten::rnn_tanh", "aten::rnn_relu",
           nnapi=("RNN", "TANH", "SPLIT", "CONCATENATION", "RESHAPE"),
-          notes=_LAYER_NOTES.format(" (RNN; with tanh, RNN then TANH)"))
+          notes=_LAYER_NOTES.format("one operation (RNN; with tanh, RNN then TANH)"))
 def rnn(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
         batch_first=False):
     mode = "rnn_relu" if cx.current_node.kind == "aten::rnn_relu" else "rnn_tanh"
