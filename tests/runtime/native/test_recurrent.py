@@ -85,3 +85,31 @@ def test_float16_lstm_stays_with_the_reference(monkeypatch):
               state, i32(4), f16(0.0), f16(0.0)]
     inputs, outputs = operands(values, 4)
     run_both(monkeypatch, OperationType.LSTM, inputs, outputs, handled=False)
+
+
+@pytest.mark.parametrize("activation", [4, 6], ids=["tanh", "sigmoid"])
+def test_gate_functions_are_within_two_ulp(monkeypatch, activation):
+    """The kernel's own sigmoid and tanh (sixteen lanes at a time), read through an LSTM step
+    whose cell state is activation(cell bias): within 2 float32 ulp of the exact function on
+    normal results, saturating at the infinities, NaN kept."""
+    values = np.concatenate([np.linspace(-120, 120, 2001), np.linspace(-0.6, 0.6, 1001),
+                             [0.0, 1e-30, -1e-30, 88.72, 88.73, -103.9, -104.5, np.inf,
+                              -np.inf, np.nan]]).astype(np.float32)
+    n = values.size
+    zero_w, zero_r = np.zeros((n, 1), np.float32), np.zeros((n, n), np.float32)
+    biases = [np.full(n, 1e4, np.float32), np.full(n, -1e4, np.float32), values,
+              np.zeros(n, np.float32)]  # input gate 1, forget gate 0
+    weights = [zero_w] * 4 + [zero_r] * 4 + [None] * 3 + biases + [None, None]
+    inputs, outputs = operands([np.zeros((1, 1), np.float32), *weights,
+                                np.zeros((1, n), np.float32), np.zeros((1, n), np.float32),
+                                i32(activation), f32(0.0), f32(0.0)], 4, constant_weights=True)
+    _, actual = run_both(monkeypatch, OperationType.LSTM, inputs, outputs)
+    got = actual[2][0].astype(np.float64)
+    with np.errstate(all="ignore"):
+        exact = np.tanh(values.astype(np.float64)) if activation == 4 \
+            else 1 / (1 + np.exp(-values.astype(np.float64)))
+    normal = np.isfinite(values) & (np.abs(exact) >= np.finfo(np.float32).tiny)
+    ulp = np.spacing(np.abs(exact[normal]).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got[normal] - exact[normal]) / ulp) <= 2
+    np.testing.assert_array_equal(got[-3:-1], [1, -1] if activation == 4 else [1, 0])
+    assert np.isnan(got[-1])
