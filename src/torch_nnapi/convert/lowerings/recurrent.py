@@ -15,17 +15,20 @@ step's states are the final states. The cells:
 - RNN with ReLU: NNAPI's RNN with a fused RELU.
 - RNN with tanh: NNAPI's RNN without activation (its activation is a fuse code: no tanh),
   then TANH.
-- GRU (NNAPI has none): two LSTM operations and a CONCATENATION. With gate biases that
-  saturate the sigmoid exactly (input gate 1, forget gate 0) and no activation, an LSTM's
-  cell state is h W_hn + b_hn and its output m = r (h W_hn + b_hn), r being its output gate.
-  A second LSTM on [x, m] with the state h as its cell state, forget gate z, input gate
-  sigmoid(-z's sum) = 1 - z and candidate tanh(x W_in + b_in + m) leaves
-  h' = z h + (1 - z) n as its cell state. (Eleven element-wise operations would do it too,
-  but a step is then dominated by dispatching them; the LSTMs' zero blocks cost arithmetic
-  instead, about twice a GRU's.)
+- GRU (NNAPI has none), up to 64 units: two LSTM operations and a CONCATENATION. With gate
+  biases that saturate the sigmoid exactly (input gate 1, forget gate 0) and no activation,
+  an LSTM's cell state is h W_hn + b_hn and its output m = r (h W_hn + b_hn), r being its
+  output gate. A second LSTM on [x, m] with the state h as its cell state, forget gate z,
+  input gate sigmoid(-z's sum) = 1 - z and candidate tanh(x W_in + b_in + m) leaves
+  h' = z h + (1 - z) n as its cell state. A small step's time goes to dispatching
+  operations, so three beat eleven; from 65 units on, where the arithmetic dominates (the
+  LSTMs' zero and identity blocks make it some 1.1x a GRU's), one FULLY_CONNECTED of [x, h]
+  gives r's and z's sums, x W_in + b_in and h W_hn + b_hn, then
+  n = tanh(x W_in + b_in + r (h W_hn + b_hn)) and h' = n + z (h - n): eleven operations.
 
-A layer of T steps thus takes T operations (GRU: 3 T) plus a few to split and join; an LSTM
-or RNN of one time step (a streaming model feeding its states back) needs only feature level 1.
+A layer of T steps thus takes T operations (GRU: 3 T or 11 T) plus a few to split and join;
+an LSTM, RNN or small GRU of one time step (a streaming model feeding its states back) needs
+only feature level 1.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from ..errors import Unsupported
 from ..values import TensorValue
 from . import lowering
 from ._common import require_tensor, static_int
+from .elementwise import arithmetic
 from .index import split_sizes
 from .shape import concatenate
 
@@ -53,6 +57,11 @@ _GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 _LSTM_TANH, _LSTM_NONE = 4, 0  # the LSTM operation's activation codes for tanh and none
 # A gate bias whose sigmoid is exactly 1 (and of its negation exactly 0) in float32 and float16.
 _SATURATED = 1e4
+# Up to this many units a GRU step's time goes to dispatching its operations, and the
+# two-LSTM form (3 of them) is faster; above, its arithmetic (some 1.1x a GRU's, with the
+# LSTMs' zero and identity blocks) outweighs that, and the element-wise form's one
+# FULLY_CONNECTED is (on the host runtime the two break even near 96 units).
+_GRU_BY_LSTM_MAX_UNITS = 64
 _LSTM_GATES = ("input", "forget", "cell", "output")  # PyTorch's order of the stacked gates
 
 
@@ -180,7 +189,7 @@ def _rnn_cell(cx: Converter, w: CellWeights, relu: bool) -> Cell:
     return step
 
 
-def _gru_cell(cx: Converter, w: CellWeights) -> Cell:
+def _gru_by_lstm(cx: Converter, w: CellWeights) -> Cell:
     """A GRU step as two NNAPI LSTM steps (see the module docstring): the first gives
     m = r (h W_hn + b_hn), the second h' = z h + (1 - z) tanh(x W_in + b_in + m) as its cell
     state."""
@@ -213,11 +222,43 @@ def _gru_cell(cx: Converter, w: CellWeights) -> Cell:
     return step
 
 
+def _gru_elementwise(cx: Converter, w: CellWeights) -> Cell:
+    """A GRU step as eleven operations: one FULLY_CONNECTED of [x, h], then the gates."""
+    hidden = w.w_hh.shape[0] // 3
+    inputs = w.w_ih.shape[1]
+    # One product of [x, h] gives r's and z's sums, x W_in + b_in and h W_hn + b_hn.
+    matrix = np.zeros((4 * hidden, inputs + hidden), np.float32)
+    matrix[:2 * hidden, :inputs] = w.w_ih[:2 * hidden]
+    matrix[:2 * hidden, inputs:] = w.w_hh[:2 * hidden]
+    matrix[2 * hidden:3 * hidden, :inputs] = w.w_ih[2 * hidden:]
+    matrix[3 * hidden:, inputs:] = w.w_hh[2 * hidden:]
+    bias = np.concatenate([w.b_ih[:2 * hidden] + w.b_hh[:2 * hidden], w.b_ih[2 * hidden:],
+                           w.b_hh[2 * hidden:]])
+    weights, biases = _float(cx, matrix), _float(cx, bias)
+
+    def step(x: TensorValue, state: State) -> State:
+        (h,) = state
+        joined = concatenate(cx, [x, h], 1)
+        sums = cx.emit(Op.FULLY_CONNECTED, dict(input=joined, weights=weights, bias=biases,
+                                                fuse_code=cx.i32(0)),
+                       (x.shape[0], 4 * hidden), "float32")
+        r_sum, z_sum, x_part, h_part = split_sizes(cx, sums, 1, [hidden] * 4)
+        r = cx.emit_like(Op.LOGISTIC, dict(input=r_sum), r_sum)
+        z = cx.emit_like(Op.LOGISTIC, dict(input=z_sum), z_sum)
+        candidate = arithmetic(cx, Op.ADD, x_part, arithmetic(cx, Op.MUL, r, h_part))
+        n = cx.emit_like(Op.TANH, dict(input=candidate), candidate)
+        update = arithmetic(cx, Op.MUL, z, arithmetic(cx, Op.SUB, h, n))
+        return (arithmetic(cx, Op.ADD, n, update),)
+
+    return step
+
+
 def _cell(cx: Converter, mode: str, w: CellWeights) -> Cell:
     if mode == "lstm":
         return _lstm_cell(cx, w)
     if mode == "gru":
-        return _gru_cell(cx, w)
+        small = w.w_hh.shape[1] <= _GRU_BY_LSTM_MAX_UNITS
+        return _gru_by_lstm(cx, w) if small else _gru_elementwise(cx, w)
     return _rnn_cell(cx, w, relu=mode == "rnn_relu")
 
 
@@ -356,9 +397,10 @@ def lstm(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, b
                       bidirectional, batch_first)
 
 
-@lowering("aten::gru", nnapi=("LSTM", "SPLIT", "CONCATENATION", "RESHAPE"),
-          notes=_LAYER_NOTES.format("three operations (no NNAPI GRU: two LSTM and a"
-                                    " CONCATENATION)"))
+@lowering("aten::gru", nnapi=("LSTM", "CONCATENATION", "FULLY_CONNECTED", "LOGISTIC", "TANH",
+                              "MUL", "ADD", "SUB", "SPLIT", "RESHAPE"),
+          notes=_LAYER_NOTES.format("no NNAPI GRU: up to 64 units three operations (two LSTM"
+                                    " and a CONCATENATION), above eleven"))
 def gru(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
         batch_first=False):
     return _recurrent(cx, "gru", x, [hx], params, has_biases, num_layers, dropout, train,
@@ -398,7 +440,9 @@ def lstm_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return _one_step(cx, "lstm", x, list(hx), w_ih, w_hh, b_ih, b_hh)
 
 
-@lowering("aten::gru_cell", nnapi=("LSTM", "CONCATENATION"))
+@lowering("aten::gru_cell", nnapi=("LSTM", "CONCATENATION", "FULLY_CONNECTED", "SPLIT",
+                                   "LOGISTIC", "TANH", "MUL", "ADD", "SUB"),
+          notes="up to 64 units two LSTM and a CONCATENATION, above eleven operations")
 def gru_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return _one_step(cx, "gru", x, [hx], w_ih, w_hh, b_ih, b_hh)[0]
 

@@ -2,11 +2,13 @@
  *
  * An unrolled recurrent layer is one such operation per time step on a few dozen values, so
  * the reference's NumPy arithmetic (tens of small arrays per step) is most of a converted
- * model's time; here a step is one pass over the weights and one over the gates. The
- * equations and the scratch buffer's layout are the reference's (runtime/ops/_recurrent.py);
- * sums are taken in another order and sigmoid and tanh are computed sixteen lanes at a time
- * (below), so results agree within float32 rounding. Gate blocks whose weights are all zero are not multiplied (so an infinite
- * input does not make their sums NaN, as 0 * inf would in the reference). */
+ * model's time; here a step is one pass over the weights (split over the kernels' threads
+ * when it is large) and one over the gates. The equations and the scratch buffer's layout
+ * are the reference's (runtime/ops/_recurrent.py); sums are taken in another order and
+ * sigmoid and tanh are computed sixteen lanes at a time (below), so results agree within
+ * float32 rounding. Products with weights a row has none of for a gate (all zero) are
+ * skipped, so an infinite input does not make those sums NaN, as 0 * inf would in the
+ * reference. */
 
 #include "kernels.h"
 
@@ -109,15 +111,27 @@ static void activate_n(int code, float *v, ptrdiff_t n) {
     }
 }
 
+/* y[0..n) += a[0] w[0][0..n) + ... + a[3] w[3][0..n), rows `stride` apart, summed in that
+ * order: four rows per pass over y, which a one-row loop would read and write four times. */
+TNN_VECTOR_CLONES
+static void axpy4(ptrdiff_t n, const float *a, const float *w, ptrdiff_t stride, float *y) {
+    const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    const float *w0 = w, *w1 = w + stride, *w2 = w + 2 * stride, *w3 = w + 3 * stride;
+    for (ptrdiff_t j = 0; j < n; j++)
+        y[j] = y[j] + a0 * w0[j] + a1 * w1[j] + a2 * w2[j] + a3 * w3[j];
+}
+
+TNN_VECTOR_CLONES
+static void axpy(ptrdiff_t n, float a, const float *x, float *y) {
+    for (ptrdiff_t j = 0; j < n; j++) y[j] += a * x[j];
+}
+
 /* out[0..n) += sum over i < k of a[i] * w[i][0..n): a vector times a transposed weight matrix,
  * the inner loop along contiguous rows so that it vectorizes without reassociation. */
-TNN_VECTOR_CLONES
 static void accumulate(ptrdiff_t k, ptrdiff_t n, const float *a, const float *w, float *out) {
-    for (ptrdiff_t i = 0; i < k; i++) {
-        const float ai = a[i];
-        const float *row = w + i * n;
-        for (ptrdiff_t j = 0; j < n; j++) out[j] += ai * row[j];
-    }
+    ptrdiff_t i = 0;
+    for (; i + 4 <= k; i += 4) axpy4(n, a + i, w + i * n, n, out);
+    for (; i < k; i++) axpy(n, a[i], w + i * n, out);
 }
 
 /* bias + x W' + h R' for one batch row, the weights given as [input + state][n]. */
@@ -128,26 +142,67 @@ static void gate_sums(ptrdiff_t inputs, ptrdiff_t states, ptrdiff_t n, const flo
     accumulate(states, n, h, weights + inputs * n, out);
 }
 
-TNN_VECTOR_CLONES
-static void axpy(ptrdiff_t n, float a, const float *x, float *y) {
-    for (ptrdiff_t j = 0; j < n; j++) y[j] += a * x[j];
+/* The gate sums bias + x W' + h R' of every batch row, in blocks of at most BLOCK columns
+ * that never cross a gate, split over the kernels' threads when there is enough work. A
+ * weight row's products with a gate it has no non-zero weight for are skipped; four rows
+ * feeding the block's gate go in one pass. */
+#define BLOCK 256
+
+typedef struct {
+    const tnn_lstm_cell *cell;
+    const float *x, *h;
+    float *sums;                       /* [batch][gates * cells] */
+    ptrdiff_t blocks_per_gate, blocks; /* per batch row */
+} GateSums;
+
+static void sum_rows(ptrdiff_t k, const unsigned char *row_gates, int gate, const float *a,
+                     const float *w, ptrdiff_t stride, ptrdiff_t length, float *out) {
+    ptrdiff_t i = 0;
+    while (i < k) {
+        if (!(row_gates[i] >> gate & 1)) {
+            i++;
+        } else if (i + 4 <= k &&
+                   (row_gates[i + 1] & row_gates[i + 2] & row_gates[i + 3]) >> gate & 1) {
+            axpy4(length, a + i, w + i * stride, stride, out);
+            i += 4;
+        } else {
+            axpy(length, a[i], w + i * stride, out);
+            i++;
+        }
+    }
 }
 
-/* accumulate() over the gate blocks with a non-zero weight in each row only. */
-static void accumulate_gates(ptrdiff_t k, int count, ptrdiff_t cells,
-                             const unsigned char *row_gates, const float *a, const float *w,
-                             float *out) {
-    const ptrdiff_t n = count * cells;
-    const unsigned all = (1u << count) - 1;
-    for (ptrdiff_t i = 0; i < k; i++) {
-        const unsigned gates = row_gates[i];
-        if (gates == all) {
-            axpy(n, a[i], w + i * n, out);
-            continue;
-        }
-        for (int g = 0; g < count; g++)
-            if (gates >> g & 1) axpy(cells, a[i], w + i * n + g * cells, out + g * cells);
+static void gate_sum_blocks(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
+    const GateSums *p = arg;
+    const tnn_lstm_cell *cell = p->cell;
+    const ptrdiff_t cells = cell->cells, width = (ptrdiff_t)cell->gates * cells;
+    (void)thread;
+    for (ptrdiff_t item = start; item < stop; item++) {
+        ptrdiff_t b = item / p->blocks, block = item % p->blocks;
+        int gate = (int)(block / p->blocks_per_gate);
+        ptrdiff_t offset = block % p->blocks_per_gate * BLOCK;
+        ptrdiff_t column = gate * cells + offset, length = TNN_MIN(BLOCK, cells - offset);
+        float *out = p->sums + b * width + column;
+        for (ptrdiff_t j = 0; j < length; j++)
+            out[j] = cell->layer_norm ? 0.0f : cell->bias[column + j];
+        sum_rows(cell->input_size, cell->row_gates, gate, p->x + b * cell->input_size,
+                 cell->weights + column, width, length, out);
+        sum_rows(cell->output_size, cell->row_gates + cell->input_size, gate,
+                 p->h + b * cell->output_size, cell->weights + cell->input_size * width + column,
+                 width, length, out);
     }
+}
+
+static void gate_sums_all(const tnn_lstm_cell *cell, ptrdiff_t batch, const float *x,
+                          const float *h, float *sums) {
+    GateSums p = {.cell = cell, .x = x, .h = h, .sums = sums,
+                  .blocks_per_gate = (cell->cells + BLOCK - 1) / BLOCK};
+    p.blocks = p.blocks_per_gate * cell->gates;
+    ptrdiff_t items = batch * p.blocks;
+    ptrdiff_t per_item = (cell->input_size + cell->output_size) * TNN_MIN(BLOCK, cell->cells);
+    int threads = tnn_get_threads();
+    tnn_parallel_for(items, tnn_grain(items, 1 + (1 << 16) / (per_item + 1), threads), threads,
+                     gate_sum_blocks, &p);
 }
 
 void tnn_lstm_row_gates(const float *weights, ptrdiff_t rows, int gates, ptrdiff_t cells,
@@ -194,8 +249,9 @@ int tnn_lstm_step_f32(const tnn_lstm_cell *cell, ptrdiff_t batch, const float *x
                       const float *h_in, const float *c_in, float *scratch, float *h_out,
                       float *c_out) {
     const ptrdiff_t cells = cell->cells, width = (ptrdiff_t)cell->gates * cells;
-    float *sums = malloc((size_t)(width > 0 ? width : 1) * sizeof *sums);
-    if (!sums) return -1;
+    float *all_sums = malloc((size_t)(batch * width > 0 ? batch * width : 1) * sizeof *all_sums);
+    if (!all_sums) return -1;
+    gate_sums_all(cell, batch, x, h_in, all_sums);
     const int cifg = cell->gates == 3;
     /* Gate blocks in the stacked weights: input (absent with CIFG), forget, cell, output. */
     const int g_forget = cifg ? 0 : 1, g_cell = g_forget + 1, g_output = g_forget + 2;
@@ -206,12 +262,7 @@ int tnn_lstm_step_f32(const tnn_lstm_cell *cell, ptrdiff_t batch, const float *x
     for (ptrdiff_t b = 0; b < batch; b++) {
         const float *c_prev = c_in + b * cells;
         float *c = c_out + b * cells;
-        for (ptrdiff_t j = 0; j < width; j++) sums[j] = cell->layer_norm ? 0.0f : cell->bias[j];
-        accumulate_gates(cell->input_size, cell->gates, cells, cell->row_gates,
-                         x + b * cell->input_size, cell->weights, sums);
-        accumulate_gates(cell->output_size, cell->gates, cells,
-                         cell->row_gates + cell->input_size, h_in + b * cell->output_size,
-                         cell->weights + cell->input_size * width, sums);
+        float *sums = all_sums + b * width;
         float *forget = sums + g_forget * cells, *candidate = sums + g_cell * cells;
         float *output = sums + g_output * cells, *input = cifg ? NULL : sums;
         finish_gate(cell, g_forget, forget, peep ? peep + cells : NULL, c_prev);
@@ -250,7 +301,7 @@ int tnn_lstm_step_f32(const tnn_lstm_cell *cell, ptrdiff_t batch, const float *x
             for (ptrdiff_t m = 0; m < cell->output_size; m++)
                 out[m] = clamp(out[m], -cell->proj_clip, cell->proj_clip);
     }
-    free(sums);
+    free(all_sums);
     return 0;
 }
 
