@@ -15,13 +15,13 @@ step's states are the final states. The cells:
 - RNN with ReLU: NNAPI's RNN with a fused RELU.
 - RNN with tanh: NNAPI's RNN without activation (its activation is a fuse code: no tanh),
   then TANH.
-- GRU (NNAPI has none), up to 64 units: two LSTM operations and a CONCATENATION. With gate
+- GRU (NNAPI has none), up to 32 units: two LSTM operations and a CONCATENATION. With gate
   biases that saturate the sigmoid exactly (input gate 1, forget gate 0) and no activation,
   an LSTM's cell state is h W_hn + b_hn and its output m = r (h W_hn + b_hn), r being its
   output gate. A second LSTM on [x, m] with the state h as its cell state, forget gate z,
   input gate sigmoid(-z's sum) = 1 - z and candidate tanh(x W_in + b_in + m) leaves
   h' = z h + (1 - z) n as its cell state. A small step's time goes to dispatching
-  operations, so three beat eleven; from 65 units on, where the arithmetic dominates (the
+  operations, so three beat eleven; from 33 units on, where the arithmetic dominates (the
   LSTMs' zero and identity blocks make it some 1.1x a GRU's), one FULLY_CONNECTED of [x, h]
   gives r's and z's sums, x W_in + b_in and h W_hn + b_hn, then
   n = tanh(x W_in + b_in + r (h W_hn + b_hn)) and h' = n + z (h - n): eleven operations.
@@ -60,8 +60,8 @@ _SATURATED = 1e4
 # Up to this many units a GRU step's time goes to dispatching its operations, and the
 # two-LSTM form (3 of them) is faster; above, its arithmetic (some 1.1x a GRU's, with the
 # LSTMs' zero and identity blocks) outweighs that, and the element-wise form's one
-# FULLY_CONNECTED is (on the host runtime the two break even near 96 units).
-_GRU_BY_LSTM_MAX_UNITS = 64
+# FULLY_CONNECTED is (on the host runtime the two break even near 40 units).
+_GRU_BY_LSTM_MAX_UNITS = 32
 _LSTM_GATES = ("input", "forget", "cell", "output")  # PyTorch's order of the stacked gates
 
 
@@ -399,7 +399,7 @@ def lstm(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, b
 
 @lowering("aten::gru", nnapi=("LSTM", "CONCATENATION", "FULLY_CONNECTED", "LOGISTIC", "TANH",
                               "MUL", "ADD", "SUB", "SPLIT", "RESHAPE"),
-          notes=_LAYER_NOTES.format("no NNAPI GRU: up to 64 units three operations (two LSTM"
+          notes=_LAYER_NOTES.format("no NNAPI GRU: up to 32 units three operations (two LSTM"
                                     " and a CONCATENATION), above eleven"))
 def gru(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
         batch_first=False):
@@ -442,7 +442,7 @@ def lstm_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 @lowering("aten::gru_cell", nnapi=("LSTM", "CONCATENATION", "FULLY_CONNECTED", "SPLIT",
                                    "LOGISTIC", "TANH", "MUL", "ADD", "SUB"),
-          notes="up to 64 units two LSTM and a CONCATENATION, above eleven operations")
+          notes="up to 32 units two LSTM and a CONCATENATION, above eleven operations")
 def gru_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return _one_step(cx, "gru", x, [hx], w_ih, w_hh, b_ih, b_hh)[0]
 
