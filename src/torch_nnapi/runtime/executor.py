@@ -7,7 +7,9 @@ constants) and again at execution from the actual inputs, so models with unknown
 Steps with a native kernel keep the runner it planned for their input shapes: while those
 shapes stay the same, an execution calls the runners directly -- no context, no shape
 inference, no output checks (made when the runner was planned) -- so that a model of many
-small operations is dominated by its arithmetic, not by the Python between kernels.
+small operations is dominated by its arithmetic, not by the Python between kernels. Once an
+execution of the compile-time shapes has planned every runner, later ones replay them from
+one flat list (``_replay``).
 """
 
 from __future__ import annotations
