@@ -84,20 +84,6 @@ FAMILIES = {"recurrent": _recurrent, "quantized": _quantized}
 
 
 
-def _settle(model: nn.Module, inputs: tuple[torch.Tensor, ...], seconds: float = 30.0) -> None:
-    """Calls eager PyTorch until ten calls in a row take less than three times the fastest
-    (at most ``seconds``): oneDNN's first recurrent calls take up to a second each, for a
-    number of calls that varies from run to run, beyond any fixed warm-up."""
-    fastest, steady, deadline = float("inf"), 0, time.perf_counter() + seconds
-    with torch.no_grad():
-        while steady < 10 and time.perf_counter() < deadline:
-            start = time.perf_counter()
-            model(*inputs)
-            took = time.perf_counter() - start
-            fastest = min(fastest, took)
-            steady = steady + 1 if took < 3 * fastest else 0
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per latency")
@@ -121,7 +107,6 @@ def main() -> int:
                 conversion = convert_with_details(model, inputs)
                 assert isinstance(conversion, Conversion)  # no fallback: one NNAPI model
                 seconds = time.perf_counter() - start
-                _settle(model, inputs)
                 eager, latency = eager_and_converted(model, conversion.module, inputs, args.runs,
                                                      through_torch, warmup=10)
                 print(f"{family:10} {name:44} {len(conversion.model.operations):5}"
