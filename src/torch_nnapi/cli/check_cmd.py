@@ -192,10 +192,12 @@ def _islands(report, locations: int = 3) -> list[str]:
     """Float islands grouped by the PyTorch ops behind them, with why and where."""
     if not report.quantized:
         return []
+    types = " and ".join(report.quantized_types) or "8 bits"
     if not report.float_islands:
-        return ["float islands: none (every operation runs in 8 bits)"]
+        return [f"float islands: none (every operation runs in {types})"]
     count = len(report.float_islands)
-    lines = [f"float islands: {count} (computed in float between DEQUANTIZE and QUANTIZE)"]
+    lines = [f"quantized operations run in {types}",
+             f"float islands: {count} (computed in float between DEQUANTIZE and QUANTIZE)"]
     groups: dict[tuple, list] = {}
     for island in report.float_islands:
         key = tuple(sorted({(s["kind"], s["reason"]) for s in island.sources}))
