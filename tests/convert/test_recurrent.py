@@ -55,8 +55,9 @@ def test_layer_outputs_and_final_states_match_eager(mode, batch_first, bidirecti
     model = Layer(mode, num_layers=layers, batch_first=batch_first, bidirectional=bidirectional)
     cells = layers * (2 if bidirectional else 1)
     conversion, _ = check(model, _inputs(mode, batch_first, cells, with_states))
-    if mode == "lstm":
-        assert nnapi_ops(conversion).count("LSTM") == 5 * cells  # one per step and cell
+    if mode in ("lstm", "gru"):  # one LSTM per step and cell; a GRU step is two and a join
+        per_step = 1 if mode == "lstm" else 2
+        assert nnapi_ops(conversion).count("LSTM") == per_step * 5 * cells
 
 
 @pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
@@ -66,12 +67,37 @@ def test_projected_lstm():
     check(model, (torch.randn(4, 2, 4), torch.randn(4, 2, 3), torch.randn(4, 2, 6)))
 
 
-@pytest.mark.parametrize("mode", ["lstm", "rnn_tanh", "rnn_relu"])
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh", "rnn_relu"])
 def test_one_step_with_states_needs_feature_level_1(mode):
-    """A streaming model (one step, states fed back) uses NNAPI's own LSTM or RNN step."""
+    """A streaming model (one step, states fed back) uses NNAPI's own LSTM or RNN step (a
+    GRU two LSTM steps)."""
     torch.manual_seed(0)
     conversion, _ = check(Layer(mode), _inputs(mode, False, 1, True, steps=1))
     assert conversion.model.feature_level == 1
+
+
+def test_gru_matches_eager_where_its_gates_saturate():
+    """A GRU step is two LSTM steps whose constant gates saturate the sigmoid exactly; large
+    inputs and weights drive the GRU's own gates to 0 and 1 as well."""
+    torch.manual_seed(0)
+    model = Layer("gru", hidden_size=5)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.mul_(8)
+    x, h = torch.randn(6, 2, 4) * 10, torch.randn(1, 2, 5)
+    check(model, (x, h))
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_a_gru_of_more_than_32_units_is_eleven_operations_a_step(bidirectional):
+    """Where arithmetic dominates, one FULLY_CONNECTED and the gates per step, not two LSTMs
+    (whose zero and identity blocks cost more arithmetic)."""
+    torch.manual_seed(0)
+    model = Layer("gru", hidden_size=33, num_layers=2, bidirectional=bidirectional)
+    cells = 2 * (2 if bidirectional else 1)
+    conversion, _ = check(model, _inputs("gru", False, cells, True, steps=3, hidden=33))
+    ops = nnapi_ops(conversion)
+    assert "LSTM" not in ops and ops.count("FULLY_CONNECTED") == 3 * cells
 
 
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
@@ -139,8 +165,11 @@ def test_cell_decoder():
 
 
 def test_text_classifier():
+    """It reads only the final states: the output sequence is never joined (7 joins of the
+    second layer's step inputs, the stacked final states and the head's torch.cat)."""
     torch.manual_seed(0)
-    check(zoo.TextClassifier(), torch.randint(0, 50, (2, 7)))
+    conversion, _ = check(zoo.TextClassifier(), torch.randint(0, 50, (2, 7)))
+    assert nnapi_ops(conversion).count("CONCATENATION") == 7 + 1 + 1
 
 
 def test_sequence_to_sequence_gru():

@@ -157,6 +157,47 @@ def test_a_runner_failure_names_the_operation(kernels):
         compilation.run([np.array([7], np.int32)])
 
 
+def _static_gather_log_softmax() -> Model:
+    """log_softmax(gather(table, 0, indices)) with every shape known at compilation: GATHER
+    has a native runner, LOG_SOFTMAX only the reference kernel."""
+    m = Model()
+    table = m.add_constant(F32, np.arange(12, dtype=np.float32).reshape(4, 3) / 4)
+    indices = m.add_operand(OperandType.TENSOR_INT32, (2,), name="indices")
+    rows = m.add_operand(F32, (2, 3))
+    m.add_operation(OperationType.GATHER, [table, m.add_scalar(OperandType.INT32, 0), indices],
+                    [rows])
+    out = m.add_operand(F32, (2, 3))
+    m.add_operation(OperationType.LOG_SOFTMAX, [rows, m.add_scalar(OperandType.FLOAT32, 1.0),
+                                                m.add_scalar(OperandType.INT32, -1)], [out])
+    m.identify_inputs_and_outputs([indices], [out])
+    return m.finish()
+
+
+def _log_softmax_rows(indices):
+    rows = (np.arange(12, dtype=np.float64).reshape(4, 3) / 4)[indices]
+    return rows - np.log(np.exp(rows).sum(-1, keepdims=True))
+
+
+def test_executions_of_the_compile_time_shapes_replay_the_planned_runners():
+    """Once an execution planned every runner, later ones replay them (a step without a
+    runner the full way) and give what the first did."""
+    compilation = Compilation(_static_gather_log_softmax(), kernels="native")
+    for indices in ([1, 3], [0, 2], [3, 3]):
+        out = compilation.run([np.array(indices, np.int32)]).outputs[0]
+        np.testing.assert_allclose(out, _log_softmax_rows(indices), rtol=1e-6)
+        assert compilation._replayed is not None  # planned by the first execution
+
+
+def test_a_runner_declining_a_replayed_execution_runs_the_step_the_full_way():
+    compilation = Compilation(_static_gather_log_softmax(), kernels="native")
+    for _ in range(2):
+        compilation.run([np.array([0, 1], np.int32)])
+    with pytest.raises(OpFailedError, match=r"operation 0 \(GATHER\): input 2 \(indices\)"):
+        compilation.run([np.array([7, 0], np.int32)])  # the reference reports the index
+    out = compilation.run([np.array([2, 1], np.int32)]).outputs[0]
+    np.testing.assert_allclose(out, _log_softmax_rows([2, 1]), rtol=1e-6)
+
+
 def test_keep_intermediates_after_planned_runs():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.full((2, 3), 2, np.float32)

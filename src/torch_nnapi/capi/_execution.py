@@ -15,6 +15,7 @@ sync_file does when its fence signals.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import select
 import threading
@@ -34,6 +35,7 @@ from ..nnapi.errors import (
 from ..nnapi.model import Model, Operand, element_count
 from ..nnapi.operand_types import type_info
 from ._abi import (
+    OperandTypeValue,
     UnexpectedNullError,
     read_array,
     read_operand_type,
@@ -47,6 +49,18 @@ from ._compilation import Burst, CompilationState, compilation_of
 from ._memory import DeviceMemory, memory_of
 
 NO_DURATION = 2**64 - 1  # UINT64_MAX: not measured
+
+
+@functools.lru_cache(maxsize=256)
+def _type_problem(t: OperandTypeValue) -> str:
+    """What is wrong with an operand type a setInput/setOutput call gives ("" if nothing): the
+    checks of Model.addOperand, remembered per type (every execution sets its inputs and
+    outputs again, with the same types)."""
+    try:
+        Model().add_operand(t.type, t.dimensions, t.scale, t.zero_point)
+    except BadDataError as e:
+        return str(e).split(": ", 1)[-1]
+    return ""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ inputs, or an operand without a value) reads as the default its signature declar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -47,11 +47,12 @@ class Binding:
     is, or would be, among the operation's inputs, for messages.
     """
 
-    __slots__ = ("args", "form", "inputs", "operands", "operation", "output_positions", "outputs",
-                 "positions", "present", "types", "variable")
+    __slots__ = ("args", "form", "inputs", "operands", "operation", "operation_inputs",
+                 "output_positions", "outputs", "positions", "present", "types", "variable")
 
     def __init__(self, operands: Sequence[Operand], operation: Operation, match: SignatureMatch):
         self.operation: OperationType = operation.type
+        self.operation_inputs: tuple[int, ...] = tuple(operation.inputs)
         self.form: str = match.form.name
         self.operands = operands
         self.args: dict[str, Arg] = {a.name: a for a in match.form.inputs}
@@ -96,7 +97,7 @@ class KernelContext:
     __slots__ = ("_binding", "_inputs", "_operands", "_shapes", "_values", "limits", "memo",
                  "operation")
 
-    def __init__(self, binding: Binding, values: Sequence[Any],
+    def __init__(self, binding: Binding, values: Sequence[Any] | Mapping[int, Any],
                  shapes: Sequence[Shape] | None = None, memo: dict[str, Any] | None = None,
                  limits: RunLimits = NO_LIMITS):
         self._binding = binding
@@ -255,11 +256,30 @@ class KernelContext:
         """The inputs whose values are not constants of the model."""
         return self._binding.variable
 
+    def input_position(self, name: str, k: int = 0) -> int:
+        """Where operand ``k`` of input ``name`` is among the operation's inputs (a native
+        runner's arguments come in that order)."""
+        return self._binding.positions[name][k]
+
+    def on_arguments(self) -> Callable[[Sequence[Any]], KernelContext]:
+        """A function giving this operation's context on other values of its inputs, given in
+        the operation's input order (a native runner's arguments): for a runner whose weights
+        the model computes, to read them at each execution. It keeps no values of this
+        context's execution."""
+        binding, memo = self._binding, self.memo
+
+        def context(arguments: Sequence[Any]) -> KernelContext:
+            return KernelContext(binding, dict(zip(binding.operation_inputs, arguments,
+                                                   strict=True)), None, memo)
+
+        return context
+
     def with_input(self, name: str, value: np.ndarray, k: int = 0) -> KernelContext:
         """This operation's context with input ``name`` given ``value`` instead (the same
         operands): to evaluate an element-wise kernel on every possible uint8 value at once,
         say."""
-        values = list(self._values)
+        values: list[Any] | dict[int, Any] = dict(self._values) \
+            if isinstance(self._values, Mapping) else list(self._values)
         values[self._inputs[name][k]] = value
         return KernelContext(self._binding, values, None, {})
 

@@ -7,7 +7,9 @@ constants) and again at execution from the actual inputs, so models with unknown
 Steps with a native kernel keep the runner it planned for their input shapes: while those
 shapes stay the same, an execution calls the runners directly -- no context, no shape
 inference, no output checks (made when the runner was planned) -- so that a model of many
-small operations is dominated by its arithmetic, not by the Python between kernels.
+small operations is dominated by its arithmetic, not by the Python between kernels. Once an
+execution of the compile-time shapes has planned every runner, later ones replay them from
+one flat list (``_replay``).
 """
 
 from __future__ import annotations
@@ -25,86 +27,17 @@ from ..nnapi.errors import (
     BadStateError,
     NnapiError,
     OpFailedError,
-    OutOfMemoryError,
 )
 from ..nnapi.model import Lifetime, Model, Operand, Operation, element_count
 from ..nnapi.signatures import MatchFailure, SignatureMatch, match_signature, signature_of
 from . import native
 from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
-from .limits import check_tensor_sizes, is_allocation_failure
-from .registry import Kernel, PlanFn, Runner, fusion_for, kernel_for, native_kernel_for
+from .limits import check_tensor_sizes
+from .registry import fusion_for, kernel_for, native_kernel_for
+from .steps import Replayed, Step, conflicts, fully_known, has_shape, prefixed
 from .timeouts import NO_LIMITS, RunLimits
 
 RELAXED_PRECISIONS = ("float32", "float16")
-
-
-def _fully_known(shape: Shape, is_scalar: bool) -> bool:
-    return is_scalar or (len(shape) > 0 and all(d > 0 for d in shape))
-
-
-def _has_shape(value: Any, shape: Shape) -> bool:
-    """Whether an input value fits the shape its step was prepared for (values without a
-    shape, omitted inputs and model references, always do)."""
-    return not isinstance(value, np.ndarray) or value.shape == shape
-
-
-def _conflicts(declared: Shape, actual: Shape) -> bool:
-    """True when a declared shape (0 = unknown, () = unknown rank) contradicts an actual one."""
-    if not declared:
-        return False
-    if len(declared) != len(actual):
-        return True
-    return any(d and d != a for d, a in zip(declared, actual, strict=True))
-
-
-def _prefixed(error: Exception, where: str) -> NnapiError:
-    """Re-raises a kernel's error with the operation it happened in (once)."""
-    if isinstance(error, NnapiError):
-        message = str(error)
-        return type(error)(message if message.startswith(where) else f"{where}: {message}",
-                           error.code)
-    if is_allocation_failure(error):
-        return OutOfMemoryError(f"{where}: {type(error).__name__}: {error}")
-    return OpFailedError(f"{where}: {type(error).__name__}: {error}")
-
-
-@dataclass
-class Step:
-    position: int
-    operation: Operation
-    kernel: Kernel
-    # The operation's inputs and outputs by signature name, for its kernel.
-    binding: Binding
-    # Output shapes settled at compile time from input shapes and constants only, valid
-    # whenever the actual input shapes equal ``input_shapes``.
-    static_outputs: list[Shape] | None = None
-    input_shapes: tuple[Shape, ...] = ()
-    frees: tuple[int, ...] = ()
-    # The native kernel's planner (None: the reference execute only), and the runner it
-    # planned for the shapes of the inputs in `variable` (None: left to the reference).
-    planner: PlanFn | None = None
-    variable: tuple[int, ...] = ()
-    plan: tuple[tuple[Shape | None, ...], Runner | None] | None = None
-    # Per output: whether it is rounded to float16 (relaxed precision emulated).
-    rounded: tuple[bool, ...] = ()
-    # The operation's inputs, and its one output when it has one that is not rounded (-1
-    # otherwise): what the runner loop reads.
-    inputs: tuple[int, ...] = ()
-    single_output: int = -1
-    # A native fusion (registry.register_fusion): the step whose only reader this step is,
-    # and, once planned for the compile-time shapes, the runner computing this step from that
-    # step's inputs; the fused step is then skipped (`fused_away`) when shapes are those.
-    fusion: Step | None = None
-    fused_runner: Runner | None = None
-    fused_inputs: tuple[int, ...] = ()
-    fused_away: bool = False
-    # Per-operation values kernels derive once (see runtime.ops._memo); owned by this step so
-    # they live and die with the compilation.
-    memo: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def where(self) -> str:
-        return f"operation {self.position} ({self.operation.type.name})"
 
 
 @dataclass
@@ -184,6 +117,9 @@ class Compilation:
         self._static_inputs: tuple[Shape, ...] | None = None
         if all(step.static_outputs is not None for step in self.steps):
             self._static_inputs = tuple(self.shapes[i] for i in model.inputs)
+        # The steps' planned runners in one list, once an execution of those shapes has
+        # planned them all (see _replay).
+        self._replayed: list[Replayed] | None = None
 
     # ---------------------------------------------------------------- compile time
 
@@ -211,7 +147,7 @@ class Compilation:
         for step in self.steps:
             op = step.operation
             present = [i for i in op.inputs if operands[i].lifetime is not Lifetime.NO_VALUE]
-            if not all(_fully_known(shapes[i], operands[i].is_scalar) for i in present):
+            if not all(fully_known(shapes[i], operands[i].is_scalar) for i in present):
                 continue
             ctx = KernelContext(step.binding, self._constants, shapes, step.memo)
             try:
@@ -219,7 +155,7 @@ class Compilation:
             except ValueNotKnown:
                 continue
             except Exception as e:  # noqa: BLE001 - every kernel error is reported, not raised raw
-                raise _prefixed(e, step.where) from e
+                raise prefixed(e, step.where) from e
             self._check_outputs(step, outs, BadDataError)
             for o, shape in zip(op.outputs, outs, strict=True):
                 shapes[o] = shape
@@ -234,14 +170,14 @@ class Compilation:
                                 f" the operation has {len(outputs)}")
         for pos, (o, shape) in enumerate(zip(outputs, shapes, strict=True)):
             declared = self.model.operands[o].dimensions
-            if _conflicts(declared, shape):
+            if conflicts(declared, shape):
                 raise error(f"{step.where}: output {pos} ({self.model.describe_operand(o)}) is"
                             f" declared {list(declared)} but the inputs give {list(shape)}")
         try:
             check_tensor_sizes(shapes, [self.model.operands[o].info.dtype for o in outputs],
                                "output")
         except NnapiError as e:
-            raise _prefixed(e, step.where) from None
+            raise prefixed(e, step.where) from None
 
     def _find_fusions(self) -> None:
         """Pairs each step of one output with the step it can be fused with: one whose only
@@ -350,6 +286,11 @@ class Compilation:
         fused = fast and static
         timings: list[OperationTiming] = []
         timed = limits.deadline_ns is not None
+        replayed = self._replayed
+        if fused and replayed is not None and not timed and not profile:
+            self._replay(replayed, values, limits)
+            outputs = [_owned(values[o]) for o in self.model.outputs]
+            return ExecutionResult(outputs, dict(zip(self.model.outputs, outputs, strict=False)))
         for step in self.steps:
             if timed:
                 limits.check_deadline()
@@ -363,14 +304,14 @@ class Compilation:
                 try:
                     results = step.fused_runner(*[values[i] for i in step.fused_inputs])
                 except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
-                    raise _prefixed(e, step.where) from e
+                    raise prefixed(e, step.where) from e
                 values[step.operation.outputs[0]] = results
             elif fast and plan is not None and plan[1] is not None and (static or plan[0] == tuple(
                     [getattr(values[i], "shape", None) for i in step.variable])):
                 try:
                     results = plan[1](*[values[i] for i in step.inputs])
                 except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
-                    raise _prefixed(e, step.where) from e
+                    raise prefixed(e, step.where) from e
                 if results is None:  # this execution is the reference kernel's
                     self._run_step(step, values, static, limits)
                 elif step.single_output >= 0 and type(results) is np.ndarray:
@@ -390,6 +331,8 @@ class Compilation:
             if not keep_intermediates:
                 for dead in step.frees:
                     values[dead] = None
+        if fused and replayed is None:
+            self._replayed = self._replay_list()
         outputs = [_owned(values[o]) for o in self.model.outputs]
         kept: dict[int, np.ndarray] = {}
         if keep_intermediates:
@@ -399,6 +342,49 @@ class Compilation:
         else:
             kept = dict(zip(self.model.outputs, outputs, strict=False))
         return ExecutionResult(outputs, kept, timings)
+
+    def _replay_list(self) -> list[Replayed] | None:
+        """Every step's runner as the last execution of the compile-time shapes planned it
+        (None when outputs are rounded to float16, which only the full loop does)."""
+        if any(any(step.rounded) for step in self.steps):
+            return None
+        replayed = []
+        for step in self.steps:
+            if step.fused_away:
+                replayed.append(Replayed.of(step, None, step.inputs, skip=True))
+            elif step.fused_runner is not None:
+                replayed.append(Replayed.of(step, step.fused_runner, step.fused_inputs))
+            elif step.plan is not None and step.plan[1] is not None:
+                replayed.append(Replayed.of(step, step.plan[1], step.inputs))
+            else:
+                replayed.append(Replayed.of(step, None, step.inputs))
+        return replayed
+
+    def _replay(self, replayed: list[Replayed], values: list[Any], limits: RunLimits) -> None:
+        """An execution of the compile-time shapes once every step's runner is planned: the
+        runners called one after the other, without the full loop's per-step decisions (in
+        a model of many small operations, an unrolled recurrent layer, they cost as much as
+        the arithmetic). A step without a runner, or whose runner declines this execution,
+        runs the full way."""
+        for entry in replayed:
+            if entry.skip:
+                pass
+            elif entry.runner is None:
+                self._run_step(entry.step, values, True, limits)
+            else:
+                try:
+                    results = entry.runner(*entry.arguments(values))
+                except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
+                    raise prefixed(e, entry.step.where) from e
+                if results is None:
+                    self._run_step(entry.step, values, True, limits)
+                elif type(results) is np.ndarray:
+                    values[entry.outputs[0]] = results
+                else:
+                    for o, array in zip(entry.outputs, results, strict=False):
+                        values[o] = array
+            for dead in entry.frees:
+                values[dead] = None
 
     def _run_step(self, step: Step, values: list[Any], static: bool, limits: RunLimits,
                   substitutes: Mapping[int, np.ndarray] | None = None,
@@ -412,7 +398,7 @@ class Compilation:
         try:
             shapes: Sequence[Shape] | None = None
             if step.static_outputs is not None and all(
-                    _has_shape(values[i], s)
+                    has_shape(values[i], s)
                     for i, s in zip(op.inputs, step.input_shapes, strict=False)):
                 shapes = step.static_outputs
             elif not step.kernel.shaped_by_execution:
@@ -434,9 +420,9 @@ class Compilation:
                 shapes = [tuple(r.shape) for r in results]
                 self._check_outputs(step, shapes, OpFailedError)
         except NnapiError as e:
-            raise _prefixed(e, step.where) from e
+            raise prefixed(e, step.where) from e
         except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
-            raise _prefixed(e, step.where) from e
+            raise prefixed(e, step.where) from e
         if len(results) != len(op.outputs):
             raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
                                 f" expected {len(op.outputs)}")
@@ -444,6 +430,7 @@ class Compilation:
             operand = operands[o]
             if array.dtype != operand.info.dtype or array.shape != shape:
                 step.plan = None  # a runner that gives this is not used again unchecked
+                self._replayed = None
                 raise OpFailedError(
                     f"{step.where}: output {pos} came out as {array.dtype}{list(array.shape)},"
                     f" expected {operand.info.dtype}{list(shape)} (a kernel bug)")
@@ -467,7 +454,7 @@ class Compilation:
         try:
             runner = planner(producer_ctx, ctx) if planner is not None else None
         except Exception as e:  # noqa: BLE001 - a planner bug must not escape as a crash
-            raise _prefixed(e, step.where) from e
+            raise prefixed(e, step.where) from e
         if runner is not None:
             step.fused_inputs = tuple(op.inputs)
             step.fused_runner = runner
@@ -563,7 +550,7 @@ def _as_input_array(value: Any, operand: Operand, dimensions: Iterable[int] | No
     if isinstance(value, (bytes, bytearray, memoryview)):
         dims = tuple(dimensions) if dimensions is not None else operand.dimensions
         shape = () if info.is_scalar else dims
-        if not _fully_known(shape, info.is_scalar):
+        if not fully_known(shape, info.is_scalar):
             raise BadDataError(f"{where}: dimensions {list(shape)} must be fully specified")
         nbytes = memoryview(value).nbytes
         if nbytes != element_count(shape) * info.element_size:
@@ -587,7 +574,7 @@ def _as_input_array(value: Any, operand: Operand, dimensions: Iterable[int] | No
         if array.size != 1:
             raise BadDataError(f"{where}: a scalar needs one value, got {array.size}")
         return array.reshape(())
-    if _conflicts(operand.dimensions, array.shape):
+    if conflicts(operand.dimensions, array.shape):
         raise BadDataError(f"{where}: shape {list(array.shape)} does not match the declared"
                            f" {list(operand.dimensions)}")
     if not array.flags.c_contiguous:

@@ -15,12 +15,20 @@ step's states are the final states. The cells:
 - RNN with ReLU: NNAPI's RNN with a fused RELU.
 - RNN with tanh: NNAPI's RNN without activation (its activation is a fuse code: no tanh),
   then TANH.
-- GRU (NNAPI has none): one FULLY_CONNECTED of the step input and the state computes the
-  reset and update gates' sums and the two halves of the candidate's, then
-  n = tanh(x W_in + b_in + r (h W_hn + b_hn)) and h' = n + z (h - n).
+- GRU (NNAPI has none), up to 32 units: two LSTM operations and a CONCATENATION. With gate
+  biases that saturate the sigmoid exactly (input gate 1, forget gate 0) and no activation,
+  an LSTM's cell state is h W_hn + b_hn and its output m = r (h W_hn + b_hn), r being its
+  output gate. A second LSTM on [x, m] with the state h as its cell state, forget gate z,
+  input gate sigmoid(-z's sum) = 1 - z and candidate tanh(x W_in + b_in + m) leaves
+  h' = z h + (1 - z) n as its cell state. A small step's time goes to dispatching
+  operations, so three beat eleven; from 33 units on, where the arithmetic dominates (the
+  LSTMs' zero and identity blocks make it some 1.1x a GRU's), one FULLY_CONNECTED of [x, h]
+  gives r's and z's sums, x W_in + b_in and h W_hn + b_hn, then
+  n = tanh(x W_in + b_in + r (h W_hn + b_hn)) and h' = n + z (h - n): eleven operations.
 
-A layer of T steps thus takes T operations (GRU: 11 T) plus a few to split and join; an LSTM
-or RNN of one time step (a streaming model feeding its states back) needs only feature level 1.
+A layer of T steps thus takes T operations (GRU: 3 T or 11 T) plus a few to split and join;
+an LSTM, RNN or small GRU of one time step (a streaming model feeding its states back) needs
+only feature level 1.
 """
 
 from __future__ import annotations
@@ -46,7 +54,14 @@ State = tuple[TensorValue, ...]  # (h,) or, for an LSTM, (h, c): each [batch, si
 Cell = Callable[[TensorValue, State], State]
 
 _GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
-_LSTM_TANH = 4  # the LSTM operation's activation code for tanh
+_LSTM_TANH, _LSTM_NONE = 4, 0  # the LSTM operation's activation codes for tanh and none
+# A gate bias whose sigmoid is exactly 1 (and of its negation exactly 0) in float32 and float16.
+_SATURATED = 1e4
+# Up to this many units a GRU step's time goes to dispatching its operations, and the
+# two-LSTM form (3 of them) is faster; above, its arithmetic (some 1.1x a GRU's, with the
+# LSTMs' zero and identity blocks) outweighs that, and the element-wise form's one
+# FULLY_CONNECTED is (on the host runtime the two break even near 40 units).
+_GRU_BY_LSTM_MAX_UNITS = 32
 _LSTM_GATES = ("input", "forget", "cell", "output")  # PyTorch's order of the stacked gates
 
 
@@ -105,32 +120,53 @@ def _float(cx: Converter, array: np.ndarray) -> TensorValue:
     return cx.constant(np.ascontiguousarray(array, np.float32), "float32")
 
 
-def _lstm_cell(cx: Converter, w: CellWeights) -> Cell:
-    hidden = w.w_hh.shape[0] // 4
-    output_size = w.output_size
+# A gate of NNAPI's LSTM: its input weights [cells, input], recurrent weights [cells, output]
+# and bias [cells].
+Gate = tuple[np.ndarray, np.ndarray, np.ndarray]
+LstmStep = Callable[[TensorValue, TensorValue, TensorValue], tuple[TensorValue, TensorValue]]
+
+
+def _lstm_operation(cx: Converter, gates: dict[str, Gate], activation: int,
+                    projection: np.ndarray | None = None) -> LstmStep:
+    """NNAPI's LSTM with these gates (``_LSTM_GATES``), built once: step(x, h, c) gives the
+    output state and the cell state. It has no way to leave out peephole weights and a
+    projection, so zero peephole weights and an identity projection stand for absent ones
+    (both exact)."""
+    hidden, _ = gates["input"][0].shape
+    output_size = gates["input"][1].shape[1]
     weights: dict[str, TensorValue] = {}
-    for source, matrix in (("input_to", w.w_ih), ("recurrent_to", w.w_hh)):
-        for gate, block in zip(_LSTM_GATES, np.split(matrix, 4), strict=True):
-            weights[f"{source}_{gate}_weights"] = _float(cx, block)
-    for gate, block in zip(_LSTM_GATES, np.split(w.b_ih + w.b_hh, 4), strict=True):
-        weights["cell_bias" if gate == "cell" else f"{gate}_gate_bias"] = _float(cx, block)
+    for gate in _LSTM_GATES:
+        w_in, w_rec, bias = gates[gate]
+        weights[f"input_to_{gate}_weights"] = _float(cx, w_in)
+        weights[f"recurrent_to_{gate}_weights"] = _float(cx, w_rec)
+        weights["cell_bias" if gate == "cell" else f"{gate}_gate_bias"] = _float(cx, bias)
     no_peephole = _float(cx, np.zeros(hidden, np.float32))
     for gate in ("input", "forget", "output"):
         weights[f"cell_to_{gate}_weights"] = no_peephole
     weights["projection_weights"] = _float(
-        cx, w.w_hr if w.w_hr is not None else np.eye(hidden, dtype=np.float32))
+        cx, projection if projection is not None else np.eye(hidden, dtype=np.float32))
     weights["projection_bias"] = _float(cx, np.zeros(output_size, np.float32))
 
-    def step(x: TensorValue, state: State) -> State:
-        h, c = state
+    def step(x: TensorValue, h: TensorValue, c: TensorValue) -> tuple[TensorValue, TensorValue]:
         batch = x.shape[0]
         outputs = {name: cx.new_tensor(shape, "float32") for name, shape in (
             ("scratch_buffer", (batch, 4 * hidden)), ("output_state_out", (batch, output_size)),
             ("cell_state_out", (batch, hidden)), ("output", (batch, output_size)))}
         cx.operation(Op.LSTM, dict(input=x, **weights, output_state_in=h, cell_state_in=c,
-                                   activation=cx.i32(_LSTM_TANH), cell_clip=cx.f32(0.0),
+                                   activation=cx.i32(activation), cell_clip=cx.f32(0.0),
                                    proj_clip=cx.f32(0.0)), outputs)
         return outputs["output_state_out"], outputs["cell_state_out"]
+
+    return step
+
+
+def _lstm_cell(cx: Converter, w: CellWeights) -> Cell:
+    w_ih, w_hh, bias = (np.split(a, 4) for a in (w.w_ih, w.w_hh, w.b_ih + w.b_hh))
+    lstm = _lstm_operation(cx, {gate: (w_ih[k], w_hh[k], bias[k])
+                                for k, gate in enumerate(_LSTM_GATES)}, _LSTM_TANH, w.w_hr)
+
+    def step(x: TensorValue, state: State) -> State:
+        return lstm(x, *state)
 
     return step
 
@@ -153,7 +189,41 @@ def _rnn_cell(cx: Converter, w: CellWeights, relu: bool) -> Cell:
     return step
 
 
-def _gru_cell(cx: Converter, w: CellWeights) -> Cell:
+def _gru_by_lstm(cx: Converter, w: CellWeights) -> Cell:
+    """A GRU step as two NNAPI LSTM steps (see the module docstring): the first gives
+    m = r (h W_hn + b_hn), the second h' = z h + (1 - z) tanh(x W_in + b_in + m) as its cell
+    state."""
+    hidden = w.w_hh.shape[0] // 3
+    inputs = w.w_ih.shape[1]
+    (w_ir, w_iz, w_in), (w_hr, w_hz, w_hn) = np.split(w.w_ih, 3), np.split(w.w_hh, 3)
+    (b_ir, b_iz, b_in), (b_hr, b_hz, b_hn) = np.split(w.b_ih, 3), np.split(w.b_hh, 3)
+    zero_x, zero_h = np.zeros((hidden, inputs), np.float32), np.zeros((hidden, hidden), np.float32)
+    saturated = np.full(hidden, _SATURATED, np.float32)
+    # First step, no activation: input gate 1, forget gate 0, so the cell state is h W_hn + b_hn;
+    # the output gate is r.
+    reset = _lstm_operation(cx, {
+        "input": (zero_x, zero_h, saturated), "forget": (zero_x, zero_h, -saturated),
+        "cell": (zero_x, w_hn, b_hn), "output": (w_ir, w_hr, b_ir + b_hr)}, _LSTM_NONE)
+    # Second step, on [x, m]: forget gate z on the cell state h, input gate sigmoid(-z's sum)
+    # = 1 - z, candidate tanh(x W_in + m + b_in); the output gate is unused.
+    w_z = np.concatenate([w_iz, zero_h], axis=1)
+    update = _lstm_operation(cx, {
+        "input": (-w_z, -w_hz, -(b_iz + b_hz)), "forget": (w_z, w_hz, b_iz + b_hz),
+        "cell": (np.concatenate([w_in, np.eye(hidden, dtype=np.float32)], axis=1), zero_h, b_in),
+        "output": (np.zeros((hidden, inputs + hidden), np.float32), zero_h,
+                   np.zeros(hidden, np.float32))}, _LSTM_TANH)
+
+    def step(x: TensorValue, state: State) -> State:
+        (h,) = state
+        m, _ = reset(x, h, h)
+        _, new = update(concatenate(cx, [x, m], 1), h, h)
+        return (new,)
+
+    return step
+
+
+def _gru_elementwise(cx: Converter, w: CellWeights) -> Cell:
+    """A GRU step as eleven operations: one FULLY_CONNECTED of [x, h], then the gates."""
     hidden = w.w_hh.shape[0] // 3
     inputs = w.w_ih.shape[1]
     # One product of [x, h] gives r's and z's sums, x W_in + b_in and h W_hn + b_hn.
@@ -187,7 +257,8 @@ def _cell(cx: Converter, mode: str, w: CellWeights) -> Cell:
     if mode == "lstm":
         return _lstm_cell(cx, w)
     if mode == "gru":
-        return _gru_cell(cx, w)
+        small = w.w_hh.shape[1] <= _GRU_BY_LSTM_MAX_UNITS
+        return _gru_by_lstm(cx, w) if small else _gru_elementwise(cx, w)
     return _rnn_cell(cx, w, relu=mode == "rnn_relu")
 
 
@@ -265,8 +336,8 @@ def _used(cx: Converter, output: int) -> bool:
 
 def run_layers(cx: Converter, mode: str, x, states: Sequence, weights: Sequence[CellWeights],
                stack: LayerStack) -> tuple:
-    """The output sequence and the final states (None where nothing reads them) of a stack of
-    recurrent layers, unrolled over time."""
+    """The output sequence and the final states (each None where nothing reads it) of a
+    stack of recurrent layers, unrolled over time."""
     x = _float_input(x)
     if x.rank != 3:
         raise Unsupported(f"a recurrent layer on a {x.rank}-D input (3-D only)")
@@ -292,7 +363,7 @@ def run_layers(cx: Converter, mode: str, x, states: Sequence, weights: Sequence[
         if layer + 1 < stack.num_layers:
             inputs = [concatenate(cx, [o[t] for o in outputs], 1) for t in range(steps)] \
                 if stack.directions == 2 else outputs[0]
-    sequence = _joined_output(cx, outputs, stack.batch_first)
+    sequence = _joined_output(cx, outputs, stack.batch_first) if _used(cx, 0) else None
     return (sequence, *(_stacked(cx, f) if _used(cx, 1 + i) else None
                         for i, f in enumerate(finals)))
 
@@ -311,12 +382,12 @@ def _recurrent(cx: Converter, mode: str, x, states: Sequence, params, has_biases
     return run_layers(cx, mode, x, states, weights, stack)
 
 
-_LAYER_NOTES = ("unrolled over time (static length): one operation per step{}; batch-first"
-                " or not, stacked, bidirectional, initial and final states")
+_LAYER_NOTES = ("unrolled over time (static length): {} per step; batch-first or not, stacked,"
+                " bidirectional, initial and final states")
 
 
 @lowering("aten::lstm", nnapi=("LSTM", "SPLIT", "CONCATENATION", "RESHAPE"),
-          notes=_LAYER_NOTES.format(" (LSTM, whose state outputs give h_n and c_n)")
+          notes=_LAYER_NOTES.format("one operation (LSTM, whose state outputs give h_n and c_n)")
           + "; proj_size")
 def lstm(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
          batch_first=False):
@@ -326,9 +397,10 @@ def lstm(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, b
                       bidirectional, batch_first)
 
 
-@lowering("aten::gru", nnapi=("FULLY_CONNECTED", "LOGISTIC", "TANH", "MUL", "ADD", "SUB", "SPLIT",
-                              "CONCATENATION", "RESHAPE"),
-          notes=_LAYER_NOTES.format(": no NNAPI GRU, 11 operations a step"))
+@lowering("aten::gru", nnapi=("LSTM", "CONCATENATION", "FULLY_CONNECTED", "LOGISTIC", "TANH",
+                              "MUL", "ADD", "SUB", "SPLIT", "RESHAPE"),
+          notes=_LAYER_NOTES.format("no NNAPI GRU: up to 32 units three operations (two LSTM"
+                                    " and a CONCATENATION), above eleven"))
 def gru(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
         batch_first=False):
     return _recurrent(cx, "gru", x, [hx], params, has_biases, num_layers, dropout, train,
@@ -337,7 +409,7 @@ def gru(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bi
 
 @lowering("aten::rnn_tanh", "aten::rnn_relu",
           nnapi=("RNN", "TANH", "SPLIT", "CONCATENATION", "RESHAPE"),
-          notes=_LAYER_NOTES.format(" (RNN; with tanh, RNN then TANH)"))
+          notes=_LAYER_NOTES.format("one operation (RNN; with tanh, RNN then TANH)"))
 def rnn(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
         batch_first=False):
     mode = "rnn_relu" if cx.current_node.kind == "aten::rnn_relu" else "rnn_tanh"
@@ -368,8 +440,9 @@ def lstm_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return _one_step(cx, "lstm", x, list(hx), w_ih, w_hh, b_ih, b_hh)
 
 
-@lowering("aten::gru_cell", nnapi=("CONCATENATION", "FULLY_CONNECTED", "SPLIT", "LOGISTIC",
-                                   "TANH", "MUL", "ADD", "SUB"))
+@lowering("aten::gru_cell", nnapi=("LSTM", "CONCATENATION", "FULLY_CONNECTED", "SPLIT",
+                                   "LOGISTIC", "TANH", "MUL", "ADD", "SUB"),
+          notes="up to 32 units two LSTM and a CONCATENATION, above eleven operations")
 def gru_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return _one_step(cx, "gru", x, [hx], w_ih, w_hh, b_ih, b_hh)[0]
 

@@ -92,6 +92,7 @@ from . import (  # noqa: E402, F401
     fusions,
     normalization,
     pooling,
+    recurrent,
     reduction,
     shape,
 )

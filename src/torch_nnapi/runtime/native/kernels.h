@@ -106,4 +106,38 @@ enum { TNN_MEAN = 0, TNN_REDUCE_SUM = 1, TNN_REDUCE_MAX = 2, TNN_REDUCE_MIN = 3 
 void tnn_reduce(int kind, int quantized, const void *x, void *out, ptrdiff_t outer, ptrdiff_t n,
                 ptrdiff_t inner);
 
+/* recurrent.c: one LSTM or RNN time step, float32. An LSTM cell's weights, given as the
+ * stacked gates of the reference (input, forget, cell, output; no input gate with CIFG, then
+ * gates == 3) and transposed so that each step reads them row by row. */
+#define TNN_LSTM_LAYER_NORM_EPSILON 1e-8f
+typedef struct {
+    ptrdiff_t input_size, cells, output_size;
+    int gates, activation; /* activation: TFLite's code (0 none, 1 relu, 3 relu6, 4 tanh, 6 sigmoid) */
+    float cell_clip, proj_clip; /* 0: no clipping */
+    const float *weights;         /* [input_size + output_size][gates * cells]: W', then R' */
+    const float *bias;            /* [gates * cells] */
+    const float *peephole;        /* [3][cells] (input, forget, output), or NULL */
+    const float *layer_norm;      /* [gates * cells], or NULL */
+    const float *projection;      /* [cells][output_size] (transposed), or NULL */
+    const float *projection_bias; /* [output_size], or NULL */
+    /* Per weight row (input, then state values): bit g set when gate g has a non-zero
+     * weight in it; the other products are skipped (a GRU's two LSTM steps have zero and
+     * identity blocks). */
+    const unsigned char *row_gates;
+} tnn_lstm_cell;
+/* Fills row_gates [rows] for weights [rows][gates * cells]. */
+void tnn_lstm_row_gates(const float *weights, ptrdiff_t rows, int gates, ptrdiff_t cells,
+                        unsigned char *row_gates);
+/* x [batch][input_size], h_in [batch][output_size], c_in [batch][cells] -> scratch [gates]
+ * [batch][cells] (the reference's blocks), h_out [batch][output_size], c_out [batch][cells].
+ * Returns 0, or -1 when out of memory. */
+int tnn_lstm_step_f32(const tnn_lstm_cell *cell, ptrdiff_t batch, const float *x,
+                      const float *h_in, const float *c_in, float *scratch, float *h_out,
+                      float *c_out);
+/* h_out = activation(x W' + h_in R' + bias), weights [inputs + units][units] (W', then R'),
+ * activation a fuse code. */
+void tnn_rnn_step_f32(ptrdiff_t batch, ptrdiff_t inputs, ptrdiff_t units, const float *x,
+                      const float *h_in, const float *weights, const float *bias,
+                      int activation, float *h_out);
+
 #endif

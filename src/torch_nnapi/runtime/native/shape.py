@@ -1,6 +1,6 @@
 """Runners for the operations that only move values: RESHAPE, SQUEEZE and EXPAND_DIMS (free:
-a view of their input), TRANSPOSE, SPLIT, CONCATENATION and GATHER; and the float element-wise
-functions of unary_math (ABS, EXP, LOG, NEG, RSQRT, SIN, SQRT, FLOOR).
+a view of their input), TRANSPOSE, SPLIT, STRIDED_SLICE, CONCATENATION and GATHER; and the
+float element-wise functions of unary_math (ABS, EXP, LOG, NEG, RSQRT, SIN, SQRT, FLOOR).
 
 They compute what the reference kernels compute, with the reference's own parameter
 readers and functions, but read the parameters once per plan instead of at every execution;
@@ -16,7 +16,7 @@ import numpy as np
 from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
-from ..ops import shape, unary_math
+from ..ops import movement, shape, unary_math
 from ..ops._shape_common import axis_scalar
 from ..registry import Runner, register_native
 from . import module
@@ -48,7 +48,20 @@ def split(ctx: KernelContext) -> Runner | None:
     if not constant_parameters(ctx):
         return None
     axis, parts = shape._split_plan(ctx)
-    return lambda x, *_: [np.ascontiguousarray(p) for p in np.split(x, parts, axis=axis)]
+    # The parts' index tuples, worked out once (np.split works them out at every call);
+    # parts already contiguous (a split along the first dimension longer than 1) stay views.
+    size = ctx.input_shape("input")[axis] // parts
+    leading = (slice(None),) * axis
+    pieces = [(*leading, slice(k * size, (k + 1) * size)) for k in range(parts)]
+    return lambda x, *_: [np.ascontiguousarray(x[piece]) for piece in pieces]
+
+
+@register_native(Op.STRIDED_SLICE)
+def strided_slice(ctx: KernelContext) -> Runner | None:
+    if not constant_parameters(ctx):
+        return None
+    plan, out_shape = movement._strided_slice_plan(ctx)
+    return lambda x, *_: np.array(x[plan].reshape(out_shape))
 
 
 def _requantization_table(ctx: KernelContext, k: int) -> np.ndarray | None:
