@@ -6,9 +6,11 @@ and through torch.export; the time ``torch_nnapi.quantize`` takes (export, PT2E 
 calibration, ``convert_pt2e``) and converting its result; then the latency of the quantized
 NNAPI model on the host runtime (through PyTorch's NNAPI runtime and torch-nnapi's
 libneuralnetworks.so when it is built) against the float model in eager PyTorch, both on 2
-threads, as a ratio.
+threads, as a ratio. ``--target-level 4`` quantizes to int8 signed (Android 11), lower levels
+to uint8.
 
     PYTHONPATH=src:. python3 bench/export.py [--size 224] [--runs 5] [--calibration 8]
+        [--target-level 3]
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ def _measure(name: str, args: argparse.Namespace, through_torch: bool) -> str:
     traced, _ = _timed(lambda: convert_with_details(model, (x,), capture="trace"))
     exported, _ = _timed(lambda: convert_with_details(model, (x,), capture="export"))
     calibration = [torch.randn(1, 3, args.size, args.size) for _ in range(args.calibration)]
-    details = quantize_with_details(model, (x,), calibration, observer=args.observer)
+    details = quantize_with_details(model, (x,), calibration, observer=args.observer,
+                                    target_level=args.target_level)
     converting, conversion = _timed(lambda: convert_with_details(details.model, (x,)))
     module = conversion.module
     with torch.no_grad():
@@ -73,16 +76,19 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5, help="timed runs per latency")
     parser.add_argument("--calibration", type=int, default=8, help="calibration batches")
     parser.add_argument("--observer", default="histogram", choices=["histogram", "minmax"])
+    parser.add_argument("--target-level", type=int, default=3, choices=[1, 2, 3, 4],
+                        help="the quantizer's feature level (4: int8 signed, else uint8)")
     parser.add_argument("--models", default=",".join(MODELS))
     args = parser.parse_args()
     torch.set_num_threads(THREADS)
     warnings.simplefilter("ignore")
     through_torch = torch_runtime_available()
     print(f"images 1x3x{args.size}x{args.size}, {args.calibration} calibration batches"
-          f" ({args.observer} observers), {THREADS} threads, converted models on the"
+          f" ({args.observer} observers), quantized for feature level {args.target_level},"
+          f" {THREADS} threads, converted models on the"
           f" {backend_name(through_torch)}")
     header = (f"{'model':20} {'trace s':>8} {'export s':>9} {'quantize s':>11} {'q-convert s':>12}"
-              f" {'eager ms':>9} {'int8 ms':>8} {'ratio':>6}")
+              f" {'eager ms':>9} {'8-bit ms':>8} {'ratio':>6}")
     print(header)
     print("-" * len(header))
     for name in args.models.split(","):
