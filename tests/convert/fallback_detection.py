@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -46,7 +47,7 @@ class MaskDetector(nn.Module):
         self.model = model
 
     def forward(self, x):
-        model = self.model
+        model: Any = self.model  # torchvision's GeneralizedRCNN
         original_size = (x.shape[-2], x.shape[-1])
         images, _ = model.transform([x[0]])
         features = model.backbone(images.tensors)
