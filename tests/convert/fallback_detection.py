@@ -3,8 +3,9 @@ comparison of detections that does not depend on the order of near-equal scores.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -35,12 +36,7 @@ class Detector(nn.Module):
 
 class MaskDetector(nn.Module):
     """Mask R-CNN's boxes, scores, labels and masks pasted into the image, then the masks
-    the mask head predicted for each box before pasting ([N, 1, 28, 28] probabilities).
-
-    Pasting places each mask at its box expanded and truncated to whole pixels, so a box
-    corner moved across an integer by float rounding (eager PyTorch moves boxes by up to 0.1
-    pixel when the image changes by one part in 1e7) shifts the pasted mask by a pixel; the
-    masks before pasting show the mask head's own error for every detection."""
+    the mask head predicted for each box before pasting ([N, 1, 28, 28] probabilities)."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
@@ -56,6 +52,24 @@ class MaskDetector(nn.Module):
         predicted = found[0]["masks"]
         found = model.transform.postprocess(found, images.image_sizes, [original_size])[0]
         return found["boxes"], found["scores"], found["labels"], found["masks"], predicted
+
+    def masks_at(self, x, boxes, labels) -> tuple[torch.Tensor, torch.Tensor]:
+        """The masks eager PyTorch predicts and pastes for given detections (of an image the
+        transform does not resize, so that boxes are the same in both): a detection's boxes
+        are chaotic with random weights, its masks must follow from them."""
+        load_torchvision()
+        from torchvision.models.detection.roi_heads import maskrcnn_inference
+        from torchvision.models.detection.transform import paste_masks_in_image
+
+        model: Any = self.model
+        images, _ = model.transform([x[0]])
+        assert tuple(images.image_sizes[0]) == tuple(x.shape[-2:]), "the transform resizes"
+        features = model.backbone(images.tensors)
+        heads = model.roi_heads
+        logits = heads.mask_predictor(heads.mask_head(
+            heads.mask_roi_pool(features, [boxes], images.image_sizes)))
+        predicted = maskrcnn_inference(logits, [labels])[0]
+        return paste_masks_in_image(predicted, boxes, tuple(x.shape[-2:])), predicted
 
 
 def _renormalized(head: nn.Module) -> set[int]:
@@ -96,12 +110,18 @@ def _random_detector(name: str, classes: int, detections: int, size: int | None,
     else:  # (the layers of nested heads are scaled once per head they are in)
         heads = [m for name_, m in model.named_modules()
                  if name_.endswith(("head", "roi_heads"))]
-    renormalized = _renormalized(model.roi_heads) if hasattr(model, "roi_heads") else set()
+    kept = _renormalized(model.roi_heads) if hasattr(model, "roi_heads") else set()
+    masks = getattr(getattr(model, "roi_heads", None), "mask_predictor", None)
+    if masks is not None:  # per-pixel sigmoids: scaled as heads they are all 0.5, as He
+        # initialized them, logits of thousands saturate them; these give logits of a few
+        kept |= {id(m) for m in (*model.roi_heads.mask_head.modules(), *masks.modules())}
     with torch.no_grad():
         for head in heads:
             for m in head.modules():
-                if isinstance(m, (nn.Conv2d, nn.Linear)) and id(m) not in renormalized:
+                if isinstance(m, (nn.Conv2d, nn.Linear)) and id(m) not in kept:
                     m.weight.mul_(0.1)
+        if masks is not None:
+            masks.mask_fcn_logits.weight.mul_(1e-3)
     model.detections_per_img = detections
     if hasattr(model, "roi_heads"):
         model.roi_heads.detections_per_img = detections
@@ -156,28 +176,26 @@ def detection_error(actual, expected) -> float:
     return max((error for _, _, error in matched_detections(actual, expected)), default=0.0)
 
 
-def paste_boxes(boxes: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
-    """The whole-pixel boxes torchvision pastes ``predicted`` masks at."""
+@contextlib.contextmanager
+def traced_nms() -> Iterator[None]:
+    """torchvision's batched NMS as a traced model runs it: on the CPU, eager PyTorch
+    suppresses each class (level) apart above 4000 box coordinates, a trace always offsets
+    the boxes of each class apart and suppresses them together. The two differ where random
+    weights make proposals a hundredth of a pixel wide, whose overlaps lose their precision
+    when offset (torch.jit.trace of Keypoint R-CNN differs from eager for that reason)."""
     load_torchvision()
-    from torchvision.models.detection.roi_heads import expand_boxes, expand_masks
+    from torchvision.ops import boxes
 
-    _, scale = expand_masks(predicted, padding=1)
-    return expand_boxes(boxes, scale).to(torch.int64)
+    vanilla = boxes._batched_nms_vanilla
+    boxes._batched_nms_vanilla = boxes._batched_nms_coordinate_trick
+    try:
+        yield
+    finally:
+        boxes._batched_nms_vanilla = vanilla
 
 
-def mask_errors(actual, expected) -> tuple[float, float, int]:
-    """MaskDetector's masks of matched detections: the largest difference of the predicted
-    masks, of the pasted masks of detections pasted at the same whole-pixel box, and how many
-    of them were pasted at the same box."""
-    pairs = matched_detections(actual, expected)
-    boxes, masks, predicted = actual[0], actual[3], actual[4]
-    e_boxes, e_masks, e_predicted = expected[0], expected[3], expected[4]
-    placed, e_placed = paste_boxes(boxes, predicted), paste_boxes(e_boxes, e_predicted)
-    worst_predicted = worst_pasted = 0.0
-    same_place = 0
-    for j, i, _ in pairs:
-        worst_predicted = max(worst_predicted, float((predicted[j] - e_predicted[i]).abs().max()))
-        if torch.equal(placed[j], e_placed[i]):
-            same_place += 1
-            worst_pasted = max(worst_pasted, float((masks[j] - e_masks[i]).abs().max()))
-    return worst_predicted, worst_pasted, same_place
+def field_error(actual, expected, field: int, scale: float) -> float:
+    """The largest difference of output ``field`` (keypoints) between matched detections,
+    divided by ``scale``."""
+    return max((float((actual[field][j] - expected[field][i]).abs().max()) / scale
+                for j, i, _ in matched_detections(actual, expected)), default=0.0)
