@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from torch_nnapi.cli import main
@@ -38,18 +37,13 @@ def test_codegen_of_the_quantized_stage(tmp_path, capsys):
     assert "quantize_per_tensor(" in out.read_text()
 
 
-def test_codegen_refuses_a_level_it_cannot_quantize_for(tmp_path, capsys):
-    from torch_nnapi.quantization.policy import quantized_activation_type
-
-    try:
-        quantized_activation_type(4)
-    except ValueError as e:
-        source = _pickled(tmp_path, Plain())
-        assert main(["codegen", source, "-o", str(tmp_path / "x.py"), "--input", "1x3x4x4",
-                     "--stage", "quantized", "--target-level", "4"]) == 4
-        assert f"--target-level: {e}" in capsys.readouterr().err
-    else:
-        pytest.skip("the converter lowers int8 activations: level 4 quantizes")
+def test_codegen_of_a_model_quantized_to_int8(tmp_path, capsys):
+    source = _pickled(tmp_path, Plain())
+    out = tmp_path / "signed.py"
+    assert main(["codegen", source, "-o", str(out), "--input", "1x3x4x4", "--stage",
+                 "quantized", "--target-level", "4", "--calibration", "1"]) == 0
+    assert "matches the model within" in capsys.readouterr().out
+    assert "torch.int8" in out.read_text()
 
 
 def test_codegen_refuses_torchscript(tmp_path, capsys):
@@ -111,6 +105,7 @@ def test_check_lists_float_islands(tmp_path, capsys):
     torch.export.save(torch.export.export(quantized, (x,)), str(program))
     assert main(["check", str(program), "--input", "1x3x8x8"]) == 0
     text = capsys.readouterr().out
+    assert "quantized operations run in uint8\n" in text
     assert "float islands: 1 (computed in float between DEQUANTIZE and QUANTIZE)" in text
     assert "    aten::hardswish: NNAPI has no quantized HARD_SWISH before feature level 4" \
         in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -9,12 +10,19 @@ import torch.nn.functional as F
 
 from torch_nnapi.convert.api import Conversion, convert_with_details
 from torch_nnapi.convert.check import check_model
+from torch_nnapi.convert.errors import FeatureLevelError
 from torch_nnapi.convert.lowerings.quantized import StoredWeight, _weight
 from torch_nnapi.nnapi.codes import OperandType
 from torch_nnapi.quantization import quantize
 
 from . import zoo
-from .harness import compare_in_quanta, dequantized_scale, nnapi_ops, run
+from .harness import (
+    compare_in_quanta,
+    dequantized_scale,
+    nnapi_ops,
+    run,
+    torch_runtime_available,
+)
 
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 
@@ -191,3 +199,106 @@ def test_stored_per_channel_weights_run_in_float():
     per_tensor = StoredWeight(values, 0.5, 0)
     q, scale, zero_point = _weight(per_tensor)
     assert (scale, zero_point) == (0.5, 128) and int(q.min()) >= 1
+
+
+# ------------------------------------------------------------------ int8 signed (level 4)
+
+_S8 = OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+_NOT_8_BIT = ("QUANTIZE", "DEQUANTIZE")
+
+
+def _signed(model, shape):
+    x = torch.randn(*shape)
+    quantized = _quantized(model, x, 4)
+    conversion = convert_with_details(quantized, (x,), target_level=4)
+    assert isinstance(conversion, Conversion)
+    return x, quantized, conversion
+
+
+def _computing_types(conversion) -> set:
+    model = conversion.model
+    return {model.operands[op.outputs[0]].type for op in model.operations
+            if op.type.name not in _NOT_8_BIT}
+
+
+def test_level_4_runs_int8_signed_convolutions_pools_and_adds():
+    x, quantized, conversion = _signed(Block(), (1, 3, 16, 16))
+    ops = nnapi_ops(conversion)
+    # PyTorch's NNAPI runtime cannot pass qint8 tensors: the model quantizes its float input
+    assert ops[0] == "QUANTIZE" and ops[-1] == "DEQUANTIZE"
+    assert ops.count("QUANTIZE") == 1 and ops.count("DEQUANTIZE") == 1, ops
+    assert _computing_types(conversion) == {_S8}
+    model = conversion.model
+    for op in model.operations:
+        if op.type.name in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+            data, weight, bias = (model.operands[i] for i in op.inputs[:3])
+            assert (data.type, weight.type, weight.zero_point) == (_S8, _S8, 0), op.type.name
+            assert bias.type == OperandType.TENSOR_INT32
+            assert bias.scale == pytest.approx(data.scale * weight.scale, rel=1e-6)
+    assert conversion.feature_level == 4
+    _matches(quantized, conversion, x)
+
+
+def test_signed_fixed_output_scales_and_concatenation():
+    x, quantized, conversion = _signed(Mixed(), (1, 3, 4, 4))
+    model = conversion.model
+    assert nnapi_ops(conversion).count("QUANTIZE") == 1
+    # NNAPI's signed LOGISTIC and SOFTMAX give zero point -128, signed TANH 0
+    for name, params in (("LOGISTIC", (1 / 256, -128)), ("TANH", (1 / 128, 0)),
+                         ("SOFTMAX", (1 / 256, -128))):
+        (op,) = [op for op in model.operations if op.type.name == name]
+        out = model.operands[op.outputs[0]]
+        assert (out.type, out.scale, out.zero_point) == (_S8, *params), name
+    assert _computing_types(conversion) == {_S8}
+    _matches(quantized, conversion, x)
+
+
+@pytest.mark.parametrize("model, shape", [(Movement, (1, 3, 8, 8)), (HardSwish, (1, 3, 8, 8))],
+                         ids=["movement", "hardswish"])
+def test_signed_data_movement_and_hard_swish_keep_8_bits(model, shape):
+    x, quantized, conversion = _signed(model(), shape)
+    ops = nnapi_ops(conversion)
+    assert ops.count("QUANTIZE") == 1 and ops.count("DEQUANTIZE") == 1, ops
+    assert _computing_types(conversion) == {_S8}
+    _matches(quantized, conversion, x)
+
+
+def test_check_reports_int8_without_float_islands():
+    x = torch.randn(1, 3, 8, 8)
+    report = check_model(_quantized(HardSwish(), x, 4), (x,), target_level=4)
+    assert report.exit_code == 0, report.errors
+    assert report.quantized_types == ["int8"] and report.float_islands == []
+    assert report.feature_level == 4
+
+
+def test_signed_models_are_refused_below_level_4():
+    x = torch.randn(1, 3, 16, 16)
+    quantized = _quantized(Block(), x, 4)
+    with pytest.raises(FeatureLevelError, match="signed 8-bit operands"
+                       r" \(TENSOR_QUANT8_ASYMM_SIGNED, a model quantized with target_level=4\)"
+                       " need level 4"):
+        convert_with_details(quantized, (x,), target_level=3)
+
+
+def test_signed_artifact_runs_saved_and_reloaded(tmp_path):
+    if not torch_runtime_available():
+        pytest.skip("needs torch-nnapi's libneuralnetworks.so for torch's NNAPI runtime")
+    x, quantized, conversion = _signed(Block(), (1, 3, 16, 16))
+    path = tmp_path / "signed.pt"
+    conversion.module.save(str(path))
+    loaded = torch.jit.load(str(path))
+    with torch.no_grad():
+        expected = quantized(x)
+    stats = compare_in_quanta(loaded(x), expected, dequantized_scale(conversion))
+    assert stats.max_quanta <= 3 and stats.top1_agree, stats
+
+
+@pytest.mark.parametrize("stored, dtype, expected", [
+    (torch.tensor([-127, 0, 127], dtype=torch.int8), "qint8", ([-127, 0, 127], 0)),
+    (torch.tensor([-127, 0, 127], dtype=torch.int8), "quint8", ([1, 128, 255], 128)),
+    (torch.tensor([0, 128, 255], dtype=torch.uint8), "qint8", ([-128, 0, 127], -128)),
+])
+def test_per_tensor_weights_take_the_activation_type(stored, dtype, expected):
+    q, scale, zp = _weight(StoredWeight(stored, 0.5, 0), dtype)
+    assert (q.tolist(), zp) == expected and scale == 0.5
+    assert q.dtype == (np.int8 if dtype == "qint8" else np.uint8)

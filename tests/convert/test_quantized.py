@@ -16,6 +16,7 @@ from torch.ao.quantization.observer import (
 from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
 from torch_nnapi.convert.compare import compare_layers
+from torch_nnapi.convert.errors import ConversionError
 
 from .harness import LAYOUTS, check, compare_in_quanta, convert, dequantized_scale, nnapi_ops, run
 
@@ -317,3 +318,31 @@ def test_fx_quantized_transformer_encoder():
     # one-quantum differences of its input, and layer norms rescale them: over two layers
     # they add up to a few quanta, as the layer-by-layer comparison shows.
     assert stats.top1_agree and stats.max_quanta <= 6, stats
+
+
+class SignedRoundTrip(nn.Module):
+    def forward(self, x):
+        return torch.quantize_per_tensor(x, 0.05, -3, torch.qint8).dequantize()
+
+
+class ReturnsSigned(nn.Module):
+    def forward(self, x):
+        return torch.relu(torch.quantize_per_tensor(x, 0.05, -3, torch.qint8))
+
+
+def test_a_quantize_to_qint8_is_a_signed_quantize_at_level_4():
+    x = torch.randn(2, 8)
+    conversion = convert(SignedRoundTrip(), (x,))
+    model = conversion.model
+    assert [(op.type.name, model.operands[op.outputs[0]].type.name)
+            for op in model.operations] == [("QUANTIZE", "TENSOR_QUANT8_ASYMM_SIGNED"),
+                                            ("DEQUANTIZE", "TENSOR_FLOAT32")]
+    assert conversion.feature_level == 4
+    assert torch.equal(run(conversion.module, (x,)), SignedRoundTrip()(x))
+
+
+def test_a_qint8_output_is_refused():
+    """PyTorch's NNAPI runtime cannot return qint8 tensors ("Bad dtype")."""
+    with pytest.raises(ConversionError, match="output 0 is a qint8 tensor, which PyTorch's"
+                       " NNAPI runtime cannot return; dequantize it in the model"):
+        convert(ReturnsSigned(), (torch.randn(2, 8),))

@@ -45,11 +45,24 @@ def test_every_rule_names_an_operation_with_8_bit_tensors():
             assert policy.fixed_output(found.nnapi) is not None, kind
 
 
-def test_signed_8_bits_need_the_runtime_to_support_them():
-    signed = getattr(policy.OperandType, "TENSOR_QUANT8_ASYMM_SIGNED", None)
-    if signed is not None and policy.quantized_level(Op.CONV_2D, signed) is not None:
-        assert policy.activation_type(4) == signed
-    else:
-        with pytest.raises(ValueError, match="TENSOR_QUANT8_ASYMM_SIGNED"):
-            policy.activation_type(4)
-    assert policy.activation_type(3) == policy.UINT8
+def test_signed_8_bits_from_level_4():
+    signed = policy.OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+    assert policy.quantized_activation_type(4) == signed
+    assert policy.quantized_activation_type(3) == policy.UINT8
+    assert policy.quantized_level(Op.CONV_2D, signed) == 4
+    with pytest.raises(ValueError, match=r"target_level=5 is not a feature level NNAPI"
+                       r" quantizes for \(1 to 4\)"):
+        policy.quantized_activation_type(5)
+
+
+def test_signed_fixed_outputs_differ_from_unsigned_ones():
+    signed = policy.OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+    assert policy.fixed_output(Op.LOGISTIC, signed) == (1 / 256, -128)
+    assert policy.fixed_output(Op.SOFTMAX, signed) == (1 / 256, -128)
+    assert policy.fixed_output(Op.TANH, signed) == (1 / 128, 0)
+
+
+def test_hard_swish_runs_quantized_from_level_4():
+    assert policy.rule_for("aten::hardswish", 3) is None
+    found = policy.rule_for("aten::hardswish", 4)
+    assert found is not None and found.nnapi == Op.HARD_SWISH

@@ -52,17 +52,28 @@ def test_options_are_checked():
     assert NnapiQuantizer(2).act_dtype == torch.uint8
 
 
-def test_signed_activations_only_once_the_converter_lowers_them():
-    """target_level=4 quantizes to int8: refused, naming why, while the converter's
-    quantized lowerings take uint8 only (a quantized model it cannot convert helps nobody)."""
-    from torch_nnapi.convert.values import QUANT_DTYPES
+def test_level_4_quantizes_activations_to_int8():
+    """Signed asymmetric activations in [-128, 127], sigmoid at NNAPI's signed fixed
+    quantization (1/256, -128), hardswish observed on its own; weights stay int8."""
+    quantizer = NnapiQuantizer(4)
+    assert (quantizer.act_dtype, quantizer.act_range) == (torch.int8, (-128, 127))
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 8, 8)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Hardswish(), nn.Conv2d(4, 4, 1), nn.Sigmoid())
+    quantized = quantize(model.eval(), (x,), target_level=4, observer="minmax")
+    quantizes = [n for n in quantized.graph.nodes
+                 if n.target == torch.ops.quantized_decomposed.quantize_per_tensor.default]
+    assert quantizes and {n.args[5] for n in quantizes} == {torch.int8}
+    assert {tuple(n.args[3:5]) for n in quantizes} == {(-128, 127)}
+    last = quantizes[-1].args
+    assert (last[1], last[2]) == (1 / 256, -128)
+    ops = _ops(quantized, x, target_level=4)
+    assert "HARD_SWISH" in ops and ops.count("QUANTIZE") == 1, ops
 
-    if "qint8" in QUANT_DTYPES:
-        assert NnapiQuantizer(4).act_dtype == torch.int8
-    else:
-        with pytest.raises(ValueError, match="TENSOR_QUANT8_ASYMM_SIGNED, which the runtime"
-                           " runs but the converter does not lower yet"):
-            NnapiQuantizer(4)
+
+def test_levels_outside_nnapi_are_refused():
+    with pytest.raises(ValueError, match="target_level=0 is not a feature level"):
+        NnapiQuantizer(0)
 
 
 def test_weights_are_per_tensor_symmetric_int8():

@@ -86,8 +86,12 @@ def test_flexible(name):
 # ------------------------------------------------------------------------------ quantization
 
 QUANTIZED = ["mobilenet_v2", "mobilenet_v3_large", "resnet18", "resnet50"]
-# MobileNetV3's hard swish and hard sigmoid: NNAPI has neither in 8 bits before level 4
-FORCED_FLOAT = {"mobilenet_v3_large": {"aten::hardswish_", "aten::hardsigmoid"}}
+# MobileNetV3's hard swish and hard sigmoid: NNAPI has neither in 8 bits before level 4,
+# and no hard sigmoid at all (level 4 runs HARD_SWISH in int8)
+FORCED_FLOAT = {3: {"mobilenet_v3_large": {"aten::hardswish_", "aten::hardsigmoid"}},
+                4: {"mobilenet_v3_large": {"aten::hardsigmoid"}}}
+# The 8-bit operand type of the activations per level: uint8, int8 signed from level 4.
+ACTIVATIONS = {3: "TENSOR_QUANT8_ASYMM", 4: "TENSOR_QUANT8_ASYMM_SIGNED"}
 
 
 # Output quanta NNAPI may differ from PT2E's PyTorch model by. Each layer on its own is
@@ -103,13 +107,18 @@ def _quantized(name: str, level: int, observer: str = "histogram") -> None:
     calibration = [torch.randn(x.shape, generator=g) for _ in range(4)]
     details = quantize_with_details(model, (x,), calibration, target_level=level,
                                     observer=observer)
-    conversion = convert_with_details(details.model, (x,))
+    # level 4: its HARD_SWISH, and a check that the signed model fits it
+    target = level if level >= policy.SIGNED_LEVEL else None
+    conversion = convert_with_details(details.model, (x,), target_level=target)
     assert isinstance(conversion, Conversion)
     print(f"{name}: quantized in {details.seconds:.1f} s (calibration"
           f" {details.calibration_seconds:.1f} s), converted in {conversion.seconds:.1f} s")
+    activations = {o.type.name for o in conversion.model.operands
+                   if o.type.name.startswith("TENSOR_QUANT8_ASYMM")}
+    assert activations == {ACTIVATIONS[level]}
     islands = float_islands(conversion.model, conversion.lowered.cx.origins, level)
     kinds = {source["kind"] for island in islands for source in island.sources}
-    assert kinds == FORCED_FLOAT.get(name, set())
+    assert kinds == FORCED_FLOAT[level].get(name, set())
     for source in (s for island in islands for s in island.sources):
         assert source["reason"] == policy.float_reason(source["kind"], level)
     with torch.no_grad():
@@ -135,17 +144,7 @@ def test_quantized(name):
     _quantized(name, 3)
 
 
-def _signed_conversion() -> bool:
-    try:
-        return policy.converter_lowers(policy.activation_type(policy.SIGNED_LEVEL))
-    except ValueError:
-        return False
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not _signed_conversion(), reason="int8 signed activations (feature level"
-                    " 4, TENSOR_QUANT8_ASYMM_SIGNED): the runtime runs them, the converter's"
-                    " quantized lowerings take uint8 only so far")
 @pytest.mark.parametrize("name", QUANTIZED)
 def test_quantized_signed(name):
     _quantized(name, 4)

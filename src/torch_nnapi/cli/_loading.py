@@ -10,10 +10,11 @@ the import path, as ``python -m`` would have it.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -237,3 +238,18 @@ def writing(path: str) -> Iterator[None]:
         if "cannot be opened" not in str(e) and "Parent directory" not in str(e):
             raise
         raise CliError(f"output {path}: {one_line(e)}", ExitCode.CANNOT_WRITE) from None
+
+
+def print_report(data: object, lines: list[str], as_json: bool, html_path: str | None,
+                 html_page: Callable[[], str]) -> None:
+    """Prints a command's report as JSON or text lines and writes its HTML page to
+    ``html_path`` when one is given (``check`` and ``bench`` share this ending)."""
+    if as_json:
+        print(json.dumps(data, indent=1, default=str))
+    else:
+        print("\n".join(lines))
+    if html_path:
+        with writing(html_path), open(html_path, "w") as f:
+            f.write(html_page())
+        if not as_json:
+            print(f"report: {html_path}")

@@ -13,12 +13,17 @@ the CPU nodes timed alone.
 from __future__ import annotations
 
 import argparse
-import json
 
 from ._commands import add_threads_option, command
 from ._errors import ExitCode, usage
 from ._inputs import add_input_options
-from ._loading import check_input_count, load_converted, load_model, output_path, writing
+from ._loading import (
+    check_input_count,
+    load_converted,
+    load_model,
+    output_path,
+    print_report,
+)
 from ._progress import Progress
 
 
@@ -71,17 +76,11 @@ def run(args: argparse.Namespace) -> int:
             report = bench_module(module, inputs, runs=args.runs, threads=args.threads,
                                   original=original, profile_runs=args.profile_runs,
                                   progress=progress.step)
-    if args.json:
-        print(json.dumps(dict(report.to_json(args.top), input_source=source), indent=1))
-    else:
-        print("\n".join(render(report, source, args.top)))
-    if args.report:
-        from ._html import bench_page
+    from ._html import bench_page
 
-        with writing(args.report), open(args.report, "w") as f:
-            f.write(bench_page(report, args.module))
-        if not args.json:
-            print(f"report: {args.report}")
+    print_report(dict(report.to_json(args.top), input_source=source) if args.json else None,
+                 [] if args.json else render(report, source, args.top), args.json,
+                 args.report, lambda: bench_page(report, args.module))
     return int(ExitCode.OK)
 
 

@@ -24,7 +24,6 @@ not take the inputs.
 from __future__ import annotations
 
 import argparse
-import json
 
 from ._commands import command
 from ._errors import usage
@@ -37,7 +36,7 @@ from ._inputs import (
     parse_input,
     read_input_files,
 )
-from ._loading import check_input_count, load_model, output_path, writing
+from ._loading import check_input_count, load_model, output_path, print_report
 from ._progress import Progress
 
 
@@ -121,17 +120,11 @@ def run(args: argparse.Namespace) -> int:
             isolated=args.isolated, progress=progress.step, **fallback)
     if report.input_error:
         raise usage(report.input_error, "check the --input shapes and dtypes")
-    if args.json:
-        print(json.dumps(report.to_json(), indent=1, default=str))
-    else:
-        print("\n".join(render(report, specs, args.worst)))
-    if args.report:
-        from ._html import check_page
+    from ._html import check_page
 
-        with writing(args.report), open(args.report, "w") as f:
-            f.write(check_page(report, args.model))
-        if not args.json:
-            print(f"report: {args.report}")
+    print_report(report.to_json() if args.json else None,
+                 [] if args.json else render(report, specs, args.worst), args.json,
+                 args.report, lambda: check_page(report, args.model))
     return int(report.exit_code)  # the codes of ExitCode (cli/_errors.py)
 
 
@@ -199,10 +192,12 @@ def _islands(report, locations: int = 3) -> list[str]:
     """Float islands grouped by the PyTorch ops behind them, with why and where."""
     if not report.quantized:
         return []
+    types = " and ".join(report.quantized_types) or "8 bits"
     if not report.float_islands:
-        return ["float islands: none (every operation runs in 8 bits)"]
+        return [f"float islands: none (every operation runs in {types})"]
     count = len(report.float_islands)
-    lines = [f"float islands: {count} (computed in float between DEQUANTIZE and QUANTIZE)"]
+    lines = [f"quantized operations run in {types}",
+             f"float islands: {count} (computed in float between DEQUANTIZE and QUANTIZE)"]
     groups: dict[tuple, list] = {}
     for island in report.float_islands:
         key = tuple(sorted({(s["kind"], s["reason"]) for s in island.sources}))

@@ -56,13 +56,6 @@ def run(args: argparse.Namespace) -> int:
         output_path(args.weights, args.model)
     if args.calibration < 1:
         raise CliError("--calibration must be 1 or more", ExitCode.USAGE)
-    if args.stage != "float":
-        from ..quantization.policy import quantized_activation_type
-
-        try:
-            quantized_activation_type(args.target_level)
-        except ValueError as e:
-            raise CliError(f"--target-level: {e}", ExitCode.USAGE) from None
     model = load_model(args.model)
     if isinstance(model, torch.jit.ScriptModule):
         raise bad_file(f"model {args.model}: a TorchScript module, which torch.export cannot"

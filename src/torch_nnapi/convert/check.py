@@ -165,6 +165,7 @@ class CheckReport:
     target_level: int | None = None
     conversion_seconds: float = 0.0
     quantized: bool = False  # the converted model has quantized operands
+    quantized_types: list[str] = field(default_factory=list)  # "uint8" and/or "int8"
     quantized_engine: str = ""  # PyTorch's quantized engine for the eager reference
     alternate_engine: str = ""  # the other engine the reference is checked against
     isolated: bool = False  # each layer computed from PyTorch's own inputs
@@ -265,6 +266,15 @@ def layout_transposes(model: Model, origins: Mapping[int, Any] | None = None
         found.append(Transpose(k, permutation, list(model.operands[data].dimensions),
                                origin_of(model, origins or {}, k)))
     return found
+
+
+def quantized_types(model: Model) -> list[str]:
+    """The 8-bit activation types of a model: "uint8" (TENSOR_QUANT8_ASYMM) and/or "int8"
+    (TENSOR_QUANT8_ASYMM_SIGNED, a model quantized for feature level 4)."""
+    present = {o.type for o in model.operands}
+    return [name for name, t in (("uint8", OperandType.TENSOR_QUANT8_ASYMM),
+                                 ("int8", OperandType.TENSOR_QUANT8_ASYMM_SIGNED))
+            if t in present]
 
 
 def float_islands(model: Model, origins: Mapping[int, Any], level: int) -> list[FloatIsland]:
@@ -447,7 +457,8 @@ def _describe(report: CheckReport, conversion: Conversion) -> None:
     report.operation_counts = dict(Counter(op.type.name for op in model.operations)
                                    .most_common())
     report.transposes = layout_transposes(model, origins)
-    if any(o.info.is_quantized for o in model.operands):
+    report.quantized_types = quantized_types(model)
+    if report.quantized_types:
         report.float_islands = float_islands(model, origins, report.target_level
                                              or report.feature_level)
     for entry, spec in zip(report.inputs, conversion.lowered.specs, strict=False):
@@ -469,6 +480,8 @@ def _describe_partitioned(report: CheckReport, conversion: PartitionedConversion
         counts.update(op.type.name for op in cx.model.operations)
         report.quantized = report.quantized or any(o.info.is_quantized
                                                    for o in cx.model.operands)
+        report.quantized_types = sorted(set(report.quantized_types)
+                                        | set(quantized_types(cx.model)), reverse=True)
     report.operation_counts = dict(counts.most_common())
 
 

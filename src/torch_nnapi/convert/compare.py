@@ -68,7 +68,8 @@ def compare_layers(model, example_inputs, *, alternate: str | None = None,
     inputs = []
     for x, held in zip(examples, lowered.inputs, strict=False):
         if held.is_quantized and not x.is_quantized:  # quantized on the host by the wrapper
-            x = torch.quantize_per_tensor(x, held.scale, held.zero_point, torch.quint8)
+            x = torch.quantize_per_tensor(x, held.scale, held.zero_point,
+                                          getattr(torch, held.dtype))
         inputs.append(_nnapi_array(x, held))
     # operands whose fused activation comes later: until then PyTorch holds the value
     # before the activation, which the NNAPI model never materializes

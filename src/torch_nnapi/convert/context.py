@@ -24,13 +24,14 @@ from ..nnapi.codes import (
     OperationType,
 )
 from ..nnapi.model import Model, Operation
+from ..nnapi.operand_types import type_info
 from ..nnapi.signatures import signature_of
 from . import layout as lay
 from .binding import Named, Slot, bind, trimmed_length
 from .errors import ConverterBug, Unsupported
 from .merged import default_groups, is_one, reshape_merged, same_dim, transpose_merged
 from .symbolic import Sym, SymInt, hint
-from .values import NNAPI_TYPE_OF, TensorValue, dtype_name
+from .values import NNAPI_TYPE_OF, QUANT_DTYPES, TensorValue, dtype_name
 
 if TYPE_CHECKING:
     from .capture import Node
@@ -101,10 +102,13 @@ class Converter:
             raise ConverterBug("a lowering asked for the node being lowered, but none is")
         return self.node
 
-    def allows(self, level: int) -> bool:
+    def allows(self, level: int, *tensors: TensorValue) -> bool:
         """Whether a lowering may use an operation (or form) of feature level ``level``
-        instead of its lower-level composition: only up to an explicit ``target_level``."""
-        return self.target_level is not None and self.target_level >= level
+        instead of its lower-level composition: only up to an explicit ``target_level``, or
+        when one of ``tensors`` already needs that level (a signed 8-bit tensor: level 4)."""
+        if self.target_level is not None:
+            return self.target_level >= level
+        return any(int(type_info(t.nnapi_type).feature_level) >= level for t in tensors)
 
     # ------------------------------------------------------------------ tensor operands
 
@@ -381,6 +385,12 @@ class Converter:
                               " could not be run on the example inputs)")
         return float(ex.scale), int(ex.zero_point)
 
+    def example_quant_dtype(self, output: int = 0) -> str:
+        """The 8-bit type PyTorch gave the current node's quantized output (quint8 unless
+        the example says qint8)."""
+        dtype = getattr(self.example(output), "dtype", "")
+        return dtype if dtype in QUANT_DTYPES else "quint8"
+
     # ------------------------------------------------------------------ values
 
     def tensor(self, v, like: TensorValue | None = None, dtype: str | None = None,
@@ -497,8 +507,6 @@ def _index(x: int | TensorValue) -> int:
 
 
 def _np_dtype(op_type: OperandType) -> np.dtype:
-    from ..nnapi.operand_types import type_info
-
     return type_info(op_type).dtype
 
 

@@ -32,6 +32,7 @@ from .fallback_stitch import build_partitioned_module
 from .fallback_trial import free_values
 from .lower import dequantized_scale
 from .serialize import serialize
+from .values import QUANT_DTYPES
 
 REPORT_VERSION = 1
 _ITEM_BYTES = {"float32": 4, "int32": 4, "int64": 8, "bool": 1, "quint8": 1, "float16": 2}
@@ -300,7 +301,7 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
             continue
         entry: dict[str, Any] = {"shape": [-1 if d in dims else n
                                            for d, n in enumerate(ex.shape)], "dtype": ex.dtype}
-        if ex.dtype == "quint8":
+        if ex.dtype in QUANT_DTYPES:
             entry.update(scale=ex.scale, zero_point=ex.zero_point)
         inputs.append(entry)
     return PartitionReport(regions, cpu, schedule, len(part.recomputed), {

@@ -39,7 +39,7 @@ from .fallback_trial import (
 )
 from .levels import model_requirements, operation_levels
 from .lower import InputSpec, Lowered, example_spec
-from .values import TensorValue
+from .values import QUANT_DTYPES, TensorValue
 
 # NNAPI operations that only move or relabel data: a region of nothing else is not worth a
 # call (min_region_size counts the other operations).
@@ -383,9 +383,10 @@ class _RegionLowering:
 
 def _example_tensor(ex: ExampleTensor) -> torch.Tensor:
     """A tensor with the example's shape, dtype and quantization (values unused)."""
-    if ex.dtype == "quint8":
+    if ex.dtype in QUANT_DTYPES:
         return torch._empty_affine_quantized(list(ex.shape), scale=ex.scale,
-                                             zero_point=ex.zero_point, dtype=torch.quint8)
+                                             zero_point=ex.zero_point,
+                                             dtype=getattr(torch, ex.dtype))
     return torch.zeros(ex.shape, dtype=getattr(torch, ex.dtype))
 
 

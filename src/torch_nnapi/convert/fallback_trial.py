@@ -35,11 +35,11 @@ from .capture import Captured, ExampleTensor, Graph, Node, Value
 from .errors import ConverterBug, UnsupportedUse
 from .lower import POISON, InputSpec, Lowerer, value_readers
 from .symbolic import input_dim
-from .values import TensorValue
+from .values import QUANT_DTYPES, RUNTIME_DTYPES, TensorValue
 
 # dtypes a region can take from the CPU (PyTorch's NNAPI runtime passes float32, quint8 and
-# int32; the region's wrapper casts int64 and bool to int32)
-BOUNDARY_DTYPES = ("float32", "quint8", "int32", "int64", "bool")
+# int32, not qint8; the region's wrapper casts int64 and bool to int32)
+BOUNDARY_DTYPES = RUNTIME_DTYPES
 
 # Ops whose output sizes depend on the values of their inputs, not only on their sizes.
 DATA_DEPENDENT = frozenset({
@@ -300,7 +300,7 @@ def _untransferable(ex: ExampleTensor) -> str | None:
     """Why a tensor cannot cross into a region (None when it can)."""
     if ex.dtype not in BOUNDARY_DTYPES:
         return f"a {ex.dtype} tensor, which PyTorch's NNAPI runtime cannot pass"
-    if ex.dtype == "quint8" and not ex.scale:
+    if ex.dtype in QUANT_DTYPES and not ex.scale:
         return "a quantized tensor without one scale and zero point"
     if not ex.shape:
         return "a 0-D tensor"

@@ -89,7 +89,7 @@ def _to_numpy(x: torch.Tensor) -> np.ndarray:
 
 
 def _to_torch(a: np.ndarray, op_type: OperandType, scale: float, zero_point: int):
-    if op_type == OperandType.TENSOR_QUANT8_ASYMM:
+    if op_type in (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED):
         return torch._make_per_tensor_quantized_tensor(torch.from_numpy(a.copy()), scale,
                                                        zero_point)
     if op_type == OperandType.TENSOR_BOOL8:

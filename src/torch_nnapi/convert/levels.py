@@ -110,6 +110,10 @@ def model_requirements(model: Model) -> list[Requirement]:
         found.append(Requirement(3, f"float16 operands ({', '.join(half)}) need level 3"))
     if model.relax_float32_to_float16:
         found.append(Requirement(2, "relaxed float32 -> float16 computation needs level 2"))
+    if any(o.type == OperandType.TENSOR_QUANT8_ASYMM_SIGNED for o in model.operands):
+        found.append(Requirement(4, "signed 8-bit operands (TENSOR_QUANT8_ASYMM_SIGNED, a model"
+                                    " quantized with target_level=4) need level 4; quantize"
+                                    " with target_level=3 or lower for uint8"))
     return found
 
 

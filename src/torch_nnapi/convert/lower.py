@@ -30,7 +30,7 @@ from .errors import ConversionError, ConverterBug, Unsupported, UnsupportedUse
 from .lowerings import lowering_for
 from .merged import ungroup
 from .symbolic import Sym, hint, input_dim
-from .values import TensorValue, dtype_name
+from .values import RUNTIME_DTYPES, TensorValue, dtype_name
 
 
 class _Poison:
@@ -145,10 +145,9 @@ class Lowerer:
                 raise ValueError(f"input {index}: NHWC needs a 4-D input, got shape"
                                  f" {list(ex.shape)}")
             layout = lay.NHWC
-        if ex.dtype not in ("float32", "quint8", "int32", "int64", "bool"):
+        if ex.dtype not in RUNTIME_DTYPES:
             raise _input_unsupported(index, f"dtype {ex.dtype} cannot be an input of PyTorch's"
-                                     " NNAPI runtime (float32, quint8, int32, int64 and bool"
-                                     " can)")
+                                     f" NNAPI runtime ({', '.join(RUNTIME_DTYPES)} can)")
         if ex.dtype == "bool":
             return self._add_bool_input(index, value, shape, layout)
         dtype, scale, zero_point = ex.dtype, ex.scale, ex.zero_point
@@ -374,6 +373,12 @@ class Lowerer:
                     "return", f"output {i} is a {type(item).__name__}, not a tensor computed"
                     " by the model", "the model's return statement"))
                 continue
+            if item.is_quantized and item.dtype not in RUNTIME_DTYPES:
+                self.unsupported.append(UnsupportedUse(
+                    "return", f"output {i} is a {item.dtype} tensor, which PyTorch's NNAPI"
+                    " runtime cannot return; dequantize it in the model",
+                    "the model's return statement"))
+                continue
             model_inputs = {t.operand for t in self._inputs_of_model()}
             if self.cx.model.operands[item.operand].lifetime is Lifetime.CONSTANT:
                 self.unsupported.append(UnsupportedUse(
@@ -434,7 +439,8 @@ def _quantized_on_host(value: Value, readers: dict) -> tuple[float, int] | None:
     """(scale, zero point) when every reader of float input ``value`` quantizes it to quint8
     with the same constant parameters. NNAPI then takes the input quint8 and the wrapper
     quantizes it on the host, exactly as PyTorch does: NNAPI's QUANTIZE needs feature level
-    3, while many quantized models need nothing else above level 1."""
+    3, while many quantized models need nothing else above level 1. Not for qint8, which
+    PyTorch's NNAPI runtime cannot pass (values.RUNTIME_DTYPES): the model quantizes it."""
     from .lowerings.scalars import SCALAR_TYPES
 
     found = set()

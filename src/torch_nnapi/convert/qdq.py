@@ -5,14 +5,16 @@
 weights stored in 8 bits and dequantized. :func:`fold` rewrites such a graph into the form the
 converter already lowers for PyTorch's own quantized models:
 
-1. every quantize becomes ``aten::quantize_per_tensor`` (its output a quint8 tensor), every
+1. every quantize becomes ``aten::quantize_per_tensor`` (its output a quint8 tensor, or qint8
+   for a model quantized for feature level 4), every
    dequantize ``aten::dequantize``, and stored weights PyTorch quantized tensors;
 2. each ``dequantize -> op [-> ReLU] -> quantize`` pattern becomes the op on the quantized
    inputs: ``quantized::conv2d``/``linear``/``add``/``mul``/``cat``/``sigmoid`` (with the
    weights and bias unpacked, :class:`ConvParams`), or, for pools, clamps, reshapes and the
    like, the aten op itself, whose lowering keeps the input's quantization.
 
-What no pattern covers stays between DEQUANTIZE and QUANTIZE in NNAPI: a float island.
+What no pattern covers stays between DEQUANTIZE and QUANTIZE in NNAPI: a float island. A
+pattern folds only when its inputs and output share one 8-bit type, as NNAPI requires.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import math
 
 import torch
 
+from ..quantization.policy import RULES, fixed_output
 from .capture import ExampleTensor, Graph, Node, Value
 from .lowerings.quantized import ConvParams, LinearParams, StoredWeight
 from .lowerings.scalars import DTYPE_OF_CODE, SCALAR_TYPES
+from .values import NNAPI_TYPE_OF
 
 _QUANTIZE = ("quantized_decomposed::quantize_per_tensor",)
 _DEQUANTIZE = ("quantized_decomposed::dequantize_per_tensor",
@@ -43,13 +47,14 @@ SAME_QUANT = ("aten::relu", "aten::relu_", "aten::relu6", "aten::relu6_", "aten:
               "aten::contiguous", "aten::clone", "aten::dropout", "aten::dropout_",
               "aten::permute", "aten::transpose", "aten::pad", "aten::constant_pad_nd",
               "aten::upsample_nearest2d")
-# Ops whose NNAPI output quantization is fixed; folded when the model's matches.
+# Ops whose lowerings run a quantized input, the output quantized on its own (HARD_SWISH,
+# level 4; the lowering computes in float below it).
+_OWN_QUANT = ("aten::hardswish", "aten::hardswish_")
+# Ops whose NNAPI output quantization is fixed (policy.RULES names the NNAPI operation, its
+# signature the parameters per 8-bit type); folded when the model's match.
 _FIXED = {"aten::sigmoid": "quantized::sigmoid", "aten::sigmoid_": "quantized::sigmoid",
           "aten::softmax": None, "aten::_softmax": None, "aten::tanh": None,
           "aten::tanh_": None}
-_FIXED_QUANT = {"aten::sigmoid": (1 / 256, 0), "aten::sigmoid_": (1 / 256, 0),
-                "aten::softmax": (1 / 256, 0), "aten::_softmax": (1 / 256, 0),
-                "aten::tanh": (1 / 128, 128), "aten::tanh_": (1 / 128, 128)}
 
 _QUANTIZE_SCHEMA = ("aten::quantize_per_tensor(Tensor self, float scale, int zero_point,"
                     " ScalarType dtype) -> Tensor")
@@ -71,20 +76,23 @@ class _Folder:
         self._to_aten()
         self.readers: dict[Value, list[Node | None]] = {}  # None: the graph's output
         self.producer: dict[Value, Node] = {}
-        # every quantized activation: the output of a quantize, with its parameters
+        # every quantized activation: the output of a quantize, with its parameters and type
         self.quantized: dict[Value, tuple[float, int]] = {}
+        self.dtypes: dict[Value, str] = {}
         for node in graph.walk():
             for v in node.inputs:
                 self.readers.setdefault(v, []).append(node)
             for v in node.outputs:
                 self.producer[v] = node
-            if node.kind == "aten::quantize_per_tensor" and _dtype_name(node.inputs[3]) \
-                    == "quint8":
+            dtype = _dtype_name(node.inputs[3]) if node.kind == "aten::quantize_per_tensor" \
+                else ""
+            if dtype in _QUANT_NAMES.values():
                 self.quantized[node.outputs[0]] = _quant_params(node)
+                self.dtypes[node.outputs[0]] = dtype
         self.readers.setdefault(graph.output, []).append(None)
 
     def _to_aten(self) -> None:
-        """Quantizes become aten::quantize_per_tensor (quint8 outputs), dequantizes of
+        """Quantizes become aten::quantize_per_tensor (quint8 or qint8 outputs), dequantizes of
         activations aten::dequantize, and dequantized stored weights float constants (their
         integers kept in ``self.stored`` for the patterns that run them in 8 bits)."""
         for node in self.graph.nodes:
@@ -125,6 +133,8 @@ class _Folder:
                 self._fixed(node)
             elif kind in SAME_QUANT:
                 self._same(node)
+            elif kind in _OWN_QUANT:
+                self._own(node)
         self._drop_unread_dequantizes()
         self.graph.nodes[:] = [n for n in self.graph.nodes if id(n) not in self.removed]
 
@@ -171,11 +181,13 @@ class _Folder:
         if build is None or build.kind != "prim::ListConstruct" or \
                 self.readers.get(items) != [node]:
             return
-        sources = [self._quantized_source(v) for v in build.inputs]
+        found = [self._quantized_source(v) for v in build.inputs]
+        sources = [s for s in found if s is not None]
         end = self._output_quantize(node, activations=False)
-        if end is None or any(s is None for s in sources):
+        if end is None or len(sources) != len(found) or \
+                {self.dtypes[s] for s in sources} != {self.dtypes[end[0].outputs[0]]}:
             return
-        build.inputs = list(sources)  # type: ignore[arg-type]
+        build.inputs = sources
         self._replace(node, "quantized::cat", [items, node.inputs[1]], end)
 
     def _fixed(self, node: Node) -> None:
@@ -183,9 +195,11 @@ class _Folder:
         end = self._output_quantize(node, activations=False)
         if x is None or end is None:
             return
-        scale, zero_point = self.quantized[end[0].outputs[0]]
-        expected = _FIXED_QUANT[node.kind]
-        if not (math.isclose(scale, expected[0], rel_tol=1e-6) and zero_point == expected[1]):
+        out = end[0].outputs[0]
+        scale, zero_point = self.quantized[out]
+        expected = fixed_output(RULES[node.kind].nnapi, NNAPI_TYPE_OF[self.dtypes[out]])
+        if expected is None or self.dtypes[x] != self.dtypes[out] or not (
+                math.isclose(scale, expected[0], rel_tol=1e-6) and zero_point == expected[1]):
             return
         kind = _FIXED[node.kind]
         if kind is None:  # the aten lowering takes the quantized input
@@ -198,9 +212,17 @@ class _Folder:
         end = self._output_quantize(node, activations=False)
         if x is None or end is None:
             return
-        (scale, zero_point), (x_scale, x_zero_point) = self.quantized[end[0].outputs[0]], \
-            self.quantized[x]
-        if zero_point == x_zero_point and math.isclose(scale, x_scale, rel_tol=1e-6):
+        out = end[0].outputs[0]
+        (scale, zero_point), (x_scale, x_zero_point) = self.quantized[out], self.quantized[x]
+        if zero_point == x_zero_point and math.isclose(scale, x_scale, rel_tol=1e-6) \
+                and self.dtypes[x] == self.dtypes[out]:
+            self._rewire(node, [x] + node.inputs[1:], end[0])
+
+    def _own(self, node: Node) -> None:
+        x = self._quantized_source(node.inputs[0])
+        end = self._output_quantize(node, activations=False)
+        if x is not None and end is not None and self.dtypes[x] == self.dtypes[
+                end[0].outputs[0]]:
             self._rewire(node, [x] + node.inputs[1:], end[0])
 
     # -------------------------------------------------------------- graph surgery
@@ -239,6 +261,9 @@ class _Folder:
         quantize; an activation between them then runs on the quantized result."""
         quantize, activation = end
         scale, zero_point = self.quantized[quantize.outputs[0]]
+        dtype = self.dtypes[quantize.outputs[0]]
+        if any(self.dtypes.get(v, dtype) != dtype for v in _activations(inputs, self.producer)):
+            return  # NNAPI's quantized operations take and give one 8-bit type
         inputs = inputs + [_constant(scale), _constant(zero_point)]
         if activation is None:
             self._rewire(node, inputs, quantize, kind)
@@ -246,8 +271,8 @@ class _Folder:
         middle = Value(node.outputs[0].name + ".q", "Tensor", "TensorType")
         ex = node.outputs[0].example
         if isinstance(ex, ExampleTensor):
-            middle.example = ExampleTensor(ex.shape, "quint8", scale, zero_point)
-        self.quantized[middle] = (scale, zero_point)
+            middle.example = ExampleTensor(ex.shape, dtype, scale, zero_point)
+        self.quantized[middle], self.dtypes[middle] = (scale, zero_point), dtype
         node.kind, node.schema, node.inputs, node.outputs = kind, "", inputs, [middle]
         self._rewire(activation, [middle] + activation.inputs[1:], quantize)
 
@@ -268,6 +293,16 @@ class _Folder:
         for n in self.graph.nodes:
             if n.kind == "aten::dequantize" and n.outputs[0] not in read:
                 self.removed.add(id(n))
+
+
+def _activations(inputs: list[Value], producer: dict[Value, Node]) -> list[Value]:
+    """The quantized activations among a pattern's inputs (a cat's list: its items)."""
+    found = []
+    for v in inputs:
+        build = producer.get(v)
+        found += build.inputs if build is not None and build.kind == "prim::ListConstruct" \
+            else [v]
+    return found
 
 
 def _quant_params(quantize: Node) -> tuple[float, int]:

@@ -18,11 +18,19 @@ NNAPI_TYPE_OF = {
     "int64": OperandType.TENSOR_INT32,
     "bool": OperandType.TENSOR_BOOL8,
     "quint8": OperandType.TENSOR_QUANT8_ASYMM,
+    "qint8": OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
     "qint32": OperandType.TENSOR_INT32,
 }
 
 FLOAT_DTYPES = ("float32", "float16")
-QUANT_DTYPES = ("quint8",)
+# 8-bit quantized activations: unsigned (every level) and signed (feature level 4, Android 11)
+QUANT_DTYPES = ("quint8", "qint8")
+# The integers each quantized dtype holds.
+QUANT_RANGES = {"quint8": (0, 255), "qint8": (-128, 127)}
+# The tensor dtypes PyTorch's NNAPI runtime (torch.classes._nnapi.Compilation) passes in and
+# out of a model. It refuses qint8 tensors ("Bad dtype"), so a signed model quantizes its
+# float inputs and dequantizes its outputs inside NNAPI.
+RUNTIME_DTYPES = ("float32", "quint8", "int32", "int64", "bool")
 
 
 def dtype_name(dtype) -> str:

@@ -34,7 +34,8 @@ FORMAT_VERSION = 3
 # output_kinds: how an NNAPI output buffer is allocated and returned
 KIND_FLOAT32, KIND_QUINT8, KIND_INT32, KIND_INT64, KIND_BOOL, KIND_FLOAT16 = range(6)
 # input_casts: CAST_QUANTIZE quantizes a float input to quint8 with input_scales[i] and
-# input_zero_points[i], as the model's own quantize_per_tensor would
+# input_zero_points[i], as the model's own quantize_per_tensor would. No qint8 counterpart:
+# PyTorch's NNAPI runtime refuses qint8 tensors, so signed models quantize in NNAPI
 CAST_NONE, CAST_INT32, CAST_QUANTIZE = range(3)
 
 

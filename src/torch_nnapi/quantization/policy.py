@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..convert.values import NNAPI_TYPE_OF, QUANT_DTYPES
-from ..nnapi.codes import OperandType, OperationType
+from ..nnapi.codes import FeatureLevel, OperandType, OperationType
 from ..nnapi.signatures import SIGNATURES
 from ..nnapi.signatures._rules import FixedQuantRule
 
@@ -29,7 +28,8 @@ class QuantRule:
     ``role``: "conv" and "linear" (8-bit weights, int32 bias), "binary" (two activations,
     NNAPI requantizes each), "cat" (CONCATENATION), "same" (output quantized like the input,
     as NNAPI requires for pools, clamps and data movement), "fixed" (output quantization
-    fixed by NNAPI). ``nnapi``: the NNAPI operation that runs it."""
+    fixed by NNAPI), "unary" (one activation in, the output observed on its own).
+    ``nnapi``: the NNAPI operation that runs it."""
 
     role: str
     nnapi: OperationType
@@ -62,6 +62,7 @@ def _rules() -> dict[str, QuantRule]:
     add("fixed", Op.LOGISTIC, "aten::sigmoid", "aten::sigmoid_")
     add("fixed", Op.SOFTMAX, "aten::softmax", "aten::_softmax")
     add("fixed", Op.TANH, "aten::tanh", "aten::tanh_")
+    add("unary", Op.HARD_SWISH, "aten::hardswish", "aten::hardswish_")
     return table
 
 
@@ -130,21 +131,14 @@ def activation_type(level: int) -> OperandType:
     return UINT8
 
 
-def converter_lowers(operand_type: OperandType) -> bool:
-    """Whether the converter lowers activations of ``operand_type`` (what a quantized model
-    must hold to convert; the runtime may run more)."""
-    return any(NNAPI_TYPE_OF[name] == operand_type for name in QUANT_DTYPES)
-
-
 def quantized_activation_type(level: int) -> OperandType:
-    """The activation type a model quantized for ``level`` gets; a ValueError when the
-    converter could not lower the result."""
-    found = activation_type(level)
-    if not converter_lowers(found):
-        raise ValueError(f"target_level={level} quantizes to {found.name}, which the runtime"
-                         " runs but the converter does not lower yet (its quantized lowerings"
-                         " take uint8 activations); use target_level=3")
-    return found
+    """The activation type a model quantized for ``level`` gets (uint8, or int8 from level
+    4); a ValueError naming the levels there are for any other number."""
+    levels = [int(fl) for fl in FeatureLevel]
+    if level not in levels:
+        raise ValueError(f"target_level={level} is not a feature level NNAPI quantizes for"
+                         f" ({min(levels)} to {max(levels)})")
+    return activation_type(level)
 
 
 def rule_for(kind: str, level: int) -> QuantRule | None:

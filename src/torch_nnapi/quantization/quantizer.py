@@ -10,7 +10,11 @@ For the target feature level it annotates exactly the ops ``policy.RULES`` lists
 * CONCATENATION: before level 3 every input and the output share one scale, as NNAPI then
   requires; from level 3 each has its own;
 * pools, clamps, reshapes and other data movement: output quantized like the input;
-* sigmoid, softmax, tanh: the output quantization NNAPI fixes (read from the signatures).
+* sigmoid, softmax, tanh: the output quantization NNAPI fixes (read from the signatures);
+* hardswish (HARD_SWISH, level 4): the output observed on its own.
+
+At level 4 activations are int8 (TENSOR_QUANT8_ASYMM_SIGNED, [-128, 127]) instead of uint8;
+the weights stay int8 symmetric.
 
 Everything else stays float, and PT2E places the quantize/dequantize pairs around it. At
 levels 1 and 2, which have no QUANTIZE, whatever follows a float op stays float too.
@@ -52,7 +56,8 @@ def bias_qparams(observers) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class NnapiQuantizer(Quantizer):
-    """Annotates a ``torch.export`` graph for NNAPI of ``target_level`` (1-3: uint8)."""
+    """Annotates a ``torch.export`` graph for NNAPI of ``target_level`` (1-3: uint8
+    activations; 4: int8)."""
 
     def __init__(self, target_level: int = 3, *, is_qat: bool = False,
                  observer: str = "histogram"):
@@ -140,6 +145,10 @@ class NnapiQuantizer(Quantizer):
     def _annotate_binary(self, node: Node) -> None:
         _annotate(node, {x: self._input(x) for x in _args(node)[:2]}, None)
         self._annotate_output(node)
+
+    def _annotate_unary(self, node: Node) -> None:
+        x = _args(node)[0]
+        _annotate(node, {x: self._input(x)}, self.act_qspec)
 
     def _annotate_output(self, node: Node) -> None:
         """The output of ``node``, or of the ReLU/ReLU6 NNAPI fuses into it (a batch norm

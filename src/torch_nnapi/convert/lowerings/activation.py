@@ -44,11 +44,17 @@ def float_of(cx: Converter, x: TensorValue) -> TensorValue:
     return cx.emit(Op.DEQUANTIZE, dict(input=x), x.shape, "float32", x.layout, groups=x.groups)
 
 
+def quantize_as(cx: Converter, f: TensorValue, scale: float, zero_point: int,
+                dtype: str) -> TensorValue:
+    """QUANTIZE float ``f`` to the 8-bit ``dtype`` (quint8; qint8 from feature level 4)."""
+    return cx.emit(Op.QUANTIZE, dict(input=f), f.shape, dtype, f.layout, scale, zero_point,
+                   f.groups)
+
+
 def requantize_like_output(cx: Converter, y: TensorValue) -> TensorValue:
-    """QUANTIZE ``y`` with the quantization PyTorch gave the node's output."""
+    """QUANTIZE ``y`` with the quantization (and 8-bit type) PyTorch gave the node's output."""
     scale, zero_point = cx.example_quant()
-    return cx.emit(Op.QUANTIZE, dict(input=y), y.shape, "quint8", y.layout, scale, zero_point,
-                   y.groups)
+    return quantize_as(cx, y, scale, zero_point, cx.example_quant_dtype())
 
 
 def in_float(cx: Converter, x: TensorValue, compute) -> TensorValue:
@@ -182,10 +188,10 @@ def _hardsigmoid(cx: Converter, x: TensorValue) -> TensorValue:
 
 @lowering("aten::hardswish", "aten::hardswish_", nnapi=("ADD", "MUL", "DIV", "HARD_SWISH"),
           any_rank=True,
-          notes="x * relu6(x + 3) / 6; one HARD_SWISH with target_level=4")
+          notes="x * relu6(x + 3) / 6; one HARD_SWISH with target_level=4 or on int8")
 def hardswish(cx: Converter, x):
     x = require_tensor(x)
-    if cx.allows(FeatureLevel.ANDROID_11):
+    if cx.allows(FeatureLevel.ANDROID_11, x):
         return hard_swish(cx, x)
 
     def compute(f):

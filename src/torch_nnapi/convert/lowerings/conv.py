@@ -27,8 +27,9 @@ from ._common import require_tensor, static_int, static_ints
 
 @dataclass(frozen=True)
 class ConvQuant:
-    """Quantization of a quantized convolution: weights are uint8 (zero point
-    ``filter_zero_point``), the bias int32 with scale input.scale * filter_scale."""
+    """Quantization of a quantized convolution: weights are 8-bit of the input's type
+    (zero point ``filter_zero_point``), the bias int32 with scale input.scale *
+    filter_scale."""
 
     filter_scale: float
     filter_zero_point: int
@@ -39,7 +40,7 @@ class ConvQuant:
 def filter_operand(cx: Converter, array: np.ndarray, x: TensorValue, quant: ConvQuant | None):
     if quant is None:
         return cx.constant(array, x.dtype)
-    return cx.constant(array, "quint8", scale=quant.filter_scale,
+    return cx.constant(array, x.dtype, scale=quant.filter_scale,
                        zero_point=quant.filter_zero_point)
 
 
@@ -54,7 +55,7 @@ def bias_operand(cx: Converter, bias: np.ndarray, x: TensorValue, quant: ConvQua
 def output_type(x: TensorValue, quant: ConvQuant | None) -> tuple[str, float, int]:
     if quant is None:
         return x.dtype, 0.0, 0
-    return "quint8", quant.out_scale, quant.out_zero_point
+    return x.dtype, quant.out_scale, quant.out_zero_point
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def conv2d_tensor(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.nd
                   stride, padding, dilation, groups: int, fuse: FuseCode = FuseCode.NONE,
                   quant: ConvQuant | None = None) -> TensorValue:
     """A 2-D convolution of a model tensor with constant weights [O, I/g, kh, kw]: float,
-    or quantized (uint8 weights, float bias quantized here) when ``quant`` is given."""
+    or quantized (8-bit weights, float bias quantized here) when ``quant`` is given."""
     if quant is None and not x.is_float:
         raise Unsupported(f"float convolution of a {x.dtype} tensor")
     out_channels, in_per_group, kh, kw = weight.shape

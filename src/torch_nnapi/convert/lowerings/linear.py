@@ -39,7 +39,7 @@ def fully_connected(cx: Converter, x: TensorValue, weight, bias: np.ndarray | No
                     fuse: FuseCode = FuseCode.NONE, quant: ConvQuant | None = None) \
         -> TensorValue:
     """``x @ weight.T + bias`` for a constant ``weight`` [O, K] (x of any rank >= 1); with
-    ``quant``, a quantized layer (uint8 weights, float bias quantized here)."""
+    ``quant``, a quantized layer (8-bit weights, float bias quantized here)."""
     if quant is None and not x.is_float:
         raise Unsupported(f"float linear layer on a {x.dtype} tensor")
     out_features, in_features = weight.shape

@@ -11,7 +11,7 @@ import numpy as np
 from ...nnapi.codes import OperationType as Op
 from ..context import Converter
 from ..errors import Unsupported
-from ..values import TensorValue
+from ..values import QUANT_RANGES, TensorValue
 from . import lowering
 from ._common import constant_float, require_tensor, static_int, static_ints
 from .index import gather_indices, strided_slice
@@ -56,7 +56,8 @@ def constant_pad(cx: Converter, x: TensorValue, pad, value) -> TensorValue:
                        x.scale, x.zero_point)
     if x.is_quantized:
         q = int(round(v / x.scale)) + x.zero_point
-        if not 0 <= q <= 255:
+        lowest, highest = QUANT_RANGES[x.dtype]
+        if not lowest <= q <= highest:
             raise Unsupported(f"pad value {v} is outside the quantized range")
         fill = cx.i32(q)
     elif x.is_float:

@@ -1,8 +1,10 @@
 """The quantized:: ops of eager and FX graph mode quantization, and quantize/dequantize.
 
-Activations are quint8 (TENSOR_QUANT8_ASYMM). Per-tensor qint8 weights become uint8 with
-zero point + 128 and the float bias becomes int32 with scale input.scale * weight.scale, as
-NNAPI's quantized CONV_2D / FULLY_CONNECTED take them.
+Activations are quint8 (TENSOR_QUANT8_ASYMM), or qint8 (TENSOR_QUANT8_ASYMM_SIGNED, feature
+level 4) when PT2E quantized the model for ``target_level=4``; every quantized op keeps its
+input's type. Per-tensor weights take the activations' type (qint8 weights become uint8 with
+zero point + 128 for quint8 activations) and the float bias becomes int32 with scale
+input.scale * weight.scale, as NNAPI's quantized CONV_2D / FULLY_CONNECTED take them.
 
 PyTorch's serialized NNAPI format (nnapi_model_loader.cpp) cannot carry per-channel
 quantization parameters, so a layer with per-channel weights runs as the float layer on
@@ -24,12 +26,13 @@ import torch
 
 from ...nnapi.codes import FeatureLevel, FuseCode
 from ...nnapi.codes import OperationType as Op
+from ...quantization.policy import fixed_output
 from ..context import Converter
 from ..errors import Unsupported
-from ..values import TensorValue
+from ..values import QUANT_DTYPES, QUANT_RANGES, TensorValue
 from . import lowering
 from ._common import broadcast_operands, constant_float, require_tensor, static_int
-from .activation import _hardsigmoid, float_of
+from .activation import _hardsigmoid, float_of, quantize_as
 from .conv import ConvQuant, conv2d_tensor, conv_transpose
 from .elementwise import arithmetic
 from .linear import fully_connected, matmul_tensors
@@ -92,28 +95,33 @@ def quantized_input(x) -> TensorValue:
     return x
 
 
-def quantize(cx: Converter, f: TensorValue, scale: float, zero_point: int) -> TensorValue:
-    return cx.emit(Op.QUANTIZE, dict(input=f), f.shape, "quint8", f.layout, scale, zero_point,
-                   f.groups)
-
-
 def _output_params(scale, zero_point) -> tuple[float, int]:
     return constant_float(scale, "output scale"), static_int(zero_point, "output zero point")
 
 
 @lowering("aten::quantize_per_tensor", nnapi=("QUANTIZE",),
-          notes="quint8 only; a model input only quantized is quantized on the host")
+          notes="quint8; qint8 with target_level=4; a model input only quantized to quint8 is"
+                " quantized on the host")
 def quantize_per_tensor(cx: Converter, x, scale, zero_point, dtype):
     x = require_tensor(x)
-    if static_int(dtype, "dtype") != SCALAR_TYPES["quint8"]:
-        raise Unsupported("quantization to a type other than quint8 (the converter does"
-                          " not lower signed 8-bit activations yet)")
+    name = quant_dtype_of(dtype)
     s, zp = _output_params(scale, zero_point)
-    if x.is_quantized and (x.scale, x.zero_point) == (s, zp):
+    if x.is_quantized and (x.dtype, x.scale, x.zero_point) == (name, s, zp):
         return x  # a model input the wrapper quantizes on the host (lower._quantized_on_host)
     if not x.is_float:
         raise Unsupported(f"quantize_per_tensor of a {x.dtype} tensor")
-    return quantize(cx, x, s, zp)
+    return quantize_as(cx, x, s, zp, name)
+
+
+def quant_dtype_of(dtype) -> str:
+    """The 8-bit activation type a quantize_per_tensor's ``dtype`` argument names (qint8
+    makes the model need feature level 4: ``levels.model_requirements`` says so)."""
+    code = static_int(dtype, "dtype")
+    name = next((n for n in QUANT_DTYPES if SCALAR_TYPES[n] == code), None)
+    if name is None:
+        raise Unsupported(f"quantization to scalar type {code} (NNAPI activations are quint8,"
+                          " or qint8 from feature level 4)")
+    return name
 
 
 @lowering("aten::dequantize", nnapi=("DEQUANTIZE",))
@@ -126,29 +134,34 @@ def dequantize(cx: Converter, x):
     return float_of(cx, x)
 
 
-def _weight(w: torch.Tensor | StoredWeight):
-    """(uint8 weights, scale, zero point) for per-tensor weights, or None for per-channel."""
+def _weight(w: torch.Tensor | StoredWeight, dtype: str = "quint8"):
+    """(weights of the activations' 8-bit ``dtype``, scale, zero point) for per-tensor
+    weights, or None for per-channel. NNAPI takes the filter in the input's type, so signed
+    weights move by 128 for unsigned activations (and unsigned ones back for signed)."""
     if isinstance(w, StoredWeight):
         if w.axis is not None:
             return None
-        q, zero_point = w.values.numpy().astype(np.int32), int(w.zero_point)
-        if w.values.dtype == torch.int8:
-            q, zero_point = q + 128, zero_point + 128
-        elif w.values.dtype != torch.uint8:
+        if w.values.dtype not in (torch.int8, torch.uint8):
             raise Unsupported(f"8-bit weights stored as {w.values.dtype}")
-        return q.astype(np.uint8), float(w.scale), zero_point
+        q, zero_point = _in_type(w.values.numpy(), int(w.zero_point), dtype)
+        return q, float(w.scale), zero_point
     if w.qscheme() in (torch.per_tensor_affine, torch.per_tensor_symmetric):
-        q = w.int_repr().numpy().astype(np.int32)
-        zero_point = int(w.q_zero_point())
-        if w.dtype == torch.qint8:
-            q, zero_point = q + 128, zero_point + 128
-        elif w.dtype != torch.quint8:
+        if w.dtype not in (torch.qint8, torch.quint8):
             raise Unsupported(f"quantized weights of type {w.dtype}")
-        return q.astype(np.uint8), float(w.q_scale()), zero_point
+        q, zero_point = _in_type(w.int_repr().numpy(), int(w.q_zero_point()), dtype)
+        return q, float(w.q_scale()), zero_point
     if w.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric,
                        torch.per_channel_affine_float_qparams):
         return None
     raise Unsupported(f"weights quantized with {w.qscheme()}")
+
+
+def _in_type(q: np.ndarray, zero_point: int, dtype: str) -> tuple[np.ndarray, int]:
+    """8-bit integers ``q`` (int8 or uint8) with ``zero_point``, as ``dtype`` holds them."""
+    lowest = QUANT_RANGES[dtype][0]
+    shift = lowest - (-128 if q.dtype == np.int8 else 0)
+    return (q.astype(np.int32) + shift).astype(np.int8 if lowest < 0 else np.uint8), \
+        zero_point + shift
 
 
 def _bias_array(b) -> np.ndarray | None:
@@ -182,7 +195,7 @@ def quantized_conv(cx: Converter, x, packed, scale, zero_point, fuse: FuseCode):
     if w.dim() != 4:
         raise Unsupported(f"quantized {w.dim() - 2}-D convolution")
     bias = _bias_array(b)
-    per_tensor = _weight(w)
+    per_tensor = _weight(w, x.dtype)
     if per_tensor is None:  # per-channel: float layer between DEQUANTIZE and QUANTIZE
         wf = w.dequantize().float().numpy()
         f = float_of(cx, x)
@@ -191,7 +204,7 @@ def quantized_conv(cx: Converter, x, packed, scale, zero_point, fuse: FuseCode):
                                dilation, fuse=fuse)
         else:
             y = conv2d_tensor(cx, f, wf, bias, stride, padding, dilation, groups, fuse)
-        return quantize(cx, y, out_scale, out_zp)
+        return quantize_as(cx, y, out_scale, out_zp, x.dtype)
     q, w_scale, w_zp = per_tensor
     quant = ConvQuant(w_scale, w_zp, out_scale, out_zp)
     if transposed:
@@ -224,10 +237,10 @@ def quantized_linear(cx: Converter, x, packed, scale, zero_point, fuse: FuseCode
     except Exception as e:  # noqa: BLE001
         raise Unsupported(f"cannot unpack the linear parameters ({e})") from None
     bias = _bias_array(b)
-    per_tensor = _weight(w)
+    per_tensor = _weight(w, x.dtype)
     if per_tensor is None:
         y = fully_connected(cx, float_of(cx, x), w.dequantize().float().numpy(), bias, fuse)
-        return quantize(cx, y, out_scale, out_zp)
+        return quantize_as(cx, y, out_scale, out_zp, x.dtype)
     q, w_scale, w_zp = per_tensor
     return fully_connected(cx, x, q, bias, fuse, ConvQuant(w_scale, w_zp, out_scale, out_zp))
 
@@ -256,8 +269,9 @@ def quantized_binary(cx: Converter, op: Op, a, b, scale, zero_point, fuse: FuseC
     if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
         raise Unsupported(f"{op.name} of two constants")
     out_scale, out_zp = _output_params(scale, zero_point)
-    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], "quint8")
-    return cx.emit(op, dict(input0=ta, input1=tb, fuse_code=cx.i32(int(fuse))), shape, "quint8",
+    dtype = next(t.dtype for t in (a, b) if isinstance(t, TensorValue))
+    (ta, tb), shape, layout = broadcast_operands(cx, [a, b], dtype)
+    return cx.emit(op, dict(input0=ta, input1=tb, fuse_code=cx.i32(int(fuse))), shape, dtype,
                    layout, out_scale, out_zp)
 
 
@@ -266,7 +280,7 @@ def _scalar_in_float(cx: Converter, op: Op, a, b, fuse: FuseCode):
     a = quantized_input(a)
     out_scale, out_zp = cx.example_quant()
     y = arithmetic(cx, op, float_of(cx, a), constant_float(b, "scalar"), fuse)
-    return quantize(cx, y, out_scale, out_zp)
+    return quantize_as(cx, y, out_scale, out_zp, a.dtype)
 
 
 def _add_or_mul(cx: Converter, op: Op, fuse: FuseCode, a, b, scale, zero_point):
@@ -327,9 +341,9 @@ def qmul_scalar_relu(cx: Converter, a, b):
           notes="computed in float")
 def qmatmul(cx: Converter, a, b, scale, zero_point):
     out_scale, out_zp = _output_params(scale, zero_point)
-    product = matmul_tensors(cx, float_of(cx, quantized_input(a)),
-                             float_of(cx, quantized_input(b)))
-    return quantize(cx, product, out_scale, out_zp)
+    a = quantized_input(a)
+    product = matmul_tensors(cx, float_of(cx, a), float_of(cx, quantized_input(b)))
+    return quantize_as(cx, product, out_scale, out_zp, a.dtype)
 
 
 @lowering("quantized::cat", nnapi=("CONCATENATION",),
@@ -345,13 +359,13 @@ def qcat(cx: Converter, items, dim, scale, zero_point):
 def qhardswish(cx: Converter, x, scale, zero_point):
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
-    if cx.allows(FeatureLevel.ANDROID_11):
+    if cx.allows(FeatureLevel.ANDROID_11, x):
         return cx.emit(Op.HARD_SWISH, dict(input=x), x.shape, x.dtype, x.layout, out_scale,
                        out_zp)
     f = float_of(cx, x)
     shifted = arithmetic(cx, Op.ADD, f, 3.0, FuseCode.RELU6)
     y = arithmetic(cx, Op.DIV, arithmetic(cx, Op.MUL, f, shifted), 6.0)
-    return quantize(cx, y, out_scale, out_zp)
+    return quantize_as(cx, y, out_scale, out_zp, x.dtype)
 
 
 @lowering("quantized::hardsigmoid", nnapi=("DEQUANTIZE", "ADD", "DIV", "QUANTIZE"),
@@ -360,7 +374,7 @@ def qhardsigmoid(cx: Converter, x, scale=None, zero_point=None):
     x = quantized_input(x)
     out_scale, out_zp = cx.example_quant() if scale is None else _output_params(scale,
                                                                                   zero_point)
-    return quantize(cx, _hardsigmoid(cx, float_of(cx, x)), out_scale, out_zp)
+    return quantize_as(cx, _hardsigmoid(cx, float_of(cx, x)), out_scale, out_zp, x.dtype)
 
 
 @lowering("quantized::batch_norm2d", "quantized::batch_norm2d_relu", "quantized::batch_norm",
@@ -371,7 +385,7 @@ def qbatch_norm(cx: Converter, x, weight, bias, mean, var, eps, scale, zero_poin
     y = batch_norm(cx, float_of(cx, x), weight, bias, mean, var, False, 0.1, eps)
     if cx.current_node.kind.endswith("_relu"):
         y = cx.emit_like(Op.RELU, dict(input=y), y)
-    return quantize(cx, y, out_scale, out_zp)
+    return quantize_as(cx, y, out_scale, out_zp, x.dtype)
 
 
 @lowering("quantized::relu6", nnapi=("RELU6",))
@@ -387,17 +401,18 @@ def qleaky_relu(cx: Converter, x, slope, inplace, scale, zero_point):
 
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
-    return quantize(cx, leaky_relu(cx, float_of(cx, x), slope), out_scale, out_zp)
+    return quantize_as(cx, leaky_relu(cx, float_of(cx, x), slope), out_scale, out_zp, x.dtype)
 
 
 @lowering("quantized::sigmoid", nnapi=("LOGISTIC",))
 def qsigmoid(cx: Converter, x, scale, zero_point):
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
-    if (out_scale, out_zp) == (1.0 / 256, 0):
-        return cx.emit(Op.LOGISTIC, dict(input=x), x.shape, "quint8", x.layout, out_scale, out_zp)
+    if (out_scale, out_zp) == fixed_output(Op.LOGISTIC, x.nnapi_type):
+        return cx.emit(Op.LOGISTIC, dict(input=x), x.shape, x.dtype, x.layout, out_scale, out_zp)
     f = float_of(cx, x)
-    return quantize(cx, cx.emit_like(Op.LOGISTIC, dict(input=f), f), out_scale, out_zp)
+    return quantize_as(cx, cx.emit_like(Op.LOGISTIC, dict(input=f), f), out_scale, out_zp,
+                       x.dtype)
 
 
 @lowering("quantized::layer_norm", nnapi=("DEQUANTIZE", "MEAN", "SUB", "MUL", "ADD", "RSQRT",

@@ -8,6 +8,7 @@ channels-last tensors reduce in place; the result keeps the layout minus the red
 from __future__ import annotations
 
 from ...nnapi.codes import OperationType as Op
+from ...quantization.policy import fixed_output
 from .. import layout as lay
 from ..context import Converter
 from ..errors import Unsupported
@@ -242,9 +243,6 @@ def vector_norm(cx: Converter, x, *args):
     return power(cx, powered, 1.0 / order)
 
 
-_SOFTMAX_QUANT = (1.0 / 256, 0)
-
-
 @lowering("aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
           nnapi=("SOFTMAX", "LOG_SOFTMAX"), any_rank=True, notes="beta 1, any axis")
 def softmax(cx: Converter, x, dim, dtype=None, *rest):
@@ -263,7 +261,7 @@ def softmax(cx: Converter, x, dim, dtype=None, *rest):
         return cx.emit_like(Op.LOG_SOFTMAX, inputs, x)
     if x.is_quantized:
         scale, zero_point = cx.example_quant()
-        if (scale, zero_point) != _SOFTMAX_QUANT:  # NNAPI's 8-bit SOFTMAX has fixed ones
+        if (scale, zero_point) != fixed_output(Op.SOFTMAX, x.nnapi_type):  # NNAPI fixes them
             return in_float(cx, x, lambda f: softmax(cx, f, dim))
         return cx.emit(Op.SOFTMAX, inputs, x.shape, x.dtype, x.layout, scale, zero_point,
                        x.groups)

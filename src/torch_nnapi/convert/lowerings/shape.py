@@ -17,7 +17,7 @@ from ..context import Converter
 from ..errors import ConverterBug, Unsupported
 from ..merged import regroup, reshape_in_place, separate, with_rank
 from ..symbolic import Sym, SymInt
-from ..values import TensorValue
+from ..values import QUANT_DTYPES, TensorValue
 from . import lowering
 from ._common import choose_layout, dim_index, require_tensor, static_int, tile
 from .index import strided_slice
@@ -243,7 +243,7 @@ def concatenate(cx: Converter, items, dim, scale: float | None = None,
     for t in operands:
         size = size + t.shape[d]
     shape = tuple(size if i == d else n for i, n in enumerate(operands[0].shape))
-    if dtype == "quint8":
+    if dtype in QUANT_DTYPES:
         if scale is None or zero_point is None:
             ex = cx.example()
             if getattr(ex, "scale", 0.0):  # None or a number: no scale
