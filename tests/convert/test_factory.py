@@ -8,7 +8,7 @@ import torch
 
 from torch_nnapi.convert.errors import ConversionError
 
-from .harness import Fn, check, convert, nnapi_ops
+from .harness import Fn, check, convert, nnapi_ops, run
 
 
 @pytest.mark.parametrize("make", [
@@ -60,6 +60,30 @@ def test_masks_written_slice_by_slice_fold():
 
     conversion, _ = check(Fn(mask), torch.randn(4, 6))
     assert nnapi_ops(conversion) == ["ADD"]
+
+
+def _shifted_window_mask(x):  # Swin's: regions cut at -window and -shift from the end
+    m = x.new_zeros((x.shape[0], x.shape[1]))
+    count = 0
+    for h in ((0, -4), (-4, -2), (-2, None)):
+        for w in ((0, -4), (-4, -2), (-2, None)):
+            m[h[0]:h[1], w[0]:w[1]] = count
+            count += 1
+    return x + m.masked_fill(m != 0, -100.0)
+
+
+def test_masks_written_slice_by_slice_of_flexible_sizes_tile_their_regions():
+    conversion, _ = check(Fn(_shifted_window_mask), torch.randn(8, 12), flexible={0: [0, 1]},
+                          run_inputs=[torch.randn(8, 12), torch.randn(5, 16),
+                                      torch.randn(12, 5)])
+    ops = nnapi_ops(conversion)
+    assert "TILE" in ops and "CONCATENATION" in ops
+
+
+def test_masks_of_flexible_sizes_refuse_sizes_that_reorder_their_regions():
+    conversion = convert(Fn(_shifted_window_mask), torch.randn(8, 12), flexible={0: [0, 1]})
+    with pytest.raises(Exception, match="regions filled through slices .* would be empty"):
+        run(conversion.module, (torch.randn(4, 12),))  # [0:-4] would be empty
 
 
 def test_masked_fill():

@@ -11,7 +11,7 @@ from torch_nnapi.convert.api import convert_with_details
 from torch_nnapi.convert.errors import ConversionError
 
 from . import zoo
-from .harness import LAYOUTS, check, convert, nnapi_ops, run
+from .harness import LAYOUTS, Fn, check, convert, nnapi_ops, run
 
 SHAPES = [(1, 3, 32, 32), (2, 3, 48, 40), (1, 3, 17, 23)]
 
@@ -90,6 +90,34 @@ def test_what_flexible_dimensions_cannot_do_is_reported():
         convert_with_details(Bilinear(), torch.randn(1, 2, 8, 8), flexible={0: [2, 3]})
 
 
+class PositionEmbedding(nn.Module):
+    """Patches plus a position embedding sized for one image size (ViT's way)."""
+
+    def __init__(self):
+        super().__init__()
+        self.position = nn.Parameter(torch.randn(1, 16, 4))
+
+    def forward(self, x):
+        return x.flatten(2).transpose(1, 2) + self.position
+
+
+class FixedGrid(nn.Module):
+    """A reshape to the grid the model was built for (MaxViT's grid partition)."""
+
+    def forward(self, x):
+        return x.reshape(1, 4, 2, 2, 2, 2).permute(0, 2, 4, 1, 3, 5).reshape(1, 16, 4)
+
+
+@pytest.mark.parametrize("model, reason", [
+    (PositionEmbedding(), "meets the fixed size 16 in a broadcast"),
+    (FixedGrid(), r"reshaped to the fixed shape \[1, 4, 2, 2, 2, 2\]"),
+], ids=["broadcast", "reshape"])
+def test_models_of_one_input_size_are_refused_when_converted(model, reason):
+    with pytest.raises(ConversionError, match=f"{reason}.*runs at one input size only"):
+        convert_with_details(model, torch.randn(1, 4, 4, 4), flexible={0: [2, 3]})
+    check(model, torch.randn(1, 4, 4, 4))  # at its one size it converts
+
+
 TWO_SIZES = [torch.randn(1, 3, 5, 6), torch.randn(1, 3, 7, 4)]
 
 
@@ -160,3 +188,15 @@ def test_bilinear_upsampling_by_integer_factors_stays_below_level_4(nhwc, factor
         conversion, _ = check(model, TWO_SIZES[0], nhwc=nhwc, flexible={0: [2, 3]},
                               run_inputs=TWO_SIZES)
         assert conversion.feature_level <= 3
+
+
+def test_products_batched_over_a_flexible_dimension():
+    """Swin's attention: one product per window, the window count known at load time."""
+    torch.manual_seed(0)
+    def attention(x):
+        q, k = x[..., :8], x[..., 8:]
+        return (q @ k.transpose(-2, -1)).softmax(-1) @ k
+
+    conversion, _ = check(Fn(attention), torch.randn(4, 2, 5, 16), flexible={0: [0]},
+                          run_inputs=[torch.randn(4, 2, 5, 16), torch.randn(7, 2, 5, 16)])
+    assert "GROUPED_CONV_2D" in nnapi_ops(conversion)

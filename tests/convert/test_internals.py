@@ -44,8 +44,20 @@ def test_simplification_of_common_shape_arithmetic():
     assert sym_min(0, h) == 0
     assert (h + 2) - 3 == h + (-1)
     assert h - h == 0 and h * 1 is h
+    assert (h + 5) - (h + 2) == 3 and (h + 2) - h == 2
+    assert (h * b * 4 * 4) // 16 == h * b  # static factors divide as their product
     with pytest.raises(TypeError):
         bool(h)
+
+
+def test_sizes_rounded_up_to_a_multiple_divide_by_their_window_count():
+    h = input_dim(0, 2, 10)
+    padded = h + (4 - h % 4) % 4  # Swin pads its feature map up to a multiple of the window
+    assert padded.multiple == 4 and padded.nonneg
+    assert padded // (padded // 4) == 4  # what export writes for the window size
+    assert isinstance(h // (h // 4), Sym)  # h itself need not be a multiple of 4
+    for n in range(1, 30):
+        assert evaluate(program(padded), [[1, 3, n, 1]]) % 4 == 0
 
 
 def test_layout_helpers():

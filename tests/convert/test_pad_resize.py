@@ -32,6 +32,17 @@ def test_pad_1d():
     check(Fn(lambda x: F.pad(x, (2, 3), mode="reflect")), torch.randn(2, 3, 7))
 
 
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+@pytest.mark.parametrize("value", [0.0, 0.5])
+def test_pad_to_a_multiple_of_flexible_sizes(nhwc, value):
+    def to_multiple_of_4(x):  # Swin's padding of its feature map to whole windows
+        h, w = x.shape[2], x.shape[3]
+        return F.pad(x, (0, (4 - w % 4) % 4, 1, (4 - h % 4) % 4), value=value)
+
+    sizes = [torch.randn(1, 3, 5, 6), torch.randn(1, 3, 8, 9), torch.randn(1, 3, 3, 12)]
+    check(Fn(to_multiple_of_4), sizes[0], nhwc=nhwc, flexible={0: [2, 3]}, run_inputs=sizes)
+
+
 RESIZES = {
     "nearest_x2": lambda x: F.interpolate(x, scale_factor=2, mode="nearest"),
     "nearest_size": lambda x: F.interpolate(x, size=(7, 9), mode="nearest"),

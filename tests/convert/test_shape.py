@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from .harness import LAYOUTS, Fn, check, nnapi_ops
+from .harness import LAYOUTS, Fn, check, nnapi_ops, run
 
 SHAPE_OPS = {
     "view": lambda x: x.view(2, -1),
@@ -103,3 +103,11 @@ def test_roll():
     check(Fn(lambda x: torch.roll(x, shifts=(-2, 3), dims=(1, 2))), torch.randn(1, 8, 8, 5))
     check(Fn(lambda x: torch.roll(x, 3)), torch.randn(4, 5))
     check(Fn(lambda x: torch.roll(x, 1, 1)), torch.randn(1, 3, 4, 5), nhwc=True)
+
+
+def test_roll_of_flexible_dimensions_cuts_at_load_time():
+    roll = Fn(lambda x: torch.roll(x, shifts=(-2, 3), dims=(1, 2)))
+    conversion, _ = check(roll, torch.randn(1, 8, 8, 5), flexible={0: [1, 2]},
+                          run_inputs=[torch.randn(1, 8, 8, 5), torch.randn(1, 3, 11, 5)])
+    with pytest.raises(Exception, match="roll by 3 needs the rolled dimension larger than 3"):
+        run(conversion.module, (torch.randn(1, 8, 3, 5),))

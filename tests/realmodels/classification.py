@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 
 from ..convert.zoo import randomize_batchnorm
+from .checks import nontrivial_weights
 from .torchvision_support import load_torchvision
 
 _SIZES = {"inception_v3": 96, "googlenet": 96, "maxvit_t": 224, "vit_h_14": 56}
@@ -73,3 +74,33 @@ def _available_memory() -> int | None:
     except OSError:
         pass
     return None
+
+
+# Small configurations of torchvision's transformer classes, for the default suite.
+
+
+def small_vision_transformer() -> nn.Module:
+    models = load_torchvision().models
+    model = models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                     hidden_dim=32, mlp_dim=64, num_classes=10)
+    return nontrivial_weights(model)
+
+
+def small_swin_transformer(version: int) -> nn.Module:
+    """Two stages (feature maps a quarter, then an eighth of the image), windows of 4."""
+    models = load_torchvision().models
+    swin = models.swin_transformer
+    blocks = {} if version == 1 else dict(block=swin.SwinTransformerBlockV2,
+                                          downsample_layer=swin.PatchMergingV2)
+    model = models.SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2],
+                                   num_heads=[2, 4], window_size=[4, 4], num_classes=10,
+                                   stochastic_depth_prob=0.0, **blocks)
+    return nontrivial_weights(model)
+
+
+def small_maxvit() -> nn.Module:
+    models = load_torchvision().models
+    model = models.MaxVit(input_size=(32, 32), stem_channels=8, partition_size=2,
+                          block_channels=[16, 32], block_layers=[1, 1], head_dim=8,
+                          stochastic_depth_prob=0.0, num_classes=10)
+    return nontrivial_weights(model)

@@ -15,7 +15,7 @@ from torch_nnapi.quantization import policy, quantize_with_details
 
 from ..convert.harness import compare_in_quanta, dequantized_scale, run
 from .checks import nontrivial_weights
-from .classification import build, classification_models, require_memory
+from .classification import build, classification_models, require_memory, small_swin_transformer
 from .sweep import REPRESENTATIVE_EXPORT, by_cost
 
 FLOAT_TOLERANCE = 1e-4  # relative: float sums over a whole network, in another order
@@ -73,6 +73,24 @@ def _flexible(name: str) -> None:
 
 def test_flexible_resnet18():
     _flexible("resnet18")
+
+
+@pytest.mark.parametrize("version", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_flexible_small_swin_transformer(version):
+    """Swin's padding, cyclic shift, window partition and mask with export's Dims."""
+    model = small_swin_transformer(version)
+    x = torch.randn(1, 3, 48, 48)
+    dynamic = {"x": {2: torch.export.Dim.DYNAMIC, 3: torch.export.Dim.DYNAMIC}}
+    program = torch.export.export(model, (x,), dynamic_shapes=dynamic)
+    conversion = convert_with_details(program, (x,), nhwc=True)
+    assert isinstance(conversion, Conversion)
+    for y in (x, torch.randn(1, 3, 64, 56)):
+        with torch.no_grad():
+            expected = model(y)
+        actual = run(conversion.module, (y,))
+        assert float((actual - expected).abs().max() / expected.abs().max()) <= FLOAT_TOLERANCE
+    with pytest.raises(Exception, match="Swin shifts its windows only where"):
+        run(conversion.module, (torch.randn(1, 3, 32, 32),))  # the second stage: one window
 
 
 @pytest.mark.slow

@@ -265,16 +265,23 @@ class Converter:
     def int_vector(self, values: Iterable[SymInt]) -> int:
         """A constant TENSOR_INT32 vector; Sym entries are patched at load time."""
         values = tuple(values)
+        return self.int_tensor(values, (len(values),))
+
+    def int_tensor(self, values: Iterable[SymInt], shape: Sequence[int]) -> int:
+        """A constant TENSOR_INT32 of ``shape`` holding ``values`` (flat, row-major); Sym
+        entries are patched at load time (PAD's paddings of flexible amounts)."""
+        values, shape = tuple(values), tuple(int(n) for n in shape)
         if any(isinstance(v, Sym) for v in values):
-            index = self.model.add_constant(OperandType.TENSOR_INT32,
-                                            np.array([hint(v) for v in values], np.int32))
+            index = self.model.add_constant(
+                OperandType.TENSOR_INT32,
+                np.array([hint(v) for v in values], np.int32).reshape(shape))
             self.sym_values[index] = values
             return index
-        key = (OperandType.TENSOR_INT32, values)
+        key = (OperandType.TENSOR_INT32, values, shape)
         found = self._scalars.get(key)
         if found is None:
             found = self.model.add_constant(OperandType.TENSOR_INT32,
-                                            np.array(values, np.int32).reshape(len(values)))
+                                            np.array(values, np.int32).reshape(shape))
             self._scalars[key] = found
         return found
 

@@ -22,8 +22,8 @@ import torch
 from ..nnapi.codes import OperationType as Op
 from ..nnapi.errors import BadDataError
 from ..nnapi.model import Lifetime
+from . import baked, patterns
 from . import layout as lay
-from . import patterns
 from .capture import ExampleTensor, Graph, Node, Value
 from .context import Converter
 from .errors import ConversionError, ConverterBug, Unsupported, UnsupportedUse
@@ -196,7 +196,8 @@ class Lowerer:
         if node.kind == "prim::If":
             self._lower_if(node, args)
             return
-        folded = self._fold_steps(node, args) if node.steps else self._fold(node, args)
+        folded = (self._fold_steps(node, args) if node.kind == patterns.FUSED_KIND
+                  else self._fold(node, args))
         if folded is not _NOT_FOLDED:
             self._missing.pop(id(node), None)
             self._bind(node, folded)
@@ -228,6 +229,7 @@ class Lowerer:
         finally:
             self.cx.node = None
         self._bind(node, result)
+        baked.guard_decisions(self.cx, node, args, result)
         if low.in_place and node.inputs and isinstance(args[0], TensorValue):
             self.env[node.inputs[0]] = self.env[node.outputs[0]]
 

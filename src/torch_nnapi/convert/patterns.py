@@ -6,7 +6,8 @@ merging dimensions, layout.py), yet is exactly one CHANNEL_SHUFFLE. :func:`fuse`
 such chains (each intermediate read only by the next step) by one node whose lowering
 checks the sizes and emits CHANNEL_SHUFFLE, or lowers the original steps one by one when
 they are something else (Swin's and MaxViT's window partitions); a chain of constants is
-folded step by step.
+folded step by step. A factory then filled region by region through slices is one node too,
+so that the fills need no view semantics (lowerings/factory.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ from .capture import Graph, Node, Value
 RESHAPES = ("aten::view", "aten::reshape")
 PERMUTES = ("aten::transpose", "aten::permute")
 FUSED_KIND = "torch_nnapi::reshape_permute_reshape"
+# A factory whose regions are then filled through slices (Swin's attention mask):
+# ``m = x.new_zeros((H, W)); m[a:b, c:d] = k; ...``, lowered as a whole (lowerings/factory.py)
+FILLED_KIND = "torch_nnapi::filled_regions"
+FACTORIES = ("aten::zeros", "aten::ones", "aten::full", "aten::new_zeros", "aten::new_ones",
+             "aten::new_full")
 
 
 def _uses(graph: Graph) -> Counter:
@@ -33,7 +39,67 @@ def _uses(graph: Graph) -> Counter:
 
 
 def fuse(graph: Graph) -> None:
-    """Rewrites reshape -> permute -> [contiguous ->] reshape chains in place."""
+    """Rewrites reshape -> permute -> [contiguous ->] reshape chains, and factories filled
+    region by region through slices, in place."""
+    _fuse_reshape_chains(graph)
+    _fuse_region_fills(graph)
+
+
+def _fuse_region_fills(graph: Graph) -> None:
+    """``m = new_zeros(size); slice(m, ...)[...].fill_(k); ...`` -> one FILLED_KIND node
+    whose steps are the factory, then each fill's slices and the fill (inputs: the
+    factory's, then each step's after the first). Fused only when every read of ``m``
+    before the last fill is such a chain, so the fills are all the model does to it."""
+    uses = _uses(graph)
+    readers: dict[Value, list[Node]] = {}
+    for node in graph.nodes:
+        for v in node.inputs:
+            readers.setdefault(v, []).append(node)
+    position = {id(n): i for i, n in enumerate(graph.nodes)}
+    replaced: dict[int, Node] = {}
+    removed: set[int] = set()
+    for factory in graph.nodes:
+        if factory.kind not in FACTORIES or id(factory) in removed:
+            continue
+        base = factory.outputs[0]
+        if uses[base] != len(readers.get(base, [])):  # read in a block, or returned
+            continue
+        chains = [chain for reader in readers.get(base, [])
+                  if (chain := _fill_chain(reader, base, readers, uses)) is not None]
+        if not chains:
+            continue
+        last = max((chain[-1] for chain in chains), key=lambda n: position[id(n)])
+        others = [n for n in readers.get(base, []) if not any(n is c[0] for c in chains)]
+        if any(position[id(n)] < position[id(last)] for n in others):
+            continue
+        steps = [factory] + [step for chain in chains for step in chain]
+        inputs = list(factory.inputs)
+        for step in steps[1:]:
+            inputs.extend(step.inputs[1:])
+        replaced[id(last)] = Node(FILLED_KIND, inputs, [base], factory.location, steps=steps)
+        removed.update(id(n) for n in steps if n is not last)
+    graph.nodes[:] = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in removed]
+
+
+def _fill_chain(reader: Node, base: Value, readers: dict, uses: Counter) -> list[Node] | None:
+    """slice -> ... -> slice -> fill_ from ``base``, each step read only by the next and
+    the fill's result unread; None when ``reader`` starts something else."""
+    chain, node, value = [], reader, base
+    while node.kind == "aten::slice" and node.inputs[0] is value \
+            and uses[node.outputs[0]] == 1:
+        chain.append(node)
+        value = node.outputs[0]
+        following = readers.get(value, [])
+        if len(following) != 1:
+            return None
+        node = following[0]
+    if not chain or node.kind != "aten::fill_" or node.inputs[0] is not value \
+            or uses[node.outputs[0]] != 0:
+        return None
+    return [*chain, node]
+
+
+def _fuse_reshape_chains(graph: Graph) -> None:
     uses = _uses(graph)
     readers: dict[Value, Node] = {}
     for reader in graph.nodes:

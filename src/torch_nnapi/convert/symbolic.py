@@ -14,6 +14,7 @@ binary operators pop b then a and push ``a op b``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 CONST, DIM, ADD, SUB, MUL, FLOORDIV, MOD, MAX, MIN = range(9)
@@ -33,7 +34,7 @@ _BY_CODE = {code: fn for code, fn in _BINARY.values()}
 class Sym:
     """An integer expression over flexible input dimensions, with its example value."""
 
-    __slots__ = ("op", "args", "hint", "_key", "nonneg")
+    __slots__ = ("op", "args", "hint", "_key", "nonneg", "multiple")
 
     def __init__(self, op: str, args: tuple, hint: int):
         self.op = op
@@ -43,14 +44,19 @@ class Sym:
             op, tuple(a._key if isinstance(a, Sym) else a for a in args))
         # known to be >= 0 for every input shape (dimensions are; sums and products of
         # such values too), which lets max(x, 0) and friends simplify
+        # a static divisor of the value for every input shape (Swin pads sizes up to a
+        # multiple of its window, ``x + (k - x % k) % k``; export then divides by the count)
+        self.multiple = _known_multiple(op, args)
         if op == "dim":
             self.nonneg = True
         else:
             a, b = args
             if op in ("add", "mul"):
                 self.nonneg = _nonneg(a) and _nonneg(b)
-            elif op in ("floordiv", "mod"):
+            elif op == "floordiv":
                 self.nonneg = _nonneg(a) and _positive(b)
+            elif op == "mod":  # Python's remainder takes the divisor's sign
+                self.nonneg = _positive(b)
             elif op == "max":
                 self.nonneg = _nonneg(a) or _nonneg(b)
             elif op == "min":
@@ -97,6 +103,54 @@ class Sym:
 SymInt = int | Sym
 
 
+def _multiple(v: SymInt) -> int:
+    """A known divisor of ``v`` (0 for the constant 0, which every number divides)."""
+    return v.multiple if isinstance(v, Sym) else abs(int(v))
+
+
+def _known_multiple(op: str, args: tuple) -> int:
+    if op == "dim":
+        return 1
+    a, b = args
+    if op == "add" and _rounds_up(a, b):
+        return math.lcm(int(b.args[1]), max(_multiple(a), 1))
+    if op in ("add", "sub"):
+        return math.gcd(_multiple(a), _multiple(b)) or 1
+    if op == "mul":
+        return max(_multiple(a) * _multiple(b), 1)
+    if op == "floordiv" and not isinstance(b, Sym) and int(b) > 0 \
+            and _multiple(a) % int(b) == 0:
+        return max(_multiple(a) // int(b), 1)
+    return 1
+
+
+def round_up_amount(v: SymInt) -> tuple[SymInt, int] | None:
+    """(n, k) when ``v`` is ``(k - n % k) % k``, what brings n up to a multiple of k."""
+    if not (isinstance(v, Sym) and v.op == "mod" and not isinstance(v.args[1], Sym)):
+        return None
+    k, inner = int(v.args[1]), v.args[0]
+    if k <= 0 or not (isinstance(inner, Sym) and inner.op == "sub"):
+        return None
+    first, rest = inner.args
+    if (not isinstance(first, Sym) and int(first) == k and isinstance(rest, Sym)
+            and rest.op == "mod" and not isinstance(rest.args[1], Sym)
+            and int(rest.args[1]) == k):
+        return rest.args[0], k
+    return None
+
+
+def _rounds_up(a: SymInt, b: SymInt) -> bool:
+    """Whether ``b`` is ``(k - a % k) % k``: then ``a + b`` is a multiple of k."""
+    found = round_up_amount(b)
+    return found is not None and _structurally_equal(found[0], a)
+
+
+def _structurally_equal(a: SymInt, b: SymInt) -> bool:
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        return isinstance(a, Sym) and isinstance(b, Sym) and a == b
+    return int(a) == int(b)
+
+
 def input_dim(input_index: int, dim: int, hint: int) -> Sym:
     """The flexible dimension ``dim`` of model input ``input_index``."""
     return Sym("dim", (int(input_index), int(dim)), hint)
@@ -125,7 +179,11 @@ def _product(factors: list) -> SymInt:
 
 def _divide_exactly(a: SymInt, b: SymInt):
     """a / b when b's factors are among a's (structurally), else None."""
-    rest = _factors(a)
+    factors = _factors(a)
+    static = 1
+    for f in factors:
+        static *= 1 if isinstance(f, Sym) else int(f)
+    rest = [f for f in factors if isinstance(f, Sym)] + ([static] if static != 1 else [])
     for f in _factors(b):
         for i, g in enumerate(rest):
             if (isinstance(f, Sym) and f == g) or (not isinstance(f, Sym) and not isinstance(
@@ -160,6 +218,9 @@ def binary(op: str, a: SymInt, b: SymInt) -> SymInt:
         if isinstance(a, Sym) and a.op == "add" and not isinstance(b, Sym) \
                 and not isinstance(a.args[1], Sym):
             return binary("add", a.args[0], int(a.args[1]) - int(b))  # (x + k) - m
+        (base_a, k_a), (base_b, k_b) = _offset(a), _offset(b)
+        if isinstance(base_a, Sym) and base_a == base_b:
+            return k_a - k_b  # (x + k) - (x + m)
     elif op == "mul":
         if _is(a, 0) or _is(b, 0):
             return 0
@@ -175,6 +236,10 @@ def binary(op: str, a: SymInt, b: SymInt) -> SymInt:
         quotient = _divide_exactly(a, b)
         if quotient is not None:
             return quotient
+        if isinstance(b, Sym) and b.op == "floordiv" and _structurally_equal(b.args[0], a) \
+                and not isinstance(b.args[1], Sym) and int(b.args[1]) > 0 \
+                and _multiple(a) % int(b.args[1]) == 0:
+            return int(b.args[1])  # (m k) // ((m k) // k), the count of k-sized windows
     elif op in ("max", "min") and isinstance(a, Sym) and a == b:
         return a
     if op == "max":
@@ -185,6 +250,13 @@ def binary(op: str, a: SymInt, b: SymInt) -> SymInt:
     elif op == "min" and ((_is(a, 0) and _nonneg(b)) or (_is(b, 0) and _nonneg(a))):
         return 0
     return Sym(op, (a, b), fn(hint(a), hint(b)))
+
+
+def _offset(v: SymInt) -> tuple[SymInt, int]:
+    """``v`` as (x, k) with v = x + k and k a plain int."""
+    if isinstance(v, Sym) and v.op == "add" and not isinstance(v.args[1], Sym):
+        return v.args[0], int(v.args[1])
+    return v, 0
 
 
 def _is(v: SymInt, n: int) -> bool:

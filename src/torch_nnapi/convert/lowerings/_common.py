@@ -83,6 +83,10 @@ def result_dtype(*values) -> str:
 
 
 def broadcast_shapes(*shapes: Sequence[SymInt]) -> tuple[SymInt, ...]:
+    """PyTorch's broadcast of ``shapes``. A flexible dimension meeting a fixed size other
+    than 1 (ViT's position embedding added to its patches) would only broadcast at the
+    example size: such a model runs at one input size, which is refused here rather than
+    when the converted model is loaded at another size."""
     rank = max(len(s) for s in shapes)
     out: list[SymInt] = []
     for i in range(rank):
@@ -93,14 +97,25 @@ def broadcast_shapes(*shapes: Sequence[SymInt]) -> tuple[SymInt, ...]:
                 continue
             d = s[k]
             if isinstance(d, Sym):
-                if isinstance(size, int) and size == 1:
+                if isinstance(size, int) and size != 1:
+                    raise _one_size_only(d, size)
+                if isinstance(size, int):
                     size = d
             elif d != 1:
-                if isinstance(size, int) and size not in (1, d):
+                if isinstance(size, Sym):
+                    raise _one_size_only(size, d)
+                if size not in (1, d):
                     raise Unsupported(f"shapes {[list(x) for x in shapes]} do not broadcast")
                 size = d
         out.append(size)
     return tuple(out)
+
+
+def _one_size_only(flexible: Sym, fixed: int) -> Unsupported:
+    return Unsupported(f"a flexible dimension (size {flexible.hint} here) meets the fixed size"
+                       f" {fixed} in a broadcast, so this model runs at one input size only"
+                       " (e.g. a position embedding sized for it): convert it without"
+                       " flexible dimensions there")
 
 
 def shape_of(v) -> tuple:

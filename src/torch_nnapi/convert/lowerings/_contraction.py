@@ -29,6 +29,7 @@ from ..errors import Unsupported
 from ..merged import stored_layout, view_runs
 from ..symbolic import Sym, SymInt, hint
 from ..values import TensorValue
+from ._common import tile
 
 
 @dataclass(frozen=True)
@@ -157,10 +158,14 @@ def _emit(cx: Converter, place: _Placement, inp: TensorValue, inp_labels, filt: 
                               place.contracted, place.columns)
     groups = _numel(sizes[x] for x in g)
     units = _numel(sizes[x] for x in g + c)
-    if isinstance(units, Sym):
-        raise Unsupported("a product whose output columns depend on a flexible dimension")
     dtype = inp.dtype
-    bias = cx.constant(np.zeros(int(units), np.float32), dtype)
+    if isinstance(units, Sym):
+        if not g:
+            raise Unsupported("a product whose output columns depend on a flexible dimension")
+        # groups of a flexible count (Swin's windows): a zero bias TILEd at load time
+        bias = tile(cx, cx.constant(np.zeros(1, np.float32), dtype), (units,), (units,))
+    else:
+        bias = cx.constant(np.zeros(int(units), np.float32), dtype)
     input_order = [by_label_in[x] for x in before + g + k + after]
     filter_order = [by_label_filt[x] for x in g + c + k]
     out_index = {label: d for d, label in enumerate(out_labels)}

@@ -3,10 +3,11 @@ variants, ``_shape_as_tensor``, ``arange``, ``fill_``/``zero_`` and ``masked_fil
 
 What a factory makes depends only on sizes and dtypes, which are known at conversion time:
 the result is a constant (PyTorch computes it here), never an NNAPI operation; in-place
-fills of constants (Swin's attention mask) are folded the same way by the driver. Sizes
-that depend on a flexible input dimension make a one-element constant TILEd to the size
-at load time. ``empty`` is zeros (any value is right). ``masked_fill`` of a model tensor
-is one SELECT.
+fills of constants are folded the same way by the driver. Sizes that depend on a flexible
+input dimension make a one-element constant TILEd to the size at load time; a factory filled
+region by region through slices (Swin's attention mask, fused by patterns.py) is a grid of
+such TILEs, concatenated. ``empty`` is zeros (any value is right). ``masked_fill`` of a
+model tensor is one SELECT.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ import torch
 
 from ..context import Converter
 from ..errors import Unsupported
-from ..symbolic import Sym
+from ..patterns import FILLED_KIND
+from ..symbolic import Sym, hint, sym_max, sym_min
 from ..values import TensorValue
 from . import lowering
-from ._common import named_args, tile
+from ._common import dim_index, named_args, tile
 from .elementwise import select
+from .index import slice_bound
 from .scalars import DTYPE_OF_CODE
+from .shape import concatenate
 
 
 def _dtype(code, default: str) -> torch.dtype:
@@ -66,13 +70,21 @@ _FILLS = {"zeros": 0, "ones": 1, "empty": 0}
           notes="a constant; sizes of flexible dimensions TILE a constant at load time;"
           " empty is zeros")
 def full(cx: Converter, *args):
+    return _filled(cx, *_request(cx, args))
+
+
+def _request(cx: Converter, args) -> tuple:
+    """(size, fill value, dtype) of the current node, a ``zeros``/``ones``/``full``/
+    ``empty`` or ``new_`` factory."""
     a = named_args(cx, args)
-    name = cx.current_node.kind.split("::")[1]
+    name = cx.current_node.kind.split("::")[1].removeprefix("new_")
     value = a["fill_value"] if name == "full" else _FILLS[name]
+    if "self" in a:  # new_*: the dtype of the tensor it is called on
+        return a["size"], value, _dtype(a.get("dtype"), _own_dtype(a["self"]))
     default = "float32"
     if name == "full" and isinstance(value, (bool, int)) and not isinstance(value, float):
         default = "bool" if isinstance(value, bool) else "int64"
-    return _filled(cx, a["size"], value, _dtype(a.get("dtype"), default))
+    return a["size"], value, _dtype(a.get("dtype"), default)
 
 
 @lowering("aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::empty_like",
@@ -89,10 +101,111 @@ def full_like(cx: Converter, *args):
 @lowering("aten::new_zeros", "aten::new_ones", "aten::new_full", "aten::new_empty",
           nnapi=("TILE",), any_rank=True, notes="a constant (a TILE for flexible sizes)")
 def new_full(cx: Converter, *args):
-    a = named_args(cx, args)
-    name = cx.current_node.kind.split("::")[1][len("new_"):]
-    value = a["fill_value"] if name == "full" else _FILLS[name]
-    return _filled(cx, a["size"], value, _dtype(a.get("dtype"), _own_dtype(a["self"])))
+    return _filled(cx, *_request(cx, args))
+
+
+@lowering(FILLED_KIND, nnapi=("TILE", "CONCATENATION"), any_rank=True,
+          notes="a factory filled region by region through slices (Swin's attention mask,"
+          " patterns.py): a constant; of flexible sizes, its regions TILEd and concatenated")
+def filled_regions(cx: Converter, *args):
+    fused = cx.current_node
+    factory, k = fused.steps[0], len(fused.steps[0].inputs)
+    cx.node = factory
+    try:
+        size, value, dtype = _request(cx, args[:k])
+    finally:
+        cx.node = fused
+    size = [size] if isinstance(size, (int, Sym)) else list(size)
+    fills: list[tuple[list, object]] = []
+    slices: list = []
+    for step in fused.steps[1:]:
+        n = len(step.inputs) - 1
+        step_args = args[k:k + n]
+        k += n
+        if step.kind == "aten::slice":
+            slices.append(step_args)  # dim, start, end, step
+        else:
+            fills.append((slices, _fill_value(step_args[0])))
+            slices = []
+    if not any(isinstance(d, Sym) for d in size):
+        out = _filled(cx, size, value, dtype)
+        for chain, fill in fills:
+            view = out
+            for dim, start, end, step in chain:
+                if any(isinstance(v, Sym) for v in (start, end, step)):
+                    raise Unsupported("a slice of a flexible size into a fixed-size tensor")
+                view = torch.ops.aten.slice(view, dim, start, end, step)
+            view.fill_(fill)
+        return out
+    return _regions_at_load(cx, size, _fill_value(value), dtype, fills)
+
+
+def _fill_value(value):
+    if isinstance(value, TensorValue):
+        raise Unsupported("a fill value computed by the model")
+    return value.item() if isinstance(value, torch.Tensor) else value
+
+
+def _regions_at_load(cx: Converter, size: list, value, dtype: torch.dtype,
+                     fills: list) -> TensorValue:
+    """A tensor of flexible ``size`` filled region by region: the slice bounds cut each
+    dimension into segments (sizes known at load time), every cell of that grid holds one
+    value, TILEd to its size, and the cells are concatenated. The bounds must keep the
+    order they have for the example inputs; the model checks that when it is loaded."""
+    if len(size) > 4:
+        raise Unsupported("a flexible-size fill of rank above 4")
+    regions = []
+    for chain, fill in fills:
+        region = [(0, d) for d in size]
+        for dim, start, end, step in chain:
+            if isinstance(step, Sym) or int(step) != 1:
+                raise Unsupported("a fill through a slice with a step")
+            d = dim_index(dim, len(size))
+            lo, hi = region[d]
+            s, e = slice_bound(start, hi - lo, 0), slice_bound(end, hi - lo, hi - lo)
+            region[d] = (lo + s, lo + sym_max(e, s))
+        regions.append((region, fill))
+    where = f"the regions filled through slices at {cx.current_node.location}"
+    segments = [_segments(cx, [0, n] + [b for r, _ in regions for b in r[d]], where)
+                for d, n in enumerate(size)]
+
+    def cell_value(cell: tuple) -> object:
+        out = value
+        for region, fill in regions:
+            if all(hint(lo) <= hint(segments[d][i][0]) and hint(segments[d][i][1]) <= hint(hi)
+                   for d, (i, (lo, hi)) in enumerate(zip(cell, region, strict=True))):
+                out = fill
+        return out
+
+    def build(prefix: tuple):
+        d = len(prefix)
+        if d == len(size):
+            shape = [segments[k][i][1] - segments[k][i][0] for k, i in enumerate(prefix)]
+            return _filled(cx, shape, cell_value(prefix), dtype)
+        parts = [build(prefix + (i,)) for i in range(len(segments[d]))]
+        if len(parts) == 1:
+            return parts[0]
+        if not any(isinstance(p, TensorValue) for p in parts):
+            return torch.cat(parts, d)
+        return concatenate(cx, parts, d)
+
+    return cx.tensor(build(()))
+
+
+def _segments(cx: Converter, bounds: list, where: str) -> list[tuple]:
+    """The non-empty [start, end) pieces ``bounds`` cut a dimension into, in the order of
+    their example values; load-time guards keep bounds equal or ordered as they are."""
+    ordered: list = []
+    for b in sorted(bounds, key=hint):
+        if ordered and hint(ordered[-1]) == hint(b):
+            cx.guard(b - ordered[-1], 0, f"{where} change at this size")
+            if isinstance(ordered[-1], Sym) and not isinstance(b, Sym):
+                ordered[-1] = b
+        else:
+            ordered.append(b)
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        cx.guard(sym_min(b - a, 1), 1, f"{where} would be empty or overlap at this size")
+    return list(zip(ordered, ordered[1:], strict=False))
 
 
 @lowering("aten::_shape_as_tensor", any_rank=True, notes="a constant (static sizes)")

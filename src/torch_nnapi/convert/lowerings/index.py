@@ -26,7 +26,7 @@ from ._common import dim_index, require_tensor, static_int
 _BIG = 2 ** 62
 
 
-def _bound(v, size: SymInt, default: SymInt) -> SymInt:
+def slice_bound(v, size: SymInt, default: SymInt) -> SymInt:
     """A PyTorch slice bound made non-negative and clamped to [0, size]."""
     if v is None:
         return default
@@ -160,8 +160,8 @@ def slice_(cx: Converter, x, dim=0, start=None, end=None, step=1):
     if step <= 0:
         raise Unsupported("slice with a non-positive step")
     size = x.shape[d]
-    s = _bound(start, size, 0)
-    e = _bound(end, size, size)
+    s = slice_bound(start, size, 0)
+    e = slice_bound(end, size, size)
     return strided_slice(cx, x, {d: (s, e, step)})
 
 
@@ -169,7 +169,7 @@ def slice_(cx: Converter, x, dim=0, start=None, end=None, step=1):
 def narrow(cx: Converter, x, dim, start, length):
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
-    s = _bound(start, x.shape[d], 0)
+    s = slice_bound(start, x.shape[d], 0)
     return strided_slice(cx, x, {d: (s, s + length, 1)})
 
 

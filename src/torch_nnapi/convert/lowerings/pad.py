@@ -1,7 +1,8 @@
 """Padding: constant (PAD, or PAD_V2 for a non-zero value), reflection, replication and
 circular. NNAPI level 3 has no MIRROR_PAD: the other modes are a GATHER per padded
 dimension with a constant index list (reflect: ..2 1 | 0 1 2 .. n-1 | n-2 n-3..).
-Negative padding crops with STRIDED_SLICE.
+Negative padding crops with STRIDED_SLICE. Constant padding by amounts that depend on a
+flexible input dimension is patched into PAD's paddings when the model is loaded.
 """
 
 from __future__ import annotations
@@ -11,46 +12,66 @@ import numpy as np
 from ...nnapi.codes import OperationType as Op
 from ..context import Converter
 from ..errors import Unsupported
+from ..symbolic import Sym, SymInt, all_static, sym_max
 from ..values import QUANT_RANGES, TensorValue
 from . import lowering
 from ._common import constant_float, require_tensor, static_int, static_ints
 from .index import gather_indices, strided_slice
 
 
-def _per_dim(x: TensorValue, pad) -> dict[int, tuple[int, int]]:
-    """PyTorch's pad list (last dimension first) -> {dim: (before, after)}."""
-    pads = static_ints(pad, "pad")
+def _per_dim(x: TensorValue, pad, flexible: bool = False) -> dict[int, tuple]:
+    """PyTorch's pad list (last dimension first) -> {dim: (before, after)}. ``flexible``:
+    amounts may be expressions of flexible dimensions known to be >= 0 (Swin pads its
+    feature map up to a multiple of the window, ``(ws - W % ws) % ws``), patched at load."""
+    pads = [_flexible_amount(p) for p in pad] if flexible else static_ints(pad, "pad")
     if len(pads) % 2 or len(pads) // 2 > x.rank:
         raise Unsupported(f"pad list {pads} for a {x.rank}-D tensor")
     out = {}
     for k in range(len(pads) // 2):
         before, after = pads[2 * k], pads[2 * k + 1]
-        if before or after:
+        if not (_is_zero(before) and _is_zero(after)):
             out[x.rank - 1 - k] = (before, after)
     return out
+
+
+def _flexible_amount(p) -> SymInt:
+    if isinstance(p, Sym):
+        if not p.nonneg:
+            raise Unsupported(f"pad amount {p!r} depends on a flexible input dimension and may"
+                              " be negative")
+        return p
+    return static_int(p, "pad")
+
+
+def _is_zero(v: SymInt) -> bool:
+    return not isinstance(v, Sym) and int(v) == 0
 
 
 def _crop_negative(cx: Converter, x: TensorValue, pads: dict) -> tuple[TensorValue, dict]:
     crops = {}
     for d, (before, after) in pads.items():
+        if isinstance(before, Sym) or isinstance(after, Sym):
+            continue  # flexible amounts are >= 0 (_flexible_amount)
         if before < 0 or after < 0:
             size = static_int(x.shape[d], "cropped dimension")
             crops[d] = (max(-before, 0), size - max(-after, 0), 1)
     if crops:
         x = strided_slice(cx, x, crops)
-    return x, {d: (max(b, 0), max(a, 0)) for d, (b, a) in pads.items()}
+    return x, {d: (sym_max(b, 0), sym_max(a, 0)) for d, (b, a) in pads.items()}
 
 
 def constant_pad(cx: Converter, x: TensorValue, pad, value) -> TensorValue:
-    pads = _per_dim(x, pad)
+    pads = _per_dim(x, pad, flexible=True)
     x, pads = _crop_negative(cx, x, pads)
-    pads = {d: p for d, p in pads.items() if p != (0, 0)}
+    pads = {d: p for d, p in pads.items() if not (_is_zero(p[0]) and _is_zero(p[1]))}
     if not pads:
         return x
     v = 0.0 if value is None else constant_float(value, "pad value")
-    rows = np.array([pads.get(d, (0, 0)) for d in x.layout], np.int32)
-    shape = tuple(n + sum(pads.get(d, (0, 0))) for d, n in enumerate(x.shape))
-    paddings = cx.constant(rows, "int32")
+    rows = [amount for d in x.layout for amount in pads.get(d, (0, 0))]
+    shape = tuple(n + pads.get(d, (0, 0))[0] + pads.get(d, (0, 0))[1]
+                  for d, n in enumerate(x.shape))
+    paddings = (cx.constant(np.array(rows, np.int32).reshape(x.rank, 2), "int32")
+                if all_static(rows) else cx.int_tensor(rows, (x.rank, 2)))
     if v == 0.0:
         return cx.emit(Op.PAD, dict(input=x, paddings=paddings), shape, x.dtype, x.layout,
                        x.scale, x.zero_point)

@@ -16,7 +16,7 @@ from .. import layout as lay
 from ..context import Converter
 from ..errors import ConverterBug, Unsupported
 from ..merged import regroup, reshape_in_place, separate, with_rank
-from ..symbolic import Sym, SymInt
+from ..symbolic import Sym, SymInt, sym_min
 from ..values import QUANT_DTYPES, TensorValue
 from . import lowering
 from ._common import choose_layout, dim_index, require_tensor, static_int, tile
@@ -39,6 +39,11 @@ def resolve_shape(x: TensorValue, sizes) -> tuple[SymInt, ...]:
     if unknown:
         known = _numel([s for i, s in enumerate(sizes) if i != unknown[0]])
         sizes[unknown[0]] = _numel(x.shape) // known
+    elif isinstance(_numel(x.shape), Sym) and not any(isinstance(s, Sym) for s in sizes):
+        # MaxViT's grid partition: the sizes a model was built for, whatever the input
+        raise Unsupported(f"a tensor whose size depends on a flexible dimension is reshaped"
+                          f" to the fixed shape {[int(s) for s in sizes]}, so this model runs"
+                          " at one input size only: convert it without flexible dimensions")
     return tuple(s if isinstance(s, Sym) else int(s) for s in sizes)
 
 
@@ -294,13 +299,33 @@ def roll(cx: Converter, x, shifts, dims=()):
     out = x
     for shift, dim in zip(shifts, dims, strict=True):
         d = dim_index(dim, x.rank)
-        size = static_int(x.shape[d], "rolled dimension")
-        k = static_int(shift, "roll shift") % size
-        if k:  # out[i] = x[i - k]: the last k first
-            tail = strided_slice(cx, out, {d: (size - k, size, 1)})
-            head = strided_slice(cx, out, {d: (0, size - k, 1)})
+        size = x.shape[d]
+        cut = _roll_cut(cx, size, static_int(shift, "roll shift"))
+        if not _is_static_zero(cut):  # out[i] = x[i - shift]: the part from ``cut`` first
+            tail = strided_slice(cx, out, {d: (cut, size, 1)})
+            head = strided_slice(cx, out, {d: (0, cut, 1)})
             out = concatenate(cx, [tail, head], d)
     return out
+
+
+def _roll_cut(cx: Converter, size: SymInt, shift: int) -> SymInt:
+    """Where a roll by ``shift`` cuts a dimension of ``size``: (-shift) mod size. For a
+    flexible size the cut is ``-shift`` or ``size - shift``, which holds while ``|shift| <
+    size`` (Swin's cyclic shift by half a window); the model checks that when loaded."""
+    if not isinstance(size, Sym):
+        return (-shift) % int(size)
+    if shift == 0:
+        return 0
+    if not abs(shift) < size.hint:
+        raise Unsupported(f"roll by {shift} of a flexible dimension of example size"
+                          f" {size.hint}")
+    cx.guard(sym_min(size - (abs(shift) + 1), 0), 0,
+             f"roll by {shift} needs the rolled dimension larger than {abs(shift)}")
+    return -shift if shift < 0 else size - shift
+
+
+def _is_static_zero(v: SymInt) -> bool:
+    return not isinstance(v, Sym) and int(v) == 0
 
 
 @lowering("aten::flip", nnapi=("GATHER",), notes="a GATHER per flipped dimension")
