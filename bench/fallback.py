@@ -13,6 +13,12 @@ processes keep busy, 1 thread avoids OpenMP pools spinning against them).
   scores; tests/convert/fallback_detection.py), its post-processing on the CPU.
 - ``faster_rcnn``: torchvision's fasterrcnn_mobilenet_v3_large_320_fpn the same way; the
   RPN's proposal filters and the whole second stage (on the proposals it kept) on the CPU.
+- ``ssd300``, ``retinanet``, ``fcos``, ``faster_rcnn_r50``, ``mask_rcnn`` (and the heavier
+  ``retinanet_v2``, ``faster_rcnn_r50_v2``, ``keypoint_rcnn``, ``mask_rcnn_v2``): the other
+  torchvision detectors as the slow tests run them (tests/convert/test_fallback_detection.py:
+  320x320 images, 100 proposals in the two-stage ones). Their eager roi_align is the test
+  helper's Python operator (torchvision's C++ one cannot load with the CPU torch), on both
+  sides of the ratio.
 - ``mobilenet_v2_pool``: MobileNetV2 of the test zoo with ``fallback_ops`` keeping the global
   average pool on the CPU (two regions: the features, the classifier).
 - ``resnet18_relu``: ResNet-18 with every ReLU kept on the CPU and ``max_regions=4``: many
@@ -55,10 +61,16 @@ class Options(TypedDict, total=False):
 Case = tuple[torch.nn.Module, torch.Tensor, Options]
 
 
-def _detector(name: str) -> Case:
+def _detector(name: str, size: int | None = None, proposals: int | None = None) -> Case:
     from tests.convert.fallback_detection import detector, image
 
-    return detector(name), image(0), {}
+    return detector(name, size=size, proposals=proposals), image(0), {}
+
+
+def _mask_detector(name: str) -> Case:
+    from tests.convert.fallback_detection import image, mask_detector
+
+    return mask_detector(name, size=320, proposals=100), image(0), {}
 
 
 def _ssdlite() -> Case:
@@ -81,9 +93,21 @@ def _resnet18_relu() -> Case:
         "fallback_ops": ["aten::relu", "aten::relu_"], "max_regions": 4, "nhwc": True}
 
 
-MODELS = {"ssdlite": _ssdlite, "faster_rcnn": _faster_rcnn,
-          "mobilenet_v2_pool": _mobilenet_v2_pool,
-          "resnet18_relu": _resnet18_relu}
+MODELS: dict[str, Callable[[], Case]] = {
+    "ssdlite": _ssdlite, "faster_rcnn": _faster_rcnn,
+    "ssd300": partial(_detector, "ssd300_vgg16"),
+    "retinanet": partial(_detector, "retinanet_resnet50_fpn", 320),
+    "fcos": partial(_detector, "fcos_resnet50_fpn", 320),
+    "faster_rcnn_r50": partial(_detector, "fasterrcnn_resnet50_fpn", 320, 100),
+    "mask_rcnn": partial(_mask_detector, "maskrcnn_resnet50_fpn"),
+    "mobilenet_v2_pool": _mobilenet_v2_pool,
+    "resnet18_relu": _resnet18_relu}
+# Minutes each to convert and time: run by name (--models retinanet_v2,...).
+HEAVY: dict[str, Callable[[], Case]] = {
+    "retinanet_v2": partial(_detector, "retinanet_resnet50_fpn_v2", 320),
+    "faster_rcnn_r50_v2": partial(_detector, "fasterrcnn_resnet50_fpn_v2", 320, 100),
+    "keypoint_rcnn": partial(_detector, "keypointrcnn_resnet50_fpn", 320, 100),
+    "mask_rcnn_v2": partial(_mask_detector, "maskrcnn_resnet50_fpn_v2")}
 
 
 def _interleaved(first: Callable[[], object], second: Callable[[], object],
@@ -117,7 +141,7 @@ def main() -> int:
     print("-" * len(header))
     for name in args.models.split(","):
         torch.manual_seed(0)
-        model, x, options = MODELS[name]()
+        model, x, options = {**MODELS, **HEAVY}[name]()
         model.eval()
         start = time.perf_counter()
         conversion = convert_with_details(model, x, fallback=True, **options)
