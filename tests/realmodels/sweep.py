@@ -1,6 +1,6 @@
 """Which full-size torchvision models the slow suite (`-m slow`, run by .ci/run) checks, and
 which only the exhaustive sweep (`-m sweep`: every model up to 150M parameters through every
-path, about 20 minutes on a 2-core machine, run by hand)."""
+path, about 25 minutes on a 2-core machine, run by .ci/run after the slow suite)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """torchvision's classification models: every one up to 150M parameters (ViT, Swin V1/V2 and
 MaxViT included) converts and matches eager PyTorch in PyTorch's order and channels-last,
 and with flexible height and width (one artifact run at two sizes) except ViT and MaxViT,
-which eager PyTorch runs at one input size only (their flexible conversion is refused). The
-full sweep is slow (``-m slow``, run by .ci/run); small configurations of the same
-torchvision classes run in the default suite."""
+which eager PyTorch runs at one input size only (their flexible conversion is refused). One
+model per family is slow (``-m slow``), the others are the sweep (``-m sweep``), both run by
+.ci/run; small configurations of the same torchvision classes run in the default suite."""
 
 from __future__ import annotations
 

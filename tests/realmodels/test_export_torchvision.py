@@ -1,6 +1,7 @@
 """torchvision's classification models through torch.export, PT2E quantization and
-trace_to_code. The sweeps over every model are slow (``-m slow``); one model of each kind
-runs in the default suite."""
+trace_to_code. Over every model: the representative ones are slow (``-m slow``), the others
+the sweep (``-m sweep``), both run by .ci/run; one model of each kind runs in the default
+suite."""
 
 from __future__ import annotations
 
