@@ -18,7 +18,7 @@ import contextlib
 import os
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,10 +122,10 @@ def freeze(model, example_inputs: tuple) -> torch.jit.ScriptModule:
             script = torch.jit.trace(model, example_inputs, check_trace=False)
     else:
         raise TypeError(f"expected an nn.Module or a ScriptModule, got {type(model).__name__}")
-    if script.training:
-        script = script.eval()
     if _is_frozen(script):
         return script
+    if script.training:
+        script = script.eval()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         return torch.jit.freeze(script)
@@ -152,7 +152,7 @@ def _is_frozen(script) -> bool:
     try:
         return script._c._has_method("forward") and not any(True for _ in script.parameters()) \
             and not any(True for _ in script.buffers()) and not list(script.named_children()) \
-            and getattr(script, "_frozen", False)
+            and not script._c.hasattr("training")  # freezing drops the attribute
     except Exception:  # noqa: BLE001 - treat anything odd as not frozen
         return False
 
@@ -232,7 +232,21 @@ def capture_script(model, example_inputs, keep_values: bool = False,
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"example input {i} must be a tensor, got {type(x).__name__}")
     frozen = freeze(model, examples)
-    return _captured(frozen.graph, examples, keep_values, remove_mutation, alternate)
+    if frozen is model:  # the caller's frozen module: its graph is left as it is
+        return _captured(frozen.graph, examples, keep_values, remove_mutation, alternate)
+    script = frozen.graph.copy()
+    _release(frozen.graph)
+    return _captured(script, examples, keep_values, remove_mutation, alternate)
+
+
+def _release(graph: torch._C.Graph) -> None:
+    """Empties the graph of a module this capture froze. PyTorch keeps a frozen module's
+    compiled graph, with the weights its constants hold, after the module is gone (a copy of
+    the weights per conversion); the capture works on a copy that shares those weights."""
+    while graph.return_node().inputsSize():
+        graph.eraseOutput(0)
+    for node in reversed(list(graph.nodes())):
+        node.destroy()
 
 
 def _captured(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool,
@@ -403,6 +417,14 @@ def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: _Cop
                 setattr(value, into, x.detach().clone())
 
 
+def standalone_function(name: str, graph: torch._C.Graph) -> Callable[..., Any]:
+    """``graph`` as a TorchScript function in a compilation unit of its own, freed with the
+    function: ``torch._C._create_function_from_graph`` registers it in PyTorch's global
+    unit, which keeps it, and the weights its constants hold, for the life of the process."""
+    function: Callable[..., Any] = torch._C.CompilationUnit().create_function(name, graph)
+    return function
+
+
 def _run_probe(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool
                ) -> list[tuple[torch._C.Value, Any]] | None:
     """(TorchScript value, what it is) for every top-level tensor and number when the graph
@@ -433,7 +455,7 @@ def _run_probe(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool
     g.registerOutput(tup.output())
     g.eraseInput(0)
     try:
-        fn = torch._C._create_function_from_graph("torch_nnapi_probe", g)
+        fn = standalone_function("torch_nnapi_probe", g)
         # one run in the plain interpreter: the JIT's optimizing passes would cost far more
         # than they save on a graph run once (seconds on large models)
         with torch.no_grad(), torch.jit.optimized_execution(False):

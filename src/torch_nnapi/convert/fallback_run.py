@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from .capture import standalone_function
 from .fallback_stitch import REGION_PREFIX
 
 RegionRunner = Callable[[Any, list[torch.Tensor]], list[torch.Tensor]]
@@ -49,10 +50,6 @@ def _calls(graph: torch._C.Graph) -> list[torch._C.Node]:
 
 def _called_regions(graph: torch._C.Graph) -> list[str]:
     return [call.inputsAt(0).node().s("name") for call in _calls(graph)]
-
-
-def _function(graph: torch._C.Graph, name: str):
-    return torch._C._create_function_from_graph(name, graph)
 
 
 def _cut(module, upto: int | None) -> torch._C.Graph:
@@ -124,7 +121,7 @@ def run_apart(module, inputs: Sequence[torch.Tensor], run_region: RegionRunner) 
     got_in: list[list[torch.Tensor]] = []
     got_out: list[list[torch.Tensor]] = []
     for k, program in enumerate(programs):
-        step = _function(_cut(module, k), f"region_{k}_inputs")
+        step = standalone_function(f"region_{k}_inputs", _cut(module, k))
         with torch.no_grad():
             tensors = list(step(*inputs, *got_out))
         got_in.append(tensors)
@@ -138,7 +135,7 @@ def cpu_program(module):
     """``forward`` without its regions: ``f(*inputs, *region_outputs)`` runs every CPU node
     on the given region outputs (one list per region call) and returns what ``forward``
     returns, then the input list of each region."""
-    return _function(_cut(module, None), "cpu_nodes")
+    return standalone_function("cpu_nodes", _cut(module, None))
 
 
 __all__ = ["Trace", "cpu_program", "is_partitioned", "region_programs", "run_apart"]
