@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from torch_nnapi.convert.host import run_on_host
+from torch_nnapi.convert.tools.host import run_on_host
 
 
 def median_time(fn: Callable[[], object], runs: int, warmup: int = 1) -> float:

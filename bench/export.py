@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._timing import backend_name, median_time, torch_runtime_available  # noqa: E402
 from tests.realmodels.classification import build  # noqa: E402
 from torch_nnapi.convert.api import convert_with_details  # noqa: E402
-from torch_nnapi.convert.host import run_on_host  # noqa: E402
+from torch_nnapi.convert.tools.host import run_on_host  # noqa: E402
 from torch_nnapi.quantization import quantize_with_details  # noqa: E402
 
 T = TypeVar("T")

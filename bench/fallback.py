@@ -45,9 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.convert import zoo  # noqa: E402
 from torch_nnapi.convert.api import convert_with_details  # noqa: E402
-from torch_nnapi.convert.bench import bench_module  # noqa: E402
-from torch_nnapi.convert.fallback import PartitionedConversion  # noqa: E402
-from torch_nnapi.convert.threads import num_threads  # noqa: E402
+from torch_nnapi.convert.fallback.convert import PartitionedConversion  # noqa: E402
+from torch_nnapi.convert.tools.bench import bench_module  # noqa: E402
+from torch_nnapi.convert.tools.threads import num_threads  # noqa: E402
 
 
 class Options(TypedDict, total=False):

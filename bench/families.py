@@ -35,7 +35,7 @@ from bench._timing import (  # noqa: E402
 )
 from tests.convert import zoo  # noqa: E402
 from torch_nnapi.convert.api import Conversion, convert_with_details  # noqa: E402
-from torch_nnapi.convert.check import quantized_engine  # noqa: E402
+from torch_nnapi.convert.tools.check import quantized_engine  # noqa: E402
 
 THREADS = 2
 

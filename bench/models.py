@@ -38,7 +38,7 @@ from tests.convert import transformers  # noqa: E402
 from tests.realmodels.checks import nontrivial_weights  # noqa: E402
 from tests.realmodels.torchvision_support import load_torchvision  # noqa: E402
 from torch_nnapi.convert.api import Conversion, convert_with_details  # noqa: E402
-from torch_nnapi.convert.host import run_on_host  # noqa: E402
+from torch_nnapi.convert.tools.host import run_on_host  # noqa: E402
 
 THREADS = 2
 

@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.convert import zoo  # noqa: E402
 from tests.realmodels.torchvision_support import load_torchvision  # noqa: E402
 from torch_nnapi.convert import convert_with_details, set_num_threads  # noqa: E402
-from torch_nnapi.convert.bench import CONTENTION_MARGIN  # noqa: E402
-from torch_nnapi.convert.host import model_for  # noqa: E402
+from torch_nnapi.convert.tools.bench import CONTENTION_MARGIN  # noqa: E402
+from torch_nnapi.convert.tools.host import model_for  # noqa: E402
 from torch_nnapi.nnapi import FuseCode, Model, OperandType, OperationType, PaddingCode  # noqa: E402
 from torch_nnapi.runtime import Compilation  # noqa: E402
 

@@ -56,7 +56,7 @@ def cts_dir() -> Path:
 def qnnpack():
     """PyTorch's eager quantized kernels set to qnnpack (they round as NNAPI does, as on
     mobile) for the test, restored after it."""
-    from torch_nnapi.convert.check import quantized_engine
+    from torch_nnapi.convert.tools.check import quantized_engine
 
     with quantized_engine("qnnpack"):
         yield

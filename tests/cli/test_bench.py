@@ -94,7 +94,7 @@ def test_bench_rejects_a_module_not_converted(tmp_path, capsys):
 
 def test_bench_warns_when_threads_are_slower_than_one():
     from torch_nnapi.cli.bench_cmd import render
-    from torch_nnapi.convert.bench import BenchReport, Latency
+    from torch_nnapi.convert.tools.bench import BenchReport, Latency
 
     report = BenchReport([{"shape": [1], "dtype": "float32"}], 2, nnapi=Latency([0.030, 0.031]),
                          single_thread=Latency([0.010, 0.011]))

@@ -222,7 +222,7 @@ def _fx_quantized(model: torch.nn.Module, x: torch.Tensor, path) -> str:
     from torch.ao.quantization import get_default_qconfig_mapping
     from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
-    from torch_nnapi.convert.check import quantized_engine
+    from torch_nnapi.convert.tools.check import quantized_engine
 
     torch.manual_seed(0)
     with quantized_engine("qnnpack"):

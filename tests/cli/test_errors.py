@@ -298,7 +298,7 @@ def test_version(capsys):
 
 
 def test_check_reports_use_the_cli_exit_codes():
-    from torch_nnapi.convert.check import CheckReport
+    from torch_nnapi.convert.tools.check import CheckReport
 
     report = CheckReport([], input_error="the model fails on inputs [2]: no")
     assert report.exit_code == ExitCode.USAGE

@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 
 from torch_nnapi.convert.api import convert_with_details
-from torch_nnapi.convert.host import run_on_host
+from torch_nnapi.convert.tools.host import run_on_host
 
 FLOAT_TOLERANCE = 1e-5  # relative to the output's magnitude
 # The ``nhwc`` option of a conversion, for tests that run with either input layout.

@@ -7,7 +7,7 @@ import gc
 import torch
 from torch import nn
 
-from torch_nnapi.convert.capture import capture_script, standalone_function
+from torch_nnapi.convert.capture.script import capture_script, standalone_function
 
 
 def _model() -> nn.Module:

@@ -9,9 +9,9 @@ import torch.nn.functional as F
 
 import torch_nnapi
 from torch_nnapi.convert.api import Conversion, convert_with_details
-from torch_nnapi.convert.capture_export import capture_exported
+from torch_nnapi.convert.capture.export import capture_exported
 from torch_nnapi.convert.errors import CaptureError, ConversionError
-from torch_nnapi.convert.fallback import PartitionedConversion
+from torch_nnapi.convert.fallback.convert import PartitionedConversion
 
 from . import zoo
 from .harness import check, nnapi_ops, run

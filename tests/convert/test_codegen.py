@@ -12,8 +12,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import torch_nnapi
-from torch_nnapi.convert.codegen import trace_to_code
-from torch_nnapi.convert.codegen_ops import CodegenError
+from torch_nnapi.convert.tools.codegen import trace_to_code
+from torch_nnapi.convert.tools.codegen_ops import CodegenError
 from torch_nnapi.quantization import calibrate, convert_prepared, prepare
 
 from . import zoo

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from torch_nnapi.convert import layout as lay
-from torch_nnapi.convert.context import Converter
+from torch_nnapi.convert.builder import layout as lay
+from torch_nnapi.convert.builder.context import Converter
+from torch_nnapi.convert.builder.values import TensorValue
 from torch_nnapi.convert.errors import ConverterBug
-from torch_nnapi.convert.values import TensorValue
 from torch_nnapi.nnapi.codes import OperationType as Op
 
 

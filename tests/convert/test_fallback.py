@@ -18,7 +18,7 @@ from torch import nn
 
 from torch_nnapi.convert.api import Conversion, convert_with_details
 from torch_nnapi.convert.errors import ConversionError, FeatureLevelError
-from torch_nnapi.convert.fallback import PartitionedConversion
+from torch_nnapi.convert.fallback.convert import PartitionedConversion
 
 from . import fallback_models as fm
 from .harness import assert_close, check, run

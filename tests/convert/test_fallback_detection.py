@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from torch_nnapi.convert.api import convert_with_details
-from torch_nnapi.convert.fallback import PartitionedConversion
+from torch_nnapi.convert.fallback.convert import PartitionedConversion
 from torch_nnapi.convert.lowerings import lowering_for
 
 from .fallback_detection import (

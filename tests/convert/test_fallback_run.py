@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from torch_nnapi.convert.api import convert_with_details
-from torch_nnapi.convert.fallback_run import cpu_program, is_partitioned, region_programs, run_apart
-from torch_nnapi.convert.host import run_on_host, run_program_on_host
+from torch_nnapi.convert.fallback.run import cpu_program, is_partitioned, region_programs, run_apart
+from torch_nnapi.convert.tools.host import run_on_host, run_program_on_host
 
 from . import fallback_models as fm
 from .harness import assert_close

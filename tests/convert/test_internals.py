@@ -6,9 +6,8 @@ import itertools
 
 import pytest
 
-from torch_nnapi.convert import layout as lay
-from torch_nnapi.convert.lowerings import is_in_place, load_all, supported_ops
-from torch_nnapi.convert.symbolic import (
+from torch_nnapi.convert.builder import layout as lay
+from torch_nnapi.convert.builder.symbolic import (
     Sym,
     ceil_div,
     evaluate,
@@ -18,6 +17,7 @@ from torch_nnapi.convert.symbolic import (
     sym_max,
     sym_min,
 )
+from torch_nnapi.convert.lowerings import is_in_place, load_all, supported_ops
 from torch_nnapi.nnapi.codes import OperationType
 
 

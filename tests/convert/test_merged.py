@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from torch_nnapi.convert import layout as lay
+from torch_nnapi.convert.builder import layout as lay
 from torch_nnapi.convert.errors import ConversionError
 
 from .harness import Fn, check, convert, nnapi_ops, run

@@ -53,7 +53,7 @@ QUANTIZED_MODELS = {
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
 @pytest.mark.parametrize("name", sorted(QUANTIZED_MODELS))
 def test_fx_quantized_model(name, per_channel, qnnpack):
-    from torch_nnapi.convert.compare import compare_layers
+    from torch_nnapi.convert.tools.compare import compare_layers
 
     from .harness import compare_in_quanta, convert, dequantized_scale, run
     from .test_quantized import fx_quantize

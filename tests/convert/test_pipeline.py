@@ -8,10 +8,10 @@ import torch
 import torch.nn as nn
 
 from torch_nnapi.convert.api import Conversion, convert_with_details
-from torch_nnapi.convert.deserialize import deserialize
 from torch_nnapi.convert.errors import ConversionError
-from torch_nnapi.convert.host import run_on_host
-from torch_nnapi.convert.serialize import serialize
+from torch_nnapi.convert.tools.host import run_on_host
+from torch_nnapi.convert.torchscript.deserialize import deserialize
+from torch_nnapi.convert.torchscript.serialize import serialize
 from torch_nnapi.nnapi import Model, OperandType, OperationType
 from torch_nnapi.nnapi.errors import BadDataError
 
@@ -200,7 +200,7 @@ def test_saved_and_lite_modules_load_in_a_fresh_process(tmp_path):
     torch.save((x, y), tmp_path / "inputs.pt")
     script = f"""
 import torch
-from torch_nnapi.convert.host import run_on_host
+from torch_nnapi.convert.tools.host import run_on_host
 m = torch.jit.load({str(tmp_path / 'm.pt')!r})
 x, y = torch.load({str(tmp_path / 'inputs.pt')!r})
 out = run_on_host(m, x, y)

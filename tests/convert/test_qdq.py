@@ -9,9 +9,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from torch_nnapi.convert.api import Conversion, convert_with_details
-from torch_nnapi.convert.check import check_model
+from torch_nnapi.convert.capture.packed import StoredWeight
 from torch_nnapi.convert.errors import FeatureLevelError
-from torch_nnapi.convert.lowerings.quantized import StoredWeight, _weight
+from torch_nnapi.convert.lowerings.quantized import _weight
+from torch_nnapi.convert.tools.check import check_model
 from torch_nnapi.nnapi.codes import OperandType
 from torch_nnapi.quantization import quantize
 

@@ -15,8 +15,8 @@ from torch.ao.quantization.observer import (
 )
 from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
-from torch_nnapi.convert.compare import compare_layers
 from torch_nnapi.convert.errors import ConversionError
+from torch_nnapi.convert.tools.compare import compare_layers
 
 from .harness import LAYOUTS, check, compare_in_quanta, convert, dequantized_scale, nnapi_ops, run
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 
 from torch_nnapi.convert.api import convert_with_details
-from torch_nnapi.convert.host import run_on_host
+from torch_nnapi.convert.tools.host import run_on_host
 
 from .harness import assert_close, torch_runtime_available
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from torch_nnapi.convert import quant_policy as policy
 from torch_nnapi.nnapi.codes import OperationType as Op
-from torch_nnapi.quantization import policy
 
 
 def test_fixed_output_quantization_comes_from_the_signatures():

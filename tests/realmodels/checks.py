@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 
 from tests.convert.harness import assert_close, convert, run
-from torch_nnapi.convert.capture import capture_script
+from torch_nnapi.convert.capture.script import capture_script
 
 TOLERANCE = 1e-4  # relative to the output's magnitude, as the issue asks of real models
 

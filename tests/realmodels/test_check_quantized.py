@@ -19,7 +19,7 @@ def test_fx_quantized_mobilenet_v2_is_not_blamed_for_qnnpack():
     from torch.ao.quantization import get_default_qconfig_mapping
     from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
-    from torch_nnapi.convert.check import check_model, quantized_engine
+    from torch_nnapi.convert.tools.check import check_model, quantized_engine
 
     torchvision = load_torchvision()
     torch.manual_seed(0)

@@ -8,11 +8,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+from torch_nnapi.convert import quant_policy as policy
 from torch_nnapi.convert.api import Conversion, convert_with_details
-from torch_nnapi.convert.check import float_islands
-from torch_nnapi.convert.codegen import trace_to_code
 from torch_nnapi.convert.errors import ConversionError
-from torch_nnapi.quantization import policy, quantize_with_details
+from torch_nnapi.convert.tools.check import float_islands
+from torch_nnapi.convert.tools.codegen import trace_to_code
+from torch_nnapi.quantization import quantize_with_details
 
 from ..convert.harness import compare_in_quanta, dequantized_scale, run
 from .checks import nontrivial_weights

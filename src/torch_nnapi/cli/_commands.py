@@ -82,7 +82,7 @@ def apply_threads(cmd: Command, args: argparse.Namespace) -> None:
     if not cmd.runs_models or threads is None:
         return
     if cmd.torchscript:
-        from ..convert.threads import set_num_threads
+        from ..convert.tools.threads import set_num_threads
     else:
         from ..runtime.threads import set_num_threads
     set_num_threads(threads)

@@ -136,8 +136,8 @@ def _unpickle(p: Path, what: str) -> Any:
 def load_converted(path: str):
     """A module saved by ``torch-nnapi convert``, with its weights (every region's, for a
     partitioned one) checked."""
-    from ..convert.fallback_run import is_partitioned, region_programs
-    from ..convert.host import program_of
+    from ..convert.fallback.run import is_partitioned, region_programs
+    from ..convert.tools.host import program_of
 
     module = load_model(path, "module")
     try:

@@ -52,7 +52,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from ..convert.bench import bench_module
+    from ..convert.tools.bench import bench_module
     from .run_cmd import check_inputs, converted_inputs, running
 
     for name, value, least in (("--runs", args.runs, 1), ("--profile-runs", args.profile_runs,

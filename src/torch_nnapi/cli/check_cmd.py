@@ -95,7 +95,7 @@ def _examples(args: argparse.Namespace) -> tuple[list, tuple]:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from ..convert.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, check_model
+    from ..convert.tools.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, check_model
 
     if args.worst < 0:
         raise usage("--worst must be 0 or more")

@@ -46,9 +46,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from ..convert.codegen import trace_to_code
-    from ..convert.codegen_ops import CodegenError
     from ..convert.errors import CaptureError
+    from ..convert.tools.codegen import trace_to_code
+    from ..convert.tools.codegen_ops import CodegenError
 
     specs = [parse_input(text) for text in args.input]
     output_path(args.output, args.model)
@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
             if args.stage == "quantized":
                 model = convert_prepared(model)
         elif flexible:
-            from ..convert.capture_export import export_module
-            from ..convert.frontend import flexible_per_input
+            from ..convert.capture.export import export_module
+            from ..convert.capture.frontend import flexible_per_input
 
             model = export_module(model, examples, flexible_per_input(examples, flexible))
         result = trace_to_code(model, examples, args.output, class_name=class_name,

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..convert.api import convert_with_details
     from ..convert.errors import CaptureError, ConversionError, FeatureLevelError
-    from ..convert.fallback import PartitionedConversion
+    from ..convert.fallback.convert import PartitionedConversion
 
     specs = [parse_input(text) for text in args.input]
     fallback = fallback_options(args)
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             report, operation_count = None, len(conversion.model.operations)
         if args.compare and report is None:
-            from ..convert.compare import compare_layers
+            from ..convert.tools.compare import compare_layers
 
             progress.step("comparing layer by layer")
             diffs = compare_layers(model, examples, **options)
@@ -169,7 +169,7 @@ class _Verdicts:
 def _check(args: argparse.Namespace, conversion, expected, examples) -> _Verdicts:
     import torch
 
-    from ..convert.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, compare_outputs
+    from ..convert.tools.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, compare_outputs
     from .run_cmd import run_module
 
     if args.lite:

@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     import torch_nnapi
 
     from ..convert.api import Conversion, convert_with_details
-    from ..convert.bench import first_run, time_calls
-    from ..convert.check import loaded_nnapi_library
+    from ..convert.tools.bench import first_run, time_calls
+    from ..convert.tools.check import loaded_nnapi_library
     from .inspect_cmd import describe
 
     if args.runs < 1:

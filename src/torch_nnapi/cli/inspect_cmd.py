@@ -30,9 +30,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def describe(module) -> dict:
     """The NNAPI model inside a converted module (each region's, and the partition, for a
     partitioned one), as plain data."""
-    from ..convert.fallback import report_of
-    from ..convert.fallback_run import is_partitioned, region_programs
-    from ..convert.host import program_of
+    from ..convert.fallback.convert import report_of
+    from ..convert.fallback.run import is_partitioned, region_programs
+    from ..convert.tools.host import program_of
     from ..nnapi.codes import FeatureLevel
 
     report = report_of(module) if is_partitioned(module) else None
@@ -47,7 +47,7 @@ def describe(module) -> dict:
 
 def describe_program(prog) -> dict:
     """One NnapiProgram's NNAPI model, as plain data."""
-    from ..convert.deserialize import deserialize
+    from ..convert.torchscript.deserialize import deserialize
     from ..nnapi.codes import FeatureLevel, PreferenceCode
 
     weights = [w.contiguous().numpy() for w in prog.weights]
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if not info.get("partitioned"):
         print("\n".join(_render_program(info, args.summary)))
         return int(ExitCode.OK)
-    from ..convert.fallback import PartitionReport
+    from ..convert.fallback.convert import PartitionReport
 
     report = PartitionReport.from_json(info["partition"])
     print(f"NNAPI feature level {info['feature_level']} (Android {info['android']}, API"

@@ -50,8 +50,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def model_inputs(module) -> list[InputSpec]:
     """What the converted module takes: shapes (-1: flexible), dtypes, quantization (a
     partitioned module's, from its partition report)."""
-    from ..convert.fallback import report_of
-    from ..convert.host import program_of
+    from ..convert.fallback.convert import report_of
+    from ..convert.tools.host import program_of
 
     report = report_of(module)
     if report is not None:
@@ -113,8 +113,8 @@ def check_inputs(module, inputs: tuple) -> None:
     """Inputs the module does not take (count, shape, dtype, quantization) are a usage
     error naming the input, before anything runs."""
     from ..convert.errors import one_line
-    from ..convert.fallback_run import is_partitioned
-    from ..convert.host import program_of
+    from ..convert.fallback.run import is_partitioned
+    from ..convert.tools.host import program_of
 
     hint = "check the --input shapes and dtypes, or the input files"
     if is_partitioned(module):
@@ -144,7 +144,7 @@ def _check_partitioned_inputs(taken: list[InputSpec], inputs: tuple, hint: str) 
 
 def run_module(module, inputs, host: bool = False, repeat: int = 1, profile: bool = False):
     """(outputs, per-run seconds, backend name); the first run includes compilation."""
-    from ..convert.host import run_on_host
+    from ..convert.tools.host import run_on_host
 
     backend = "host runtime"
     if not host:

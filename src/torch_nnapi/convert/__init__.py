@@ -26,15 +26,15 @@ def __getattr__(name: str):
 
         return getattr(errors, name)
     if name == "PartitionedConversion":
-        from .fallback import PartitionedConversion
+        from .fallback.convert import PartitionedConversion
 
         return PartitionedConversion
     if name == "run_on_host":
-        from .host import run_on_host
+        from .tools.host import run_on_host
 
         return run_on_host
     if name == "set_num_threads":
-        from .threads import set_num_threads
+        from .tools.threads import set_num_threads
 
         return set_num_threads
     if name == "supported_ops":

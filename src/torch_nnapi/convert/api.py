@@ -13,16 +13,21 @@ import torch
 
 from ..nnapi.codes import FeatureLevel, PreferenceCode
 from ..nnapi.model import Model
-from . import layout as lay
+from .builder import layout as lay
+from .builder.symbolic import program
+from .builder.values import TensorValue
+from .capture.frontend import (
+    CapturedModel,
+    Flexible,
+    capture_model,
+    flexible_per_input,
+    script_capture,
+)
 from .errors import CaptureError, ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
-from .fallback_partition import FallbackPolicy
-from .frontend import CapturedModel, Flexible, capture_model, flexible_per_input, script_capture
+from .fallback.partition import FallbackPolicy
 from .levels import above, model_requirements, operation_levels, origin_of
-from .lower import Lowered, Lowerer, LowererFactory, example_spec, lower
-from .serialize import SerializedModel, serialize
-from .symbolic import program
-from .values import TensorValue
-from .wrapper import (
+from .pipeline.lowerer import Lowered, Lowerer, LowererFactory, example_spec, lower
+from .torchscript.module import (
     CAST_INT32,
     CAST_NONE,
     CAST_QUANTIZE,
@@ -35,9 +40,10 @@ from .wrapper import (
     NnapiProgram,
     build_module,
 )
+from .torchscript.serialize import SerializedModel, serialize
 
 if TYPE_CHECKING:
-    from .fallback import PartitionedConversion
+    from .fallback.convert import PartitionedConversion
 
 PREFERENCES = {
     "low_power": PreferenceCode.LOW_POWER,
@@ -149,7 +155,7 @@ def convert_with_details(
         if target_level is not None:
             require_level(cx.model, cx.origins, target_level)
     except (ConversionError, ConverterBug) as e:
-        from .fallback import convert_partitioned
+        from .fallback.convert import convert_partitioned
 
         if not fallback:
             if isinstance(e, ConversionError):
@@ -171,7 +177,7 @@ def convert_with_details(
 def _fallback_hint(front: CapturedModel, policy: FallbackPolicy, nhwc, relax: bool) -> str:
     """What ``fallback=True`` would make of the model; for the export front-end, a line
     saying why not when the exported program cannot be traced for it."""
-    from .fallback import fallback_hint
+    from .fallback.convert import fallback_hint
 
     try:
         captured = script_capture(front)

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch.fx import GraphModule
 
-from ..convert.capture_export import export_module, is_exported
-from ..convert.frontend import Flexible, example_inputs_of, flexible_per_input
+from ..convert.capture.export import export_module, is_exported
+from ..convert.capture.frontend import Flexible, example_inputs_of, flexible_per_input
 from ._torchao import (
     convert_pt2e,
     move_exported_model_to_eval,

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.fx import GraphModule, Node
 
-from . import policy
+from ..convert import quant_policy as policy
 from ._torchao import (
     Q_ANNOTATION_KEY,
     DerivedQuantizationSpec,

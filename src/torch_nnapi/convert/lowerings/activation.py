@@ -16,11 +16,11 @@ import torch
 
 from ...nnapi.codes import FeatureLevel, FuseCode
 from ...nnapi.codes import OperationType as Op
-from ..context import Converter
+from ..builder.common import constant_float, require_tensor
+from ..builder.context import Converter
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..values import TensorValue
 from . import lowering
-from ._common import constant_float, require_tensor
 from .elementwise import arithmetic
 
 _UNARY = {

@@ -17,14 +17,14 @@ import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
-from ..context import Converter
+from ..builder.common import constant_float, require_tensor, static_int
+from ..builder.context import Converter
+from ..builder.contraction import contract
+from ..builder.merged import separate
+from ..builder.symbolic import Sym
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..merged import separate
-from ..symbolic import Sym
-from ..values import TensorValue
 from . import lowering
-from ._common import constant_float, require_tensor, static_int
-from ._contraction import contract
 from .elementwise import arithmetic
 
 

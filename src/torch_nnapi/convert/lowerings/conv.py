@@ -16,13 +16,13 @@ import torch
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
-from .. import layout as lay
-from ..context import Converter, ScalarInput
+from ..builder import layout as lay
+from ..builder.common import require_tensor, static_int, static_ints
+from ..builder.context import Converter, ScalarInput
+from ..builder.symbolic import SymInt
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..symbolic import SymInt
-from ..values import TensorValue
 from . import lowering
-from ._common import require_tensor, static_int, static_ints
 
 
 @dataclass(frozen=True)

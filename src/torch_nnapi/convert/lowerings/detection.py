@@ -22,12 +22,12 @@ from __future__ import annotations
 import torch
 
 from ...nnapi.codes import OperationType as Op
-from .. import layout as lay
-from ..context import Converter
+from ..builder import layout as lay
+from ..builder.common import constant_float, require_tensor, static_int
+from ..builder.context import Converter
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..values import TensorValue
 from . import lowering
-from ._common import constant_float, require_tensor, static_int
 from .conv import spatial_input
 from .index import strided_slice
 

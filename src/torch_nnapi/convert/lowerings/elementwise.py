@@ -12,11 +12,18 @@ import torch
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
-from ..context import Converter
+from ..builder.common import (
+    broadcast,
+    broadcast_shapes,
+    constant_float,
+    expand_to,
+    result_dtype,
+    shape_of,
+)
+from ..builder.context import Converter
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..values import TensorValue
 from . import lowering
-from ._common import broadcast, broadcast_shapes, constant_float, expand_to, result_dtype, shape_of
 from .scalars import both_numbers, compare_numbers, number_binary
 
 _FLOATS = ("float32", "float16")
@@ -284,7 +291,7 @@ _CASTABLE = ("float32", "float16", "int32", "int64")
           notes="dtype conversions among float32, float16, int32, int64 (CAST) and bool"
           " (x != 0; SELECT(x, 1, 0)); device moves are dropped")
 def to(cx: Converter, x, *args):
-    from .scalars import DTYPE_OF_CODE
+    from ..capture.graph import DTYPE_OF_CODE
 
     x = _tensor_arg(x)
     if cx.current_node.kind == "aten::type_as":

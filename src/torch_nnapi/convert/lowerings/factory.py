@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import torch
 
-from ..context import Converter
+from ..builder.common import dim_index, named_args, tile
+from ..builder.context import Converter
+from ..builder.symbolic import Sym, hint, sym_max, sym_min
+from ..builder.values import TensorValue
+from ..capture.graph import DTYPE_OF_CODE, FILLED_KIND
 from ..errors import Unsupported
-from ..patterns import FILLED_KIND
-from ..symbolic import Sym, hint, sym_max, sym_min
-from ..values import TensorValue
 from . import lowering
-from ._common import dim_index, named_args, tile
 from .elementwise import select
 from .index import slice_bound
-from .scalars import DTYPE_OF_CODE
 from .shape import concatenate
 
 

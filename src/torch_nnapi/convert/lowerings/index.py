@@ -14,14 +14,14 @@ import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
-from .. import layout as lay
-from ..context import Converter
+from ..builder import layout as lay
+from ..builder.common import dim_index, require_tensor, static_int
+from ..builder.context import Converter
+from ..builder.merged import separate
+from ..builder.symbolic import Sym, SymInt, ceil_div, sym_max, sym_min
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..merged import separate
-from ..symbolic import Sym, SymInt, ceil_div, sym_max, sym_min
-from ..values import TensorValue
 from . import lowering
-from ._common import dim_index, require_tensor, static_int
 
 _BIG = 2 ** 62
 

@@ -13,15 +13,15 @@ import torch
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
-from .. import layout as lay
-from ..context import Converter
+from ..builder import layout as lay
+from ..builder.common import constant_float, require_tensor
+from ..builder.context import Converter
+from ..builder.contraction import contract
+from ..builder.merged import stored_layout, ungroup, view_runs
+from ..builder.symbolic import SymInt
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..merged import stored_layout, ungroup, view_runs
-from ..symbolic import SymInt
-from ..values import TensorValue
 from . import lowering
-from ._common import constant_float, require_tensor
-from ._contraction import contract
 from .conv import ConvQuant, bias_operand, filter_operand, output_type
 from .elementwise import arithmetic
 from .reduce import reduce

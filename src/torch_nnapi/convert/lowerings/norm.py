@@ -14,11 +14,11 @@ import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
-from ..context import Converter
+from ..builder.common import constant_float, require_tensor, static_int
+from ..builder.context import Converter
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..values import TensorValue
 from . import lowering
-from ._common import constant_float, require_tensor, static_int
 from .activation import in_float
 from .elementwise import arithmetic
 from .reduce import reduce

@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
-from ..context import Converter
+from ..builder.common import constant_float, require_tensor, static_int, static_ints
+from ..builder.context import Converter
+from ..builder.symbolic import Sym, SymInt, all_static, sym_max
+from ..builder.values import QUANT_RANGES, TensorValue
 from ..errors import Unsupported
-from ..symbolic import Sym, SymInt, all_static, sym_max
-from ..values import QUANT_RANGES, TensorValue
 from . import lowering
-from ._common import constant_float, require_tensor, static_int, static_ints
 from .index import gather_indices, strided_slice
 
 

@@ -14,13 +14,13 @@ import numpy as np
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
-from .. import layout as lay
-from ..context import Converter
+from ..builder import layout as lay
+from ..builder.common import require_tensor, static_int, static_ints
+from ..builder.context import Converter
+from ..builder.symbolic import Sym, SymInt, ceil_div, sym_max, sym_min
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..symbolic import Sym, SymInt, ceil_div, sym_max, sym_min
-from ..values import TensorValue
 from . import lowering
-from ._common import require_tensor, static_int, static_ints
 from .conv import spatial_input
 
 

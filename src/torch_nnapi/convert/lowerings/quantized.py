@@ -19,73 +19,26 @@ embedding or a layer scale ahead of time).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
 from ...nnapi.codes import FeatureLevel, FuseCode
 from ...nnapi.codes import OperationType as Op
-from ...quantization.policy import fixed_output
-from ..context import Converter
+from ..builder.common import broadcast_operands, constant_float, require_tensor, static_int
+from ..builder.context import Converter
+from ..builder.values import QUANT_DTYPES, QUANT_RANGES, TensorValue
+from ..capture.graph import SCALAR_TYPES
+from ..capture.packed import ConvParams, LinearParams, StoredWeight
 from ..errors import Unsupported
-from ..values import QUANT_DTYPES, QUANT_RANGES, TensorValue
+from ..quant_policy import fixed_output
 from . import lowering
-from ._common import broadcast_operands, constant_float, require_tensor, static_int
 from .activation import _hardsigmoid, float_of, quantize_as
 from .conv import ConvQuant, conv2d_tensor, conv_transpose
 from .elementwise import arithmetic
 from .linear import fully_connected, matmul_tensors
 from .norm import batch_norm, group_norm, instance_norm, layer_norm
 from .reduce import softmax
-from .scalars import SCALAR_TYPES
 from .shape import concatenate
-
-
-@dataclass(frozen=True)
-class StoredWeight:
-    """8-bit weights as PT2E stores them: integers with their scale(s) and zero point(s),
-    per tensor or along ``axis`` (no PyTorch quantized tensor, which torch 2.13 deprecates)."""
-
-    values: torch.Tensor  # int8 or uint8
-    scale: float | torch.Tensor
-    zero_point: int | torch.Tensor
-    axis: int | None = None
-
-    def dim(self) -> int:
-        return self.values.dim()
-
-    def dequantize(self) -> torch.Tensor:
-        if self.axis is None:
-            return (self.values.double() - int(self.zero_point)) * float(self.scale)
-        shape = [1] * self.values.dim()
-        shape[self.axis] = -1
-        scale = torch.as_tensor(self.scale).double().reshape(shape)
-        zero_point = torch.as_tensor(self.zero_point).double().reshape(shape)
-        return (self.values.double() - zero_point) * scale
-
-
-@dataclass(frozen=True)
-class ConvParams:
-    """A quantized convolution's parameters as PyTorch's packed parameters hold them; the
-    PT2E fold (``qdq.py``) hands them to quantized::conv2d in place of a packed object."""
-
-    weight: torch.Tensor | StoredWeight  # quantized
-    bias: torch.Tensor | None
-    stride: list
-    padding: list | str
-    dilation: list
-    groups: int
-    transposed: bool = False
-    output_padding: tuple = (0, 0)
-
-
-@dataclass(frozen=True)
-class LinearParams:
-    """A quantized linear layer's parameters (PT2E fold), in place of a packed object."""
-
-    weight: torch.Tensor | StoredWeight  # quantized
-    bias: torch.Tensor | None
 
 
 def quantized_input(x) -> TensorValue:

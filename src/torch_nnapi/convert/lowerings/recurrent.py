@@ -41,11 +41,11 @@ import torch
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
-from ..context import Converter
+from ..builder.common import require_tensor, static_int
+from ..builder.context import Converter
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..values import TensorValue
 from . import lowering
-from ._common import require_tensor, static_int
 from .elementwise import arithmetic
 from .index import split_sizes
 from .shape import concatenate

@@ -8,19 +8,19 @@ channels-last tensors reduce in place; the result keeps the layout minus the red
 from __future__ import annotations
 
 from ...nnapi.codes import OperationType as Op
-from ...quantization.policy import fixed_output
-from .. import layout as lay
-from ..context import Converter
+from ..builder import layout as lay
+from ..builder.common import constant_float, dim_index, named_args, require_tensor
+from ..builder.context import Converter
+from ..builder.merged import fit, separate
+from ..builder.symbolic import SymInt
+from ..builder.values import TensorValue
+from ..capture.graph import DTYPE_OF_CODE
 from ..errors import Unsupported
-from ..merged import fit, separate
-from ..symbolic import SymInt
-from ..values import TensorValue
+from ..quant_policy import fixed_output
 from . import lowering
-from ._common import constant_float, dim_index, named_args, require_tensor
 from .activation import in_float
 from .elementwise import arithmetic, extremum, power
 from .pool import global_pool
-from .scalars import DTYPE_OF_CODE
 from .shape import squeeze
 
 

@@ -18,12 +18,12 @@ import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
-from ..context import Converter
+from ..builder.common import require_tensor, static_int, tile
+from ..builder.context import Converter
+from ..builder.symbolic import Sym, hint
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..symbolic import Sym, hint
-from ..values import TensorValue
 from . import lowering
-from ._common import require_tensor, static_int, tile
 from .activation import in_float
 from .conv import spatial_input
 from .elementwise import arithmetic

@@ -14,17 +14,12 @@ import operator
 
 import torch
 
-from ..context import Converter, is_number
+from ..builder.context import Converter, is_number
+from ..builder.symbolic import Sym, binary, sym_max, sym_min
+from ..builder.values import TensorValue
+from ..capture.graph import SCALAR_TYPES
 from ..errors import Unsupported
-from ..symbolic import Sym, binary, sym_max, sym_min
-from ..values import TensorValue
 from . import lowering
-
-# ScalarType codes of TorchScript's dtype values.
-SCALAR_TYPES = {"uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5,
-                "float32": 6, "float64": 7, "bool": 11, "qint8": 12, "quint8": 13,
-                "qint32": 14}
-DTYPE_OF_CODE = {code: name for name, code in SCALAR_TYPES.items()}
 
 
 def as_number(v):

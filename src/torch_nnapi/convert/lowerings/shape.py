@@ -12,14 +12,14 @@ import torch
 
 from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
-from .. import layout as lay
-from ..context import Converter
+from ..builder import layout as lay
+from ..builder.common import choose_layout, dim_index, require_tensor, static_int, tile
+from ..builder.context import Converter
+from ..builder.merged import regroup, reshape_in_place, separate, with_rank
+from ..builder.symbolic import Sym, SymInt, sym_min
+from ..builder.values import QUANT_DTYPES, TensorValue
 from ..errors import ConverterBug, Unsupported
-from ..merged import regroup, reshape_in_place, separate, with_rank
-from ..symbolic import Sym, SymInt, sym_min
-from ..values import QUANT_DTYPES, TensorValue
 from . import lowering
-from ._common import choose_layout, dim_index, require_tensor, static_int, tile
 from .index import strided_slice
 
 

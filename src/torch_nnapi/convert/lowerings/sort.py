@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
-from ..context import Converter
+from ..builder.common import dim_index, require_tensor, static_int
+from ..builder.context import Converter
+from ..builder.values import TensorValue
 from ..errors import Unsupported
-from ..values import TensorValue
 from . import lowering
-from ._common import dim_index, require_tensor, static_int
 from .index import gather_indices
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..nnapi.errors import BadDataError
-from ..nnapi.model import Model
+from ...nnapi.errors import BadDataError
+from ...nnapi.model import Model
 from .serialize import (
     HEADER_WORDS,
     SOURCE_IMMEDIATE,

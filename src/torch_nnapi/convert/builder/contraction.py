@@ -23,13 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
-from .. import layout as lay
-from ..context import Converter, OperandRef
 from ..errors import Unsupported
-from ..merged import stored_layout, view_runs
-from ..symbolic import Sym, SymInt, hint
-from ..values import TensorValue
-from ._common import tile
+from . import layout as lay
+from .common import tile
+from .context import Converter, OperandRef
+from .merged import stored_layout, view_runs
+from .symbolic import Sym, SymInt, hint
+from .values import TensorValue
 
 
 @dataclass(frozen=True)

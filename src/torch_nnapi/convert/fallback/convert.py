@@ -24,15 +24,15 @@ from typing import Any
 
 import torch
 
-from .api import nnapi_program
-from .capture import Captured, ExampleTensor, Value
-from .errors import ConversionError, UnsupportedUse
-from .fallback_partition import FallbackPolicy, Partition, Region, partition
-from .fallback_stitch import build_partitioned_module
-from .fallback_trial import free_values
-from .lower import dequantized_scale
-from .serialize import serialize
-from .values import QUANT_DTYPES
+from ..api import nnapi_program
+from ..builder.values import QUANT_DTYPES
+from ..capture.graph import ExampleTensor, Value, free_values
+from ..capture.script import Captured
+from ..errors import ConversionError, UnsupportedUse
+from ..pipeline.lowerer import dequantized_scale
+from ..torchscript.serialize import serialize
+from .partition import FallbackPolicy, Partition, Region, partition
+from .stitch import build_partitioned_module
 
 REPORT_VERSION = 1
 _ITEM_BYTES = {"float32": 4, "int32": 4, "int64": 8, "bool": 1, "quint8": 1, "float16": 2}

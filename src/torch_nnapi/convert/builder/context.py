@@ -17,24 +17,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..nnapi.codes import (
+from ...nnapi.codes import (
     MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES,
     FeatureLevel,
     OperandType,
     OperationType,
 )
-from ..nnapi.model import Model, Operation
-from ..nnapi.operand_types import type_info
-from ..nnapi.signatures import signature_of
+from ...nnapi.model import Model, Operation
+from ...nnapi.operand_types import type_info
+from ...nnapi.signatures import signature_of
+from ..errors import ConverterBug, Unsupported
 from . import layout as lay
 from .binding import Named, Slot, bind, trimmed_length
-from .errors import ConverterBug, Unsupported
 from .merged import default_groups, is_one, reshape_merged, same_dim, transpose_merged
 from .symbolic import Sym, SymInt, hint
 from .values import NNAPI_TYPE_OF, QUANT_DTYPES, TensorValue, dtype_name
 
 if TYPE_CHECKING:
-    from .capture import Node
+    from ..capture.graph import Node
 
 Op = OperationType
 

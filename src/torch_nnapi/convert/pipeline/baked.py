@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .capture import Node
-from .context import Converter
-from .symbolic import hint, round_up_amount, sym_min
-from .values import TensorValue
+from ..builder.context import Converter
+from ..builder.symbolic import hint, round_up_amount, sym_min
+from ..builder.values import TensorValue
+from ..capture.graph import Node
 
 
 @dataclass(frozen=True)

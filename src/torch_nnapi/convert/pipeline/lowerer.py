@@ -19,18 +19,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..nnapi.codes import OperationType as Op
-from ..nnapi.errors import BadDataError
-from ..nnapi.model import Lifetime
+from ...nnapi.codes import OperationType as Op
+from ...nnapi.errors import BadDataError
+from ...nnapi.model import Lifetime
+from ..builder import layout as lay
+from ..builder.context import Converter
+from ..builder.merged import ungroup
+from ..builder.symbolic import Sym, hint, input_dim
+from ..builder.values import RUNTIME_DTYPES, TensorValue, dtype_name
+from ..capture.graph import FUSED_KIND, ExampleTensor, Graph, Node, Value
+from ..errors import ConversionError, ConverterBug, Unsupported, UnsupportedUse
+from ..lowerings import lowering_for
 from . import baked, patterns
-from . import layout as lay
-from .capture import ExampleTensor, Graph, Node, Value
-from .context import Converter
-from .errors import ConversionError, ConverterBug, Unsupported, UnsupportedUse
-from .lowerings import lowering_for
-from .merged import ungroup
-from .symbolic import Sym, hint, input_dim
-from .values import RUNTIME_DTYPES, TensorValue, dtype_name
 
 
 class _Poison:
@@ -196,7 +196,7 @@ class Lowerer:
         if node.kind == "prim::If":
             self._lower_if(node, args)
             return
-        folded = (self._fold_steps(node, args) if node.kind == patterns.FUSED_KIND
+        folded = (self._fold_steps(node, args) if node.kind == FUSED_KIND
                   else self._fold(node, args))
         if folded is not _NOT_FOLDED:
             self._missing.pop(id(node), None)
@@ -443,7 +443,7 @@ def _quantized_on_host(value: Value, readers: dict) -> tuple[float, int] | None:
     quantizes it on the host, exactly as PyTorch does: NNAPI's QUANTIZE needs feature level
     3, while many quantized models need nothing else above level 1. Not for qint8, which
     PyTorch's NNAPI runtime cannot pass (values.RUNTIME_DTYPES): the model quantizes it."""
-    from .lowerings.scalars import SCALAR_TYPES
+    from ..capture.graph import SCALAR_TYPES
 
     found = set()
     for node in readers.get(value, []):

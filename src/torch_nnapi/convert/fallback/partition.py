@@ -22,24 +22,15 @@ from typing import Any
 
 import torch
 
-from ..nnapi.errors import BadDataError
-from . import patterns
-from .capture import Captured, ExampleTensor, Graph, Node, Value
-from .errors import ConversionError, ConverterBug, UnsupportedUse, one_line
-from .fallback_trial import (
-    Placer,
-    ShapeFacts,
-    Trial,
-    TrialLowerer,
-    free_values,
-    mutation_moves,
-    op_kinds,
-    shape_facts,
-    walk,
-)
-from .levels import model_requirements, operation_levels
-from .lower import InputSpec, Lowered, example_spec
-from .values import QUANT_DTYPES, TensorValue
+from ...nnapi.errors import BadDataError
+from ..builder.values import QUANT_DTYPES, TensorValue
+from ..capture.graph import ExampleTensor, Graph, Node, Value, free_values, walk
+from ..capture.script import Captured
+from ..errors import ConversionError, ConverterBug, UnsupportedUse, one_line
+from ..levels import model_requirements, operation_levels
+from ..pipeline import patterns
+from ..pipeline.lowerer import InputSpec, Lowered, example_spec
+from .trial import Placer, ShapeFacts, Trial, TrialLowerer, mutation_moves, op_kinds, shape_facts
 
 # NNAPI operations that only move or relabel data: a region of nothing else is not worth a
 # call (min_region_size counts the other operations).
@@ -342,7 +333,7 @@ class _RegionLowering:
         return {}
 
     def _lower(self, region: Region, trial: Trial) -> Lowered | dict[Node, str]:
-        from .api import lower_graph  # api imports this module's FallbackPolicy
+        from ..api import lower_graph  # api imports this module's FallbackPolicy
 
         out = Value("region_outputs", "Tuple", "TupleType")
         nodes = sorted(region.nodes + region.shared, key=self.order.__getitem__)

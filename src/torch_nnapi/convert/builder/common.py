@@ -9,12 +9,12 @@ import torch
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
-from .. import layout as lay
-from ..context import Converter, is_number
 from ..errors import Unsupported
-from ..merged import fit, regroup, with_rank
-from ..symbolic import Sym, SymInt, hint, hints
-from ..values import TensorValue, dtype_name
+from . import layout as lay
+from .context import Converter, is_number
+from .merged import fit, regroup, with_rank
+from .symbolic import Sym, SymInt, hint, hints
+from .values import TensorValue, dtype_name
 
 _DUMMY_DTYPES = {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32,
                  "int64": torch.int64, "bool": torch.bool}

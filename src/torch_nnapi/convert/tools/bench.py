@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from ..nnapi.model import Lifetime, Model
-from ..runtime.threads import get_num_threads
+from ...nnapi.model import Lifetime, Model
+from ...runtime.threads import get_num_threads
+from ..fallback.run import cpu_program, is_partitioned, region_programs, run_apart
 from .check import loaded_nnapi_library, tensor_error
-from .fallback_run import cpu_program, is_partitioned, region_programs, run_apart
 from .host import model_for, program_of
 from .threads import num_threads
 
@@ -224,7 +224,7 @@ def profile_program(program, inputs: Sequence[torch.Tensor], runs: int = 3,
                     region: int = -1) -> HostProfile:
     """:func:`profile_on_host` of one NnapiProgram (region ``region`` of a partitioned
     module)."""
-    from ..runtime import Compilation
+    from ...runtime import Compilation
 
     model = model_for(program, list(inputs))
     compilation = Compilation(model, preference=int(program.compilation_preference))

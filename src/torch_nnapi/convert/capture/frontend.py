@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 import torch
 
-from . import qdq
-from .capture import Captured, Graph, as_example_tuple, capture_script
-from .capture_export import capture_exported, export_module, flexible_dims, is_exported
-from .errors import CaptureError
+from ..errors import CaptureError
+from ..pipeline import qdq
+from .export import capture_exported, export_module, flexible_dims, is_exported
+from .graph import Graph
+from .script import Captured, as_example_tuple, capture_script
 
 CAPTURES = ("trace", "export")
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..nnapi.codes import OperandType
-from ..nnapi.codes import OperationType as Op
+from ...nnapi.codes import OperandType
+from ...nnapi.codes import OperationType as Op
+from ..errors import Unsupported
 from . import layout as lay
-from .errors import Unsupported
 from .symbolic import Sym, SymInt, hint, hints
 from .values import TensorValue
 

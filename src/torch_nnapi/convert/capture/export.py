@@ -27,12 +27,12 @@ from typing import Any
 
 import torch
 
-from .capture import NO_CONSTANT, Graph, Node, Value, example_of
-from .errors import CaptureError, ConverterBug
-from .lowerings.scalars import SCALAR_TYPES
+from ..errors import CaptureError, ConverterBug
+from .graph import NO_CONSTANT, SCALAR_TYPES, Graph, Node, Value
+from .script import example_of
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 # Python callables export records for SymInt arithmetic -> the TorchScript kind lowering it.
 _PYTHON_OPS = {

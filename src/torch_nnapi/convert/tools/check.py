@@ -38,15 +38,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..nnapi.codes import FeatureLevel, OperandType
-from ..nnapi.model import Model
-from .api import Conversion, convert_with_details
-from .capture import alternate_engine, quantized_engine
-from .compare import LayerDiff, compare_layers
-from .errors import ConversionError, ConverterBug, UnsupportedUse, one_line
-from .fallback import PartitionedConversion, PartitionReport, output_quantum
-from .frontend import example_inputs_of
-from .levels import (
+from ...nnapi.codes import FeatureLevel, OperandType
+from ...nnapi.model import Model
+from ..api import Conversion, convert_with_details
+from ..capture.frontend import example_inputs_of
+from ..capture.script import alternate_engine, quantized_engine
+from ..errors import ConversionError, ConverterBug, UnsupportedUse, one_line
+from ..fallback.convert import PartitionedConversion, PartitionReport, output_quantum
+from ..levels import (
     OperationLevel,
     Requirement,
     above,
@@ -54,7 +53,8 @@ from .levels import (
     operation_levels,
     origin_of,
 )
-from .lower import dequantized_scale
+from ..pipeline.lowerer import dequantized_scale
+from .compare import LayerDiff, compare_layers
 
 FLOAT_TOLERANCE = 1e-4  # relative to the magnitude of the layer or output
 # Quantized tensors (and float tensors dequantized from them), in quanta. PyTorch's quantized
@@ -281,7 +281,7 @@ def float_islands(model: Model, origins: Mapping[int, Any], level: int) -> list[
     """The float operations of a quantized model (DEQUANTIZE and QUANTIZE, their borders,
     excluded), grouped by the float operands connecting them, each
     with the PyTorch nodes they come from and why those run in float at ``level``."""
-    from ..quantization.policy import float_reason
+    from ..quant_policy import float_reason
 
     def is_float(operand: int) -> bool:
         return model.operands[operand].type in _FLOAT_TYPES

@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..nnapi.codes import OperandType
-from ..nnapi.signatures import OperationSignature, match_signature
-from ..nnapi.signatures._dsl import Arg, Cut, Form, MatchFailure
-from .errors import ConverterBug
+from ...nnapi.codes import OperandType
+from ...nnapi.signatures import OperationSignature, match_signature
+from ...nnapi.signatures._dsl import Arg, Cut, Form, MatchFailure
+from ..errors import ConverterBug
 
 T = TypeVar("T")
 # name -> operand; a variadic input or output (CONCATENATION's inputs) takes a list

@@ -23,11 +23,10 @@ import math
 
 import torch
 
-from ..quantization.policy import RULES, fixed_output
-from .capture import ExampleTensor, Graph, Node, Value
-from .lowerings.quantized import ConvParams, LinearParams, StoredWeight
-from .lowerings.scalars import DTYPE_OF_CODE, SCALAR_TYPES
-from .values import NNAPI_TYPE_OF
+from ..builder.values import NNAPI_TYPE_OF
+from ..capture.graph import DTYPE_OF_CODE, SCALAR_TYPES, ExampleTensor, Graph, Node, Value
+from ..capture.packed import ConvParams, LinearParams, StoredWeight
+from ..quant_policy import RULES, fixed_output
 
 _QUANTIZE = ("quantized_decomposed::quantize_per_tensor",)
 _DEQUANTIZE = ("quantized_decomposed::dequantize_per_tensor",

@@ -27,9 +27,9 @@ from typing import Any
 
 import torch
 
-from .capture_export import export_module, get_attribute, is_exported
+from ..capture.export import export_module, get_attribute, is_exported
+from ..capture.frontend import example_inputs_of
 from .codegen_ops import QUANT_HELPERS, CodegenError, literal, render_call
-from .frontend import example_inputs_of
 
 TOLERANCE = 1e-5
 
@@ -183,7 +183,7 @@ class _Writer:
         return name
 
     def _error(self, node: torch.fx.Node, reason: str) -> CodegenError:
-        from .capture_export import source_location
+        from ..capture.export import source_location
 
         return CodegenError(f"trace_to_code cannot express node {node.name}"
                             f" ({node.target}) at {source_location(node)}: {reason}")

@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from .capture import standalone_function
-from .fallback_stitch import REGION_PREFIX
+from ..capture.script import standalone_function
+from .stitch import REGION_PREFIX
 
 RegionRunner = Callable[[Any, list[torch.Tensor]], list[torch.Tensor]]
 

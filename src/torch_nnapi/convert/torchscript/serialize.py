@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..nnapi.codes import OperandType
-from ..nnapi.model import Lifetime, Model
-from .symbolic import Sym, SymInt, program
+from ...nnapi.codes import OperandType
+from ...nnapi.model import Lifetime, Model
+from ..builder.symbolic import Sym, SymInt, program
 
 VERSION = 1
 SOURCE_IMMEDIATE = 0

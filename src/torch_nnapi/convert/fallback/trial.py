@@ -24,18 +24,19 @@ numbers never cross a boundary (``fallback_partition.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from ..nnapi.model import Lifetime
-from .capture import Captured, ExampleTensor, Graph, Node, Value
-from .errors import ConverterBug, UnsupportedUse
-from .lower import POISON, InputSpec, Lowerer, value_readers
-from .symbolic import input_dim
-from .values import QUANT_DTYPES, RUNTIME_DTYPES, TensorValue
+from ...nnapi.model import Lifetime
+from ..builder.symbolic import input_dim
+from ..builder.values import QUANT_DTYPES, RUNTIME_DTYPES, TensorValue
+from ..capture.graph import ExampleTensor, Graph, Node, Value, free_values, walk
+from ..capture.script import Captured
+from ..errors import ConverterBug, UnsupportedUse
+from ..pipeline.lowerer import POISON, InputSpec, Lowerer, value_readers
 
 # dtypes a region can take from the CPU (PyTorch's NNAPI runtime passes float32, quint8 and
 # int32, not qint8; the region's wrapper casts int64 and bool to int32)
@@ -311,27 +312,6 @@ def _contains_poison(r: Any) -> bool:
     if r is POISON:
         return True
     return isinstance(r, (list, tuple)) and any(_contains_poison(x) for x in r)
-
-
-def walk(nodes: Iterable[Node]):
-    """Nodes and, after each, the nodes of its blocks."""
-    for n in nodes:
-        yield n
-        for b in n.blocks:
-            yield from walk(b.nodes)
-
-
-def free_values(node: Node) -> list[Value]:
-    """The values a top-level node reads, its blocks' reads from outside included."""
-    defined: set[Value] = set()
-    reads: list[Value] = []
-    for n in walk([node]):
-        if n is not node:
-            defined.update(n.outputs)
-        reads.extend(n.inputs)
-        for b in n.blocks:
-            reads.extend(b.outputs)
-    return [v for v in dict.fromkeys(reads) if v not in defined]
 
 
 # ------------------------------------------------------------------------------ mutation

@@ -20,82 +20,15 @@ import re
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-NO_CONSTANT = object()
+from .graph import Block, ExampleTensor, Graph, Node, Value
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-@dataclass(frozen=True)
-class ExampleTensor:
-    """A tensor's properties when the model runs on the example inputs."""
-
-    shape: tuple[int, ...]
-    dtype: str
-    scale: float = 0.0
-    zero_point: int = 0
-
-
-@dataclass(eq=False)
-class Value:
-    name: str
-    type: str  # TorchScript type as printed: "Tensor", "int", "int[]", "(Tensor, int)"
-    kind: str  # TorchScript type kind: "TensorType", "IntType", "ListType", ...
-    constant: Any = NO_CONSTANT
-    example: Any = None  # ExampleTensor for tensors, the value for numbers
-    tensor: Any = None  # the example tensor itself, kept only for layer-wise comparison
-    # the same tensor computed by another of PyTorch's quantized engines (see capture)
-    alternate: Any = None
-
-    @property
-    def is_constant(self) -> bool:
-        return self.constant is not NO_CONSTANT
-
-    def __repr__(self) -> str:
-        return f"%{self.name}"
-
-
-@dataclass(eq=False)
-class Block:
-    nodes: list[Node]
-    outputs: list[Value]
-
-
-@dataclass(eq=False)
-class Node:
-    kind: str
-    inputs: list[Value]
-    outputs: list[Value]
-    location: str = "<unknown>"
-    schema: str = ""
-    blocks: list[Block] = field(default_factory=list)
-    steps: list[Node] = field(default_factory=list)  # the nodes a fused node stands for
-
-    def __repr__(self) -> str:
-        outs = ", ".join(map(repr, self.outputs))
-        ins = ", ".join(map(repr, self.inputs))
-        return f"{outs} = {self.kind}({ins})"
-
-
-@dataclass(eq=False)
-class Graph:
-    inputs: list[Value]
-    nodes: list[Node]
-    output: Value  # what forward returns: a tensor, or a tuple/list built by a node
-
-    def walk(self):
-        """Every node, including those nested in blocks, in program order."""
-        def visit(nodes):
-            for n in nodes:
-                yield n
-                for b in n.blocks:
-                    yield from visit(b.nodes)
-        yield from visit(self.nodes)
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 # ------------------------------------------------------------------------------ entry point

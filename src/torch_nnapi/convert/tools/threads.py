@@ -12,8 +12,8 @@ from contextlib import contextmanager
 
 import torch
 
-from ..runtime import threads as runtime_threads
-from ..runtime.native import blas
+from ...runtime import threads as runtime_threads
+from ...runtime.native import blas
 
 
 def set_num_threads(threads: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..nnapi.codes import OperandType
+from ...nnapi.codes import OperandType
 from . import layout as lay
 from .symbolic import SymInt, hints
 

@@ -26,10 +26,11 @@ from typing import Any
 
 import torch
 
-from .capture import Captured, Node, Value
-from .errors import ConverterBug
-from .fallback_partition import Partition, Region
-from .wrapper import NnapiProgram
+from ..capture.graph import Node, Value
+from ..capture.script import Captured
+from ..errors import ConverterBug
+from ..torchscript.module import NnapiProgram
+from .partition import Partition, Region
 
 REGION_PREFIX = "region_"
 

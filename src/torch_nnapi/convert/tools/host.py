@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..nnapi.codes import OperandType
-from ..nnapi.model import Model
-from ..runtime import Compilation
-from .deserialize import deserialize
+from ...nnapi.codes import OperandType
+from ...nnapi.model import Model
+from ...runtime import Compilation
+from ..torchscript.deserialize import deserialize
 
 
 def program_of(module) -> Any:
@@ -42,7 +42,7 @@ def run_on_host(module, *inputs: torch.Tensor, relaxed_precision: str = "float32
     returns (a tensor or a tuple), plus per-operation timings when ``profile``. In a
     partitioned module (``fallback=True``) each region runs on the host runtime and the
     CPU nodes in TorchScript."""
-    from .fallback_run import is_partitioned, run_apart
+    from ..fallback.run import is_partitioned, run_apart
 
     given = list(inputs)
     if is_partitioned(module):

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..runtime import Compilation
-from . import layout as lay
-from .api import lower_graph
-from .frontend import capture_model
-from .symbolic import hints
-from .values import TensorValue
+from ...runtime import Compilation
+from ..api import lower_graph
+from ..builder import layout as lay
+from ..builder.symbolic import hints
+from ..builder.values import TensorValue
+from ..capture.frontend import capture_model
 
 
 @dataclass

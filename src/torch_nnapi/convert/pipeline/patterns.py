@@ -14,14 +14,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .capture import Graph, Node, Value
+from ..capture.graph import FILLED_KIND, FUSED_KIND, Graph, Node, Value
 
 RESHAPES = ("aten::view", "aten::reshape")
 PERMUTES = ("aten::transpose", "aten::permute")
-FUSED_KIND = "torch_nnapi::reshape_permute_reshape"
-# A factory whose regions are then filled through slices (Swin's attention mask):
-# ``m = x.new_zeros((H, W)); m[a:b, c:d] = k; ...``, lowered as a whole (lowerings/factory.py)
-FILLED_KIND = "torch_nnapi::filled_regions"
 FACTORIES = ("aten::zeros", "aten::ones", "aten::full", "aten::new_zeros", "aten::new_ones",
              "aten::new_full")
 
