@@ -7,7 +7,8 @@ import torch
 
 from torch_nnapi.convert.api import convert_with_details
 from torch_nnapi.convert.capture.script import capture_script
-from torch_nnapi.convert.fallback.partition import FallbackPolicy, Region, partition
+from torch_nnapi.convert.fallback.partition import Region, partition
+from torch_nnapi.convert.options import FallbackPolicy
 
 from . import fallback_models as fm
 from .test_fallback import image, partitioned

@@ -6,7 +6,7 @@ import json
 
 import torch
 
-from torch_nnapi.convert.fallback.convert import report_of
+from torch_nnapi.convert.fallback.report import report_of
 
 from . import fallback_models as fm
 from .test_fallback import image, partitioned

@@ -30,7 +30,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def describe(module) -> dict:
     """The NNAPI model inside a converted module (each region's, and the partition, for a
     partitioned one), as plain data."""
-    from ..convert.fallback.convert import report_of
+    from ..convert.fallback.report import report_of
     from ..convert.fallback.run import is_partitioned, region_programs
     from ..convert.tools.host import program_of
     from ..nnapi.codes import FeatureLevel
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if not info.get("partitioned"):
         print("\n".join(_render_program(info, args.summary)))
         return int(ExitCode.OK)
-    from ..convert.fallback.convert import PartitionReport
+    from ..convert.fallback.report import PartitionReport
 
     report = PartitionReport.from_json(info["partition"])
     print(f"NNAPI feature level {info['feature_level']} (Android {info['android']}, API"

@@ -50,7 +50,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def model_inputs(module) -> list[InputSpec]:
     """What the converted module takes: shapes (-1: flexible), dtypes, quantization (a
     partitioned module's, from its partition report)."""
-    from ..convert.fallback.convert import report_of
+    from ..convert.fallback.report import report_of
     from ..convert.tools.host import program_of
 
     report = report_of(module)

@@ -17,6 +17,8 @@ from ..nnapi.signatures import SIGNATURES
 from ..nnapi.signatures._rules import FixedQuantRule
 
 UINT8 = OperandType.TENSOR_QUANT8_ASYMM
+# The NNAPI operand type of each PyTorch 8-bit activation dtype.
+ACTIVATION_TYPES = {"quint8": UINT8, "qint8": OperandType.TENSOR_QUANT8_ASYMM_SIGNED}
 # The level that brought signed 8-bit activations (TENSOR_QUANT8_ASYMM_SIGNED, Android 11).
 SIGNED_LEVEL = 4
 

@@ -18,7 +18,8 @@ import torch
 from torch.fx import GraphModule
 
 from ..convert.capture.export import export_module, is_exported
-from ..convert.capture.frontend import Flexible, example_inputs_of, flexible_per_input
+from ..convert.capture.frontend import example_inputs_of, flexible_per_input
+from ..convert.options import Flexible
 from ._torchao import (
     convert_pt2e,
     move_exported_model_to_eval,

@@ -1,7 +1,7 @@
 """The front-ends that capture a PyTorch model as the graph the lowerings walk.
 
-``"trace"`` (``capture.py``): torch.jit.trace and freeze, what PyTorch Mobile's existing apps
-run. ``"export"`` (``capture_export.py``): torch.export, what PyTorch recommends today, and
+``"trace"`` (``script.py``): torch.jit.trace and freeze, what PyTorch Mobile's existing apps
+run. ``"export"`` (``export.py``): torch.export, what PyTorch recommends today, and
 the form PT2E quantization produces. An ``ExportedProgram`` (or the GraphModule of one) is
 always captured through export; an ``nn.Module`` through tracing unless asked otherwise.
 Both give the same :class:`Graph`, whose PT2E quantize/dequantize patterns are then folded
@@ -11,20 +11,19 @@ into quantized operations (``qdq.py``).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
 
 from ..errors import CaptureError
-from ..pipeline import qdq
+from ..options import Flexible
+from . import qdq
 from .export import capture_exported, export_module, flexible_dims, is_exported
 from .graph import Graph
 from .script import Captured, as_example_tuple, capture_script
 
 CAPTURES = ("trace", "export")
-
-Flexible = Mapping[int, Sequence[int]] | Sequence[Sequence[int]] | None
 
 
 @dataclass

@@ -1,177 +1,31 @@
 """CPU fallback: ``convert(model, x, fallback=True)`` for a model NNAPI cannot run whole.
 
-The captured graph is split into NNAPI regions and CPU nodes (``fallback_partition.py``);
-each region becomes its own serialized NNAPI model behind an
-:class:`~.wrapper.NnapiProgram`, and one TorchScript module runs the regions and the CPU
-nodes in order (``fallback_stitch.py``). Tensors are converted only where they cross a
-region boundary, by the region's program: NHWC <-> NCHW, int64 and bool <-> int32,
-quantization to the input's scale and zero point, and flexible sizes resolved at load.
-
-:class:`PartitionReport` describes the result (regions with their operation counts and
-boundary tensors, every CPU node with its source location and why it stays there); the
-module keeps it, as JSON, in its ``partition`` attribute, which ``torch-nnapi inspect``,
-``check`` and ``bench`` read.
+The captured graph is split into NNAPI regions and CPU nodes (``partition.py``); each region
+becomes its own serialized NNAPI model behind an :class:`~..torchscript.module.NnapiProgram`,
+and one TorchScript module runs the regions and the CPU nodes in order (``stitch.py``).
+Tensors are converted only where they cross a region boundary, by the region's program:
+NHWC <-> NCHW, int64 and bool <-> int32, quantization to the input's scale and zero point,
+and flexible sizes resolved at load. ``report.py`` describes the result.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 
-from ..api import nnapi_program
-from ..builder.values import QUANT_DTYPES
-from ..capture.graph import ExampleTensor, Value, free_values
+from ..capture.graph import Graph
 from ..capture.script import Captured
 from ..errors import ConversionError, UnsupportedUse
+from ..options import CompileOptions, FallbackPolicy
 from ..pipeline.lowerer import dequantized_scale
-from ..torchscript.serialize import serialize
-from .partition import FallbackPolicy, Partition, Region, partition
+from ..torchscript.program import nnapi_program, serialize_lowered
+from .partition import Partition, Region, partition
+from .report import PartitionReport, describe_partition, returned_values
 from .stitch import build_partitioned_module
-
-REPORT_VERSION = 1
-_ITEM_BYTES = {"float32": 4, "int32": 4, "int64": 8, "bool": 1, "quint8": 1, "float16": 2}
-
-
-@dataclass
-class BoundaryTensor:
-    """A tensor that enters or leaves a region."""
-
-    name: str  # the TorchScript value, e.g. "%input.3"
-    shape: list[int]  # at the example inputs; flexible dimensions are listed apart
-    dtype: str
-    bytes: int  # at the example inputs
-    peer: str  # where it comes from (inputs) or goes to (outputs)
-    flexible: list[int] = field(default_factory=list)
-
-
-@dataclass
-class RegionReport:
-    index: int
-    nodes: int  # PyTorch nodes it runs
-    operations: dict[str, int]  # NNAPI operation counts
-    size: int  # computing operations (what min_region_size compares)
-    feature_level: int
-    inputs: list[BoundaryTensor]
-    outputs: list[BoundaryTensor]
-    first: str  # source location of its first and last node
-    last: str
-
-
-@dataclass
-class CpuNodeReport:
-    kind: str
-    location: str
-    reason: str
-
-
-@dataclass
-class PartitionReport:
-    """Where a partitioned model runs what, and what crosses between NNAPI and the CPU."""
-
-    regions: list[RegionReport]
-    cpu: list[CpuNodeReport]
-    schedule: list[str]  # "region 0", "cpu 3" (index into cpu), in running order
-    recomputed: int  # folded nodes (sizes, lists) the CPU program rebuilds
-    policy: dict[str, Any]
-    inputs: list[dict] = field(default_factory=list)  # the model's: shape (-1 flexible), dtype
-    version: int = REPORT_VERSION
-
-    @property
-    def operation_count(self) -> int:
-        return sum(sum(r.operations.values()) for r in self.regions)
-
-    @property
-    def boundary_bytes(self) -> int:
-        return sum(t.bytes for r in self.regions for t in r.inputs + r.outputs)
-
-    @property
-    def feature_level(self) -> int:
-        return max((r.feature_level for r in self.regions), default=0)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> PartitionReport:
-        if data.get("version") != REPORT_VERSION:
-            raise ValueError(f"partition report version {data.get('version')!r}, this"
-                             f" torch-nnapi reads version {REPORT_VERSION}")
-        regions = [RegionReport(**dict(r, inputs=[BoundaryTensor(**t) for t in r["inputs"]],
-                                       outputs=[BoundaryTensor(**t) for t in r["outputs"]]))
-                   for r in data["regions"]]
-        return cls(regions, [CpuNodeReport(**c) for c in data["cpu"]], list(data["schedule"]),
-                   int(data["recomputed"]), dict(data["policy"]), list(data["inputs"]),
-                   int(data["version"]))
-
-    def summary(self) -> str:
-        regions, cpu = len(self.regions), len(self.cpu)
-        return (f"{regions} NNAPI region{'s' if regions != 1 else ''}"
-                f" ({self.operation_count} operations), {cpu} node{'s' if cpu != 1 else ''}"
-                f" on the CPU, {_size(self.boundary_bytes)} crossing")
-
-    def render(self, max_locations: int = 3) -> list[str]:
-        """The report as text: the running order with each region's boundary tensors, then
-        the CPU nodes grouped by op kind and reason."""
-        lines = [f"partitioned: {self.summary()}"]
-        pending: list[CpuNodeReport] = []
-
-        def flush() -> None:
-            if pending:
-                kinds = Counter(c.kind for c in pending)
-                lines.append(f"  CPU: {len(pending)} node{'s' if len(pending) != 1 else ''}"
-                             f" ({', '.join(f'{k} x{n}' for k, n in kinds.most_common(4))}"
-                             f"{', ...' if len(kinds) > 4 else ''})")
-                pending.clear()
-
-        for step in self.schedule:
-            what, _, number = step.partition(" ")
-            if what == "cpu":
-                pending.append(self.cpu[int(number)])
-                continue
-            flush()
-            r = self.regions[int(number)]
-            ops = ", ".join(f"{name} {n}" for name, n in r.operations.items())
-            lines.append(f"  region {r.index}: {r.nodes} PyTorch nodes, feature level"
-                         f" {r.feature_level}: {ops}")
-            lines.append(f"      from {r.first}")
-            lines.append(f"      to {r.last}")
-            for t in r.inputs:
-                lines.append(f"    in  {_tensor(t)} from {t.peer}")
-            for t in r.outputs:
-                lines.append(f"    out {_tensor(t)} to {t.peer}")
-        flush()
-        if self.cpu:
-            lines.append("on the CPU, and why:")
-            groups: dict[tuple[str, str], list[str]] = {}
-            for c in self.cpu:
-                groups.setdefault((c.kind, c.reason), []).append(c.location)
-            for (kind, reason), locations in sorted(groups.items(),
-                                                    key=lambda kv: (-len(kv[1]), kv[0])):
-                lines.append(f"  {kind} x{len(locations)}: {reason}")
-                for location in locations[:max_locations]:
-                    lines.append(f"      at {location}")
-                if len(locations) > max_locations:
-                    lines.append(f"      ... and {len(locations) - max_locations} more")
-        return lines
-
-
-def _tensor(t: BoundaryTensor) -> str:
-    dims = "x".join("?" if d in t.flexible else str(n) for d, n in enumerate(t.shape))
-    return f"%{t.name} {t.dtype}[{dims}] ({_size(t.bytes)})"
-
-
-def _size(n: int) -> str:
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MB"
-    if n >= 1 << 10:
-        return f"{n / (1 << 10):.1f} KB"
-    return f"{n} B"
 
 
 @dataclass
@@ -193,32 +47,35 @@ class PartitionedConversion:
         return self.report.feature_level
 
 
-def convert_partitioned(captured: Captured, examples: tuple, policy: FallbackPolicy, *,
-                        nhwc: Sequence[bool | None], flexible: Sequence[Sequence[int]],
-                        preference: int, relax: bool, start: float
-                        ) -> PartitionedConversion:
+def kept_on_cpu(graph: Graph, policy: FallbackPolicy) -> set[str]:
+    """The op kinds of ``graph`` that ``fallback_ops`` keeps on the CPU."""
+    kinds = {n.kind for n in graph.walk()} | {s.kind for n in graph.walk() for s in n.steps}
+    return kinds & set(policy.fallback_ops)
+
+
+def convert_partitioned(captured: Captured, examples: tuple[torch.Tensor, ...],
+                        policy: FallbackPolicy, *, nhwc: Sequence[bool | None],
+                        flexible: Sequence[Sequence[int]], compile: CompileOptions,
+                        start: float) -> PartitionedConversion:
     """Partitions ``captured`` and builds the module running it (see the module
     docstring); raises ConversionError when no part of the model runs on NNAPI."""
     captured = captured.without_mutation()
     part = partition(captured, examples, policy=policy, nhwc=nhwc, flexible=flexible,
-                     relax=relax)
+                     relax=compile.relax_fp32_to_fp16)
     if not part.regions:
         uses = [UnsupportedUse(c.node.kind, c.reason, c.node.location) for c in part.cpu]
         raise ConversionError(uses).with_hint(
             "hint: with fallback=True no part of the model is left for NNAPI"
             f" (min_region_size {policy.min_region_size})")
-    programs = []
-    for region in part.regions:
-        cx = region.result.cx
-        programs.append(nnapi_program(region.result,
-                                      serialize(cx.model, cx.sym_dims, cx.sym_values),
-                                      preference, relax))
+    programs = [nnapi_program(region.result, serialize_lowered(region.result), compile)
+                for region in part.regions]
     report = describe_partition(part, captured, policy, flexible)
     module = build_partitioned_module(captured, part, programs, json.dumps(report.to_json()))
     return PartitionedConversion(module, part, report, time.perf_counter() - start)
 
 
-def fallback_hint(captured: Captured, examples: tuple, policy: FallbackPolicy, *,
+def fallback_hint(captured: Captured, examples: tuple[torch.Tensor, ...],
+                  policy: FallbackPolicy, *,
                   nhwc: Sequence[bool | None], flexible: Sequence[Sequence[int]],
                   relax: bool) -> str:
     """The last line of a ConversionError: what ``fallback=True`` would make of the model
@@ -238,90 +95,10 @@ def fallback_hint(captured: Captured, examples: tuple, policy: FallbackPolicy, *
             " the CPU")
 
 
-# ------------------------------------------------------------------------------ the report
-
-
-def describe_partition(part: Partition, captured: Captured, policy: FallbackPolicy,
-                       flexible: Sequence[Sequence[int]] = ()) -> PartitionReport:
-    model_inputs = {v: i for i, v in enumerate(part.graph.inputs)}
-    cpu_index = {c.node: i for i, c in enumerate(part.cpu)}
-    producer_of: dict[Value, str] = {}
-    for i, region in enumerate(part.regions):
-        for v in region.outputs:
-            producer_of[v] = f"region {i}"
-    for c in part.cpu:
-        for v in c.node.outputs:
-            producer_of[v] = f"the CPU ({c.node.kind} at {c.node.location})"
-    readers: dict[Value, list[str]] = {}
-    for i, region in enumerate(part.regions):
-        for v in region.inputs:
-            readers.setdefault(v, []).append(f"region {i}")
-    returning = [n for n in part.recomputed if part.graph.output in n.outputs]
-    cpu_reads = {v for n in [c.node for c in part.cpu] + part.recomputed
-                 if n not in returning for v in free_values(n)}
-    returned = set(_returned(part))
-
-    def peer_in(v: Value) -> str:
-        if v in model_inputs:
-            return f"model input {model_inputs[v]}"
-        return producer_of.get(v, "the CPU")
-
-    def peer_out(v: Value, region: str) -> str:
-        found = [r for r in readers.get(v, []) if r != region]
-        if v in cpu_reads:
-            found.insert(0, "the CPU")
-        if v in returned:
-            found.append("the model's outputs")
-        return ", ".join(found) or "nowhere"
-
-    regions = []
-    for i, region in enumerate(part.regions):
-        name = f"region {i}"
-        lowered = region.result
-        flexible_in = [_flexible_dims(lowered, k) for k in range(len(region.inputs))]
-        regions.append(RegionReport(
-            i, len(region.nodes), region.operation_counts, region.size, region.feature_level,
-            [_boundary(v, peer_in(v), dims)
-             for v, dims in zip(region.inputs, flexible_in, strict=False)],
-            [_boundary(v, peer_out(v, name), []) for v in region.outputs],
-            region.nodes[0].location, region.nodes[-1].location))
-    schedule = []
-    for item in part.schedule:
-        if isinstance(item, Region):
-            schedule.append(f"region {part.regions.index(item)}")
-        elif item in cpu_index:
-            schedule.append(f"cpu {cpu_index[item]}")
-    cpu = [CpuNodeReport(c.node.kind, c.node.location, c.reason) for c in part.cpu]
-    inputs: list[dict[str, Any]] = []
-    for k, v in enumerate(part.graph.inputs):
-        dims = set(flexible[k]) if k < len(flexible) else set()
-        ex = v.example
-        if not isinstance(ex, ExampleTensor):
-            inputs.append({})
-            continue
-        entry: dict[str, Any] = {"shape": [-1 if d in dims else n
-                                           for d, n in enumerate(ex.shape)], "dtype": ex.dtype}
-        if ex.dtype in QUANT_DTYPES:
-            entry.update(scale=ex.scale, zero_point=ex.zero_point)
-        inputs.append(entry)
-    return PartitionReport(regions, cpu, schedule, len(part.recomputed), {
-        "fallback_ops": sorted(policy.fallback_ops), "min_region_size": policy.min_region_size,
-        "max_regions": policy.max_regions, "target_level": policy.target_level}, inputs)
-
-
-def _returned(part: Partition) -> list[Value]:
-    """The values the model returns (directly or in the tuple or list it returns)."""
-    out = part.graph.output
-    for n in part.graph.nodes:
-        if out in n.outputs and n.kind in ("prim::TupleConstruct", "prim::ListConstruct"):
-            return list(n.inputs)
-    return [out]
-
-
 def output_quantum(conversion: PartitionedConversion, output: int) -> float:
     """The quantum of returned tensor ``output`` when a region returns it dequantized from
-    a quantized tensor, else 0.0 (see :func:`~.lower.dequantized_scale`)."""
-    returned = _returned(conversion.partition)
+    a quantized tensor, else 0.0 (see :func:`~..pipeline.lowerer.dequantized_scale`)."""
+    returned = returned_values(conversion.partition)
     if output >= len(returned):
         return 0.0
     for region in conversion.regions:
@@ -330,30 +107,5 @@ def output_quantum(conversion: PartitionedConversion, output: int) -> float:
     return 0.0
 
 
-def _flexible_dims(lowered, k: int) -> list[int]:
-    spec = lowered.specs[k] if k < len(lowered.specs) else None
-    return sorted(spec.flexible) if spec is not None else []
-
-
-def _boundary(v: Value, peer: str, flexible: list[int]) -> BoundaryTensor:
-    ex = v.example
-    if not isinstance(ex, ExampleTensor):
-        return BoundaryTensor(v.name, [], "?", 0, peer, flexible)
-    count = 1
-    for n in ex.shape:
-        count *= n
-    return BoundaryTensor(v.name, list(ex.shape), ex.dtype,
-                          count * _ITEM_BYTES.get(ex.dtype, 4), peer, flexible)
-
-
-def report_of(module) -> PartitionReport | None:
-    """The partition report a converted module carries (None: it is one NNAPI model)."""
-    text = getattr(module, "partition", None)
-    if not isinstance(text, str):
-        return None
-    return PartitionReport.from_json(json.loads(text))
-
-
-__all__ = ["BoundaryTensor", "CpuNodeReport", "FallbackPolicy", "PartitionReport",
-           "PartitionedConversion", "RegionReport", "convert_partitioned",
-           "describe_partition", "fallback_hint", "output_quantum", "report_of"]
+__all__ = ["PartitionedConversion", "convert_partitioned", "fallback_hint", "kept_on_cpu",
+           "output_quantum"]

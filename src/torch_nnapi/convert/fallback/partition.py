@@ -28,34 +28,15 @@ from ..capture.graph import ExampleTensor, Graph, Node, Value, free_values, walk
 from ..capture.script import Captured
 from ..errors import ConversionError, ConverterBug, UnsupportedUse, one_line
 from ..levels import model_requirements, operation_levels
+from ..options import FallbackPolicy
 from ..pipeline import patterns
+from ..pipeline.layout_choice import lower_graph
 from ..pipeline.lowerer import InputSpec, Lowered, example_spec
 from .trial import Placer, ShapeFacts, Trial, TrialLowerer, mutation_moves, op_kinds, shape_facts
 
 # NNAPI operations that only move or relabel data: a region of nothing else is not worth a
 # call (min_region_size counts the other operations).
 DATA_MOVES = frozenset({"RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS"})
-
-
-@dataclass(frozen=True)
-class FallbackPolicy:
-    """The knobs of the CPU fallback (see ``convert(..., fallback=True)``)."""
-
-    fallback_ops: frozenset[str] = frozenset()  # op kinds kept on the CPU
-    min_region_size: int = 1  # computing NNAPI operations a region needs
-    max_regions: int | None = None  # at most this many regions (the largest)
-    target_level: int | None = None  # operations above it run on the CPU
-
-    def __post_init__(self) -> None:
-        given: frozenset[object] = self.fallback_ops  # what the caller passed, unchecked
-        for kind in given:
-            if not isinstance(kind, str) or "::" not in kind:
-                raise ValueError(f"fallback_ops holds TorchScript op kinds such as"
-                                 f" 'aten::softmax', got {kind!r}")
-        if int(self.min_region_size) < 0:
-            raise ValueError(f"min_region_size must be >= 0, got {self.min_region_size}")
-        if self.max_regions is not None and int(self.max_regions) < 1:
-            raise ValueError(f"max_regions must be >= 1, got {self.max_regions}")
 
 
 @dataclass(eq=False)
@@ -333,8 +314,6 @@ class _RegionLowering:
         return {}
 
     def _lower(self, region: Region, trial: Trial) -> Lowered | dict[Node, str]:
-        from ..api import lower_graph  # api imports this module's FallbackPolicy
-
         out = Value("region_outputs", "Tuple", "TupleType")
         nodes = sorted(region.nodes + region.shared, key=self.order.__getitem__)
         sub = Graph(list(region.inputs), nodes, out)
@@ -360,8 +339,8 @@ class _RegionLowering:
             return placers[-1]
 
         try:
-            return lower_graph(sub, tuple(examples), choices, flexible, self.relax,
-                               make_lowerer=make)
+            return lower_graph(sub, tuple(examples), nhwc=choices, flexible=flexible,
+                               relax=self.relax, make_lowerer=make)
         except (ConversionError, ConverterBug, BadDataError) as e:
             failed = {n: "; ".join(dict.fromkeys(reasons))
                       for n, reasons in (placers[-1].failed.items() if placers else ())

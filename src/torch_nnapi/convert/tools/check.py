@@ -44,7 +44,8 @@ from ..api import Conversion, convert_with_details
 from ..capture.frontend import example_inputs_of
 from ..capture.script import alternate_engine, quantized_engine
 from ..errors import ConversionError, ConverterBug, UnsupportedUse, one_line
-from ..fallback.convert import PartitionedConversion, PartitionReport, output_quantum
+from ..fallback.convert import PartitionedConversion, output_quantum
+from ..fallback.report import PartitionReport
 from ..levels import (
     OperationLevel,
     Requirement,

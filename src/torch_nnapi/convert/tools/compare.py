@@ -29,11 +29,11 @@ import numpy as np
 import torch
 
 from ...runtime import Compilation
-from ..api import lower_graph
 from ..builder import layout as lay
 from ..builder.symbolic import hints
 from ..builder.values import TensorValue
 from ..capture.frontend import capture_model
+from ..pipeline.layout_choice import lower_graph
 
 
 @dataclass
@@ -61,9 +61,10 @@ def compare_layers(model, example_inputs, *, alternate: str | None = None,
                              flexible=options.get("flexible"), keep_values=True,
                              alternate=alternate)
     graph, examples = captured.graph, captured.examples
-    lowered = lower_graph(graph, examples, options.get("nhwc"), captured.flexible,
-                          bool(options.get("relax_fp32_to_fp16", False)),
-                          options.get("target_level"))
+    lowered = lower_graph(graph, examples, nhwc=options.get("nhwc"),
+                          flexible=captured.flexible,
+                          relax=bool(options.get("relax_fp32_to_fp16", False)),
+                          target_level=options.get("target_level"))
     model_ = lowered.cx.model
     inputs = []
     for x, held in zip(examples, lowered.inputs, strict=False):

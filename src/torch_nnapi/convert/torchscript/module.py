@@ -25,6 +25,8 @@ from typing import Optional
 
 import torch
 
+from .spec import ProgramSpec
+
 # 2: input_casts may quantize (CAST_QUANTIZE, input_scales/zero_points); 3: the compilation
 # lives in a submodule that saves as nothing, weight and input dtypes are checked, and each
 # operation's PyTorch origin is recorded; input_groups/output_groups: NNAPI dimensions merging
@@ -166,56 +168,46 @@ class NnapiProgram(torch.nn.Module):
     input_groups: list[list[int]]
     output_groups: list[list[int]]
 
-    def __init__(self, ser_model: torch.Tensor, weights: list[torch.Tensor],
-                 patch_offsets: list[int], patch_programs: list[list[int]],
-                 guard_programs: list[list[int]], guard_values: list[int],
-                 guard_messages: list[str], input_shapes: list[list[int]],
-                 input_perms: list[list[int]], input_casts: list[int],
-                 input_scales: list[float], input_zero_points: list[int],
-                 output_shapes: list[list[list[int]]], output_perms: list[list[int]],
-                 output_kinds: list[int], output_scales: list[float],
-                 output_zero_points: list[int], output_ranks: list[int],
-                 output_map: list[int], compilation_preference: int, relax_f32_to_f16: bool,
-                 feature_level: int, *, input_dtypes: list[torch.dtype] | None = None,
-                 operation_origins: list[str] | None = None,
-                 input_groups: list[list[int]] | None = None,
-                 output_groups: list[list[int]] | None = None):
+    def __init__(self, spec: ProgramSpec):
         super().__init__()
-        self.ser_model = ser_model
-        self.weights = weights
-        self.patch_offsets = patch_offsets
-        self.patch_programs = patch_programs
-        self.guard_programs = guard_programs
-        self.guard_values = guard_values
-        self.guard_messages = guard_messages
-        self.input_shapes = input_shapes
-        self.input_perms = input_perms
-        self.input_casts = input_casts
-        self.input_scales = input_scales
-        self.input_zero_points = input_zero_points
-        self.output_shapes = output_shapes
-        self.output_perms = output_perms
-        self.output_kinds = output_kinds
-        self.output_scales = output_scales
-        self.output_zero_points = output_zero_points
-        self.output_ranks = output_ranks
-        self.output_map = output_map
-        self.compilation_preference = compilation_preference
-        self.relax_f32_to_f16 = relax_f32_to_f16
-        self.feature_level = feature_level
+        self.ser_model = spec.serialized
+        self.weights = list(spec.weights)
+        sizes = spec.load_time
+        self.patch_offsets = list(sizes.patch_offsets)
+        self.patch_programs = list(sizes.patch_programs)
+        self.guard_programs = list(sizes.guard_programs)
+        self.guard_values = list(sizes.guard_values)
+        self.guard_messages = list(sizes.guard_messages)
+        inputs, outputs = spec.inputs, spec.outputs
+        self.input_shapes = [i.shape for i in inputs]
+        self.input_perms = [i.perm for i in inputs]
+        self.input_casts = [i.cast for i in inputs]
+        self.input_scales = [i.scale for i in inputs]
+        self.input_zero_points = [i.zero_point for i in inputs]
+        self.output_shapes = [o.shape for o in outputs]
+        self.output_perms = [o.perm for o in outputs]
+        self.output_kinds = [o.kind for o in outputs]
+        self.output_scales = [o.scale for o in outputs]
+        self.output_zero_points = [o.zero_point for o in outputs]
+        self.output_ranks = [o.rank for o in outputs]
+        self.output_map = list(spec.output_map)
+        self.compilation_preference = spec.compile.preference
+        self.relax_f32_to_f16 = spec.compile.relax_fp32_to_fp16
+        self.feature_level = spec.feature_level
         # per input/output: run lengths of the stored (permuted) dimensions that one NNAPI
         # dimension merges; [] when each is its own (every tensor of rank <= 4)
-        self.input_groups = input_groups or [[] for _ in input_shapes]
-        self.output_groups = output_groups or [[] for _ in output_shapes]
+        self.input_groups = [i.groups for i in inputs]
+        self.output_groups = [o.groups for o in outputs]
         self.format_version = FORMAT_VERSION
         self.compiled = CompiledModel()
-        self.weight_dtypes = [dtype_code(w.dtype) for w in weights]
-        self.weight_shapes = [list(w.shape) for w in weights]
+        self.weight_dtypes = [dtype_code(w.dtype) for w in self.weights]
+        self.weight_shapes = [list(w.shape) for w in self.weights]
         # the dtype each input must have (none given: not checked)
-        self.input_dtypes = [dtype_code(d) for d in input_dtypes or []]
+        given = [i.dtype for i in inputs]
+        self.input_dtypes = [] if None in given else [dtype_code(d) for d in given]
         self.dtype_names = {dtype_code(d): str(d).replace("torch.", "") for d in NAMED_DTYPES}
         # per NNAPI operation, the PyTorch code it comes from (for inspect)
-        self.operation_origins = list(operation_origins or [])
+        self.operation_origins = list(spec.operation_origins)
 
     def _evaluate(self, prog: list[int], shapes: list[list[int]]) -> int:
         stack: list[int] = []

@@ -23,10 +23,9 @@ import math
 
 import torch
 
-from ..builder.values import NNAPI_TYPE_OF
-from ..capture.graph import DTYPE_OF_CODE, SCALAR_TYPES, ExampleTensor, Graph, Node, Value
-from ..capture.packed import ConvParams, LinearParams, StoredWeight
-from ..quant_policy import RULES, fixed_output
+from ..quant_policy import ACTIVATION_TYPES, RULES, fixed_output
+from .graph import DTYPE_OF_CODE, SCALAR_TYPES, ExampleTensor, Graph, Node, Value
+from .packed import ConvParams, LinearParams, StoredWeight
 
 _QUANTIZE = ("quantized_decomposed::quantize_per_tensor",)
 _DEQUANTIZE = ("quantized_decomposed::dequantize_per_tensor",
@@ -196,7 +195,7 @@ class _Folder:
             return
         out = end[0].outputs[0]
         scale, zero_point = self.quantized[out]
-        expected = fixed_output(RULES[node.kind].nnapi, NNAPI_TYPE_OF[self.dtypes[out]])
+        expected = fixed_output(RULES[node.kind].nnapi, ACTIVATION_TYPES[self.dtypes[out]])
         if expected is None or self.dtypes[x] != self.dtypes[out] or not (
                 math.isclose(scale, expected[0], rel_tol=1e-6) and zero_point == expected[1]):
             return
