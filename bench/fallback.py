@@ -15,7 +15,7 @@ processes keep busy, 1 thread avoids OpenMP pools spinning against them).
   RPN's proposal filters and the whole second stage (on the proposals it kept) on the CPU.
 - ``ssd300``, ``retinanet``, ``fcos``, ``faster_rcnn_r50``, ``mask_rcnn`` (and the heavier
   ``retinanet_v2``, ``faster_rcnn_r50_v2``, ``keypoint_rcnn``, ``mask_rcnn_v2``): the other
-  torchvision detectors as the slow tests run them (tests/convert/test_fallback_detection.py:
+  torchvision detectors as the slow tests run them (tests/convert/fallback/test_detection.py:
   320x320 images, 100 proposals in the two-stage ones). Their eager roi_align is the test
   helper's Python operator (torchvision's C++ one cannot load with the CPU torch), on both
   sides of the ratio.

@@ -27,7 +27,7 @@ def __getattr__(name: str) -> Any:
     if name == "quantize":
         return importlib.import_module(".quantization.api", __name__).quantize
     if name == "trace_to_code":
-        return importlib.import_module(".convert.codegen", __name__).trace_to_code
+        return importlib.import_module(".convert.tools.codegen", __name__).trace_to_code
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

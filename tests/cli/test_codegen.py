@@ -53,7 +53,7 @@ def test_codegen_refuses_torchscript(tmp_path, capsys):
 
 
 def test_codegen_names_what_export_cannot_capture(tmp_path, capsys):
-    from ..convert.test_capture_export import Specialized
+    from ..convert.capture.test_export import Specialized
 
     source = _pickled(tmp_path, Specialized())
     assert main(["codegen", source, "-o", str(tmp_path / "x.py"),
@@ -78,7 +78,7 @@ def test_convert_and_check_an_exported_program_file(tmp_path, capsys):
 
 
 def test_convert_and_check_an_exported_program_with_the_fallback(tmp_path, capsys):
-    from ..convert.test_capture_export import ConvCumsum
+    from ..convert.capture.test_export import ConvCumsum
 
     x = torch.randn(1, 3, 8, 8)
     program = tmp_path / "cumsum.pt2"
@@ -96,7 +96,7 @@ def test_convert_and_check_an_exported_program_with_the_fallback(tmp_path, capsy
 def test_check_lists_float_islands(tmp_path, capsys):
     from torch_nnapi.quantization import quantize
 
-    from ..convert.test_qdq import HardSwish
+    from ..convert.capture.test_qdq import HardSwish
 
     torch.manual_seed(0)
     x = torch.randn(1, 3, 8, 8)

@@ -75,8 +75,8 @@ def test_zoo_cnns_need_feature_level_1(name):
 def test_quantized_zoo_cnns_need_feature_level_1(name, qnnpack):
     """Per-tensor quantized: the input is also quantized on the host (QUANTIZE needs 3)."""
     from .harness import compare_in_quanta, dequantized_scale, run
+    from .lowerings.test_quantized import fx_quantize
     from .test_models import QUANTIZED_MODELS
-    from .test_quantized import fx_quantize
 
     x = torch.randn(1, 3, 64, 64)
     q = fx_quantize(zoo.randomize_batchnorm(QUANTIZED_MODELS[name]()), x)

@@ -56,7 +56,7 @@ def test_fx_quantized_model(name, per_channel, qnnpack):
     from torch_nnapi.convert.tools.compare import compare_layers
 
     from .harness import compare_in_quanta, convert, dequantized_scale, run
-    from .test_quantized import fx_quantize
+    from .lowerings.test_quantized import fx_quantize
 
     torch.manual_seed(0)
     x = torch.randn(1, 3, 64, 64)
