@@ -1,0 +1,5 @@
+"""What lowerings build an NNAPI model with: the model under construction (``context.py``:
+the :class:`~.context.Converter` a lowering receives as ``cx``), what a PyTorch tensor is in
+it (``values.py``), sizes known only at load time (``symbolic.py``), dimension orders and
+merged dimensions (``layout.py``, ``merged.py``), operands by signature name
+(``binding.py``), and the building blocks several op families share."""

@@ -1,0 +1,5 @@
+"""The pipeline: a captured graph -> an NNAPI Model. ``lowerer.py`` walks the graph and calls
+each node's lowering (folding what is known at conversion time), ``patterns.py`` rewrites
+patterns lowered as a whole, ``baked.py`` guards decisions a capture bakes in, and
+``layout_choice.py`` is the entry point: :func:`~.layout_choice.lower_graph` (with the
+input layouts chosen) and :func:`~.layout_choice.require_level`."""
