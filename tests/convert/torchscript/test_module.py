@@ -1,4 +1,4 @@
-"""The converted module (convert/wrapper.py): saving after running, and the checks that keep
+"""The converted module (convert/torchscript/module.py): saving after running, and the checks that keep
 a module from computing on inputs or weights it was not converted for."""
 
 from __future__ import annotations
