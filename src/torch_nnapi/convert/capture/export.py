@@ -76,6 +76,9 @@ def export_module(model: torch.nn.Module, examples: tuple,
     """``torch.export.export`` of ``model`` in eval mode (training mode for QAT), with each
     flexible dimension a ``Dim``; raises ValueError naming a flexible dimension the model
     specializes."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"expected an nn.Module, an ExportedProgram or the GraphModule of one,"
+                        f" got {type(model).__name__}")
     model = model.train(train)
     dynamic = None
     if any(flexible):
