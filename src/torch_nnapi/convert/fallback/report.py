@@ -66,7 +66,8 @@ class PartitionReport:
     schedule: list[str]  # "region 0", "cpu 3" (index into cpu), in running order
     recomputed: int  # folded nodes (sizes, lists) the CPU program rebuilds
     policy: dict[str, Any]
-    inputs: list[dict] = field(default_factory=list)  # the model's: shape (-1 flexible), dtype
+    # the model's inputs: shape (-1 flexible), dtype, and scale and zero point if quantized
+    inputs: list[dict[str, Any]] = field(default_factory=list)
     version: int = REPORT_VERSION
 
     @property
@@ -81,11 +82,11 @@ class PartitionReport:
     def feature_level(self) -> int:
         return max((r.feature_level for r in self.regions), default=0)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> PartitionReport:
+    def from_json(cls, data: dict[str, Any]) -> PartitionReport:
         if data.get("version") != REPORT_VERSION:
             raise ValueError(f"partition report version {data.get('version')!r}, this"
                              f" torch-nnapi reads version {REPORT_VERSION}")
@@ -254,7 +255,7 @@ def _boundary(v: Value, peer: str, flexible: list[int]) -> BoundaryTensor:
                           count * _ITEM_BYTES.get(ex.dtype, 4), peer, flexible)
 
 
-def report_of(module) -> PartitionReport | None:
+def report_of(module: object) -> PartitionReport | None:
     """The partition report a converted module carries (None: it is one NNAPI model)."""
     text = getattr(module, "partition", None)
     if not isinstance(text, str):
