@@ -105,8 +105,10 @@ class _Writer:
         docstring = (f'"""{self.class_name}, captured with torch.export and written by'
                      f" torch_nnapi.trace_to_code.\n\nWeights: {self.weights_name} beside this"
                      ' file (load() reads it)."""\n')
-        parts = [docstring, "import os\n", "import torch", "import torch.nn.functional as F",
-                 "from torch import nn"]
+        # annotations postponed: a derive function copied below may name types the file
+        # does not import
+        parts = [docstring, "from __future__ import annotations\n", "import os\n",
+                 "import torch", "import torch.nn.functional as F", "from torch import nn"]
         parts += sorted(self.imports)
         for kind in sorted(self.helpers):
             parts.append("\n" + QUANT_HELPERS[kind][1].rstrip())
