@@ -90,7 +90,8 @@ def test_quantization_stages(tmp_path):
     calibrate(prepared, [torch.randn(1, 3, 32, 32) for _ in range(2)])
     result = trace_to_code(prepared, (x,), str(tmp_path / "prepared.py"))
     text = (tmp_path / "prepared.py").read_text()
-    assert "MinMaxObserver(" in text and "def bias_qparams(observers)" in text
+    assert "MinMaxObserver(" in text
+    assert "def bias_qparams(observers: Sequence[ObserverBase])" in text
     assert "DerivedObserverOrFakeQuantize(" in text
     observers = [m for m in _load(result.path).load().modules() if "Observer" in type(m).__name__]
     assert observers and all(o.min_val.numel() for o in observers if hasattr(o, "min_val"))
