@@ -20,12 +20,13 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
 
 from ...nnapi.model import Lifetime, Model
 from ...runtime.threads import get_num_threads
-from ..fallback.run import cpu_program, is_partitioned, region_programs, run_apart
+from ..fallback.run import Trace, cpu_program, is_partitioned, region_programs, run_apart
 from .check import loaded_nnapi_library, tensor_error
 from .host import model_for, program_of
 from .threads import num_threads
@@ -49,7 +50,7 @@ class Latency:
     def minimum(self) -> float:
         return min(self.seconds)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, float]:
         return {"runs": len(self.seconds), "median_ms": self.median * 1e3,
                 "p90_ms": self.p90 * 1e3, "min_ms": self.minimum * 1e3,
                 "mean_ms": statistics.fmean(self.seconds) * 1e3}
@@ -101,7 +102,7 @@ class RegionTime:
 
 @dataclass
 class BenchReport:
-    inputs: list[dict]
+    inputs: list[dict[str, Any]]  # per input: shape, dtype
     threads: int | None
     backend: str = ""
     compile_seconds: float = 0.0
@@ -113,7 +114,7 @@ class BenchReport:
     # With several threads, a few runs on one thread: more threads should never be slower.
     single_thread: Latency | None = None
     eager: Latency | None = None
-    output_errors: list[dict] = field(default_factory=list)
+    output_errors: list[dict[str, Any]] = field(default_factory=list)  # output, error, unit
     profile: HostProfile | None = None
     regions: list[RegionTime] = field(default_factory=list)  # a partitioned module's
     cpu: Latency | None = None  # a partitioned module's CPU nodes alone
@@ -141,17 +142,18 @@ class BenchReport:
             return None
         return self.nnapi.median - self.profile.wall_seconds
 
-    def to_json(self, slowest: int = 10) -> dict:
-        data = {"inputs": self.inputs, "threads": self.threads, "backend": self.backend,
-                "compile_ms": self.compile_seconds * 1e3,
-                "first_run_ms": self.first_run_seconds * 1e3, "first_use": self.first_use,
-                "nnapi": self.nnapi.to_json() if self.nnapi else None,
-                "eager": self.eager.to_json() if self.eager else None,
-                "ratio": self.ratio, "output_errors": self.output_errors,
-                "single_thread": self.single_thread.to_json() if self.single_thread else None,
-                "pools_contend": self.pools_contend,
-                "outside_runtime_ms": None if self.outside_runtime is None
-                else self.outside_runtime * 1e3}
+    def to_json(self, slowest: int = 10) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "inputs": self.inputs, "threads": self.threads, "backend": self.backend,
+            "compile_ms": self.compile_seconds * 1e3,
+            "first_run_ms": self.first_run_seconds * 1e3, "first_use": self.first_use,
+            "nnapi": self.nnapi.to_json() if self.nnapi else None,
+            "eager": self.eager.to_json() if self.eager else None,
+            "ratio": self.ratio, "output_errors": self.output_errors,
+            "single_thread": self.single_thread.to_json() if self.single_thread else None,
+            "pools_contend": self.pools_contend,
+            "outside_runtime_ms": None if self.outside_runtime is None
+            else self.outside_runtime * 1e3}
         if self.regions:
             data["regions"] = [{"region": r.index, "operations": r.operations,
                                 **r.latency.to_json()} for r in self.regions]
@@ -188,7 +190,8 @@ def time_calls(call: Callable[[], object], runs: int, warmup: int = WARMUP) -> L
     return Latency(seconds)
 
 
-def first_run(module, inputs: Sequence[torch.Tensor]) -> tuple[float, float]:
+def first_run(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor]
+              ) -> tuple[float, float]:
     """(compile seconds, first-run seconds) of a converted module on PyTorch's NNAPI
     runtime: its compilation is dropped, redone, then the module runs once."""
     program = program_of(module)
@@ -200,8 +203,8 @@ def first_run(module, inputs: Sequence[torch.Tensor]) -> tuple[float, float]:
     return compiled - start, time.perf_counter() - compiled
 
 
-def _first_partitioned_run(module, inputs: Sequence[torch.Tensor], trace
-                           ) -> tuple[float, float]:
+def _first_partitioned_run(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
+                           trace: Trace) -> tuple[float, float]:
     """:func:`first_run` of a partitioned module: every region compiled on what the
     module gives it."""
     compile_seconds = 0.0
@@ -215,12 +218,13 @@ def _first_partitioned_run(module, inputs: Sequence[torch.Tensor], trace
     return compile_seconds, time.perf_counter() - start
 
 
-def profile_on_host(module, inputs: Sequence[torch.Tensor], runs: int = 3) -> HostProfile:
+def profile_on_host(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
+                    runs: int = 3) -> HostProfile:
     """Per-operation times of the module's NNAPI model on the host runtime (medians)."""
     return profile_program(program_of(module), inputs, runs)
 
 
-def profile_program(program, inputs: Sequence[torch.Tensor], runs: int = 3,
+def profile_program(program: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor], runs: int = 3,
                     region: int = -1) -> HostProfile:
     """:func:`profile_on_host` of one NnapiProgram (region ``region`` of a partitioned
     module)."""
@@ -270,7 +274,7 @@ def _is_tensor(model: Model, index: int) -> bool:
     return not operand.info.is_scalar and operand.lifetime is not Lifetime.NO_VALUE
 
 
-def _operand(model: Model, shapes, index: int) -> str:
+def _operand(model: Model, shapes: Sequence[Sequence[int]] | None, index: int) -> str:
     operand = model.operands[index]
     shape = shapes[index] if shapes is not None else operand.dimensions
     dims = "x".join(str(int(d)) for d in shape) or "scalar"
@@ -280,8 +284,9 @@ def _operand(model: Model, shapes, index: int) -> str:
 # ------------------------------------------------------------------------------ the bench
 
 
-def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
-                 threads: int | None = None, original=None, profile_runs: int = 3,
+def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor], *,
+                 runs: int = 20, threads: int | None = None,
+                 original: Callable[..., object] | None = None, profile_runs: int = 3,
                  progress: Callable[[str], None] | None = None) -> BenchReport:
     """Latency of a converted module on PyTorch's NNAPI runtime (and of ``original`` in
     eager PyTorch when given), and its host-runtime profile (``profile_runs=0``: none).
@@ -333,7 +338,8 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
     return report
 
 
-def _time_apart(report: BenchReport, module, inputs: tuple, trace, runs: int) -> None:
+def _time_apart(report: BenchReport, module: torch.jit.ScriptModule,
+                inputs: tuple[torch.Tensor, ...], trace: Trace, runs: int) -> None:
     """Each region alone on what the module gives it; the CPU nodes alone on the regions'
     outputs."""
     calls = zip(region_programs(module), trace.region_inputs, strict=True)

@@ -54,6 +54,7 @@ from ..levels import (
     operation_levels,
     origin_of,
 )
+from ..options import Flexible, NhwcRequest
 from ..pipeline.lowerer import dequantized_scale
 from .compare import LayerDiff, compare_layers
 
@@ -81,7 +82,7 @@ class FloatIsland:
     """Connected float operations of a quantized model, and the PyTorch ops behind them."""
 
     operations: dict[str, int]  # NNAPI operation -> count
-    sources: list[dict]  # {"kind", "location", "reason"} per PyTorch node
+    sources: list[dict[str, str]]  # {"kind", "location", "reason"} per PyTorch node
 
 
 @dataclass
@@ -147,7 +148,7 @@ class TensorCheck:
 
 @dataclass
 class CheckReport:
-    inputs: list[dict]
+    inputs: list[dict[str, Any]]  # per input: shape, dtype (and nhwc once converted)
     unsupported: list[UnsupportedUse] = field(default_factory=list)
     unsupported_text: str = ""
     errors: list[str] = field(default_factory=list)  # converter bugs, runtime failures
@@ -231,7 +232,7 @@ class CheckReport:
             return 2
         return 0 if self.fits_target else 3
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         for name in ("outputs", "layers"):
             for entry, check in zip(data[name], getattr(self, name), strict=False):
@@ -252,7 +253,7 @@ class CheckReport:
 # ------------------------------------------------------------------------------ levels
 
 
-def layout_transposes(model: Model, origins: Mapping[int, Any] | None = None
+def layout_transposes(model: Model, origins: Mapping[int, object] | None = None
                       ) -> list[Transpose]:
     """Every TRANSPOSE: the converter emits one only where an operation needs its input in
     another order than the one it holds (permutes themselves only relabel dimensions)."""
@@ -278,7 +279,8 @@ def quantized_types(model: Model) -> list[str]:
             if t in present]
 
 
-def float_islands(model: Model, origins: Mapping[int, Any], level: int) -> list[FloatIsland]:
+def float_islands(model: Model, origins: Mapping[int, object], level: int
+                  ) -> list[FloatIsland]:
     """The float operations of a quantized model (DEQUANTIZE and QUANTIZE, their borders,
     excluded), grouped by the float operands connecting them, each
     with the PyTorch nodes they come from and why those run in float at ``level``."""
@@ -344,7 +346,7 @@ def tensor_error(actual: torch.Tensor, expected: torch.Tensor, quantum: float = 
     return float((a - e).abs().max()) / scale, "relative"
 
 
-def _as_list(out) -> list:
+def _as_list(out: object) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
@@ -364,14 +366,14 @@ def _layer(diff: LayerDiff, report: CheckReport) -> TensorCheck:
 Progress = Callable[[str], None]
 
 
-def check_model(model, example_inputs=None, *, capture: str | None = None,
-                nhwc: bool | Sequence[bool | None] | None = None,
-                flexible=None, float_tolerance: float = FLOAT_TOLERANCE,
-                quanta_tolerance: float = QUANTA_TOLERANCE,
-                target_level: int | None = None, host: bool = False,
-                layers: bool = True, engine: str | None = "qnnpack",
+def check_model(model: torch.nn.Module | torch.export.ExportedProgram,
+                example_inputs: object = None, *, capture: str | None = None,
+                nhwc: NhwcRequest = None, flexible: Flexible = None,
+                float_tolerance: float = FLOAT_TOLERANCE,
+                quanta_tolerance: float = QUANTA_TOLERANCE, target_level: int | None = None,
+                host: bool = False, layers: bool = True, engine: str | None = "qnnpack",
                 isolated: bool = False, progress: Progress | None = None,
-                **fallback) -> CheckReport:
+                **fallback: Any) -> CheckReport:
     """Converts ``model`` for ``example_inputs`` and checks the result; see the module
     docstring. ``host`` runs the converted module on the host runtime instead of PyTorch's
     NNAPI runtime; ``layers=False`` skips the layer-by-layer comparison, ``isolated`` feeds
@@ -396,8 +398,9 @@ def check_model(model, example_inputs=None, *, capture: str | None = None,
     return report
 
 
-def _check(report: CheckReport, model, examples: tuple, options: dict, host: bool,
-           layers: bool, progress: Progress, fallback: dict) -> None:
+def _check(report: CheckReport, model: torch.nn.Module | torch.export.ExportedProgram,
+           examples: tuple[torch.Tensor, ...], options: dict[str, Any], host: bool,
+           layers: bool, progress: Progress, fallback: dict[str, Any]) -> None:
     progress("running the model in PyTorch")
     try:
         expected = _eager(model, examples)
@@ -441,7 +444,8 @@ def _check(report: CheckReport, model, examples: tuple, options: dict, host: boo
             report.layers = [_layer(d, report) for d in diffs]
 
 
-def _eager(model, examples: tuple) -> list:
+def _eager(model: torch.nn.Module | torch.export.ExportedProgram,
+           examples: tuple[torch.Tensor, ...]) -> list[Any]:
     if isinstance(model, torch.export.ExportedProgram):
         model = model.module()
     with torch.no_grad():
@@ -471,7 +475,7 @@ def _describe_partitioned(report: CheckReport, conversion: PartitionedConversion
     report.conversion_seconds = conversion.seconds
     report.partition = conversion.report
     report.feature_level = conversion.feature_level
-    counts: Counter = Counter()
+    counts: Counter[str] = Counter()
     for region in conversion.regions:
         cx = region.result.cx
         report.model_requirements += [r for r in model_requirements(cx.model)
@@ -486,9 +490,10 @@ def _describe_partitioned(report: CheckReport, conversion: PartitionedConversion
     report.operation_counts = dict(counts.most_common())
 
 
-def _check_outputs(report: CheckReport, expected: list,
-                   conversion: Conversion | PartitionedConversion, examples: tuple,
-                   host: bool, alternate: str | None, model) -> None:
+def _check_outputs(report: CheckReport, expected: list[Any],
+                   conversion: Conversion | PartitionedConversion,
+                   examples: tuple[torch.Tensor, ...], host: bool, alternate: str | None,
+                   model: torch.nn.Module | torch.export.ExportedProgram) -> None:
     from .host import run_on_host
 
     module = conversion.module
@@ -516,11 +521,11 @@ def _check_outputs(report: CheckReport, expected: list,
     report.errors.extend(errors)
 
 
-def compare_outputs(actual: Sequence, expected: Sequence,
+def compare_outputs(actual: Sequence[torch.Tensor], expected: Sequence[torch.Tensor],
                     conversion: Conversion | PartitionedConversion,
                     float_tolerance: float = FLOAT_TOLERANCE,
                     quanta_tolerance: float = QUANTA_TOLERANCE,
-                    alternate: Sequence | None = None
+                    alternate: Sequence[torch.Tensor] | None = None
                     ) -> tuple[list[TensorCheck], list[str]]:
     """Each converted output against PyTorch's (and ``alternate``, the outputs another
     quantized engine computes): the checks, and the errors that prevent a comparison."""
