@@ -277,15 +277,16 @@ def _levels(levels, operation_counts) -> list[str]:
 
 def bench_page(report, module_path: str) -> str:
     """The page for ``torch-nnapi bench --report``."""
-    n = report.nnapi
+    latency = report.latency
+    n = latency.nnapi
     rows = [("backend", _e(report.backend)),
-            ("compile", _e(_ms(report.compile_seconds))),
-            ("first run", _e(_ms(report.first_run_seconds))),
+            ("compile", _e(_ms(report.first_call.compile_seconds))),
+            ("first run", _e(_ms(report.first_call.run_seconds))),
             ("median / p90 / min", _e(f"{_ms(n.median)} / {_ms(n.p90)} / {_ms(n.minimum)}"
                                       f" over {len(n.seconds)} runs"))]
-    if report.eager is not None:
-        rows.append(("eager PyTorch (original) median", _e(_ms(report.eager.median))))
-        rows.append(("NNAPI / eager", _e(f"{report.ratio:.2f}x")))
+    if latency.eager is not None:
+        rows.append(("eager PyTorch (original) median", _e(_ms(latency.eager.median))))
+        rows.append(("NNAPI / eager", _e(f"{latency.ratio:.2f}x")))
     body = [_pairs(rows)]
     p = report.profile
     if p is not None:
