@@ -37,8 +37,10 @@ class BoundaryTensor:
     flexible: list[int] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RegionReport:
+    """One NNAPI region (a partitioned module keeps these as JSON: the fields are its keys)."""
+
     index: int
     nodes: int  # PyTorch nodes it runs
     operations: dict[str, int]  # NNAPI operation counts
@@ -201,11 +203,12 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
         lowered = region.result
         flexible_in = [_flexible_dims(lowered, k) for k in range(len(region.inputs))]
         regions.append(RegionReport(
-            i, len(region.nodes), region.operation_counts, region.size, region.feature_level,
-            [_boundary(v, peer_in(v), dims)
-             for v, dims in zip(region.inputs, flexible_in, strict=False)],
-            [_boundary(v, peer_out(v, name), []) for v in region.outputs],
-            region.nodes[0].location, region.nodes[-1].location))
+            index=i, nodes=len(region.nodes), operations=region.operation_counts,
+            size=region.size, feature_level=region.feature_level,
+            inputs=[_boundary(v, peer_in(v), dims)
+                    for v, dims in zip(region.inputs, flexible_in, strict=False)],
+            outputs=[_boundary(v, peer_out(v, name), []) for v in region.outputs],
+            first=region.nodes[0].location, last=region.nodes[-1].location))
     schedule = []
     for item in part.schedule:
         if isinstance(item, Region):
