@@ -153,7 +153,7 @@ class _Copier:
     def __init__(self, program: Exported) -> None:
         self.module: torch.fx.GraphModule
         self.signature: torch.export.ExportGraphSignature | None
-        self.state: dict[str, Any]  # the program's parameters, buffers and constants
+        self.state: dict[str, object]  # the program's parameters, buffers and constants
         self.out_spec: TreeSpec | None  # how the outputs nest (None: a flat tuple)
         self.input_kinds: dict[str, tuple[str, str | None]]  # placeholder -> (kind, target)
         if isinstance(program, torch.export.ExportedProgram):
@@ -347,7 +347,7 @@ def _schema_arguments(op: torch._ops.OpOverload, n: torch.fx.Node) -> list[Argum
     return result
 
 
-def _torchscript_constant(a: Any) -> Any:
+def _torchscript_constant(a: object) -> object:
     """A constant as TorchScript holds it: dtypes as ScalarType codes, devices as strings."""
     if isinstance(a, torch.dtype):
         return SCALAR_TYPES.get(str(a).replace("torch.", ""), str(a))
@@ -358,13 +358,13 @@ def _torchscript_constant(a: Any) -> Any:
     return a
 
 
-def _constant(name: str, value: Any) -> Value:
+def _constant(name: str, value: object) -> Value:
     return Value(name, type(value).__name__, "", constant=value)
 
 
-def get_attribute(module: torch.nn.Module, target: str) -> Any:
+def get_attribute(module: torch.nn.Module, target: str) -> object:
     """The attribute a ``get_attr`` node reads (a dotted path)."""
-    obj: Any = module
+    obj: object = module
     for part in target.split("."):
         obj = getattr(obj, part)
     return obj
@@ -377,7 +377,7 @@ def _user_placeholders(program: Exported) -> list[torch.fx.Node]:
     return [n for n in program.graph.nodes if n.op == "placeholder"]
 
 
-def _is_symbolic(n: Any) -> bool:
+def _is_symbolic(n: object) -> bool:
     return isinstance(n, torch.SymInt) and not n.node.is_constant() \
         and bool(n.node.expr.free_symbols)
 
@@ -395,7 +395,7 @@ def _is_namedtuple(t: object) -> bool:
     return isinstance(t, type) and issubclass(t, tuple) and hasattr(t, "_fields")
 
 
-def _type_of(val: Any) -> str:
+def _type_of(val: object) -> str:
     if isinstance(val, torch.Tensor):
         return "Tensor"
     if isinstance(val, (tuple, list)):

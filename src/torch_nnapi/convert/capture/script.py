@@ -160,7 +160,8 @@ class Captured:
         return _captured(self.script.copy(), self.examples, keep_values=False,
                          remove_mutation=True)
 
-    def probe(self, inputs: tuple[torch.Tensor, ...]) -> dict[Value, Any] | None:
+    def probe(self, inputs: tuple[torch.Tensor, ...]
+              ) -> dict[Value, ExampleTensor | bool | int | float | None] | None:
         """What every top-level tensor and number is when the graph runs on ``inputs``
         (``example_of``: shapes and dtypes), or None if the graph fails on them."""
         by_script = {v.unique(): value for value, v in self.values.items()}

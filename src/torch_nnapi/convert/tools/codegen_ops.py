@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import torch
 from torch.fx.node import Argument
@@ -98,7 +97,7 @@ def dequantize_per_channel(x, scales, zero_points, axis, quant_min, quant_max, d
 }
 
 
-def literal(value: Any, name_of: Callable[[torch.fx.Node], str]) -> str:
+def literal(value: object, name_of: Callable[[torch.fx.Node], str]) -> str:
     """Python source for an argument: node values by name, constants as literals."""
     if isinstance(value, torch.fx.Node):
         return name_of(value)
