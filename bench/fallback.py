@@ -154,12 +154,13 @@ def main() -> int:
             eager, nnapi = _interleaved(partial(model, x), partial(module, x), args.runs)
         bench = bench_module(module, (x,), runs=args.runs, threads=args.threads,
                              profile_runs=0)
-        if bench.cpu is None:
+        parts = bench.parts
+        if parts.cpu is None:
             raise TypeError(f"{name}: the benchmark of a partitioned module times its CPU nodes")
-        regions = sum(r.latency.median for r in bench.regions)
+        regions = sum(r.latency.median for r in parts.regions)
         print(f"{name:18} {len(report.regions):>7} {report.operation_count:>5}"
               f" {len(report.cpu):>9} {seconds:>9.1f} {eager * 1e3:>9.2f} {nnapi * 1e3:>9.2f}"
-              f" {nnapi / eager:>6.2f} {regions * 1e3:>10.2f} {bench.cpu.median * 1e3:>7.2f}")
+              f" {nnapi / eager:>6.2f} {regions * 1e3:>10.2f} {parts.cpu.median * 1e3:>7.2f}")
     return 0
 
 

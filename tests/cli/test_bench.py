@@ -94,14 +94,15 @@ def test_bench_rejects_a_module_not_converted(tmp_path, capsys):
 
 def test_bench_warns_when_threads_are_slower_than_one():
     from torch_nnapi.cli.bench_cmd import render
-    from torch_nnapi.convert.tools.bench import BenchReport, Latency
+    from torch_nnapi.convert.tools.bench import BenchReport, Latencies, Latency
 
-    report = BenchReport([{"shape": [1], "dtype": "float32"}], 2, nnapi=Latency([0.030, 0.031]),
-                         single_thread=Latency([0.010, 0.011]))
-    assert report.pools_contend and report.to_json()["pools_contend"]
+    report = BenchReport(inputs=[{"shape": [1], "dtype": "float32"}], threads=2,
+                         latency=Latencies(nnapi=Latency([0.030, 0.031]),
+                                           single_thread=Latency([0.010, 0.011])))
+    assert report.latency.pools_contend and report.to_json()["pools_contend"]
     warning = [line for line in render(report) if line.startswith("warning: ")]
     assert warning and "2 threads ran slower than one" in warning[0]
     assert "--threads 1" in warning[0]
-    report.single_thread = Latency([0.030, 0.029])
-    assert not report.pools_contend
+    report.latency.single_thread = Latency([0.030, 0.029])
+    assert not report.latency.pools_contend
     assert not [line for line in render(report) if line.startswith("warning: ")]

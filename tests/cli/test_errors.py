@@ -300,9 +300,9 @@ def test_version(capsys):
 def test_check_reports_use_the_cli_exit_codes():
     from torch_nnapi.convert.tools.check import CheckReport
 
-    report = CheckReport([], input_error="the model fails on inputs [2]: no")
+    report = CheckReport(inputs=[], input_error="the model fails on inputs [2]: no")
     assert report.exit_code == ExitCode.USAGE
-    report = CheckReport([])
+    report = CheckReport(inputs=[])
     assert report.exit_code == ExitCode.CANNOT_CONVERT
-    report.converted = True  # but no output compared
+    report.conversion.converted = True  # but no output compared
     assert report.exit_code == ExitCode.MISMATCH

@@ -31,7 +31,8 @@ def test_fx_quantized_mobilenet_v2_is_not_blamed_for_qnnpack():
             prepared(torch.randn(1, 3, 224, 224))
         quantized = convert_fx(prepared)
     report = check_model(quantized, (x,))
-    assert report.exit_code == 0, [t for t in report.layers if not t.ok][:3]
-    hardtanh = [t for t in report.layers if t.kind.startswith("aten::hardtanh")]
+    layers = report.accuracy.layers
+    assert report.exit_code == 0, [t for t in layers if not t.ok][:3]
+    hardtanh = [t for t in layers if t.kind.startswith("aten::hardtanh")]
     assert any(t.reference_disagrees for t in hardtanh)
-    assert all(t.alternate_error is not None and t.alternate_error <= 3 for t in hardtanh)
+    assert all(t.alternate is not None and t.alternate.error <= 3 for t in hardtanh)

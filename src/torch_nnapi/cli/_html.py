@@ -188,31 +188,32 @@ def check_page(report, model_path: str) -> str:
     inputs = "; ".join(f"{i['shape']} {i['dtype']}" + (" NHWC" if i.get("nhwc") else "")
                        for i in report.inputs)
     summary = [("inputs", _e(inputs))]
-    if report.converted:
-        summary += [("NNAPI operations", _e(sum(report.operation_counts.values()))),
-                    ("feature level", _e(_level(report.feature_level))),
-                    ("layout transposes inserted", _e(len(report.transposes))),
-                    ("conversion time", _e(f"{report.conversion_seconds:.2f} s"))]
-        if report.quantized:
+    facts, accuracy = report.conversion, report.accuracy
+    if facts.converted:
+        summary += [("NNAPI operations", _e(sum(facts.operation_counts.values()))),
+                    ("feature level", _e(_level(report.levels.feature_level))),
+                    ("layout transposes inserted", _e(len(facts.transposes))),
+                    ("conversion time", _e(f"{facts.seconds:.2f} s"))]
+        if report.quantization.quantized:
             summary.append(("PyTorch reference", _e(
-                f"quantized engine {report.quantized_engine}"
-                + (f", checked against {report.alternate_engine}"
-                   if report.alternate_engine else ""))))
+                f"quantized engine {accuracy.quantized_engine}"
+                + (f", checked against {accuracy.alternate_engine}"
+                   if accuracy.alternate_engine else ""))))
     body.append(_pairs(summary))
-    if report.unsupported:
+    if facts.unsupported:
         body.append("<h2>Unsupported operations</h2>")
         body.append(_table(["PyTorch op", "why", "where"],
                            ((f"<code>{_e(u.kind)}</code>", _e(u.reason),
                              f'<span class="loc">{_e(u.location)}</span>')
-                            for u in report.unsupported)))
-    if report.layers:
+                            for u in facts.unsupported)))
+    if accuracy.layers:
         body.append("<h2>Error along the network</h2>")
-        how = " each computed from PyTorch's own input;" if report.isolated else ""
+        how = " each computed from PyTorch's own input;" if accuracy.isolated else ""
         body.append(f'<p class="sub">Host runtime against eager PyTorch,{_e(how)} error as a'
                     " multiple of its tolerance (below the dashed line: within it).</p>")
         points = [(t.severity, t.verdict,
                    f"{t.kind} %{t.name} {t.shape}: {t.value()} (tolerance {t.limit()})"
-                   f" {t.verdict} at {t.location}") for t in report.layers]
+                   f" {t.verdict} at {t.location}") for t in accuracy.layers]
         body.append(severity_plot(points, "layer-errors"))
         body.append(_legend([("within tolerance", OK_COLOUR),
                              ("reference disagrees", DISAGREE_COLOUR),
@@ -221,15 +222,15 @@ def check_page(report, model_path: str) -> str:
                            ((f"<code>{_e(t.kind)}</code>", _e(t.name), _e(t.shape),
                              _e(t.value()), _e(t.verdict),
                              f'<span class="loc">{_e(t.location)}</span>')
-                            for t in report.worst_layers(10)), numeric=(3,)))
-    if report.outputs:
+                            for t in accuracy.worst_layers(10)), numeric=(3,)))
+    if accuracy.outputs:
         body.append("<h2>Outputs</h2>")
-        body.append(f'<p class="sub">{_e(report.backend)} against eager PyTorch.</p>')
+        body.append(f'<p class="sub">{_e(accuracy.backend)} against eager PyTorch.</p>')
         body.append(_table(["output", "shape", "error", "verdict"],
-                           ((_e(o.name), _e(o.shape), _e(o.describe(report.engines)),
-                             _e(o.verdict)) for o in report.outputs)))
-    if report.converted:
-        body.extend(_levels(report))
+                           ((_e(o.name), _e(o.shape), _e(o.describe(accuracy.engines)),
+                             _e(o.verdict)) for o in accuracy.outputs)))
+    if facts.converted:
+        body.extend(_levels(report.levels, facts.operation_counts))
     if report.errors:
         body.append("<h2>Errors</h2><ul>" + "".join(f"<li>{_e(e)}</li>" for e in report.errors)
                     + "</ul>")
@@ -251,22 +252,22 @@ def _operation_rows(operations, above: int):
                f'<span class="loc">{_e(op.origin or "")}</span>')
 
 
-def _levels(report) -> list[str]:
+def _levels(levels, operation_counts) -> list[str]:
     body = ["<h2>Feature level</h2>",
-            f"<p>The converted model needs NNAPI feature level {_e(_level(report.feature_level))}"
-            + (", because of:" if report.level_forced_by or report.model_requirements
+            f"<p>The converted model needs NNAPI feature level {_e(_level(levels.feature_level))}"
+            + (", because of:" if levels.forced_by or levels.model_requirements
                else ".") + "</p>"]
-    reasons = [r.reason for r in report.model_requirements if r.level == report.feature_level]
+    reasons = [r.reason for r in levels.model_requirements if r.level == levels.feature_level]
     if reasons:
         body.append("<ul>" + "".join(f"<li>{_e(r)}</li>" for r in reasons) + "</ul>")
-    if report.level_forced_by:
+    if levels.forced_by:
         body.append(_table(["NNAPI operation", "level", "why", "from"],
-                           _operation_rows(report.level_forced_by, report.feature_level - 1)))
-    if report.target_level is not None and not report.fits_target:
-        body.append(f"<h2>Rejected at target level {_e(report.target_level)}</h2>")
+                           _operation_rows(levels.forced_by, levels.feature_level - 1)))
+    if levels.target_level is not None and not levels.fits_target:
+        body.append(f"<h2>Rejected at target level {_e(levels.target_level)}</h2>")
         body.append(_table(["NNAPI operation", "level", "why", "from"],
-                           _operation_rows(report.rejected, report.target_level)))
-    counts = ", ".join(f"{n} {name}" for name, n in report.operation_counts.items())
+                           _operation_rows(levels.rejected, levels.target_level)))
+    counts = ", ".join(f"{n} {name}" for name, n in operation_counts.items())
     body.append(f'<p class="sub">Operations: {_e(counts)}</p>')
     return body
 
@@ -276,15 +277,16 @@ def _levels(report) -> list[str]:
 
 def bench_page(report, module_path: str) -> str:
     """The page for ``torch-nnapi bench --report``."""
-    n = report.nnapi
+    latency = report.latency
+    n = latency.nnapi
     rows = [("backend", _e(report.backend)),
-            ("compile", _e(_ms(report.compile_seconds))),
-            ("first run", _e(_ms(report.first_run_seconds))),
+            ("compile", _e(_ms(report.first_call.compile_seconds))),
+            ("first run", _e(_ms(report.first_call.run_seconds))),
             ("median / p90 / min", _e(f"{_ms(n.median)} / {_ms(n.p90)} / {_ms(n.minimum)}"
                                       f" over {len(n.seconds)} runs"))]
-    if report.eager is not None:
-        rows.append(("eager PyTorch (original) median", _e(_ms(report.eager.median))))
-        rows.append(("NNAPI / eager", _e(f"{report.ratio:.2f}x")))
+    if latency.eager is not None:
+        rows.append(("eager PyTorch (original) median", _e(_ms(latency.eager.median))))
+        rows.append(("NNAPI / eager", _e(f"{latency.ratio:.2f}x")))
     body = [_pairs(rows)]
     p = report.profile
     if p is not None:

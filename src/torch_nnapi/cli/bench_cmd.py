@@ -92,34 +92,35 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
     lines = [f"inputs{f' ({source})' if source else ''}: "
              + ", ".join(f"{i['shape']} {i['dtype']}" for i in report.inputs)
              + (f"; threads {report.threads}" if report.threads else "")]
-    n = report.nnapi
+    first, latency, parts = report.first_call, report.latency, report.parts
+    n = latency.nnapi
     lines.append(f"{report.backend}:")
-    lines.append(f"  compile {_ms(report.compile_seconds)}"
+    lines.append(f"  compile {_ms(first.compile_seconds)}"
                  + (" (first use in this process: includes importing the runtime)"
-                    if report.first_use else "")
-                 + f", first run {_ms(report.first_run_seconds)}")
+                    if first.first_use else "")
+                 + f", first run {_ms(first.run_seconds)}")
     lines.append(f"  {len(n.seconds)} runs: median {_ms(n.median)}, p90 {_ms(n.p90)},"
                  f" min {_ms(n.minimum)}")
-    if report.pools_contend and report.single_thread is not None:
-        one = report.single_thread
+    if latency.pools_contend and latency.single_thread is not None:
+        one = latency.single_thread
         threads = f"{report.threads} threads" if report.threads else "several threads"
         lines.append(f"warning: {threads} ran slower than one"
                      f" ({_ms(n.median)} against {_ms(one.median)} on one thread): thread pools"
                      " are competing for the cores (another busy process, or PyTorch's OpenMP"
                      " threads spinning: set OMP_WAIT_POLICY=PASSIVE); try --threads 1")
-    if report.regions:
-        total = sum(r.latency.median for r in report.regions)
-        lines.append(f"  NNAPI regions alone: median {_ms(total)} in {len(report.regions)}"
-                     " region" + ("s" if len(report.regions) != 1 else ""))
-        for r in report.regions:
+    if parts.regions:
+        total = sum(r.latency.median for r in parts.regions)
+        lines.append(f"  NNAPI regions alone: median {_ms(total)} in {len(parts.regions)}"
+                     " region" + ("s" if len(parts.regions) != 1 else ""))
+        for r in parts.regions:
             lines.append(f"    region {r.index}: median {_ms(r.latency.median)}"
                          f" ({r.operations} operations)")
-        lines.append(f"  CPU nodes alone: median {_ms(report.cpu.median)}")
-    if report.eager is not None:
-        e = report.eager
+        lines.append(f"  CPU nodes alone: median {_ms(parts.cpu.median)}")
+    if latency.eager is not None:
+        e = latency.eager
         lines.append(f"eager PyTorch (original): median {_ms(e.median)}, p90 {_ms(e.p90)},"
                      f" min {_ms(e.minimum)}")
-        lines.append(f"NNAPI / eager: {report.ratio:.2f}x")
+        lines.append(f"NNAPI / eager: {latency.ratio:.2f}x")
         for o in report.output_errors:
             value = f"{o['error']:g} quanta" if o["unit"] == "quanta" else \
                 f"{o['error']:.2g} relative"

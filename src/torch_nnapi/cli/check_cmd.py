@@ -145,42 +145,43 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
         described.append(f"{entry['shape']} {entry['dtype']}"
                          + (f" ({', '.join(extra)})" if extra else ""))
     lines.append("inputs: " + "; ".join(described))
-    if report.unsupported:
-        lines.append(report.unsupported_text)
-    if report.converted:
-        level = FeatureLevel(report.feature_level)
-        ops = sum(report.operation_counts.values())
-        lines.append(f"converts: {ops} NNAPI operations in {report.conversion_seconds:.2f} s")
-        if report.partition is not None:
-            lines.extend(report.partition.render())
+    facts, levels = report.conversion, report.levels
+    if facts.unsupported:
+        lines.append(facts.unsupported_text)
+    if facts.converted:
+        level = FeatureLevel(levels.feature_level)
+        ops = sum(facts.operation_counts.values())
+        lines.append(f"converts: {ops} NNAPI operations in {facts.seconds:.2f} s")
+        if facts.partition is not None:
+            lines.extend(facts.partition.render())
         lines.append(f"feature level {int(level)} (Android {level.android}, API"
-                     f" {level.api_level})" + (", forced by:" if report.level_forced_by
-                                               or _model_forces(report) else ""))
-        for requirement in report.model_requirements:
-            if requirement.level == report.feature_level:
+                     f" {level.api_level})" + (", forced by:" if levels.forced_by
+                                               or _model_forces(levels) else ""))
+        for requirement in levels.model_requirements:
+            if requirement.level == levels.feature_level:
                 lines.append(f"  {requirement.reason}")
-        lines.extend(render_operations(report.level_forced_by, report.feature_level - 1))
+        lines.extend(render_operations(levels.forced_by, levels.feature_level - 1))
         lines.append("operations: " + ", ".join(f"{n} {name}" for name, n in
-                                                report.operation_counts.items()))
-        lines.extend(_islands(report))
-        lines.append(f"layout transposes inserted: {len(report.transposes)}")
-        for t in report.transposes:
+                                                facts.operation_counts.items()))
+        lines.extend(_islands(report.quantization))
+        lines.append(f"layout transposes inserted: {len(facts.transposes)}")
+        for t in facts.transposes:
             dims = "x".join(map(str, t.input_shape))
             lines.append(f"  operation {t.index}: TRANSPOSE [{dims}] by {t.permutation}, for"
                          f" {t.origin or 'an unknown node'}")
-        if report.target_level is not None:
-            target = FeatureLevel(report.target_level)
-            rejected = report.rejected
-            if report.fits_target:
+        if levels.target_level is not None:
+            target = FeatureLevel(levels.target_level)
+            rejected = levels.rejected
+            if levels.fits_target:
                 lines.append(f"target level {int(target)} (Android {target.android}): every"
                              " operation is supported")
             else:
                 lines.append(f"target level {int(target)} (Android {target.android}): a device"
                              f" would reject {len(rejected)} operation"
                              f"{'s' if len(rejected) != 1 else ''}")
-                for requirement in report.rejected_by_model:
+                for requirement in levels.rejected_by_model:
                     lines.append(f"  the model: {requirement.reason}")
-                lines.extend(render_operations(rejected, report.target_level))
+                lines.extend(render_operations(rejected, levels.target_level))
         lines.extend(_numbers(report, worst))
     for error in report.errors:
         lines.append(f"error: {error}")
@@ -188,18 +189,18 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
     return lines
 
 
-def _islands(report, locations: int = 3) -> list[str]:
+def _islands(quantization, locations: int = 3) -> list[str]:
     """Float islands grouped by the PyTorch ops behind them, with why and where."""
-    if not report.quantized:
+    if not quantization.quantized:
         return []
-    types = " and ".join(report.quantized_types) or "8 bits"
-    if not report.float_islands:
+    types = " and ".join(quantization.types) or "8 bits"
+    if not quantization.float_islands:
         return [f"float islands: none (every operation runs in {types})"]
-    count = len(report.float_islands)
+    count = len(quantization.float_islands)
     lines = [f"quantized operations run in {types}",
              f"float islands: {count} (computed in float between DEQUANTIZE and QUANTIZE)"]
     groups: dict[tuple, list] = {}
-    for island in report.float_islands:
+    for island in quantization.float_islands:
         key = tuple(sorted({(s["kind"], s["reason"]) for s in island.sources}))
         groups.setdefault(key, []).append(island)
     for key, islands in groups.items():
@@ -213,41 +214,43 @@ def _islands(report, locations: int = 3) -> list[str]:
     return lines
 
 
-def _model_forces(report) -> bool:
-    return any(r.level == report.feature_level for r in report.model_requirements)
+def _model_forces(levels) -> bool:
+    return any(r.level == levels.feature_level for r in levels.model_requirements)
 
 
 def _numbers(report, worst: int) -> list[str]:
     lines = []
-    if report.outputs:
-        engine = f" (quantized engine {report.quantized_engine})" if report.quantized else ""
-        lines.append(f"outputs against eager PyTorch{engine}, on {report.backend}:")
-        for o in report.outputs:
-            lines.append(f"  {o.name} {o.shape}: {o.describe(report.engines)}")
-    if report.partition is not None:
+    accuracy = report.accuracy
+    if accuracy.outputs:
+        engine = f" (quantized engine {accuracy.quantized_engine})" \
+            if report.quantization.quantized else ""
+        lines.append(f"outputs against eager PyTorch{engine}, on {accuracy.backend}:")
+        for o in accuracy.outputs:
+            lines.append(f"  {o.name} {o.shape}: {o.describe(accuracy.engines)}")
+    if report.conversion.partition is not None:
         lines.append("layer by layer: not available for a partitioned model (its regions are"
                      " separate NNAPI models)")
-    if report.layers:
-        first = report.first_bad_layer
-        how = ", each from PyTorch's own input" if report.isolated else ""
-        within = all(t.within for t in report.layers)
-        lines.append(f"layer by layer (host runtime{how}, {len(report.layers)} tensors):"
+    if accuracy.layers:
+        first = accuracy.first_bad_layer
+        how = ", each from PyTorch's own input" if accuracy.isolated else ""
+        within = all(t.within for t in accuracy.layers)
+        lines.append(f"layer by layer (host runtime{how}, {len(accuracy.layers)} tensors):"
                      + (" all within tolerance" if within else
                         " no mismatch of the conversion" if first is None else ""))
         if first is not None:
             lines.append(f"  first layer over tolerance: {first.kind} {first.name}"
                          f" {first.shape}: {first.value()} (tolerance {first.limit()})")
             lines.append(f"      at {first.location}")
-        disagreeing = [t for t in report.layers if t.reference_disagrees]
+        disagreeing = [t for t in accuracy.layers if t.reference_disagrees]
         if disagreeing:
-            first_engine, second_engine = report.engines
+            first_engine, second_engine = accuracy.engines
             lines.append(f"  reference disagrees on {len(disagreeing)} layers: NNAPI agrees"
                          f" with PyTorch's {second_engine} kernels there, which differ from"
                          f" {first_engine}'s; first: {disagreeing[0].kind}"
                          f" {disagreeing[0].name} at {disagreeing[0].location}")
         if worst > 0:
             lines.append("  worst layers:")
-            for t in report.worst_layers(worst):
+            for t in accuracy.worst_layers(worst):
                 note = "" if t.verdict != "reference disagrees" else "  (reference disagrees)"
                 lines.append(f"    {t.kind:28} {t.name:14} {str(t.shape):18} {t.value():>18}"
                              f"  {t.location}{note}")
@@ -257,8 +260,8 @@ def _numbers(report, worst: int) -> list[str]:
 def _verdict(report) -> str:
     code = report.exit_code
     if code == 1:
-        if report.unsupported:
-            kinds = len({u.kind for u in report.unsupported})
+        if report.conversion.unsupported:
+            kinds = len({u.kind for u in report.conversion.unsupported})
             return f"result: FAIL, cannot convert ({kinds} unsupported operation" \
                    f"{'s' if kinds != 1 else ''})"
         return "result: FAIL, cannot convert"
@@ -266,12 +269,14 @@ def _verdict(report) -> str:
         return "result: FAIL, the converted model does not match PyTorch"
     if code == 3:
         return (f"result: FAIL, converts and matches PyTorch, but needs feature level"
-                f" {report.feature_level} (target {report.target_level})")
+                f" {report.levels.feature_level} (target {report.levels.target_level})")
     note = ""
-    if report.disagreements:
-        first, second = report.engines
+    disagreements = report.accuracy.disagreements
+    if disagreements:
+        first, second = report.accuracy.engines
         note = (f" (PyTorch's {first} and {second} kernels disagree on"
-                f" {len(report.disagreements)} tensors; NNAPI agrees with one of them)")
-    parts = f" into {report.partition.summary()}" if report.partition is not None else ""
+                f" {len(disagreements)} tensors; NNAPI agrees with one of them)")
+    partition = report.conversion.partition
+    parts = f" into {partition.summary()}" if partition is not None else ""
     return (f"result: OK, converts{parts} and matches PyTorch; needs NNAPI feature level"
-            f" {report.feature_level}{note}")
+            f" {report.levels.feature_level}{note}")

@@ -46,7 +46,8 @@ class Conversion:
         return int(self.model.feature_level)
 
 
-def convert(model: Any, example_inputs: Any = None, **options: Any) -> torch.jit.ScriptModule:
+def convert(model: object, example_inputs: object = None, **options: Any
+            ) -> torch.jit.ScriptModule:
     """Converts ``model`` (an nn.Module, traced or exported here, a ScriptModule, or an
     ExportedProgram) to a TorchScript module that runs it through NNAPI (with
     ``fallback=True``, what NNAPI cannot run on the CPU). See :func:`convert_with_details`
@@ -55,8 +56,8 @@ def convert(model: Any, example_inputs: Any = None, **options: Any) -> torch.jit
 
 
 def convert_with_details(
-    model: Any,
-    example_inputs: Any = None,
+    model: object,
+    example_inputs: object = None,
     *,
     capture: str | None = None,
     nhwc: NhwcRequest = None,

@@ -6,13 +6,15 @@ needs torch and torchao, imported when first used.
 
 from __future__ import annotations
 
+from typing import Any
+
 _API = ("NnapiQuantizer", "Quantized", "calibrate", "convert_prepared", "prepare",
         "prepare_qat", "quantize", "quantize_with_details")
 
 __all__ = list(_API)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _API:
         from . import api
 

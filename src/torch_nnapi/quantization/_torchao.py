@@ -9,13 +9,14 @@ loggers are quietened for the import only.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 _LOGGERS = ("torchao", "torch.utils._pytree")
 
 
 @contextmanager
-def _quiet_import():
+def _quiet_import() -> Iterator[None]:
     loggers = [logging.getLogger(name) for name in _LOGGERS]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
@@ -37,6 +38,7 @@ with _quiet_import():
         HistogramObserver,
         MinMaxObserver,
         MovingAverageMinMaxObserver,
+        ObserverBase,
     )
     from torchao.quantization.pt2e.quantize_pt2e import (
         convert_pt2e,
@@ -52,7 +54,10 @@ with _quiet_import():
         Quantizer,
         SharedQuantizationSpec,
     )
-    from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
+    from torchao.quantization.pt2e.quantizer.quantizer import (
+        Q_ANNOTATION_KEY,
+        ObserverOrFakeQuantizeConstructor,
+    )
 
 __all__ = [
     "Q_ANNOTATION_KEY",
@@ -62,6 +67,8 @@ __all__ = [
     "HistogramObserver",
     "MinMaxObserver",
     "MovingAverageMinMaxObserver",
+    "ObserverBase",
+    "ObserverOrFakeQuantizeConstructor",
     "QuantizationAnnotation",
     "QuantizationSpec",
     "QuantizationSpecBase",

@@ -10,9 +10,8 @@ folds into quantized NNAPI operations.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch.fx import GraphModule
@@ -29,7 +28,12 @@ from ._torchao import (
 )
 from .quantizer import NnapiQuantizer, require_eval_mode
 
-Calibration = Callable[[GraphModule], Any] | Iterable[Any] | None
+# A callable taking the prepared model, or inputs: tensors or tuples of tensors (None: the
+# example inputs alone).
+Calibration = Callable[[GraphModule], object] | Iterable[torch.Tensor | Sequence[torch.Tensor]] \
+    | None
+# What quantize takes: an nn.Module (exported here), an ExportedProgram or its GraphModule.
+Quantizable = torch.nn.Module | torch.export.ExportedProgram
 
 
 @dataclass
@@ -41,23 +45,25 @@ class Quantized:
     calibration_seconds: float
 
 
-def prepare(model, example_inputs=None, *, target_level: int = 3, flexible: Flexible = None,
-            observer: str = "histogram") -> GraphModule:
+def prepare(model: Quantizable, example_inputs: object = None, *, target_level: int = 3,
+            flexible: Flexible = None, observer: str = "histogram") -> GraphModule:
     """The model exported and observed for post-training quantization (``prepare_pt2e``
     with the NNAPI quantizer): run it on calibration data, then :func:`convert_prepared`."""
     graph_module = _exported(model, example_inputs, flexible, train=False)
     quantizer = NnapiQuantizer(target_level, observer=observer)
     require_eval_mode(graph_module)  # before prepare_pt2e folds batch norms into convolutions
-    return prepare_pt2e(graph_module, quantizer)
+    prepared: GraphModule = prepare_pt2e(graph_module, quantizer)
+    return prepared
 
 
-def prepare_qat(model, example_inputs=None, *, target_level: int = 3,
+def prepare_qat(model: Quantizable, example_inputs: object = None, *, target_level: int = 3,
                 flexible: Flexible = None) -> GraphModule:
     """The model exported in training mode with fake quantization (``prepare_qat_pt2e``
     with the NNAPI quantizer; batch norms are folded at conversion): train it, then
     :func:`convert_prepared`."""
     graph_module = _exported(model, example_inputs, flexible, train=True)
-    prepared = prepare_qat_pt2e(graph_module, NnapiQuantizer(target_level, is_qat=True))
+    prepared: GraphModule = prepare_qat_pt2e(graph_module,
+                                             NnapiQuantizer(target_level, is_qat=True))
     move_exported_model_to_train(prepared)
     return prepared
 
@@ -66,10 +72,11 @@ def convert_prepared(prepared: GraphModule) -> GraphModule:
     """``convert_pt2e`` of a calibrated or trained model, in eval mode: ready for
     ``torch_nnapi.convert``."""
     move_exported_model_to_eval(prepared)
-    return convert_pt2e(prepared)
+    converted: GraphModule = convert_pt2e(prepared)
+    return converted
 
 
-def quantize(model, example_inputs=None, calibration: Calibration = None, *,
+def quantize(model: Quantizable, example_inputs: object = None, calibration: Calibration = None, *,
              target_level: int = 3, flexible: Flexible = None,
              observer: str = "histogram") -> GraphModule:
     """Post-training quantization for NNAPI of ``target_level`` (1: Android 8.1 ... 3:
@@ -80,9 +87,9 @@ def quantize(model, example_inputs=None, calibration: Calibration = None, *,
                                  flexible=flexible, observer=observer).model
 
 
-def quantize_with_details(model, example_inputs=None, calibration: Calibration = None, *,
-                          target_level: int = 3, flexible: Flexible = None,
-                          observer: str = "histogram") -> Quantized:
+def quantize_with_details(model: Quantizable, example_inputs: object = None,
+                          calibration: Calibration = None, *, target_level: int = 3,
+                          flexible: Flexible = None, observer: str = "histogram") -> Quantized:
     """:func:`quantize`, also returning the times taken."""
     start = time.perf_counter()
     prepared = prepare(model, example_inputs, target_level=target_level, flexible=flexible,
@@ -95,7 +102,8 @@ def quantize_with_details(model, example_inputs=None, calibration: Calibration =
     return Quantized(quantized, time.perf_counter() - start, calibration_seconds)
 
 
-def calibrate(prepared: GraphModule, calibration) -> None:
+def calibrate(prepared: GraphModule, calibration: Callable[[GraphModule], object]
+              | Iterable[torch.Tensor | Sequence[torch.Tensor]]) -> None:
     """Runs the observers on ``calibration``: a callable taking the model, an iterable of
     inputs, or one tuple of example tensors."""
     with torch.no_grad():
@@ -113,12 +121,13 @@ def calibrate(prepared: GraphModule, calibration) -> None:
             raise ValueError("the calibration data is empty")
 
 
-def _exported(model, example_inputs, flexible: Flexible, train: bool) -> GraphModule:
+def _exported(model: object, example_inputs: object, flexible: Flexible, train: bool
+              ) -> GraphModule:
     """The GraphModule PT2E works on (``ExportedProgram.module()``), exported here from an
     nn.Module (in eval mode, or training mode for QAT)."""
     if isinstance(model, torch.export.ExportedProgram):
         return model.module()
-    if is_exported(model):
+    if is_exported(model) and isinstance(model, GraphModule):
         return model
     if not isinstance(model, torch.nn.Module) or isinstance(model, torch.jit.ScriptModule):
         raise TypeError(f"quantize takes an nn.Module or an ExportedProgram, got"

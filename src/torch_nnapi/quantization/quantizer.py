@@ -22,6 +22,7 @@ levels 1 and 2, which have no QUANTIZE, whatever follows a float op stays float 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -36,6 +37,8 @@ from ._torchao import (
     HistogramObserver,
     MinMaxObserver,
     MovingAverageMinMaxObserver,
+    ObserverBase,
+    ObserverOrFakeQuantizeConstructor,
     QuantizationAnnotation,
     QuantizationSpec,
     QuantizationSpecBase,
@@ -46,8 +49,9 @@ from ._torchao import (
 OBSERVERS = ("histogram", "minmax")
 
 
-def bias_qparams(observers) -> tuple[torch.Tensor, torch.Tensor]:
-    """The int32 bias quantization NNAPI requires: scale = input scale x weight scale."""
+def bias_qparams(observers: Sequence[ObserverBase]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The int32 bias quantization NNAPI requires: scale = input scale x weight scale (the
+    observers of the input and of the weight)."""
     activation, weight = observers
     act_scale, _ = activation.calculate_qparams()
     weight_scale, _ = weight.calculate_qparams()
@@ -55,12 +59,12 @@ def bias_qparams(observers) -> tuple[torch.Tensor, torch.Tensor]:
     return scale.reshape(-1), torch.zeros_like(scale, dtype=torch.int32).reshape(-1)
 
 
-class NnapiQuantizer(Quantizer):
+class NnapiQuantizer(Quantizer):  # type: ignore[misc]  # torchao has no types
     """Annotates a ``torch.export`` graph for NNAPI of ``target_level`` (1-3: uint8
     activations; 4: int8)."""
 
     def __init__(self, target_level: int = 3, *, is_qat: bool = False,
-                 observer: str = "histogram"):
+                 observer: str = "histogram") -> None:
         super().__init__()
         if observer not in OBSERVERS:
             raise ValueError(f"observer must be one of {', '.join(OBSERVERS)}, got {observer!r}")
@@ -79,14 +83,14 @@ class NnapiQuantizer(Quantizer):
             qscheme=torch.per_tensor_symmetric,
             observer_or_fake_quant_ctr=self._weight_observer())
 
-    def _activation_observer(self, observer: str):
+    def _activation_observer(self, observer: str) -> ObserverOrFakeQuantizeConstructor:
         if self.is_qat:
             return FakeQuantize.with_args(observer=MovingAverageMinMaxObserver,
                                           eps=2 ** -12)
         cls = HistogramObserver if observer == "histogram" else MinMaxObserver
         return cls.with_args(eps=2 ** -12)
 
-    def _weight_observer(self):
+    def _weight_observer(self) -> ObserverOrFakeQuantizeConstructor:
         if self.is_qat:
             return FakeQuantize.with_args(observer=MovingAverageMinMaxObserver,
                                           qscheme=torch.per_tensor_symmetric, eps=2 ** -12)
@@ -106,7 +110,7 @@ class NnapiQuantizer(Quantizer):
             getattr(self, f"_annotate_{found.role}")(node)
         return model
 
-    def _can_quantize(self, node: Node, found: policy.QuantRule, float_nodes: set) -> bool:
+    def _can_quantize(self, node: Node, found: policy.QuantRule, float_nodes: set[Node]) -> bool:
         inputs = _activation_inputs(node, found.role)
         if not inputs or not all(_is_float_tensor(x) for x in inputs):
             return False
@@ -232,7 +236,8 @@ def _annotated(node: Node) -> bool:
     return annotation is not None and annotation._annotated
 
 
-def _annotate(node: Node, input_qspecs: dict, output_qspec) -> None:
+def _annotate(node: Node, input_qspecs: dict[Node, QuantizationSpecBase | None],
+              output_qspec: QuantizationSpecBase | None) -> None:
     node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
         input_qspec_map=input_qspecs, output_qspec=output_qspec, _annotated=True)
 
@@ -241,7 +246,7 @@ def _args(node: Node) -> list[Any]:
     return list(node.args)
 
 
-def _activation_inputs(node: Node, role: str) -> list:
+def _activation_inputs(node: Node, role: str) -> list[Node]:
     args = _args(node)
     if role == "cat":
         return list(args[0]) if all(isinstance(x, Node) for x in args[0]) else []
@@ -256,7 +261,7 @@ def _is_float_tensor(x: Node) -> bool:
     return isinstance(val, torch.Tensor) and val.dtype == torch.float32
 
 
-def _is_constant(x) -> bool:
+def _is_constant(x: object) -> bool:
     return isinstance(x, Node) and x.op == "get_attr"
 
 

@@ -126,6 +126,9 @@ def test_front_end_choice_is_checked():
         convert_with_details(scripted, (x,), capture="export")
     with pytest.raises(TypeError, match="takes 1 inputs, but 2 example inputs"):
         convert_with_details(program, (x, x))
+    with pytest.raises(TypeError, match="expected an nn.Module, an ExportedProgram or the"
+                                        " GraphModule of one, got str"):
+        convert_with_details("a model", (x,), capture="export")
 
 
 # run_decompositions deep-copies the program, and torch's own copy of its tree specs warns

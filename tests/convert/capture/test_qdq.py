@@ -173,7 +173,7 @@ def test_float_islands_are_listed_with_why():
     quantized = _quantized(HardSwish(), x)
     report = check_model(quantized, (x,))
     assert report.exit_code == 0, report.errors
-    (island,) = report.float_islands
+    (island,) = report.quantization.float_islands
     (source,) = island.sources
     assert source["kind"] == "aten::hardswish"
     assert "no quantized HARD_SWISH before feature level 4" in source["reason"]
@@ -262,8 +262,8 @@ def test_check_reports_int8_without_float_islands():
     x = torch.randn(1, 3, 8, 8)
     report = check_model(_quantized(HardSwish(), x, 4), (x,), target_level=4)
     assert report.exit_code == 0, report.errors
-    assert report.quantized_types == ["int8"] and report.float_islands == []
-    assert report.feature_level == 4
+    assert report.quantization.types == ["int8"] and report.quantization.float_islands == []
+    assert report.levels.feature_level == 4
 
 
 def test_signed_models_are_refused_below_level_4():

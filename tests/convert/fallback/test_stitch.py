@@ -6,7 +6,7 @@ import json
 
 import torch
 
-from torch_nnapi.convert.fallback.report import report_of
+from torch_nnapi.convert.fallback.report import PartitionReport, report_of
 
 from .. import fallback_models as fm
 from .test_convert import image, partitioned
@@ -66,3 +66,25 @@ def test_a_constant_changed_in_place_starts_afresh_at_each_run():
     conversion = partitioned(LevelOffsets(), image(shape=(1, 7, 4, 4)))
     assert "torch.clone(CONSTANTS" in conversion.module.code
     assert "add_" in conversion.module.code
+
+
+# The partition attribute of a module converted before RegionReport took keywords only.
+_SAVED_REPORT = """{"regions": [{"index": 0, "nodes": 2, "operations": {"CONV_2D": 1},
+ "size": 1, "feature_level": 1, "inputs": [{"name": "x", "shape": [1, 3, 8, 8],
+ "dtype": "float32", "bytes": 768, "peer": "model input 0", "flexible": [2]}],
+ "outputs": [{"name": "12", "shape": [1, 8, 8, 8], "dtype": "float32", "bytes": 2048,
+ "peer": "the CPU", "flexible": []}], "first": "m.py:3 (forward), module a",
+ "last": "m.py:3 (forward)"}], "cpu": [{"kind": "torch_nnapi_tests::wiggle",
+ "location": "m.py:4 (forward)", "reason": "no lowering for this op"}],
+ "schedule": ["region 0", "cpu 0"], "recomputed": 0, "policy": {"fallback_ops": [],
+ "min_region_size": 1, "max_regions": null, "target_level": null},
+ "inputs": [{"shape": [1, 3, -1, 8], "dtype": "float32"}], "version": 1}"""
+
+
+def test_a_report_saved_before_loads_and_saves_the_same():
+    saved = json.loads(_SAVED_REPORT)
+    report = PartitionReport.from_json(saved)
+    assert report.regions[0].inputs[0].flexible == [2]
+    assert report.cpu[0].location == "m.py:4 (forward)"
+    assert report.to_json() == saved
+    assert "region 0: 2 PyTorch nodes, feature level 1: CONV_2D 1" in "\n".join(report.render())

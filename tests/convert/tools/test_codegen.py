@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 import torch
@@ -88,7 +90,8 @@ def test_quantization_stages(tmp_path):
     calibrate(prepared, [torch.randn(1, 3, 32, 32) for _ in range(2)])
     result = trace_to_code(prepared, (x,), str(tmp_path / "prepared.py"))
     text = (tmp_path / "prepared.py").read_text()
-    assert "MinMaxObserver(" in text and "def bias_qparams(observers)" in text
+    assert "MinMaxObserver(" in text
+    assert "def bias_qparams(observers: Sequence[ObserverBase])" in text
     assert "DerivedObserverOrFakeQuantize(" in text
     observers = [m for m in _load(result.path).load().modules() if "Observer" in type(m).__name__]
     assert observers and all(o.min_val.numel() for o in observers if hasattr(o, "min_val"))
@@ -97,6 +100,28 @@ def test_quantization_stages(tmp_path):
     text = (tmp_path / "quantized.py").read_text()
     assert "def quantize_per_tensor(" in text and "def dequantize_per_tensor(" in text
     assert "quantized_decomposed" not in text and result.max_error == 0.0
+
+
+def derive_bias(observers: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """A derive function annotated with a name the generated file does not import."""
+    activation, weight = observers
+    scale = (activation.calculate_qparams()[0] * weight.calculate_qparams()[0]).reshape(-1)
+    return scale, torch.zeros_like(scale, dtype=torch.int32)
+
+
+def test_a_derive_function_is_copied_with_its_annotations(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+    x = torch.randn(1, 3, 8, 8)
+    prepared = prepare(model, (x,), observer="minmax")
+    derived = [m for m in prepared.modules() if hasattr(m, "derive_qparams_fn")]
+    for m in derived:
+        m.derive_qparams_fn = derive_bias
+    assert derived
+    result = trace_to_code(prepared, (x,), str(tmp_path / "prepared.py"))
+    text = (tmp_path / "prepared.py").read_text()
+    assert "def derive_bias(observers: Sequence[Any])" in text
+    assert _load(result.path).load() is not None
 
 
 def test_models_it_cannot_write_are_named(tmp_path):

@@ -1,5 +1,5 @@
-"""The converted module (convert/torchscript/module.py): saving after running, and the checks that keep
-a module from computing on inputs or weights it was not converted for."""
+"""The converted module (convert/torchscript/module.py): saving after running, and the checks
+that keep a module from computing on inputs or weights it was not converted for."""
 
 from __future__ import annotations
 

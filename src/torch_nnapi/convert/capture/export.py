@@ -22,10 +22,12 @@ import inspect
 import operator
 import os
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeAlias, TypeGuard
 
 import torch
+from torch.fx.node import Argument
+from torch.utils._pytree import TreeSpec
 
 from ..errors import CaptureError, ConverterBug
 from .graph import NO_CONSTANT, SCALAR_TYPES, Graph, Node, Value
@@ -58,11 +60,14 @@ _SINGLE_OUTPUT = {"aten::max_pool2d_with_indices": "aten::max_pool2d",
 _CONVOLUTIONS = ("aten::conv1d", "aten::conv2d", "aten::convolution", "aten::_convolution")
 _BATCH_NORMS = ("aten::batch_norm", "aten::_native_batch_norm_legit_no_training")
 
+# What the export front-end captures from: an ExportedProgram, or the GraphModule of one.
+Exported: TypeAlias = torch.export.ExportedProgram | torch.fx.GraphModule
+
 
 # ------------------------------------------------------------------------------ entry points
 
 
-def is_exported(model) -> bool:
+def is_exported(model: object) -> TypeGuard[Exported]:
     """An ExportedProgram, or a GraphModule that torch.export (or PT2E) produced."""
     if isinstance(model, torch.export.ExportedProgram):
         return True
@@ -70,12 +75,15 @@ def is_exported(model) -> bool:
         "val" in n.meta for n in model.graph.nodes if n.op == "placeholder")
 
 
-def export_module(model: torch.nn.Module, examples: tuple,
+def export_module(model: object, examples: tuple[torch.Tensor, ...],
                   flexible: Sequence[Sequence[int]] = (), train: bool = False
                   ) -> torch.export.ExportedProgram:
     """``torch.export.export`` of ``model`` in eval mode (training mode for QAT), with each
     flexible dimension a ``Dim``; raises ValueError naming a flexible dimension the model
     specializes."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"expected an nn.Module, an ExportedProgram or the GraphModule of one,"
+                        f" got {type(model).__name__}")
     model = model.train(train)
     dynamic = None
     if any(flexible):
@@ -111,7 +119,7 @@ def _widened(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
     return x
 
 
-def flexible_dims(program) -> list[tuple[int, ...]]:
+def flexible_dims(program: Exported) -> list[tuple[int, ...]]:
     """Per user input, the dimensions the exported program keeps symbolic."""
     result = []
     for node in _user_placeholders(program):
@@ -121,7 +129,8 @@ def flexible_dims(program) -> list[tuple[int, ...]]:
     return result
 
 
-def capture_exported(program, example_inputs: tuple, keep_values: bool = False) -> Graph:
+def capture_exported(program: Exported, example_inputs: tuple[torch.Tensor, ...],
+                     keep_values: bool = False) -> Graph:
     """The graph of an exported program (or of its ``.module()``), probed on the examples;
     with ``keep_values`` each value keeps its example tensor, for layer-wise checks."""
     copier = _Copier(program)
@@ -141,7 +150,12 @@ def capture_exported(program, example_inputs: tuple, keep_values: bool = False) 
 class _Copier:
     """Copies an exported fx graph into plain :class:`Graph` objects."""
 
-    def __init__(self, program):
+    def __init__(self, program: Exported) -> None:
+        self.module: torch.fx.GraphModule
+        self.signature: torch.export.ExportGraphSignature | None
+        self.state: dict[str, object]  # the program's parameters, buffers and constants
+        self.out_spec: TreeSpec | None  # how the outputs nest (None: a flat tuple)
+        self.input_kinds: dict[str, tuple[str, str | None]]  # placeholder -> (kind, target)
         if isinstance(program, torch.export.ExportedProgram):
             self.module = program.graph_module
             self.signature = program.graph_signature
@@ -155,9 +169,10 @@ class _Copier:
             self.state = {}
             self.out_spec = getattr(program, "_out_spec", None)
             self.input_kinds = {}
-        self.values: dict[torch.fx.Node, Any] = {}  # fx node -> Value, or list of Values
+        self.values: dict[torch.fx.Node, Value | list[Value]] = {}
         self.nodes: list[Node] = []
         self.inputs: list[Value] = []
+        self.placeholders: list[Value] = []  # every placeholder's value, in the graph's order
 
     def copy(self) -> Graph:
         for n in self.module.graph.nodes:
@@ -180,20 +195,23 @@ class _Copier:
         if kind == "USER_INPUT":
             v = Value(n.name, "Tensor", "TensorType")
             self.inputs.append(v)
-            self.values[n] = v
         elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR", "CUSTOM_OBJ"):
-            self.values[n] = _constant(n.name, self.state[target])
+            assert target is not None, "a lifted input names what it lifts"
+            v = _constant(n.name, self.state[target])
         else:
             raise CaptureError(f"the exported program has an input of kind {kind} ({n.name}),"
                                " which a converted model cannot take")
+        self.values[n] = v
+        self.placeholders.append(v)
 
     def _call(self, n: torch.fx.Node) -> None:
         target = n.target
         if target is operator.getitem:
-            source, index = list(n.args)
-            produced = self.values[source]  # type: ignore[index]
-            self.values[n] = produced[int(index)] if isinstance(produced,  # type: ignore[arg-type]
-                                                                list) else produced
+            source, index = list(n.args)  # fx types both as any argument: (node, int)
+            produced = self.values[source]  # type: ignore[index]  # a node
+            if isinstance(produced, list):
+                produced = produced[int(index)]  # type: ignore[arg-type]  # an int
+            self.values[n] = produced
             return
         if isinstance(target, torch._ops.OpOverload):
             kind = _RENAMED.get(target._schema.name, target._schema.name)
@@ -207,6 +225,7 @@ class _Copier:
                 return
             self._node(n, kind, [self.value(a, n) for a in args], str(target._schema))
             return
+        # any fx target is looked up (a name, or a callable not in the table, gives None)
         python_kind: str | None = _PYTHON_OPS.get(target)  # type: ignore[arg-type]
         if python_kind is None:
             name = getattr(target, "__name__", type(target).__name__)
@@ -236,7 +255,7 @@ class _Copier:
         else:
             self.values[n] = out
 
-    def value(self, a: Any, user: torch.fx.Node) -> Value:
+    def value(self, a: Argument, user: torch.fx.Node) -> Value:
         """The Value of an argument: a node's value, a list built by prim::ListConstruct
         when it holds values, or a constant."""
         if isinstance(a, torch.fx.Node):
@@ -265,7 +284,7 @@ class _Copier:
             return values[0] if len(values) == 1 else self._construct("tuple", values)
         return self._structure(self.out_spec, iter(values))
 
-    def _structure(self, spec, leaves) -> Value:
+    def _structure(self, spec: TreeSpec, leaves: Iterator[Value]) -> Value:
         if spec.is_leaf():
             return next(leaves)
         children = [self._structure(child, leaves) for child in spec.children()]
@@ -283,12 +302,12 @@ class _Copier:
 
     # -------------------------------------------------------------------------- probing
 
-    def probe(self, examples: tuple, keep_values: bool) -> None:
+    def probe(self, examples: tuple[torch.Tensor, ...], keep_values: bool) -> None:
         """Runs the graph on the examples and records every value's example (and tensor)."""
-        results: dict[torch.fx.Node, list] = {}
+        results: dict[torch.fx.Node, list[tuple[object, torch.Tensor | None]]] = {}
 
         class Recorder(torch.fx.Interpreter):
-            def run_node(self, n):
+            def run_node(self, n: torch.fx.Node) -> Any:  # whatever the node computes
                 result = super().run_node(n)
                 items = list(result) if isinstance(result, (tuple, list)) else [result]
                 results[n] = [(example_of(x), x.detach().clone() if keep_values and
@@ -296,9 +315,7 @@ class _Copier:
                 return result
 
         user = iter(examples)
-        flat = [v.constant if v.is_constant else next(user).clone()
-                for v in (self.values[n] for n in self.module.graph.nodes
-                          if n.op == "placeholder")]
+        flat = [v.constant if v.is_constant else next(user).clone() for v in self.placeholders]
         try:
             with torch.no_grad():
                 Recorder(self.module).run(*flat, enable_io_processing=False)
@@ -314,10 +331,10 @@ class _Copier:
                     value.example, value.tensor = example, tensor
 
 
-def _schema_arguments(op: torch._ops.OpOverload, n: torch.fx.Node) -> list:
+def _schema_arguments(op: torch._ops.OpOverload, n: torch.fx.Node) -> list[Argument]:
     """The node's arguments in schema order, defaults filled in (TorchScript's convention)."""
     args, kwargs = list(n.args), dict(n.kwargs)
-    result = []
+    result: list[Argument] = []
     for i, arg in enumerate(op._schema.arguments):
         if not arg.kwarg_only and i < len(args):
             result.append(args[i])
@@ -330,7 +347,7 @@ def _schema_arguments(op: torch._ops.OpOverload, n: torch.fx.Node) -> list:
     return result
 
 
-def _torchscript_constant(a: Any) -> Any:
+def _torchscript_constant(a: object) -> object:
     """A constant as TorchScript holds it: dtypes as ScalarType codes, devices as strings."""
     if isinstance(a, torch.dtype):
         return SCALAR_TYPES.get(str(a).replace("torch.", ""), str(a))
@@ -341,26 +358,26 @@ def _torchscript_constant(a: Any) -> Any:
     return a
 
 
-def _constant(name: str, value: Any) -> Value:
+def _constant(name: str, value: object) -> Value:
     return Value(name, type(value).__name__, "", constant=value)
 
 
-def get_attribute(module: torch.nn.Module, target: str) -> Any:
+def get_attribute(module: torch.nn.Module, target: str) -> object:
     """The attribute a ``get_attr`` node reads (a dotted path)."""
-    obj: Any = module
+    obj: object = module
     for part in target.split("."):
         obj = getattr(obj, part)
     return obj
 
 
-def _user_placeholders(program) -> list[torch.fx.Node]:
+def _user_placeholders(program: Exported) -> list[torch.fx.Node]:
     if isinstance(program, torch.export.ExportedProgram):
         names = set(program.graph_signature.user_inputs)
         return [n for n in program.graph.nodes if n.op == "placeholder" and n.name in names]
     return [n for n in program.graph.nodes if n.op == "placeholder"]
 
 
-def _is_symbolic(n: Any) -> bool:
+def _is_symbolic(n: object) -> bool:
     return isinstance(n, torch.SymInt) and not n.node.is_constant() \
         and bool(n.node.expr.free_symbols)
 
@@ -374,11 +391,11 @@ def _returns_list(n: torch.fx.Node) -> bool:
     return len(returns) == 1 and returns[0].type.kind() == "ListType"
 
 
-def _is_namedtuple(t) -> bool:
+def _is_namedtuple(t: object) -> bool:
     return isinstance(t, type) and issubclass(t, tuple) and hasattr(t, "_fields")
 
 
-def _type_of(val: Any) -> str:
+def _type_of(val: object) -> str:
     if isinstance(val, torch.Tensor):
         return "Tensor"
     if isinstance(val, (tuple, list)):
@@ -481,7 +498,7 @@ def _folded_parameters(conv: Node, bn: Node) -> tuple[torch.Tensor, torch.Tensor
 _VIOLATED = re.compile(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]")
 
 
-def _fixed_dimension(e: BaseException, model) -> tuple[int, int] | None:
+def _fixed_dimension(e: BaseException, model: torch.nn.Module) -> tuple[int, int] | None:
     """(input, dimension) a constraint violation of torch.export names, if it names one."""
     found = _VIOLATED.search(str(e)) if "onstraint" in str(e) else None
     if found is None:

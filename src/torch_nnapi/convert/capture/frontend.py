@@ -10,7 +10,6 @@ into quantized operations (``qdq.py``).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -19,9 +18,9 @@ import torch
 from ..errors import CaptureError
 from ..options import Flexible
 from . import qdq
-from .export import capture_exported, export_module, flexible_dims, is_exported
+from .export import Exported, capture_exported, export_module, flexible_dims, is_exported
 from .graph import Graph
-from .script import Captured, as_example_tuple, capture_script
+from .script import Captured, as_example_tuple, capture_script, trace
 
 CAPTURES = ("trace", "export")
 
@@ -29,16 +28,15 @@ CAPTURES = ("trace", "export")
 @dataclass
 class CapturedModel:
     graph: Graph
-    examples: tuple
+    examples: tuple[torch.Tensor, ...]
     flexible: list[tuple[int, ...]]  # per input, the dimensions resolved at load time
     front_end: str  # "trace" or "export"
     script: Captured | None = None  # the TorchScript capture (trace), which the CPU
     # fallback partitions
-    program: torch.export.ExportedProgram | torch.fx.GraphModule | None = None  # what the
-    # export front-end captured from
+    program: Exported | None = None  # what the export front-end captured from
 
 
-def example_inputs_of(model, example_inputs) -> tuple:
+def example_inputs_of(model: object, example_inputs: object) -> tuple[torch.Tensor, ...]:
     """The example inputs as a tuple; an ExportedProgram's own when none are given."""
     if example_inputs is None and isinstance(model, torch.export.ExportedProgram) \
             and model.example_inputs is not None:
@@ -52,7 +50,7 @@ def example_inputs_of(model, example_inputs) -> tuple:
     return as_example_tuple(example_inputs)
 
 
-def front_end_of(model, capture_mode: str | None) -> str:
+def front_end_of(model: object, capture_mode: str | None) -> str:
     """"export" or "trace": ``capture_mode`` checked against the model, or the default."""
     exported = is_exported(model)
     if capture_mode is None:
@@ -66,7 +64,8 @@ def front_end_of(model, capture_mode: str | None) -> str:
     return capture_mode
 
 
-def flexible_per_input(examples: tuple, flexible: Flexible) -> list[tuple[int, ...]]:
+def flexible_per_input(examples: tuple[torch.Tensor, ...], flexible: Flexible
+                       ) -> list[tuple[int, ...]]:
     """``flexible`` as one tuple of non-negative dimensions per input, checked."""
     n = len(examples)
     flex: list[tuple[int, ...]]
@@ -91,7 +90,7 @@ def flexible_per_input(examples: tuple, flexible: Flexible) -> list[tuple[int, .
     return result
 
 
-def capture_model(model, example_inputs, *, capture_mode: str | None = None,
+def capture_model(model: object, example_inputs: object, *, capture_mode: str | None = None,
                   flexible: Flexible = None, keep_values: bool = False,
                   alternate: str | None = None) -> CapturedModel:
     """Captures ``model`` with the chosen front-end, probed on the example inputs; with
@@ -135,15 +134,13 @@ def script_capture(front: CapturedModel) -> Captured:
         else program
     for node in module.graph.nodes:  # tracing would keep only the branch the example takes
         if isinstance(node.target, torch._ops.HigherOrderOperator):
+            name = node.target.name()  # type: ignore[no-untyped-call]  # unannotated in torch
             raise CaptureError(f"the CPU fallback runs the model as TorchScript, which cannot"
-                               f" hold the exported {node.target.name()} ({node.name}):"
+                               f" hold the exported {name} ({node.name}):"
                                " convert the nn.Module with capture='trace'")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", torch.jit.TracerWarning)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            # traced as is: an exported module refuses .eval() and has no training mode
-            traced = torch.jit.trace(module, front.examples, check_trace=False)
+        # traced as is: an exported module refuses .eval() and has no training mode
+        traced = trace(module, front.examples)
     except Exception as e:  # noqa: BLE001 - tracing fails in many ways; say which
         raise CaptureError("the CPU fallback runs the model as TorchScript, and tracing the"
                            f" exported program failed: {type(e).__name__}: {e}") from None

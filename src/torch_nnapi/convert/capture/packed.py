@@ -43,12 +43,12 @@ class ConvParams:
 
     weight: torch.Tensor | StoredWeight  # quantized
     bias: torch.Tensor | None
-    stride: list
-    padding: list | str
-    dilation: list
+    stride: list[int]
+    padding: list[int] | str
+    dilation: list[int]
     groups: int
     transposed: bool = False
-    output_padding: tuple = (0, 0)
+    output_padding: tuple[int, ...] = (0, 0)
 
 
 @dataclass(frozen=True)

@@ -233,7 +233,7 @@ class _Folder:
         source = node.inputs[0]
         return source if source in self.quantized else None
 
-    def _constant_source(self, v: Value):
+    def _constant_source(self, v: Value) -> object:
         """A constant: stored weights as their integers, anything else as is."""
         if v in self.stored:
             return self.stored[v]
@@ -307,11 +307,12 @@ def _quant_params(quantize: Node) -> tuple[float, int]:
     return float(_number(quantize.inputs[1].constant)), int(_number(quantize.inputs[2].constant))
 
 
-def _number(v):
+def _number(v: torch.Tensor | float) -> float:
+    """A scalar constant (a number, or a tensor of one element) as a Python number."""
     return v.item() if isinstance(v, torch.Tensor) else v
 
 
-def _dtype_name(v) -> str:
+def _dtype_name(v: object) -> str:
     code = v.constant if isinstance(v, Value) else v
     return DTYPE_OF_CODE.get(code, str(code)) if isinstance(code, int) else str(code)
 
@@ -320,7 +321,7 @@ def _is_none(v: Value) -> bool:
     return v.is_constant and v.constant is None
 
 
-def _constant(value) -> Value:
+def _constant(value: object) -> Value:
     return Value("qdq", type(value).__name__, "", constant=value)
 
 

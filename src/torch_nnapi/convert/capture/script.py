@@ -18,7 +18,7 @@ import contextlib
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +34,8 @@ _OWN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 # ------------------------------------------------------------------------------ entry point
 
 
-def as_example_tuple(example_inputs) -> tuple:
+def as_example_tuple(example_inputs: object) -> tuple[torch.Tensor, ...]:
+    """The example inputs as a tuple (the caller checks that each is a tensor)."""
     if isinstance(example_inputs, torch.Tensor):
         return (example_inputs,)
     if isinstance(example_inputs, (list, tuple)):
@@ -43,16 +44,15 @@ def as_example_tuple(example_inputs) -> tuple:
                     f" {type(example_inputs).__name__}")
 
 
-def freeze(model, example_inputs: tuple) -> torch.jit.ScriptModule:
+def freeze(model: object, example_inputs: tuple[torch.Tensor, ...]
+           ) -> torch.jit.ScriptModule:
     """Traces (unless already TorchScript) and freezes ``model`` in eval mode."""
     if isinstance(model, torch.jit.ScriptModule):
         script = model
     elif isinstance(model, torch.nn.Module):
         model = model.eval()
-        with warnings.catch_warnings(), _without_fused_attention():
-            warnings.simplefilter("ignore", torch.jit.TracerWarning)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            script = torch.jit.trace(model, example_inputs, check_trace=False)
+        with _without_fused_attention():
+            script = trace(model, example_inputs)
     else:
         raise TypeError(f"expected an nn.Module or a ScriptModule, got {type(model).__name__}")
     if _is_frozen(script):
@@ -61,11 +61,25 @@ def freeze(model, example_inputs: tuple) -> torch.jit.ScriptModule:
         script = script.eval()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        return torch.jit.freeze(script)
+        frozen: torch.jit.ScriptModule = torch.jit.freeze(script)
+    return frozen
+
+
+def trace(module: torch.nn.Module, example_inputs: tuple[torch.Tensor, ...]
+          ) -> torch.jit.ScriptModule:
+    """``torch.jit.trace`` without its check (the capture probes the graph itself) and its
+    warnings."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        # torch.jit.trace has no annotations
+        traced: torch.jit.ScriptModule = torch.jit.trace(  # type: ignore[no-untyped-call]
+            module, example_inputs, check_trace=False)
+    return traced
 
 
 @contextlib.contextmanager
-def _without_fused_attention():
+def _without_fused_attention() -> Iterator[None]:
     """Traces nn.MultiheadAttention and nn.TransformerEncoderLayer through their composed
     path (the same arithmetic) rather than their inference fast path, a single fused op
     (``aten::_transformer_encoder_layer_fwd``) taken when no parameter needs gradients."""
@@ -81,9 +95,10 @@ def _without_fused_attention():
         mha.set_fastpath_enabled(enabled)
 
 
-def _is_frozen(script) -> bool:
+def _is_frozen(script: torch.jit.ScriptModule) -> bool:
     try:
-        return script._c._has_method("forward") and not any(True for _ in script.parameters()) \
+        return bool(script._c._has_method("forward")) \
+            and not any(True for _ in script.parameters()) \
             and not any(True for _ in script.buffers()) and not list(script.named_children()) \
             and not script._c.hasattr("training")  # freezing drops the attribute
     except Exception:  # noqa: BLE001 - treat anything odd as not frozen
@@ -117,7 +132,7 @@ def alternate_engine() -> str | None:
     return None
 
 
-def capture(model, example_inputs, keep_values: bool = False,
+def capture(model: object, example_inputs: object, keep_values: bool = False,
             alternate: str | None = None) -> Graph:
     """The frozen graph of ``model``, probed on ``example_inputs``; with ``keep_values``
     each value also keeps its example tensor (``Value.tensor``), for layer-wise checks, and
@@ -135,7 +150,7 @@ class Captured:
     script: torch._C.Graph  # frozen and inlined; its first input is the module
     nodes: dict[Node, torch._C.Node]  # each top-level node's TorchScript node
     values: dict[Value, torch._C.Value]  # each top-level value's TorchScript value
-    examples: tuple  # the example inputs it was probed on
+    examples: tuple[torch.Tensor, ...]  # the example inputs it was probed on
 
     def without_mutation(self) -> Captured:
         """The same model with in-place operations made functional where TorchScript
@@ -145,7 +160,8 @@ class Captured:
         return _captured(self.script.copy(), self.examples, keep_values=False,
                          remove_mutation=True)
 
-    def probe(self, inputs: tuple) -> dict[Value, Any] | None:
+    def probe(self, inputs: tuple[torch.Tensor, ...]
+              ) -> dict[Value, ExampleTensor | bool | int | float | None] | None:
         """What every top-level tensor and number is when the graph runs on ``inputs``
         (``example_of``: shapes and dtypes), or None if the graph fails on them."""
         by_script = {v.unique(): value for value, v in self.values.items()}
@@ -156,7 +172,7 @@ class Captured:
                 if o.unique() in by_script}
 
 
-def capture_script(model, example_inputs, keep_values: bool = False,
+def capture_script(model: object, example_inputs: object, keep_values: bool = False,
                    remove_mutation: bool = False, alternate: str | None = None) -> Captured:
     """:func:`capture`, keeping the TorchScript graph; ``remove_mutation`` first rewrites
     in-place operations as functional ones where TorchScript can prove it safe."""
@@ -182,7 +198,7 @@ def _release(graph: torch._C.Graph) -> None:
         node.destroy()
 
 
-def _captured(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool,
+def _captured(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], keep_values: bool,
               remove_mutation: bool, alternate: str | None = None) -> Captured:
     torch._C._jit_pass_inline(ts_graph)
     if remove_mutation:
@@ -209,7 +225,7 @@ def _captured(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool,
 
 def _has_mutation(g: torch._C.Graph) -> bool:
     """Whether a node (in a block too) writes one of its inputs in place."""
-    def visit(block_nodes) -> bool:
+    def visit(block_nodes: Iterable[torch._C.Node]) -> bool:
         for n in block_nodes:
             try:
                 schema = str(n.schema())
@@ -227,7 +243,7 @@ def _has_mutation(g: torch._C.Graph) -> bool:
 
 
 class _Copier:
-    def __init__(self):
+    def __init__(self) -> None:
         self.values: dict[int, Value] = {}
         self.nodes_of: dict[Node, torch._C.Node] = {}  # top-level nodes only
 
@@ -249,7 +265,7 @@ class _Copier:
         (out,) = list(g.outputs())
         return Graph(inputs, nodes, self.value(out))
 
-    def nodes(self, ts_nodes, top_level: bool = False) -> list[Node]:
+    def nodes(self, ts_nodes: Iterable[torch._C.Node], top_level: bool = False) -> list[Node]:
         nodes = []
         for n in ts_nodes:
             if n.kind() == "prim::Constant":
@@ -318,7 +334,9 @@ def source_location(node: torch._C.Node) -> str:
 # ------------------------------------------------------------------------------ probing
 
 
-def example_of(x) -> Any:
+def example_of(x: object) -> ExampleTensor | bool | int | float | None:
+    """What a value is on the example inputs (``Value.example``): a tensor's properties, a
+    number as is, None for anything else."""
     if isinstance(x, torch.Tensor):
         dtype = str(x.dtype).replace("torch.", "")
         scale, zp = 0.0, 0
@@ -331,8 +349,8 @@ def example_of(x) -> Any:
     return None
 
 
-def _probe(ts_graph: torch._C.Graph, examples: tuple, graph: Graph, copier: _Copier,
-           keep_values: bool = False, into: str = "tensor") -> None:
+def _probe(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], graph: Graph,
+           copier: _Copier, keep_values: bool = False, into: str = "tensor") -> None:
     """Runs the graph once, returning every top-level tensor and number, to record examples
     (and with ``keep_values`` the tensors, in each value's attribute ``into``)."""
     results = _run_probe(ts_graph, examples, keep_values)
@@ -358,7 +376,7 @@ def standalone_function(name: str, graph: torch._C.Graph) -> Callable[..., Any]:
     return function
 
 
-def _run_probe(ts_graph: torch._C.Graph, examples: tuple, keep_values: bool
+def _run_probe(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], keep_values: bool
                ) -> list[tuple[torch._C.Value, Any]] | None:
     """(TorchScript value, what it is) for every top-level tensor and number when the graph
     runs on ``examples``; None when it fails on them."""

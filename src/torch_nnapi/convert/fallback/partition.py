@@ -190,7 +190,8 @@ class _Planner:
         the CPU."""
         trial = self.trial
         home = {n: r for r in plan.regions for n in r.nodes}
-        readers: list[tuple[Any, list[Value]]] = [(r, r.inputs) for r in plan.regions]
+        readers: list[tuple[Region | Node | None, list[Value]]] = [
+            (r, r.inputs) for r in plan.regions]
         readers += [(n, free_values(n)) for n in plan.recomputed]
         readers += [(n, free_values(n)) for n in self.graph.nodes if n in trial.cpu]
         readers.append((None, [self.graph.output]))
@@ -231,7 +232,8 @@ def fits_constant(script_value: torch._C.Value | None, result: Any) -> bool:
         return False
     scratch = torch._C.Graph()  # kept alive while its constant is read
     try:
-        constant = scratch.insertConstant(result)  # type: ignore[attr-defined]
+        # insertConstant is not in torch's stubs
+        constant: torch._C.Value = scratch.insertConstant(result)  # type: ignore[attr-defined]
     except (RuntimeError, TypeError):
         return False
     return constant.type().isSubtypeOf(script_value.type())
@@ -246,7 +248,7 @@ def _is_constant(r: Any) -> bool:
 # ------------------------------------------------------------------------------ the policy
 
 
-def partition(captured: Captured, examples: tuple, *, policy: FallbackPolicy,
+def partition(captured: Captured, examples: tuple[torch.Tensor, ...], *, policy: FallbackPolicy,
               nhwc: Sequence[bool | None], flexible: Sequence[Sequence[int]],
               relax: bool = False) -> Partition:
     """Places every node of ``captured`` (see the module docstring); each region comes
@@ -266,7 +268,7 @@ def partition(captured: Captured, examples: tuple, *, policy: FallbackPolicy,
         denied = [k for k in op_kinds(node) if k in policy.fallback_ops]
         if denied:
             forced.setdefault(node, f"{denied[0]} is in fallback_ops")
-    lowerer = _RegionLowering(graph, examples, nhwc, flexible, facts, relax)
+    lowerer = _RegionLowering(graph, nhwc, flexible, facts, relax)
     for _ in range(len(graph.nodes) + 1):
         trial = TrialLowerer(graph, specs, forced, facts).classify()
         plan = _Planner(graph, trial, edges, captured.values).plan()
@@ -291,15 +293,16 @@ def partition(captured: Captured, examples: tuple, *, policy: FallbackPolicy,
 class _RegionLowering:
     """Lowers regions as models of their own, remembering each region's outcome."""
 
-    def __init__(self, graph: Graph, examples: tuple, nhwc, flexible, facts: ShapeFacts,
-                 relax: bool):
+    def __init__(self, graph: Graph, nhwc: Sequence[bool | None],
+                 flexible: Sequence[Sequence[int]], facts: ShapeFacts, relax: bool) -> None:
         self.order = {n: i for i, n in enumerate(graph.nodes)}
         self.model_inputs = {v: i for i, v in enumerate(graph.inputs)}
         self.nhwc = list(nhwc)
         self.flexible = [tuple(f) for f in flexible]
         self.facts = facts
         self.relax = relax
-        self.done: dict[tuple, Lowered | dict[Node, str]] = {}
+        # (the ids of a region's nodes, shared nodes, inputs, outputs) -> its outcome
+        self.done: dict[tuple[tuple[int, ...], ...], Lowered | dict[Node, str]] = {}
 
     def lower(self, region: Region, trial: Trial) -> dict[Node, str]:
         """Lowers ``region`` (setting ``region.lowered``); the nodes it rejects, and why."""
@@ -374,7 +377,7 @@ def _above_target(region: Region, target: int) -> dict[Node, str]:
         origin = cx.origins.get(operation.outputs[0]) if operation.outputs else None
         why = (f"{op.type} needs NNAPI feature level {op.level}, above the target {target}:"
                f" {'; '.join(op.reasons_above(target))}")
-        node = owner.get(origin)
+        node = owner.get(origin) if isinstance(origin, Node) else None
         if node is None or node not in region.nodes:
             for n in region.nodes:
                 moves.setdefault(n, why)

@@ -37,8 +37,10 @@ class BoundaryTensor:
     flexible: list[int] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RegionReport:
+    """One NNAPI region (a partitioned module keeps these as JSON: the fields are its keys)."""
+
     index: int
     nodes: int  # PyTorch nodes it runs
     operations: dict[str, int]  # NNAPI operation counts
@@ -66,7 +68,8 @@ class PartitionReport:
     schedule: list[str]  # "region 0", "cpu 3" (index into cpu), in running order
     recomputed: int  # folded nodes (sizes, lists) the CPU program rebuilds
     policy: dict[str, Any]
-    inputs: list[dict] = field(default_factory=list)  # the model's: shape (-1 flexible), dtype
+    # the model's inputs: shape (-1 flexible), dtype, and scale and zero point if quantized
+    inputs: list[dict[str, Any]] = field(default_factory=list)
     version: int = REPORT_VERSION
 
     @property
@@ -81,11 +84,11 @@ class PartitionReport:
     def feature_level(self) -> int:
         return max((r.feature_level for r in self.regions), default=0)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> PartitionReport:
+    def from_json(cls, data: dict[str, Any]) -> PartitionReport:
         if data.get("version") != REPORT_VERSION:
             raise ValueError(f"partition report version {data.get('version')!r}, this"
                              f" torch-nnapi reads version {REPORT_VERSION}")
@@ -200,11 +203,12 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
         lowered = region.result
         flexible_in = [_flexible_dims(lowered, k) for k in range(len(region.inputs))]
         regions.append(RegionReport(
-            i, len(region.nodes), region.operation_counts, region.size, region.feature_level,
-            [_boundary(v, peer_in(v), dims)
-             for v, dims in zip(region.inputs, flexible_in, strict=False)],
-            [_boundary(v, peer_out(v, name), []) for v in region.outputs],
-            region.nodes[0].location, region.nodes[-1].location))
+            index=i, nodes=len(region.nodes), operations=region.operation_counts,
+            size=region.size, feature_level=region.feature_level,
+            inputs=[_boundary(v, peer_in(v), dims)
+                    for v, dims in zip(region.inputs, flexible_in, strict=False)],
+            outputs=[_boundary(v, peer_out(v, name), []) for v in region.outputs],
+            first=region.nodes[0].location, last=region.nodes[-1].location))
     schedule = []
     for item in part.schedule:
         if isinstance(item, Region):
@@ -254,7 +258,7 @@ def _boundary(v: Value, peer: str, flexible: list[int]) -> BoundaryTensor:
                           count * _ITEM_BYTES.get(ex.dtype, 4), peer, flexible)
 
 
-def report_of(module) -> PartitionReport | None:
+def report_of(module: object) -> PartitionReport | None:
     """The partition report a converted module carries (None: it is one NNAPI model)."""
     text = getattr(module, "partition", None)
     if not isinstance(text, str):

@@ -22,18 +22,19 @@ import torch
 from ..capture.script import standalone_function
 from .stitch import REGION_PREFIX
 
-RegionRunner = Callable[[Any, list[torch.Tensor]], list[torch.Tensor]]
+# Runs one region: (its NnapiProgram, the tensors it takes) -> the tensors it returns.
+RegionRunner = Callable[[torch.jit.ScriptModule, list[torch.Tensor]], list[torch.Tensor]]
 
 
-def is_partitioned(module) -> bool:
+def is_partitioned(module: object) -> bool:
     """Whether ``module`` runs NNAPI regions and CPU nodes (``fallback=True``)."""
     return hasattr(module, f"{REGION_PREFIX}0") and isinstance(
         getattr(module, "partition", None), str)
 
 
-def region_programs(module) -> list:
+def region_programs(module: torch.jit.ScriptModule) -> list[torch.jit.ScriptModule]:
     """The NnapiProgram of each region, in the order ``forward`` calls them."""
-    return [getattr(module, name) for name in _called_regions(module.forward.graph)]
+    return [getattr(module, name) for name in _called_regions(module.graph)]
 
 
 def _calls(graph: torch._C.Graph) -> list[torch._C.Node]:
@@ -52,17 +53,17 @@ def _called_regions(graph: torch._C.Graph) -> list[str]:
     return [call.inputsAt(0).node().s("name") for call in _calls(graph)]
 
 
-def _cut(module, upto: int | None) -> torch._C.Graph:
+def _cut(module: torch.jit.ScriptModule, upto: int | None) -> torch._C.Graph:
     """A copy of ``forward``'s graph taking each region call before ``upto`` as an extra
     input and returning region ``upto``'s input list; with ``upto`` None, taking every
     call as an input and returning a tuple: what ``forward`` returns, then each region's
     input list (so the CPU nodes computing them still run)."""
-    graph = module.forward.graph.copy()
+    graph = module.graph.copy()  # forward's
     calls = _calls(graph)
     if upto is None:
         returned = [next(iter(graph.outputs()))] + [call.inputsAt(1) for call in calls]
         graph.eraseOutput(0)
-        pack = graph.create("prim::TupleConstruct", returned)
+        pack = graph.create("prim::TupleConstruct", returned, 1)
         pack.output().setType(torch._C.TupleType([v.type() for v in returned]))
         pack.insertBefore(graph.return_node())
         graph.registerOutput(pack.output())
@@ -113,7 +114,8 @@ class Trace:
     outputs: Any  # what forward returned
 
 
-def run_apart(module, inputs: Sequence[torch.Tensor], run_region: RegionRunner) -> Trace:
+def run_apart(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
+              run_region: RegionRunner) -> Trace:
     """Runs ``module`` on ``inputs`` with each region call done by ``run_region(program,
     tensors)`` (e.g. on the host runtime); the CPU nodes run as TorchScript."""
     inputs = list(inputs)
@@ -131,7 +133,7 @@ def run_apart(module, inputs: Sequence[torch.Tensor], run_region: RegionRunner) 
     return Trace(got_in, got_out, outputs)
 
 
-def cpu_program(module):
+def cpu_program(module: torch.jit.ScriptModule) -> Callable[..., Any]:
     """``forward`` without its regions: ``f(*inputs, *region_outputs)`` runs every CPU node
     on the given region outputs (one list per region call) and returns what ``forward``
     returns, then the input list of each region."""

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import io
 import warnings
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -49,7 +48,7 @@ def build_partitioned_module(captured: Captured, part: Partition,
     class PartitionedModule(torch.nn.Module):
         """A PyTorch model converted by torch-nnapi: NNAPI regions and CPU nodes."""
 
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             for i, program in enumerate(programs):
                 self.add_module(region_name(i), program)
@@ -69,7 +68,8 @@ def build_partitioned_module(captured: Captured, part: Partition,
     return _reloaded(module)
 
 
-def _stitch(captured: Captured, part: Partition, module) -> torch._C.Graph:
+def _stitch(captured: Captured, part: Partition, module: torch.jit.RecursiveScriptModule
+            ) -> torch._C.Graph:
     """A copy of the captured TorchScript graph with the regions replaced by calls."""
     graph = captured.script.copy()
     copy_of = _node_map(captured.script, graph)
@@ -93,7 +93,9 @@ def _stitch(captured: Captured, part: Partition, module) -> torch._C.Graph:
             old = ts_value(v)
             if old.uses():
                 with graph.insert_point_guard(next(iter(graph.nodes()))):
-                    new = graph.insertConstant(constant)  # type: ignore[attr-defined]
+                    # insertConstant is not in torch's stubs
+                    new: torch._C.Value = graph.insertConstant(  # type: ignore[attr-defined]
+                        constant)
                 if isinstance(constant, torch.Tensor) and _written(old):
                     new = _fresh_copy(graph, new, end)
                     placed += 1
@@ -122,8 +124,10 @@ def _stitch(captured: Captured, part: Partition, module) -> torch._C.Graph:
     return graph
 
 
-def _call_region(graph: torch._C.Graph, this: torch._C.Value, module, index: int,
-                 region: Region, ts_value, current: dict, end: torch._C.Node) -> int:
+def _call_region(graph: torch._C.Graph, this: torch._C.Value,
+                 module: torch.jit.RecursiveScriptModule, index: int, region: Region,
+                 ts_value: Callable[[Value], torch._C.Value],
+                 current: dict[Value, torch._C.Value], end: torch._C.Node) -> int:
     """``outputs = self.region_<index>([inputs])`` before ``end``, the region's outputs
     then read from the call; returns the number of nodes added."""
     program = getattr(module, region_name(index))
@@ -165,7 +169,7 @@ def _written(value: torch._C.Value) -> bool:
     return False
 
 
-def _schema(node: torch._C.Node) -> Any:
+def _schema(node: torch._C.Node) -> torch._C.FunctionSchema | None:
     try:
         return torch._C.parse_schema(node.schema())
     except RuntimeError:  # prim:: nodes and others without one ("(no schema)")
@@ -177,18 +181,19 @@ def _fresh_copy(graph: torch._C.Graph, constant: torch._C.Value, before: torch._
     """``constant`` cloned at each run, before ``before``: a constant changed in place would
     carry the change into the next run."""
     with graph.insert_point_guard(constant.node()):
-        none = graph.insertConstant(None)  # type: ignore[attr-defined]
+        none = graph.insertConstant(None)  # type: ignore[attr-defined]  # not in torch's stubs
     clone = graph.create("aten::clone", [constant, none], 1).insertBefore(before)
     clone.output().setType(constant.type())
     return clone.output()
 
 
-def _node_map(original: torch._C.Graph, copy: torch._C.Graph) -> dict:
+def _node_map(original: torch._C.Graph, copy: torch._C.Graph
+              ) -> dict[torch._C.Node, torch._C.Node]:
     """Each top-level node of ``original`` -> the same node in its ``copy``."""
     return dict(zip(original.nodes(), copy.nodes(), strict=True))
 
 
-def _value_map(original: torch._C.Graph, copy: torch._C.Graph) -> dict[int, Any]:
+def _value_map(original: torch._C.Graph, copy: torch._C.Graph) -> dict[int, torch._C.Value]:
     """Each top-level value of ``original`` (by ``unique()``) -> the same value in ``copy``."""
     found = {a.unique(): b for a, b in zip(original.inputs(), copy.inputs(), strict=True)}
     for a, b in zip(original.nodes(), copy.nodes(), strict=True):
@@ -216,4 +221,6 @@ def _reloaded(module: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
                                 message=r"`torch\.jit\.(save|load)` is deprecated")
         torch.jit.save(module, buffer)
         buffer.seek(0)
-        return torch.jit.load(buffer)
+        # torch.jit.load has no annotations
+        loaded: torch.jit.ScriptModule = torch.jit.load(buffer)  # type: ignore[no-untyped-call]
+    return loaded

@@ -67,8 +67,8 @@ class ShapeFacts:
     changed_numbers: frozenset[Value] = frozenset()  # numbers other data changed
 
 
-def shape_facts(captured: Captured, examples: tuple, flexible: Sequence[Sequence[int]]
-                ) -> ShapeFacts:
+def shape_facts(captured: Captured, examples: tuple[torch.Tensor, ...],
+                flexible: Sequence[Sequence[int]]) -> ShapeFacts:
     """Runs the graph on other data, and on inputs grown along their flexible dimensions,
     and compares every tensor's sizes (and every number) with the example run."""
     dynamic: dict[Value, str] = {}

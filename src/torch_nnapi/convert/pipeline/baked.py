@@ -30,10 +30,10 @@ class _Decision:
     source: str  # the end of the file's path
     functions: tuple[str, ...]  # where the op is (export names the calling forward)
     kind: str  # the op the guard is derived from
-    guard: Callable[[Converter, Node, list, Any], None]
+    guard: Callable[[Converter, Node, list[Any], Any], None]  # (cx, node, arguments, result)
 
 
-def _swin_shift(cx: Converter, node: Node, args: list, result: Any) -> None:
+def _swin_shift(cx: Converter, node: Node, args: list[Any], result: Any) -> None:
     if not isinstance(result, TensorValue) or result.rank != 4 or len(args) < 2:
         return
     pad = list(args[1]) if isinstance(args[1], (list, tuple)) else []
@@ -62,7 +62,7 @@ _DECISIONS = (
 )
 
 
-def guard_decisions(cx: Converter, node: Node, args: list, result: Any) -> None:
+def guard_decisions(cx: Converter, node: Node, args: list[Any], result: Any) -> None:
     """Adds the load-time guards of any known decision made around ``node``."""
     for decision in _DECISIONS:
         if node.kind == decision.kind \

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import torch
 
@@ -20,7 +19,7 @@ from ..capture.graph import Graph
 from ..errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
 from ..levels import above, model_requirements, operation_levels
 from ..options import Flexible, NhwcRequest
-from .lowerer import Lowered, Lowerer, LowererFactory, example_spec, lower
+from .lowerer import InputSpec, Lowered, Lowerer, LowererFactory, example_spec, lower
 
 
 def lower_graph(graph: Graph, examples: tuple[torch.Tensor, ...], *, nhwc: NhwcRequest,
@@ -36,7 +35,7 @@ def lower_graph(graph: Graph, examples: tuple[torch.Tensor, ...], *, nhwc: NhwcR
     choices = nhwc_choices(examples, nhwc)
     flex = flexible_per_input(examples, flexible)
 
-    def factory(graph: Graph, specs: Sequence) -> Lowerer:
+    def factory(graph: Graph, specs: Sequence[InputSpec]) -> Lowerer:
         if make_lowerer is not None:
             return make_lowerer(graph, specs)
         return Lowerer(graph, specs, target_level=target_level)
@@ -68,7 +67,7 @@ def _level_cost(lowered: Lowered) -> tuple[int, int]:
     return int(model.feature_level), sum(m.level > 1 for m in model.matches)
 
 
-def require_level(model: Model, origins: Mapping[int, Any], target_level: int) -> None:
+def require_level(model: Model, origins: Mapping[int, object], target_level: int) -> None:
     """Raises FeatureLevelError if a device of ``target_level`` would reject the model."""
     if int(model.feature_level) <= target_level:
         return

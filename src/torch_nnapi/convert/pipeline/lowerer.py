@@ -25,7 +25,7 @@ from ...nnapi.model import Lifetime
 from ..builder import layout as lay
 from ..builder.context import Converter
 from ..builder.merged import ungroup
-from ..builder.symbolic import Sym, hint, input_dim
+from ..builder.symbolic import Sym, SymInt, hint, input_dim
 from ..builder.values import RUNTIME_DTYPES, TensorValue, dtype_name
 from ..capture.graph import FUSED_KIND, ExampleTensor, Graph, Node, Value
 from ..errors import ConversionError, ConverterBug, Unsupported, UnsupportedUse
@@ -66,8 +66,9 @@ class Lowered:
     output_map: list[int]  # returned tensor i is NNAPI output output_map[i]
     returns: str  # "tensor", "tuple" or "list"
     output_ranks: list[int] = field(default_factory=list)  # PyTorch ranks of ``outputs``
-    values: dict = field(default_factory=dict)  # graph Value -> what it was lowered to
-    specs: list = field(default_factory=list)  # the InputSpec of each input
+    values: dict[Value, Any] = field(default_factory=dict)  # graph Value -> what it was
+    # lowered to (a TensorValue, a constant tensor, a number or Sym, a list of those...)
+    specs: list[InputSpec] = field(default_factory=list)  # the InputSpec of each input
 
 
 def dequantized_scale(lowered: Lowered, output: int) -> float:
@@ -162,7 +163,7 @@ class Lowerer:
         self.env[value] = t
         return t
 
-    def _add_bool_input(self, index: int, value: Value, shape: tuple,
+    def _add_bool_input(self, index: int, value: Value, shape: tuple[SymInt, ...],
                         layout: lay.Layout | None) -> TensorValue:
         """PyTorch's NNAPI runtime passes no bool tensors: the wrapper casts a bool input to
         int32 (CAST_INT32) and the model makes it TENSOR_BOOL8 again with NOT_EQUAL 0."""
@@ -256,7 +257,7 @@ class Lowerer:
             return type(a)(self._one_dim_each(x) for x in a)
         return a
 
-    def _lower_if(self, node: Node, args: list) -> None:
+    def _lower_if(self, node: Node, args: list[Any]) -> None:
         cond = args[0]
         if isinstance(cond, Sym) or not isinstance(cond, (bool, int)):
             self.unsupported.append(UnsupportedUse(
@@ -269,7 +270,7 @@ class Lowerer:
         results = tuple(self.resolve(v) for v in block.outputs)
         self._bind(node, results[0] if len(results) == 1 else results)
 
-    def _fold(self, node: Node, args: list) -> Any:
+    def _fold(self, node: Node, args: list[Any]) -> Any:
         """Evaluates an aten op whose inputs are all known constants, with PyTorch."""
         if not node.schema or not node.kind.startswith("aten::") \
                 or node.kind.startswith(_NO_FOLD_PREFIXES) or not all(map(_constant, args)):
@@ -291,7 +292,7 @@ class Lowerer:
             return _NOT_FOLDED
         return result
 
-    def _fold_steps(self, node: Node, args: list) -> Any:
+    def _fold_steps(self, node: Node, args: list[Any]) -> Any:
         """Evaluates a fused node (patterns.py) step by step when its input is constant."""
         value, k = args[0], 1
         for step in node.steps:
@@ -437,7 +438,8 @@ _VIEWS = {"aten::slice", "aten::select", "aten::narrow", "aten::view", "aten::re
 _STRUCTURAL = {"prim::If"}
 
 
-def _quantized_on_host(value: Value, readers: dict) -> tuple[float, int] | None:
+def _quantized_on_host(value: Value, readers: Mapping[Value, Sequence[Node | None]]
+                       ) -> tuple[float, int] | None:
     """(scale, zero point) when every reader of float input ``value`` quantizes it to quint8
     with the same constant parameters. NNAPI then takes the input quint8 and the wrapper
     quantizes it on the host, exactly as PyTorch does: NNAPI's QUANTIZE needs feature level
@@ -460,9 +462,10 @@ def _quantized_on_host(value: Value, readers: dict) -> tuple[float, int] | None:
     return found.pop() if len(found) == 1 else None
 
 
-def value_readers(graph: Graph) -> dict:
-    """Each value's reading nodes in program order (the graph's return counts as one)."""
-    readers: dict = {}
+def value_readers(graph: Graph) -> dict[Value, list[Node | None]]:
+    """Each value's reading nodes in program order (the graph's return, None, counts as
+    one)."""
+    readers: dict[Value, list[Node | None]] = {}
     for node in graph.walk():
         for v in node.inputs:
             readers.setdefault(v, []).append(node)
@@ -474,7 +477,7 @@ def value_readers(graph: Graph) -> dict:
 
 
 @functools.cache
-def _arity(fn) -> tuple[int, float]:
+def _arity(fn: Callable[..., Any]) -> tuple[int, float]:
     """How many arguments after the converter a lowering takes: (at least, at most)."""
     params = list(inspect.signature(fn).parameters.values())[1:]
     if any(p.kind is p.VAR_POSITIONAL for p in params):
@@ -483,7 +486,7 @@ def _arity(fn) -> tuple[int, float]:
     return sum(p.default is p.empty for p in params), len(params)
 
 
-def _takes(fn, count: int) -> bool:
+def _takes(fn: Callable[..., Any], count: int) -> bool:
     """True when a lowering accepts ``count`` node inputs: an overload of the op with another
     argument list is reported as unsupported instead of failing in the call."""
     least, most = _arity(fn)

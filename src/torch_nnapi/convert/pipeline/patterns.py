@@ -22,8 +22,8 @@ FACTORIES = ("aten::zeros", "aten::ones", "aten::full", "aten::new_zeros", "aten
              "aten::new_full")
 
 
-def _uses(graph: Graph) -> Counter:
-    uses: Counter = Counter()
+def _uses(graph: Graph) -> Counter[Value]:
+    uses: Counter[Value] = Counter()
     for node in graph.walk():
         for v in node.inputs:
             uses[v] += 1
@@ -77,7 +77,8 @@ def _fuse_region_fills(graph: Graph) -> None:
     graph.nodes[:] = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in removed]
 
 
-def _fill_chain(reader: Node, base: Value, readers: dict, uses: Counter) -> list[Node] | None:
+def _fill_chain(reader: Node, base: Value, readers: dict[Value, list[Node]], uses: Counter[Value]
+                ) -> list[Node] | None:
     """slice -> ... -> slice -> fill_ from ``base``, each step read only by the next and
     the fill's result unread; None when ``reader`` starts something else."""
     chain, node, value = [], reader, base

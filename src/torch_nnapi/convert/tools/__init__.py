@@ -1,4 +1,5 @@
 """Tools over conversions: ``check`` (does a model convert, at which feature level, and does
-it match PyTorch), ``compare`` (layer by layer), ``bench`` (where the time goes), ``host``
-(run a converted module on the host runtime), ``codegen`` (a captured model as Python code)
-and ``threads`` (one thread count for every pool)."""
+it match PyTorch; ``check_report`` holds what it finds), ``compare`` (layer by layer),
+``bench`` (where the time goes), ``host`` (run a converted module on the host runtime),
+``codegen`` (a captured model as Python code) and ``threads`` (one thread count for every
+pool)."""

@@ -20,12 +20,13 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
 
 from ...nnapi.model import Lifetime, Model
 from ...runtime.threads import get_num_threads
-from ..fallback.run import cpu_program, is_partitioned, region_programs, run_apart
+from ..fallback.run import Trace, cpu_program, is_partitioned, region_programs, run_apart
 from .check import loaded_nnapi_library, tensor_error
 from .host import model_for, program_of
 from .threads import num_threads
@@ -49,7 +50,7 @@ class Latency:
     def minimum(self) -> float:
         return min(self.seconds)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, float]:
         return {"runs": len(self.seconds), "median_ms": self.median * 1e3,
                 "p90_ms": self.p90 * 1e3, "min_ms": self.minimum * 1e3,
                 "mean_ms": statistics.fmean(self.seconds) * 1e3}
@@ -99,24 +100,25 @@ class RegionTime:
     latency: Latency
 
 
-@dataclass
-class BenchReport:
-    inputs: list[dict]
-    threads: int | None
-    backend: str = ""
+@dataclass(kw_only=True)
+class FirstCall:
+    """The module's first call: its NNAPI compilation, then its first run."""
+
     compile_seconds: float = 0.0
-    first_run_seconds: float = 0.0
+    run_seconds: float = 0.0
     # the library's first use in this process, whose compile time includes importing its
     # Python side (the runtime and its kernels)
     first_use: bool = False
+
+
+@dataclass(kw_only=True)
+class Latencies:
+    """Timed runs of the converted module, and of the original in eager PyTorch."""
+
     nnapi: Latency | None = None
     # With several threads, a few runs on one thread: more threads should never be slower.
     single_thread: Latency | None = None
     eager: Latency | None = None
-    output_errors: list[dict] = field(default_factory=list)
-    profile: HostProfile | None = None
-    regions: list[RegionTime] = field(default_factory=list)  # a partitioned module's
-    cpu: Latency | None = None  # a partitioned module's CPU nodes alone
 
     @property
     def ratio(self) -> float | None:
@@ -133,29 +135,53 @@ class BenchReport:
             return False
         return self.nnapi.median > CONTENTION_MARGIN * self.single_thread.median
 
+
+@dataclass(kw_only=True)
+class PartTimes:
+    """A partitioned module's parts timed alone (empty for one NNAPI model)."""
+
+    regions: list[RegionTime] = field(default_factory=list)
+    cpu: Latency | None = None  # the CPU nodes alone
+
+
+@dataclass(kw_only=True)
+class BenchReport:
+    inputs: list[dict[str, Any]]  # per input: shape, dtype
+    threads: int | None
+    backend: str = ""
+    first_call: FirstCall = field(default_factory=FirstCall)
+    latency: Latencies = field(default_factory=Latencies)
+    output_errors: list[dict[str, Any]] = field(default_factory=list)  # output, error, unit
+    profile: HostProfile | None = None
+    parts: PartTimes = field(default_factory=PartTimes)
+
     @property
     def outside_runtime(self) -> float | None:
         """Median NNAPI latency minus the host runtime's own run time: what the wrapper
         module, PyTorch's NNAPI runtime, the C API and its copies add (noisy)."""
-        if self.nnapi is None or self.profile is None:
+        nnapi = self.latency.nnapi
+        if nnapi is None or self.profile is None:
             return None
-        return self.nnapi.median - self.profile.wall_seconds
+        return nnapi.median - self.profile.wall_seconds
 
-    def to_json(self, slowest: int = 10) -> dict:
-        data = {"inputs": self.inputs, "threads": self.threads, "backend": self.backend,
-                "compile_ms": self.compile_seconds * 1e3,
-                "first_run_ms": self.first_run_seconds * 1e3, "first_use": self.first_use,
-                "nnapi": self.nnapi.to_json() if self.nnapi else None,
-                "eager": self.eager.to_json() if self.eager else None,
-                "ratio": self.ratio, "output_errors": self.output_errors,
-                "single_thread": self.single_thread.to_json() if self.single_thread else None,
-                "pools_contend": self.pools_contend,
-                "outside_runtime_ms": None if self.outside_runtime is None
-                else self.outside_runtime * 1e3}
-        if self.regions:
+    def to_json(self, slowest: int = 10) -> dict[str, Any]:
+        first, latency = self.first_call, self.latency
+        data: dict[str, Any] = {
+            "inputs": self.inputs, "threads": self.threads, "backend": self.backend,
+            "compile_ms": first.compile_seconds * 1e3,
+            "first_run_ms": first.run_seconds * 1e3, "first_use": first.first_use,
+            "nnapi": latency.nnapi.to_json() if latency.nnapi else None,
+            "eager": latency.eager.to_json() if latency.eager else None,
+            "ratio": latency.ratio, "output_errors": self.output_errors,
+            "single_thread": latency.single_thread.to_json() if latency.single_thread
+            else None,
+            "pools_contend": latency.pools_contend,
+            "outside_runtime_ms": None if self.outside_runtime is None
+            else self.outside_runtime * 1e3}
+        if self.parts.regions:
             data["regions"] = [{"region": r.index, "operations": r.operations,
-                                **r.latency.to_json()} for r in self.regions]
-            data["cpu"] = self.cpu.to_json() if self.cpu else None
+                                **r.latency.to_json()} for r in self.parts.regions]
+            data["cpu"] = self.parts.cpu.to_json() if self.parts.cpu else None
         if self.profile is not None:
             p = self.profile
             data["host_profile"] = {
@@ -188,7 +214,8 @@ def time_calls(call: Callable[[], object], runs: int, warmup: int = WARMUP) -> L
     return Latency(seconds)
 
 
-def first_run(module, inputs: Sequence[torch.Tensor]) -> tuple[float, float]:
+def first_run(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor]
+              ) -> tuple[float, float]:
     """(compile seconds, first-run seconds) of a converted module on PyTorch's NNAPI
     runtime: its compilation is dropped, redone, then the module runs once."""
     program = program_of(module)
@@ -200,8 +227,8 @@ def first_run(module, inputs: Sequence[torch.Tensor]) -> tuple[float, float]:
     return compiled - start, time.perf_counter() - compiled
 
 
-def _first_partitioned_run(module, inputs: Sequence[torch.Tensor], trace
-                           ) -> tuple[float, float]:
+def _first_partitioned_run(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
+                           trace: Trace) -> tuple[float, float]:
     """:func:`first_run` of a partitioned module: every region compiled on what the
     module gives it."""
     compile_seconds = 0.0
@@ -215,12 +242,13 @@ def _first_partitioned_run(module, inputs: Sequence[torch.Tensor], trace
     return compile_seconds, time.perf_counter() - start
 
 
-def profile_on_host(module, inputs: Sequence[torch.Tensor], runs: int = 3) -> HostProfile:
+def profile_on_host(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
+                    runs: int = 3) -> HostProfile:
     """Per-operation times of the module's NNAPI model on the host runtime (medians)."""
     return profile_program(program_of(module), inputs, runs)
 
 
-def profile_program(program, inputs: Sequence[torch.Tensor], runs: int = 3,
+def profile_program(program: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor], runs: int = 3,
                     region: int = -1) -> HostProfile:
     """:func:`profile_on_host` of one NnapiProgram (region ``region`` of a partitioned
     module)."""
@@ -270,7 +298,7 @@ def _is_tensor(model: Model, index: int) -> bool:
     return not operand.info.is_scalar and operand.lifetime is not Lifetime.NO_VALUE
 
 
-def _operand(model: Model, shapes, index: int) -> str:
+def _operand(model: Model, shapes: Sequence[Sequence[int]] | None, index: int) -> str:
     operand = model.operands[index]
     shape = shapes[index] if shapes is not None else operand.dimensions
     dims = "x".join(str(int(d)) for d in shape) or "scalar"
@@ -280,40 +308,43 @@ def _operand(model: Model, shapes, index: int) -> str:
 # ------------------------------------------------------------------------------ the bench
 
 
-def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
-                 threads: int | None = None, original=None, profile_runs: int = 3,
+def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor], *,
+                 runs: int = 20, threads: int | None = None,
+                 original: Callable[..., object] | None = None, profile_runs: int = 3,
                  progress: Callable[[str], None] | None = None) -> BenchReport:
     """Latency of a converted module on PyTorch's NNAPI runtime (and of ``original`` in
     eager PyTorch when given), and its host-runtime profile (``profile_runs=0``: none).
     ``progress`` is told each step."""
     step = progress or (lambda text: None)
     inputs = tuple(inputs)
-    report = BenchReport([{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
-                          for x in inputs], threads)
-    report.first_use = "torch_nnapi.capi.bridge" not in sys.modules
+    report = BenchReport(
+        inputs=[{"shape": list(x.shape), "dtype": str(x.dtype).replace("torch.", "")}
+                for x in inputs], threads=threads)
+    first, latency = report.first_call, report.latency
+    first.first_use = "torch_nnapi.capi.bridge" not in sys.modules
     partitioned = is_partitioned(module)
     with num_threads(threads), torch.no_grad():
         step("compiling")
         if partitioned:
             trace = run_apart(module, inputs, lambda program, given: program(given))
-            report.compile_seconds, report.first_run_seconds = _first_partitioned_run(
+            first.compile_seconds, first.run_seconds = _first_partitioned_run(
                 module, inputs, trace)
         else:
-            report.compile_seconds, report.first_run_seconds = first_run(module, inputs)
+            first.compile_seconds, first.run_seconds = first_run(module, inputs)
         library = loaded_nnapi_library()
         report.backend = "PyTorch's NNAPI runtime" + (f" ({library})" if library else "")
         step(f"timing {runs} runs on NNAPI")
-        report.nnapi = time_calls(lambda: module(*inputs), runs)
+        latency.nnapi = time_calls(lambda: module(*inputs), runs)
         if (threads or get_num_threads()) > 1:
             step("timing a few runs on one thread")
             with num_threads(1):
-                report.single_thread = time_calls(lambda: module(*inputs), max(3, runs // 2))
+                latency.single_thread = time_calls(lambda: module(*inputs), max(3, runs // 2))
         if partitioned:
-            _time_apart(report, module, inputs, trace, runs)
+            report.parts = _time_apart(module, inputs, trace, runs)
         if original is not None:
             step(f"timing {runs} runs of the original in eager PyTorch")
             expected = original(*inputs)
-            report.eager = time_calls(lambda: original(*inputs), runs)
+            latency.eager = time_calls(lambda: original(*inputs), runs)
             actual = module(*inputs)
             expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
             actual = list(actual) if isinstance(actual, (tuple, list)) else [actual]
@@ -333,17 +364,21 @@ def bench_module(module, inputs: Sequence[torch.Tensor], *, runs: int = 20,
     return report
 
 
-def _time_apart(report: BenchReport, module, inputs: tuple, trace, runs: int) -> None:
+def _time_apart(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...],
+                trace: Trace, runs: int) -> PartTimes:
     """Each region alone on what the module gives it; the CPU nodes alone on the regions'
     outputs."""
+    parts = PartTimes()
     calls = zip(region_programs(module), trace.region_inputs, strict=True)
     for k, (program, given) in enumerate(calls):
         operations = len(model_for(program, given).operations)
-        report.regions.append(RegionTime(k, operations,
-                                         time_calls(functools.partial(program, given), runs)))
+        parts.regions.append(RegionTime(k, operations,
+                                        time_calls(functools.partial(program, given), runs)))
     cpu = cpu_program(module)
-    report.cpu = time_calls(lambda: cpu(*inputs, *trace.region_outputs), runs)
+    parts.cpu = time_calls(lambda: cpu(*inputs, *trace.region_outputs), runs)
+    return parts
 
 
-__all__ = ["BenchReport", "HostProfile", "Latency", "OperationTime", "RegionTime", "TypeTime",
-           "bench_module", "first_run", "profile_on_host", "profile_program", "time_calls"]
+__all__ = ["BenchReport", "FirstCall", "HostProfile", "Latencies", "Latency", "OperationTime",
+           "PartTimes", "RegionTime", "TypeTime", "bench_module", "first_run",
+           "profile_on_host", "profile_program", "time_calls"]

@@ -22,10 +22,12 @@ import keyword
 import os
 import re
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.utils._pytree import TreeSpec
 
 from ..capture.export import export_module, get_attribute, is_exported
 from ..capture.frontend import example_inputs_of
@@ -42,7 +44,8 @@ class GeneratedCode:
     max_error: float  # largest absolute difference from the original on the examples
 
 
-def trace_to_code(model, example_inputs=None, path: str = "model.py", *,
+def trace_to_code(model: torch.nn.Module | torch.export.ExportedProgram,
+                  example_inputs: object = None, path: str = "model.py", *,
                   class_name: str | None = None, weights_path: str | None = None,
                   tolerance: float = TOLERANCE) -> GeneratedCode:
     """Writes ``model`` (an nn.Module, exported here; an ExportedProgram; or a GraphModule
@@ -66,10 +69,10 @@ def trace_to_code(model, example_inputs=None, path: str = "model.py", *,
     return GeneratedCode(path, weights_path, name, error)
 
 
-def _graph_module(model, examples: tuple) -> torch.fx.GraphModule:
+def _graph_module(model: object, examples: tuple[torch.Tensor, ...]) -> torch.fx.GraphModule:
     if isinstance(model, torch.export.ExportedProgram):
         return model.module()
-    if is_exported(model):
+    if is_exported(model) and isinstance(model, torch.fx.GraphModule):
         return model
     if isinstance(model, torch.jit.ScriptModule) or not isinstance(model, torch.nn.Module):
         raise TypeError(f"trace_to_code takes an nn.Module or an ExportedProgram, got"
@@ -77,7 +80,7 @@ def _graph_module(model, examples: tuple) -> torch.fx.GraphModule:
     return export_module(model, examples).module()
 
 
-def _class_name(model) -> str:
+def _class_name(model: object) -> str:
     if isinstance(model, torch.nn.Module) and not isinstance(model, torch.fx.GraphModule):
         return type(model).__name__
     return "CapturedModel"
@@ -95,7 +98,7 @@ class _Writer:
         self.used: set[str] = set()
         self.state: dict[str, torch.Tensor] = {}
         self.attributes: list[str] = []  # __init__ lines for parameters and buffers
-        self.submodules: dict[str, Any] = {}  # attribute -> observer module
+        self.submodules: dict[str, torch.nn.Module] = {}  # attribute -> observer module
         self.helpers: set[str] = set()
         self.imports: set[str] = set()
 
@@ -105,8 +108,10 @@ class _Writer:
         docstring = (f'"""{self.class_name}, captured with torch.export and written by'
                      f" torch_nnapi.trace_to_code.\n\nWeights: {self.weights_name} beside this"
                      ' file (load() reads it)."""\n')
-        parts = [docstring, "import os\n", "import torch", "import torch.nn.functional as F",
-                 "from torch import nn"]
+        # annotations postponed: a derive function copied below may name types the file
+        # does not import
+        parts = [docstring, "from __future__ import annotations\n", "import os\n",
+                 "import torch", "import torch.nn.functional as F", "from torch import nn"]
         parts += sorted(self.imports)
         for kind in sorted(self.helpers):
             parts.append("\n" + QUANT_HELPERS[kind][1].rstrip())
@@ -221,7 +226,9 @@ class _Writer:
                 self.state[f"{attribute}.{key}"] = value.detach().clone()
         return lines
 
-    def _constructor(self, observer) -> str:
+    def _constructor(self, observer: Any) -> str:
+        """The expression constructing ``observer`` again: a torch.ao or torchao observer
+        (torchao has no types), whose attributes tell which kind it is."""
         cls = type(observer)
         self.imports.add(f"from {cls.__module__} import {cls.__name__}")
         if hasattr(observer, "obs_or_fqs"):  # derived from other observers' parameters
@@ -293,7 +300,7 @@ def _wrap(line: str, width: int = 100) -> list[str]:
     return lines + [current]
 
 
-def _constructor_arguments(module, skip: tuple) -> dict[str, str]:
+def _constructor_arguments(module: torch.nn.Module, skip: tuple[str, ...]) -> dict[str, str]:
     """Keyword arguments rebuilding ``module``: its constructor's parameters that it keeps
     as attributes of the same name (tensors of one element as numbers)."""
     result = {}
@@ -313,12 +320,12 @@ def _constructor_arguments(module, skip: tuple) -> dict[str, str]:
     return result
 
 
-def _is_observer(module) -> bool:
+def _is_observer(module: torch.nn.Module) -> bool:
     return any(base.__name__ in ("ObserverBase", "FakeQuantizeBase")
                for base in type(module).__mro__)
 
 
-def _structure(spec, leaves) -> str:
+def _structure(spec: TreeSpec, leaves: Iterator[str]) -> str:
     if spec.is_leaf():
         return next(leaves)
     items = [_structure(child, leaves) for child in spec.children()]
@@ -349,7 +356,8 @@ def _identifier(text: str) -> str:
 # ------------------------------------------------------------------------------ checking
 
 
-def _verify(model, examples: tuple, path: str, weights_path: str) -> float:
+def _verify(model: torch.nn.Module | torch.export.ExportedProgram,
+            examples: tuple[torch.Tensor, ...], path: str, weights_path: str) -> float:
     """The largest absolute difference between the generated model and the original."""
     spec = importlib.util.spec_from_file_location(
         f"torch_nnapi_generated_{abs(hash(os.path.abspath(path)))}", path)

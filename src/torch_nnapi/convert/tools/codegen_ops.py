@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
+from torch.fx.node import Argument
 
 
 class CodegenError(ValueError):
@@ -97,7 +97,7 @@ def dequantize_per_channel(x, scales, zero_points, axis, quant_min, quant_max, d
 }
 
 
-def literal(value: Any, name_of: Callable[[torch.fx.Node], str]) -> str:
+def literal(value: object, name_of: Callable[[torch.fx.Node], str]) -> str:
     """Python source for an argument: node values by name, constants as literals."""
     if isinstance(value, torch.fx.Node):
         return name_of(value)
@@ -117,12 +117,18 @@ def literal(value: Any, name_of: Callable[[torch.fx.Node], str]) -> str:
     raise CodegenError(f"a constant of type {type(value).__name__} ({value!r:.60})")
 
 
-def render_call(node: torch.fx.Node, name_of: Callable[[torch.fx.Node], str],
-                helpers: set[str]) -> str:
+# The Python expression naming a node's value.
+NameOf = Callable[[torch.fx.Node], str]
+# ``args(values=node.args, kwargs=node.kwargs)``: a call's arguments written out.
+Arguments = Callable[..., str]
+
+
+def render_call(node: torch.fx.Node, name_of: NameOf, helpers: set[str]) -> str:
     """The Python expression computing ``node`` (a call_function node)."""
     target = node.target
 
-    def args(values=None, kwargs=None) -> str:
+    def args(values: Sequence[Argument] | None = None,
+             kwargs: Mapping[str, Argument] | None = None) -> str:
         values = node.args if values is None else values
         kwargs = node.kwargs if kwargs is None else kwargs
         parts = [literal(v, name_of) for v in values]
@@ -161,7 +167,7 @@ def render_call(node: torch.fx.Node, name_of: Callable[[torch.fx.Node], str],
     return f"torch.ops.aten.{kind.split('::', 1)[1]}.{overload}({args()})"
 
 
-def _batch_norm(node, name_of, args) -> str:
+def _batch_norm(node: torch.fx.Node, name_of: NameOf, args: Arguments) -> str:
     x, weight, bias, mean, var, training, momentum, eps = node.args[:8]
     parts = [literal(v, name_of) for v in (x, mean, var)]
     parts += [f"{k}={literal(v, name_of)}" for k, v in (
@@ -170,11 +176,11 @@ def _batch_norm(node, name_of, args) -> str:
     return f"F.batch_norm({', '.join(parts)})"
 
 
-def _layer_norm(node, name_of, args) -> str:
+def _layer_norm(node: torch.fx.Node, name_of: NameOf, args: Arguments) -> str:
     return f"F.layer_norm({args(node.args[:5])})"
 
 
-def _slice(node, name_of, args) -> str:
+def _slice(node: torch.fx.Node, name_of: NameOf, args: Arguments) -> str:
     if node.kwargs:
         return f"torch.ops.aten.slice.Tensor({args()})"
     x = literal(node.args[0], name_of)
@@ -187,11 +193,11 @@ def _slice(node, name_of, args) -> str:
     return f"{x}[{':, ' * dim}{start_text}:{end_text}{step_text}]"
 
 
-def _size(node, name_of, args) -> str:
+def _size(node: torch.fx.Node, name_of: NameOf, args: Arguments) -> str:
     return f"{literal(node.args[0], name_of)}.size({literal(node.args[1], name_of)})"
 
 
-_SPECIAL: dict[str, Callable] = {
+_SPECIAL: dict[str, Callable[[torch.fx.Node, NameOf, Arguments], str]] = {
     "aten::batch_norm": _batch_norm, "aten::layer_norm": _layer_norm, "aten::slice": _slice,
     "aten::sym_size": _size,
 }

@@ -23,16 +23,20 @@ Two options separate the converter's errors from others:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
+from ...nnapi.model import Model
 from ...runtime import Compilation
 from ..builder import layout as lay
 from ..builder.symbolic import hints
 from ..builder.values import TensorValue
 from ..capture.frontend import capture_model
+from ..capture.graph import Graph, Node, Value
 from ..pipeline.layout_choice import lower_graph
 
 
@@ -41,7 +45,7 @@ class LayerDiff:
     kind: str
     location: str
     name: str
-    shape: tuple
+    shape: tuple[int, ...]
     error: float
     unit: str  # "relative" (float tensors) or "quanta" (quantized tensors)
     alternate_error: float | None = None  # against the alternate engine's reference
@@ -53,8 +57,8 @@ class LayerDiff:
                 f"  {self.location}")
 
 
-def compare_layers(model, example_inputs, *, alternate: str | None = None,
-                   isolated: bool = False, **options) -> list[LayerDiff]:
+def compare_layers(model: object, example_inputs: object, *, alternate: str | None = None,
+                   isolated: bool = False, **options: Any) -> list[LayerDiff]:
     """Converts ``model`` and compares every intermediate tensor with eager PyTorch; see the
     module docstring for ``alternate`` and ``isolated``."""
     captured = capture_model(model, example_inputs, capture_mode=options.get("capture"),
@@ -107,12 +111,12 @@ def compare_layers(model, example_inputs, *, alternate: str | None = None,
     return diffs
 
 
-def island_quanta(graph) -> dict:
+def island_quanta(graph: Graph) -> dict[Value, float]:
     """Float values computed from dequantized ones (a float island of a quantized model),
     with the quantum they are measured in: the dequantized tensor's scale, the largest when
     several meet. NNAPI and PyTorch may round a quantized value one quantum apart, and the
     island's float arithmetic carries that difference on."""
-    quanta: dict = {}
+    quanta: dict[Value, float] = {}
     for node in graph.walk():
         if node.kind == "aten::dequantize":
             scale = getattr(node.inputs[0].example, "scale", 0.0)
@@ -136,7 +140,8 @@ def _nnapi_array(x: torch.Tensor, t: TensorValue) -> np.ndarray:
     return np.ascontiguousarray(np.transpose(a, t.layout)).reshape(hints(t.nnapi_shape))
 
 
-def _references(compared, model, source: str = "tensor") -> dict[int, np.ndarray]:
+def _references(compared: Sequence[tuple[Node, Value, TensorValue]], model: Model,
+                source: str = "tensor") -> dict[int, np.ndarray]:
     """PyTorch's value of each compared layer (``source``: the value's attribute holding
     it), as the NNAPI operand holding it."""
     substitutes = {}
@@ -190,13 +195,13 @@ def _error(expected: torch.Tensor, array: np.ndarray, quantum: float = 0.0,
     return error, "relative"
 
 
-def _diff(node, value, t: TensorValue, got: np.ndarray, quantum: float) -> LayerDiff:
+def _diff(node: Node, value: Value, t: TensorValue, got: np.ndarray, quantum: float) -> LayerDiff:
     expected = value.tensor
     error, unit = _error(expected, _as_pytorch(got, t), quantum, t.is_quantized)
     return LayerDiff(node.kind, node.location, value.name, tuple(expected.shape), error, unit)
 
 
-def _compare_alternate(diff: LayerDiff, value, t: TensorValue, got: np.ndarray,
+def _compare_alternate(diff: LayerDiff, value: Value, t: TensorValue, got: np.ndarray,
                        quantum: float) -> None:
     """The layer computed from the alternate engine's inputs against that engine's result,
     and the two references against each other."""

@@ -13,20 +13,20 @@ import torch
 
 from ...nnapi.codes import OperandType
 from ...nnapi.model import Model
-from ...runtime import Compilation
+from ...runtime import Compilation, OperationTiming
 from ..torchscript.deserialize import deserialize
 
 
-def program_of(module) -> Any:
+def program_of(module: object) -> torch.jit.ScriptModule:
     """The NnapiProgram inside a converted module (fresh or loaded from a file)."""
-    prog = getattr(module, "nnapi", None)
+    prog: torch.jit.ScriptModule | None = getattr(module, "nnapi", None)
     if prog is None or not hasattr(prog, "ser_model"):
         raise ValueError("this module was not produced by torch_nnapi.convert (it has no"
                          " 'nnapi' program)")
     return prog
 
 
-def model_for(module, inputs: Sequence[torch.Tensor]) -> Model:
+def model_for(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor]) -> Model:
     """The finished NNAPI model the module (or one NnapiProgram) would compile for these
     inputs."""
     prog = module if hasattr(module, "ser_model") else program_of(module)
@@ -36,19 +36,21 @@ def model_for(module, inputs: Sequence[torch.Tensor]) -> Model:
     return deserialize(words, weights).model
 
 
-def run_on_host(module, *inputs: torch.Tensor, relaxed_precision: str = "float32",
-                profile: bool = False):
+def run_on_host(module: torch.jit.ScriptModule, *inputs: torch.Tensor,
+                relaxed_precision: str = "float32", profile: bool = False) -> Any:
     """Runs the converted module on the host runtime; returns what ``module(*inputs)``
-    returns (a tensor or a tuple), plus per-operation timings when ``profile``. In a
+    returns (a tensor, a tuple or a list: Any, as for calling the module), and with
+    ``profile`` a pair of it and the per-operation timings. In a
     partitioned module (``fallback=True``) each region runs on the host runtime and the
     CPU nodes in TorchScript."""
     from ..fallback.run import is_partitioned, run_apart
 
     given = list(inputs)
     if is_partitioned(module):
-        timings: list = []
+        timings: list[OperationTiming] = []
 
-        def run_region(prog, tensors):
+        def run_region(prog: torch.jit.ScriptModule, tensors: list[torch.Tensor]
+                       ) -> list[torch.Tensor]:
             outs, region_timings = run_program_on_host(prog, tensors, relaxed_precision,
                                                        profile)
             timings.extend(region_timings or [])
@@ -56,14 +58,15 @@ def run_on_host(module, *inputs: torch.Tensor, relaxed_precision: str = "float32
 
         returned = run_apart(module, given, run_region).outputs
         return (returned, timings) if profile else returned
-    outs, timings = run_program_on_host(program_of(module), given, relaxed_precision,
-                                        profile)
-    returned = _shape_like_forward(module, outs)
-    return (returned, timings) if profile else returned
+    outs, program_timings = run_program_on_host(program_of(module), given,
+                                                relaxed_precision, profile)
+    shaped = _shape_like_forward(module, outs)
+    return (shaped, program_timings) if profile else shaped
 
 
-def run_program_on_host(prog, inputs: Sequence[torch.Tensor],
-                        relaxed_precision: str = "float32", profile: bool = False):
+def run_program_on_host(prog: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
+                        relaxed_precision: str = "float32", profile: bool = False
+                        ) -> tuple[list[torch.Tensor], list[OperationTiming] | None]:
     """(outputs as the program returns them, per-operation timings or None): one
     NnapiProgram run on the host runtime."""
     inputs = list(inputs)
@@ -88,7 +91,8 @@ def _to_numpy(x: torch.Tensor) -> np.ndarray:
     return x.numpy()
 
 
-def _to_torch(a: np.ndarray, op_type: OperandType, scale: float, zero_point: int):
+def _to_torch(a: np.ndarray, op_type: OperandType, scale: float, zero_point: int
+              ) -> torch.Tensor:
     if op_type in (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED):
         return torch._make_per_tensor_quantized_tensor(torch.from_numpy(a.copy()), scale,
                                                        zero_point)
@@ -97,7 +101,8 @@ def _to_torch(a: np.ndarray, op_type: OperandType, scale: float, zero_point: int
     return torch.from_numpy(np.array(a, copy=True))
 
 
-def _shape_like_forward(module, outs: list):
+def _shape_like_forward(module: torch.jit.ScriptModule, outs: list[torch.Tensor]
+                        ) -> torch.Tensor | tuple[torch.Tensor, ...] | list[torch.Tensor]:
     """A single tensor or a tuple/list, as the module's forward returns."""
     schema = str(module.forward.schema) if hasattr(module.forward, "schema") else ""
     ret = schema.rsplit("->", 1)[-1].strip()

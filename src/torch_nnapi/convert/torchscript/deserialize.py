@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from ...nnapi.errors import BadDataError
 from ...nnapi.model import Model
@@ -40,7 +41,7 @@ class Deserialized:
     bytes_consumed: int = 0
 
 
-def _as_bytes(words) -> bytes:
+def _as_bytes(words: npt.ArrayLike) -> bytes:
     if isinstance(words, (bytes, bytearray, memoryview)):
         return bytes(words)
     array = np.ascontiguousarray(np.asarray(words))
@@ -49,8 +50,10 @@ def _as_bytes(words) -> bytes:
     return array.tobytes()
 
 
-def deserialize(serialized, weights: Sequence = (), *, finish: bool = True) -> Deserialized:
-    """Builds a Model from serialized words (int32 array or bytes) and weight buffers."""
+def deserialize(serialized: npt.ArrayLike, weights: Sequence[npt.ArrayLike] = (), *,
+                finish: bool = True) -> Deserialized:
+    """Builds a Model from serialized words (int32 array or bytes) and weight buffers (any
+    objects exposing the buffer protocol)."""
     blob = _as_bytes(serialized)
     buffers = [np.ascontiguousarray(w).data.cast("B") if not isinstance(
         w, (bytes, bytearray)) else memoryview(w) for w in weights]

@@ -21,7 +21,8 @@ separate arguments and returns a tensor or tuple, as the original model did.
 
 import math
 import warnings
-from typing import Optional
+from collections.abc import Callable
+from typing import Optional, ParamSpec, TypeVar
 
 import torch
 
@@ -41,12 +42,26 @@ KIND_FLOAT32, KIND_QUINT8, KIND_INT32, KIND_INT64, KIND_BOOL, KIND_FLOAT16 = ran
 CAST_NONE, CAST_INT32, CAST_QUANTIZE = range(3)
 
 
-def _script(function):
-    """``torch.jit.script``, without its deprecation warning (TorchScript is what PyTorch
-    Mobile's NNAPI runtime runs)."""
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+# The return type is a string: this module's annotations are evaluated (TorchScript reads
+# them), and TorchScript's classes cannot be subscripted at run time.
+def _script_function(function: Callable[_P, _R]) -> "torch.jit.ScriptFunction[_P, _R]":
+    """``torch.jit.script`` of a function, without its deprecation warning (TorchScript is
+    what PyTorch Mobile's NNAPI runtime runs)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        return torch.jit.script(function)
+        scripted: torch.jit.ScriptFunction[_P, _R] = torch.jit.script(function)
+    return scripted
+
+
+def _script_module(module: torch.nn.Module) -> torch.jit.RecursiveScriptModule:
+    """``torch.jit.script`` of a module, without its deprecation warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return torch.jit.script(module)
 
 
 def _dtype_code(dtype: torch.dtype) -> int:
@@ -56,7 +71,7 @@ def _dtype_code(dtype: torch.dtype) -> int:
     return dtype  # type: ignore[return-value]
 
 
-dtype_code = _script(_dtype_code)
+dtype_code = _script_function(_dtype_code)
 
 
 def _format_number(x: float) -> str:
@@ -97,7 +112,7 @@ def _format_number(x: float) -> str:
     return sign + text[:exponent + 1] + "." + text[exponent + 1:]
 
 
-format_number = _script(_format_number)
+format_number = _script_function(_format_number)
 
 
 # The dtypes a converted module's weights and inputs can have, named in its error messages.
@@ -116,14 +131,14 @@ class CompiledModel(torch.nn.Module):
     shapes: list[list[int]]
     output_dims: list[list[int]]
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.comp = None
         self.shapes = []
         self.output_dims = []
 
     @torch.jit.export
-    def clear(self):
+    def clear(self) -> None:
         self.comp = None
         empty: list[list[int]] = []
         self.shapes = empty
@@ -134,7 +149,7 @@ class CompiledModel(torch.nn.Module):
         return self.training
 
     @torch.jit.export
-    def __setstate__(self, training: bool):
+    def __setstate__(self, training: bool) -> None:
         self.training = training
         self.clear()
 
@@ -203,8 +218,8 @@ class NnapiProgram(torch.nn.Module):
         self.weight_dtypes = [dtype_code(w.dtype) for w in self.weights]
         self.weight_shapes = [list(w.shape) for w in self.weights]
         # the dtype each input must have (none given: not checked)
-        given = [i.dtype for i in inputs]
-        self.input_dtypes = [] if None in given else [dtype_code(d) for d in given]
+        given = [i.dtype for i in inputs if i.dtype is not None]
+        self.input_dtypes = [dtype_code(d) for d in given] if len(given) == len(inputs) else []
         self.dtype_names = {dtype_code(d): str(d).replace("torch.", "") for d in NAMED_DTYPES}
         # per NNAPI operation, the PyTorch code it comes from (for inspect)
         self.operation_origins = list(spec.operation_origins)
@@ -255,7 +270,7 @@ class NnapiProgram(torch.nn.Module):
         return "dtype " + str(code)
 
     @torch.jit.export
-    def check_weights(self):
+    def check_weights(self) -> None:
         """Weights of another dtype or shape than converted would be read as raw bytes by
         NNAPI (a file whose weight tensors were replaced): refused, naming the weight."""
         if len(self.weights) != len(self.weight_shapes):
@@ -274,7 +289,7 @@ class NnapiProgram(torch.nn.Module):
                                  + ", the model was converted with "
                                  + str(self.weight_shapes[i]))
 
-    def _check_input_type(self, i: int, x: torch.Tensor):
+    def _check_input_type(self, i: int, x: torch.Tensor) -> None:
         """An input of another dtype, or quantized with other parameters, than the model
         was converted for would be computed on as raw bytes: refused."""
         dtype = _dtype_code(x.dtype)
@@ -353,7 +368,7 @@ class NnapiProgram(torch.nn.Module):
         return dims
 
     @torch.jit.export
-    def init(self, args: list[torch.Tensor]):
+    def init(self, args: list[torch.Tensor]) -> None:
         shapes = self.check_inputs(args)
         model = self.patched_model(shapes)
         self.check_weights()
@@ -365,7 +380,7 @@ class NnapiProgram(torch.nn.Module):
         self.compiled.output_dims = self.output_dimensions(shapes)
 
     @torch.jit.export
-    def reset(self):
+    def reset(self) -> None:
         """Drops the compilation; the next call compiles again (saving needs no reset)."""
         self.compiled.clear()
 
@@ -448,11 +463,11 @@ def build_module(program: NnapiProgram, input_count: int, returns: str,
     class NnapiModule(torch.nn.Module):
         """A PyTorch model converted to NNAPI by torch-nnapi."""
 
-        def __init__(self, nnapi: NnapiProgram):
+        def __init__(self, nnapi: NnapiProgram) -> None:
             super().__init__()
             self.nnapi = nnapi
 
-    module = _script(NnapiModule(program))
+    module = _script_module(NnapiModule(program))
     names = [f"input_{i}" for i in range(input_count)]
     params = ", ".join(f"{n}: Tensor" for n in names)
     if returns == "tensor":
