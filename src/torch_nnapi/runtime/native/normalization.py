@@ -19,7 +19,7 @@ from ...nnapi.codes import OperationType as Op
 from .. import fixedpoint as fp
 from ..context import KernelContext
 from ..ops import normalization as ref
-from ..ops._shape_common import axis_scalar
+from ..ops.shape_common import axis_scalar
 from ..registry import Runner, register_native
 from . import module
 from .conv_kernels import constant_parameters

@@ -10,7 +10,7 @@ from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
 from ..ops import pooling as ref
-from ..ops._spatial import from_nhwc
+from ..ops.spatial import from_nhwc
 from ..quant import activation_range_float, activation_range_quantized
 from ..registry import Runner, register_native
 from . import conv, module

@@ -17,7 +17,7 @@ from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
 from ..ops import movement, shape, unary_math
-from ..ops._shape_common import axis_scalar
+from ..ops.shape_common import axis_scalar
 from ..registry import Runner, register_native
 from . import module
 from .conv_kernels import constant_parameters

@@ -36,7 +36,7 @@ from ._common import check_rank, fuse_code_input
 from ._depthwise import depthwise_accumulate
 from ._memo import per_operation
 from ._parallel import for_row_blocks
-from ._spatial import (
+from .spatial import (
     Window,
     WindowParams,
     from_nhwc,

@@ -18,7 +18,7 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import ASYMM_8BIT
 from ..registry import register
-from ._shape_common import (
+from .shape_common import (
     axis_scalar,
     check_constant_indices,
     check_indices,

@@ -24,7 +24,7 @@ from ..context import KernelContext, Shape
 from ..quant import ASYMM_8BIT, saturate
 from ..registry import register
 from ._common import check_rank
-from ._shape_common import axis_scalar
+from .shape_common import axis_scalar
 
 # Quantized SOFTMAX: differences from the row maximum get 5 integer bits (exp(-32) is already
 # negligible), the sum of exponentials 12 (up to 4096 rows at the maximum).

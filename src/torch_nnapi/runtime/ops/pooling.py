@@ -18,7 +18,7 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import ASYMM_8BIT, activation_range_quantized, apply_fused_activation
 from ..registry import register
-from ._spatial import (
+from .spatial import (
     Window,
     WindowParams,
     from_nhwc,

@@ -20,7 +20,7 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import ASYMM_8BIT
 from ..registry import register
-from ._shape_common import axes_vector, axis_scalar, reduced_shape
+from .shape_common import axes_vector, axis_scalar, reduced_shape
 
 # --------------------------------------------------------------------------------------------
 # MEAN and REDUCE_*

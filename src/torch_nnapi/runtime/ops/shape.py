@@ -18,7 +18,7 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import ASYMM_8BIT, round_half_away
 from ..registry import register
-from ._shape_common import axis_scalar, int_vector, owned, resolve_axis
+from .shape_common import axis_scalar, int_vector, owned, resolve_axis
 
 # --------------------------------------------------------------------------------------------
 # RESHAPE

@@ -4,7 +4,8 @@ One place computes what NNAPI's spatial operations have in common: reading the p
 stride, dilation, fused-activation and layout scalars of the explicit or implicit form (by the
 names their signatures declare), turning an implicit PaddingCode into explicit amounts, output
 sizes, NHWC/NCHW conversion, and strided window views. Kernels compute in NHWC; NCHW inputs
-are transposed in and out, as Android does.
+are transposed in and out, as Android does. Public: the native kernels (runtime/native) lay
+out their results the same way.
 """
 
 from __future__ import annotations
