@@ -23,8 +23,8 @@ from ..quant import activation_range_float, activation_range_quantized
 from ..registry import Runner, register_native
 from . import module
 from .conv import (
-    _INT32_LIMIT,
-    _PRODUCT_BOUND,
+    INT32_LIMIT,
+    PRODUCT_BOUND,
     Q8Conv,
     Q8Depthwise,
     Requantization,
@@ -53,7 +53,7 @@ def constant_parameters(ctx: KernelContext, *data: str) -> bool:
     return ctx.variable_inputs <= set(data or ("input",))
 
 
-def _geometry_window(geo: ref._Conv) -> tuple[int, ...]:
+def _geometry_window(geo: ref.ConvGeometry) -> tuple[int, ...]:
     w = geo.window
     return window(geo.batches, geo.height, geo.width, geo.in_depth, geo.out_h, geo.out_w,
                   geo.filter_h, geo.filter_w, w.stride_h, w.stride_w, w.dilation_h,
@@ -68,7 +68,7 @@ def _requantization(ctx: KernelContext, fuse_code: int, weights: str = "filter")
         -> Requantization:
     scale, zero = ctx.output_quant()
     lo, hi = activation_range_quantized(fuse_code, scale, zero)
-    return Requantization(ref._real_multipliers(ctx, scale, weights), zero, lo, hi)
+    return Requantization(ref.real_multipliers(ctx, scale, weights), zero, lo, hi)
 
 
 def _filter_zero(ctx: KernelContext, weights: str = "filter") -> int:
@@ -86,13 +86,13 @@ def _once(ctx: KernelContext, what: str, build: Callable[[KernelContext], T]) ->
 
 
 def _conv_plan(ctx: KernelContext) -> Q8Conv | None:
-    geo = ref._geometry(ctx)
+    geo = ref.conv_geometry(ctx)
     return q8_conv(ctx.input("filter"), _filter_zero(ctx), ctx.input("bias"), geo.groups,
                    ctx.input_quant("input")[1], _requantization(ctx, geo.params.fuse_code))
 
 
 def _depthwise_plan(ctx: KernelContext) -> Q8Depthwise | None:
-    geo = ref._geometry(ctx)
+    geo = ref.conv_geometry(ctx)
     return q8_depthwise(ctx.input("filter"), _filter_zero(ctx), ctx.input("bias"),
                         geo.multiplier, ctx.input_quant("input")[1],
                         _requantization(ctx, geo.params.fuse_code))
@@ -106,7 +106,7 @@ def _fc_plan(ctx: KernelContext) -> Q8Conv | None:
                    _requantization(ctx, ctx.scalar("fuse_code"), "weights"))
 
 
-def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref._Conv,
+def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref.ConvGeometry,
                  geometry: tuple[int, ...]) -> np.ndarray:
     """The sums of an NHWC float convolution as [n * out_h * out_w, out_depth] with
     np.matmul, for when NumPy's BLAS is not OpenBLAS: windows gathered in C by blocks."""
@@ -140,11 +140,12 @@ def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref._Conv,
 
 def _windowed(ctx: KernelContext, key: str,
               plan_q8: Callable[[KernelContext], Q8Conv | Q8Depthwise | None]
-              ) -> tuple[ref._Conv, bool, tuple[int, ...], tuple[int, ...], Runner | None] | None:
+              ) -> tuple[ref.ConvGeometry, bool, tuple[int, ...], tuple[int, ...],
+                         Runner | None] | None:
     """What CONV_2D and DEPTHWISE_CONV_2D share: the geometry, the checks that a native
     kernel takes the operation (None when not), and the quantized runner from its plan; the
     float runner is left to the caller (None in the tuple's last place for float)."""
-    geo = ref._geometry(ctx)
+    geo = ref.conv_geometry(ctx)
     kind = ctx.input_type("input")
     if geo.batches == 0 or kind not in (_F32, _Q8) or \
             not constant_parameters(ctx, "input", "filter", "bias"):
@@ -199,7 +200,7 @@ def depthwise_conv_2d(ctx: KernelContext) -> Runner | None:
 
 @register_native(Op.FULLY_CONNECTED)
 def fully_connected(ctx: KernelContext) -> Runner | None:
-    batch, input_size, units = ref._fc_geometry(ctx)
+    batch, input_size, units = ref.fully_connected_geometry(ctx)
     kind = ctx.input_type("input")
     if batch == 0 or kind not in (_F32, _Q8) or \
             not constant_parameters(ctx, "input", "weights", "bias"):
@@ -232,8 +233,8 @@ def _transpose_products(ctx: KernelContext) -> Q8Conv | None:
     w = ctx.input("filter")
     _, kh, kw, cin = w.shape
     bias = ctx.input("bias")
-    if kh * kw * cin * _PRODUCT_BOUND + int(np.abs(bias.astype(np.int64)).max(initial=0)) \
-            > _INT32_LIMIT:
+    if kh * kw * cin * PRODUCT_BOUND + int(np.abs(bias.astype(np.int64)).max(initial=0)) \
+            > INT32_LIMIT:
         return None
     return q8_products(np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(-1, cin),
                        _filter_zero(ctx), ctx.input_quant("input")[1])
@@ -243,7 +244,7 @@ def _transpose_products(ctx: KernelContext) -> Q8Conv | None:
 def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     """Each input pixel times the whole filter (BLAS, or the exact quantized sums), then C
     adds up the contributions landing on each output pixel, in the reference's order."""
-    wnd, params, geo = ref._transpose_geometry(ctx)
+    wnd, params, geo = ref.transpose_conv_geometry(ctx)
     kind = ctx.input_type("input")
     if geo.batches == 0 or kind not in (_F32, _Q8) or \
             not constant_parameters(ctx, "input", "filter", "bias"):

@@ -44,7 +44,7 @@ def product_sum(mul: KernelContext, reduce_sum: KernelContext) -> Runner | None:
     if mul.input_type("input0") != _F32 or not constant_parameters(mul, "input0", "input1") \
             or mul.scalar("fuse_code") != 0 or not constant_parameters(reduce_sum):
         return None
-    axes, _, out_shape = reduction._reduce_plan(reduce_sum)
+    axes, _, out_shape = reduction.reduce_plan(reduce_sum)
     if len(axes) != 1:
         return None
     a_shape, b_shape = mul.input_shape("input0"), mul.input_shape("input1")

@@ -26,7 +26,7 @@ def pool_2d(ctx: KernelContext) -> Runner | None:
     if not (quantized or kind == OperandType.TENSOR_FLOAT32) or \
             (quantized and ctx.operation == Op.L2_POOL_2D) or not constant_parameters(ctx):
         return None
-    params, window, (n, h, w, c, fh, fw, out_h, out_w) = ref._geometry(ctx)
+    params, window, (n, h, w, c, fh, fw, out_h, out_w) = ref.pool_geometry(ctx)
     if n == 0:
         return None
     geometry = conv.window(n, h, w, c, out_h, out_w, fh, fw, window.stride_h, window.stride_w,

@@ -27,7 +27,7 @@ def reduce(ctx: KernelContext) -> Runner | None:
     if not (kind == OperandType.TENSOR_FLOAT32 or (quantized and ctx.operation == Op.MEAN)) \
             or not constant_parameters(ctx):
         return None
-    axes, _, out_shape = ref._reduce_plan(ctx)
+    axes, _, out_shape = ref.reduce_plan(ctx)
     shape = ctx.input_shape("input")
     if not axes or list(axes) != list(range(axes[0], axes[-1] + 1)) or math.prod(shape) == 0:
         return None  # reduced axes apart, none, or nothing to reduce

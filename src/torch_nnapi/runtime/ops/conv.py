@@ -61,8 +61,9 @@ _MAX_COLUMN_ELEMENTS = 1 << 24
 
 
 @dataclass(frozen=True)
-class _Conv:
-    """Everything prepare and execute need to know about one convolution."""
+class ConvGeometry:
+    """Everything prepare and execute need to know about one convolution; the native
+    kernels (runtime/native/conv_kernels.py) plan from it too."""
 
     params: WindowParams
     window: Window
@@ -94,7 +95,7 @@ def _filter_and_bias(ctx: KernelContext) -> tuple[Shape, int]:
     return filter_shape, bias_shape[0]
 
 
-def _conv_geometry(ctx: KernelContext) -> _Conv:
+def _read_conv_geometry(ctx: KernelContext) -> ConvGeometry:
     op = ctx.operation
     params = read_window_params(ctx)
     n, h, w, c = image_dims(ctx, params.nchw)
@@ -129,15 +130,18 @@ def _conv_geometry(ctx: KernelContext) -> _Conv:
     out_h, out_w = window.output_hw(h, w, fh, fw)
     if out_h <= 0 or out_w <= 0:
         raise BadDataError(f"the filter ({fh}x{fw}) does not fit the padded {h}x{w} input")
-    return _Conv(params, window, n, h, w, c, out_depth, fh, fw, out_h, out_w, groups, multiplier)
+    return ConvGeometry(params, window, n, h, w, c, out_depth, fh, fw, out_h, out_w, groups,
+                        multiplier)
 
 
-def _geometry(ctx: KernelContext) -> _Conv:
-    return per_operation(ctx, "geometry", _conv_geometry, shape_only=_GEOMETRY_SHAPES)
+def conv_geometry(ctx: KernelContext) -> ConvGeometry:
+    """The checked geometry of a CONV_2D, GROUPED_CONV_2D or DEPTHWISE_CONV_2D, read once per
+    operation and input shapes; both kernel sets read the operation through it."""
+    return per_operation(ctx, "geometry", _read_conv_geometry, shape_only=_GEOMETRY_SHAPES)
 
 
 def _prepare_conv(ctx: KernelContext) -> list[Shape]:
-    return [_geometry(ctx).output_shape]
+    return [conv_geometry(ctx).output_shape]
 
 
 # ------------------------------------------------------------------------------ operands
@@ -169,7 +173,7 @@ def _finish(ctx: KernelContext, acc: np.ndarray, bias: np.ndarray | None,
         total += bias
     scale, zero = ctx.output_quant()
     lo, hi = activation_range_quantized(fuse_code, scale, zero, ctx.output_dtype())
-    multipliers = _real_multipliers(ctx, scale, weights)
+    multipliers = real_multipliers(ctx, scale, weights)
     if isinstance(multipliers, np.ndarray):  # per channel
         out = requantize_per_channel(total, multipliers, zero, lo, hi, axis=-1)
     else:
@@ -222,11 +226,12 @@ def _epilogue_rows(rows: np.ndarray, bias: np.ndarray | None,
     return work
 
 
-def _real_multipliers(ctx: KernelContext, output_scale: float,
-                      weights: str) -> np.ndarray | float:
+def real_multipliers(ctx: KernelContext, output_scale: float,
+                     weights: str) -> np.ndarray | float:
     """(input.scale * filter.scale) / output.scale, with Android's float/double roundings.
 
-    The scale product is a float32 product; the division is done in double.
+    The scale product is a float32 product; the division is done in double. The native
+    kernels rescale with the same values.
     """
     in_scale = np.float32(ctx.input_quant("input")[0])
     filt = ctx.input_operand(weights)
@@ -303,7 +308,7 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
 
 @register(Op.CONV_2D, Op.GROUPED_CONV_2D, prepare=_prepare_conv)
 def conv_2d(ctx: KernelContext) -> np.ndarray:
-    geo = _geometry(ctx)
+    geo = conv_geometry(ctx)
     if geo.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
@@ -314,7 +319,7 @@ def conv_2d(ctx: KernelContext) -> np.ndarray:
 
 @register(Op.DEPTHWISE_CONV_2D, prepare=_prepare_conv)
 def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
-    geo = _geometry(ctx)
+    geo = conv_geometry(ctx)
     if geo.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     quantized = ctx.input_type("input") in ASYMM_8BIT
@@ -343,7 +348,10 @@ def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
 # ------------------------------------------------------------------------------ transpose
 
 
-def _transpose_geometry(ctx: KernelContext) -> tuple[Window, WindowParams, _Conv]:
+def transpose_conv_geometry(ctx: KernelContext) \
+        -> tuple[Window, WindowParams, ConvGeometry]:
+    """The checked window, parameters and geometry of a TRANSPOSE_CONV_2D, for both kernel
+    sets."""
     # The tail padding may be negative to pick one of the output sizes a stride > 1 makes
     # ambiguous.
     params = read_window_params(ctx, negative_tail=True)
@@ -374,17 +382,17 @@ def _transpose_geometry(ctx: KernelContext) -> tuple[Window, WindowParams, _Conv
     out_w = transpose_conv_output_size(w, fw, params.stride_w, left, right)
     if out_h <= 0 or out_w <= 0:
         raise BadDataError(f"the padding leaves an empty {out_h}x{out_w} output")
-    return window, params, _Conv(params, window, n, h, w, c, out_depth, fh, fw, out_h, out_w)
+    return window, params, ConvGeometry(params, window, n, h, w, c, out_depth, fh, fw, out_h, out_w)
 
 
 def _prepare_transpose(ctx: KernelContext) -> list[Shape]:
-    return [_transpose_geometry(ctx)[2].output_shape]
+    return [transpose_conv_geometry(ctx)[2].output_shape]
 
 
 @register(Op.TRANSPOSE_CONV_2D, prepare=_prepare_transpose)
 def transpose_conv_2d(ctx: KernelContext) -> np.ndarray:
     """Each input pixel scatters input @ filter into a filter-sized output patch."""
-    window, params, geo = _transpose_geometry(ctx)
+    window, params, geo = transpose_conv_geometry(ctx)
     if geo.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
@@ -411,7 +419,8 @@ def transpose_conv_2d(ctx: KernelContext) -> np.ndarray:
 # ------------------------------------------------------------------------------ fully connected
 
 
-def _fc_geometry(ctx: KernelContext) -> tuple[int, int, int]:
+def fully_connected_geometry(ctx: KernelContext) -> tuple[int, int, int]:
+    """(batch, input size, units) of a FULLY_CONNECTED, checked, for both kernel sets."""
     shape = check_rank(ctx, "input", range(2, 5))
     weights = check_rank(ctx, "weights", (2,))
     bias = check_rank(ctx, "bias", (1,))
@@ -430,14 +439,14 @@ def _fc_geometry(ctx: KernelContext) -> tuple[int, int, int]:
 
 
 def _prepare_fc(ctx: KernelContext) -> list[Shape]:
-    batch, _, units = _fc_geometry(ctx)
+    batch, _, units = fully_connected_geometry(ctx)
     fuse_code_input(ctx)
     return [(batch, units)]
 
 
 @register(Op.FULLY_CONNECTED, prepare=_prepare_fc)
 def fully_connected(ctx: KernelContext) -> np.ndarray:
-    batch, input_size, units = _fc_geometry(ctx)
+    batch, input_size, units = fully_connected_geometry(ctx)
     fuse_code = fuse_code_input(ctx)
     if batch == 0:
         return np.zeros((0, units), ctx.output_dtype())
