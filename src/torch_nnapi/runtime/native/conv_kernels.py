@@ -38,6 +38,7 @@ from .conv import (
     window,
     window_fits,
 )
+from .planning import constant_parameters, contiguous_nhwc
 
 _F32 = OperandType.TENSOR_FLOAT32
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
@@ -46,22 +47,11 @@ _PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 _MAX_COLUMN_ELEMENTS = 1 << 22
 
 
-def constant_parameters(ctx: KernelContext, *data: str) -> bool:
-    """Whether every input but the ``data`` ones (by default "input") is a constant of the
-    model, which a plan may read once: a runner is reused while the shapes of the data
-    inputs stay the same, whatever their values."""
-    return ctx.variable_inputs <= set(data or ("input",))
-
-
 def _geometry_window(geo: ref.ConvGeometry) -> tuple[int, ...]:
     w = geo.window
     return window(geo.batches, geo.height, geo.width, geo.in_depth, geo.out_h, geo.out_w,
                   geo.filter_h, geo.filter_w, w.stride_h, w.stride_w, w.dilation_h,
                   w.dilation_w, w.pad_top, w.pad_left)
-
-
-def _nhwc(x: np.ndarray, nchw: bool) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nchw else x
 
 
 def _requantization(ctx: KernelContext, fuse_code: int, weights: str = "filter") \
@@ -160,7 +150,7 @@ def _windowed(ctx: KernelContext, key: str,
     if plan is None:
         return None
     return geo, nchw, geometry, shape, lambda x, *_: from_nhwc(
-        plan.run(_nhwc(x, nchw), geometry, np.empty(shape, np.uint8)), nchw)
+        plan.run(contiguous_nhwc(x, nchw), geometry, np.empty(shape, np.uint8)), nchw)
 
 
 @register_native(Op.CONV_2D, Op.GROUPED_CONV_2D)
@@ -174,11 +164,13 @@ def conv_2d(ctx: KernelContext) -> Runner | None:
     lo, hi = activation_range_float(geo.params.fuse_code)
     if not module().has_sgemm():
         return lambda x, w, b, *_: from_nhwc(bias_activation_f32(
-            _matmul_conv(_nhwc(x, nchw), w, geo, geometry), b, lo, hi).reshape(shape), nchw)
+            _matmul_conv(contiguous_nhwc(x, nchw), w, geo, geometry), b, lo, hi)
+            .reshape(shape), nchw)
 
     def run(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(shape, np.float32)
-        module().conv_f32(_nhwc(x, nchw), w, b, out, geometry, geo.out_depth, geo.groups, lo, hi)
+        module().conv_f32(contiguous_nhwc(x, nchw), w, b, out, geometry, geo.out_depth,
+                          geo.groups, lo, hi)
         return from_nhwc(out, nchw)
 
     return run
@@ -194,7 +186,7 @@ def depthwise_conv_2d(ctx: KernelContext) -> Runner | None:
         return quantized
     lo, hi = activation_range_float(geo.params.fuse_code)
     return lambda x, w, b, *_: from_nhwc(depthwise_f32(
-        _nhwc(x, nchw), w[0], b, geometry, geo.multiplier, lo, hi,
+        contiguous_nhwc(x, nchw), w[0], b, geometry, geo.multiplier, lo, hi,
         np.empty(shape, np.float32)), nchw)
 
 
@@ -263,7 +255,7 @@ def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
 
         def run_float(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_: object) -> np.ndarray:
             filters = w.transpose(1, 2, 0, 3).reshape(kh * kw * cout, c)
-            contributions = _nhwc(x, nchw).reshape(-1, c) @ filters.T
+            contributions = contiguous_nhwc(x, nchw).reshape(-1, c) @ filters.T
             out = np.empty(shape, np.float32)
             module().col2im_f32(contributions, b, out, geometry, lo, hi)
             return from_nhwc(out, nchw)
@@ -280,7 +272,7 @@ def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     pixels = window(n, h, wd, c, h, wd, 1, 1, 1, 1, 1, 1, 0, 0)
 
     def run(x: np.ndarray, *_: object) -> np.ndarray:
-        contributions = q8_sums(plan, _nhwc(x, nchw), pixels,
+        contributions = q8_sums(plan, contiguous_nhwc(x, nchw), pixels,
                                 np.empty((n, h, wd, kh * kw * cout), np.int32))
         out = np.empty(shape, np.uint8)
         module().col2im_q8(contributions, bias, out, geometry, *fixed, requant.output_zero,

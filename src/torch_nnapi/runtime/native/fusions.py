@@ -18,7 +18,7 @@ from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
 from ..ops import reduction
 from ..registry import Runner, register_fusion
-from .conv_kernels import constant_parameters
+from .planning import constant_parameters
 
 _F32 = OperandType.TENSOR_FLOAT32
 

@@ -22,7 +22,7 @@ from ..ops import normalization as ref
 from ..ops.shape_common import axis_scalar
 from ..registry import Runner, register_native
 from . import module
-from .conv_kernels import constant_parameters
+from .planning import constant_parameters
 
 
 def _rows(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:

@@ -14,7 +14,7 @@ from ..ops.spatial import from_nhwc
 from ..quant import activation_range_float, activation_range_quantized
 from ..registry import Runner, register_native
 from . import conv, module
-from .conv_kernels import constant_parameters
+from .planning import constant_parameters, contiguous_nhwc
 
 _KINDS = {Op.AVERAGE_POOL_2D: 0, Op.MAX_POOL_2D: 1, Op.L2_POOL_2D: 2}
 
@@ -43,8 +43,7 @@ def pool_2d(ctx: KernelContext) -> Runner | None:
 
     def run(x: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty((n, out_h, out_w, c), dtype)
-        pool(code, np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nchw else x, out, geometry,
-             lo, hi, qlo, qhi)
+        pool(code, contiguous_nhwc(x, nchw), out, geometry, lo, hi, qlo, qhi)
         return from_nhwc(out, nchw)
 
     return run

@@ -15,7 +15,7 @@ from ..context import KernelContext
 from ..ops import reduction as ref
 from ..registry import Runner, register_native
 from . import module
-from .conv_kernels import constant_parameters
+from .planning import constant_parameters
 
 _KINDS = {Op.MEAN: 0, Op.REDUCE_SUM: 1, Op.REDUCE_MAX: 2, Op.REDUCE_MIN: 3}
 

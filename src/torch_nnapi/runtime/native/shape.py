@@ -20,7 +20,7 @@ from ..ops import movement, shape, unary_math
 from ..ops.shape_common import axis_scalar
 from ..registry import Runner, register_native
 from . import module
-from .conv_kernels import constant_parameters
+from .planning import constant_parameters
 
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
 _TARGETS = {Op.RESHAPE: shape.reshape_target, Op.SQUEEZE: shape.squeeze_shape,
