@@ -49,9 +49,8 @@ _MAX_COLUMN_ELEMENTS = 1 << 22
 
 def _geometry_window(geo: ref.ConvGeometry) -> tuple[int, ...]:
     w = geo.window
-    return window(geo.batches, geo.height, geo.width, geo.in_depth, geo.out_h, geo.out_w,
-                  geo.filter_h, geo.filter_w, w.stride_h, w.stride_w, w.dilation_h,
-                  w.dilation_w, w.pad_top, w.pad_left)
+    return window(*geo.image, geo.output.height, geo.output.width, geo.filter_h, geo.filter_w,
+                  w.stride_h, w.stride_w, w.dilation_h, w.dilation_w, w.pad_top, w.pad_left)
 
 
 def _requantization(ctx: KernelContext, fuse_code: int, weights: str = "filter") \
@@ -100,20 +99,20 @@ def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref.ConvGeometry,
                  geometry: tuple[int, ...]) -> np.ndarray:
     """The sums of an NHWC float convolution as [n * out_h * out_w, out_depth] with
     np.matmul, for when NumPy's BLAS is not OpenBLAS: windows gathered in C by blocks."""
-    rows = geo.batches * geo.out_h * geo.out_w
-    k = geo.filter_h * geo.filter_w * geo.in_depth // geo.groups
-    out = np.empty((rows, geo.out_depth), np.float32)
-    w = w.reshape(geo.out_depth, -1)
+    rows = geo.image.batches * geo.output.height * geo.output.width
+    k = geo.filter_h * geo.filter_w * geo.image.depth // geo.groups
+    out = np.empty((rows, geo.output.depth), np.float32)
+    w = w.reshape(geo.output.depth, -1)
     wnd = geo.window
     pointwise = geo.filter_h == geo.filter_w == wnd.stride_h == wnd.stride_w == 1 and not (
         wnd.pad_top or wnd.pad_bottom or wnd.pad_left or wnd.pad_right)
     if geo.groups == 1 and pointwise:
-        return np.matmul(x.reshape(rows, geo.in_depth), w.T, out=out)
-    full_k = geo.filter_h * geo.filter_w * geo.in_depth
+        return np.matmul(x.reshape(rows, geo.image.depth), w.T, out=out)
+    full_k = geo.filter_h * geo.filter_w * geo.image.depth
     block = max(1, min(rows, _MAX_COLUMN_ELEMENTS // full_k))
     columns = np.empty((block, full_k), np.float32)
-    taps, cg, per_group = geo.filter_h * geo.filter_w, geo.in_depth // geo.groups, \
-        geo.out_depth // geo.groups
+    taps, cg, per_group = geo.filter_h * geo.filter_w, geo.image.depth // geo.groups, \
+        geo.output.depth // geo.groups
     for start in range(0, rows, block):
         count = min(block, rows - start)
         cols = im2col_f32(x, geometry, start, count, columns[:count])
@@ -124,7 +123,7 @@ def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref.ConvGeometry,
             .reshape(geo.groups, count, k)
         filters = w.reshape(geo.groups, per_group, k).transpose(0, 2, 1)
         out[start:start + count] = np.matmul(grouped, filters).transpose(1, 0, 2) \
-            .reshape(count, geo.out_depth)
+            .reshape(count, geo.output.depth)
     return out
 
 
@@ -137,13 +136,13 @@ def _windowed(ctx: KernelContext, key: str,
     float runner is left to the caller (None in the tuple's last place for float)."""
     geo = ref.conv_geometry(ctx)
     kind = ctx.input_type("input")
-    if geo.batches == 0 or kind not in (_F32, _Q8) or \
+    if geo.image.batches == 0 or kind not in (_F32, _Q8) or \
             not constant_parameters(ctx, "input", "filter", "bias"):
         return None
     nchw, geometry = geo.params.nchw, _geometry_window(geo)
     if not window_fits(geometry):
         return None
-    shape = (geo.batches, geo.out_h, geo.out_w, geo.out_depth)
+    shape = tuple(geo.output)
     if kind != _Q8:
         return geo, nchw, geometry, shape, None
     plan = _once(ctx, key, plan_q8) if constant_parameters(ctx) else None
@@ -169,7 +168,7 @@ def conv_2d(ctx: KernelContext) -> Runner | None:
 
     def run(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(shape, np.float32)
-        module().conv_f32(contiguous_nhwc(x, nchw), w, b, out, geometry, geo.out_depth,
+        module().conv_f32(contiguous_nhwc(x, nchw), w, b, out, geometry, geo.output.depth,
                           geo.groups, lo, hi)
         return from_nhwc(out, nchw)
 
@@ -238,18 +237,18 @@ def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     adds up the contributions landing on each output pixel, in the reference's order."""
     wnd, params, geo = ref.transpose_conv_geometry(ctx)
     kind = ctx.input_type("input")
-    if geo.batches == 0 or kind not in (_F32, _Q8) or \
+    if geo.image.batches == 0 or kind not in (_F32, _Q8) or \
             not constant_parameters(ctx, "input", "filter", "bias"):
         return None
     nchw = params.nchw
-    n, h, wd, c = geo.batches, geo.height, geo.width, geo.in_depth
-    kh, kw, cout = geo.filter_h, geo.filter_w, geo.out_depth
+    n, h, wd, c = geo.image
+    kh, kw, cout = geo.filter_h, geo.filter_w, geo.output.depth
     # The scatter's window: the input's size, the output's, the filter, strides, pads.
-    geometry = window(n, h, wd, cout, geo.out_h, geo.out_w, kh, kw, wnd.stride_h, wnd.stride_w,
-                      1, 1, wnd.pad_top, wnd.pad_left)
+    geometry = window(n, h, wd, cout, geo.output.height, geo.output.width, kh, kw,
+                      wnd.stride_h, wnd.stride_w, 1, 1, wnd.pad_top, wnd.pad_left)
     if not window_fits(geometry):
         return None
-    shape = (n, geo.out_h, geo.out_w, cout)
+    shape = tuple(geo.output)
     if kind == _F32:
         lo, hi = activation_range_float(params.fuse_code)
 

@@ -37,6 +37,7 @@ from ._depthwise import depthwise_accumulate
 from ._memo import per_operation
 from ._parallel import for_row_blocks
 from .spatial import (
+    ImageSize,
     Window,
     WindowParams,
     from_nhwc,
@@ -67,22 +68,16 @@ class ConvGeometry:
 
     params: WindowParams
     window: Window
-    batches: int
-    height: int
-    width: int
-    in_depth: int
-    out_depth: int
+    image: ImageSize  # the input's
+    output: ImageSize
     filter_h: int
     filter_w: int
-    out_h: int
-    out_w: int
     groups: int = 1
     multiplier: int = 1
 
     @property
     def output_shape(self) -> Shape:
-        return image_shape(self.batches, self.out_h, self.out_w, self.out_depth,
-                           self.params.nchw)
+        return image_shape(*self.output, self.params.nchw)
 
 
 def _filter_and_bias(ctx: KernelContext) -> tuple[Shape, int]:
@@ -130,8 +125,8 @@ def _read_conv_geometry(ctx: KernelContext) -> ConvGeometry:
     out_h, out_w = window.output_hw(h, w, fh, fw)
     if out_h <= 0 or out_w <= 0:
         raise BadDataError(f"the filter ({fh}x{fw}) does not fit the padded {h}x{w} input")
-    return ConvGeometry(params, window, n, h, w, c, out_depth, fh, fw, out_h, out_w, groups,
-                        multiplier)
+    return ConvGeometry(params, window, ImageSize(n, h, w, c),
+                        ImageSize(n, out_h, out_w, out_depth), fh, fw, groups, multiplier)
 
 
 def conv_geometry(ctx: KernelContext) -> ConvGeometry:
@@ -309,18 +304,19 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
 @register(Op.CONV_2D, Op.GROUPED_CONV_2D, prepare=_prepare_conv)
 def conv_2d(ctx: KernelContext) -> np.ndarray:
     geo = conv_geometry(ctx)
-    if geo.batches == 0:
+    if geo.image.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
     x = x.transpose(0, 2, 3, 1) if geo.params.nchw else x
-    acc, unfolded_bias = _convolve(x, w, bias, geo.window, geo.out_h, geo.out_w, geo.groups)
+    acc, unfolded_bias = _convolve(x, w, bias, geo.window, geo.output.height, geo.output.width,
+                                   geo.groups)
     return from_nhwc(_finish(ctx, acc, unfolded_bias, geo.params.fuse_code), geo.params.nchw)
 
 
 @register(Op.DEPTHWISE_CONV_2D, prepare=_prepare_conv)
 def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
     geo = conv_geometry(ctx)
-    if geo.batches == 0:
+    if geo.image.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     quantized = ctx.input_type("input") in ASYMM_8BIT
     # 8-bit products summed over a filter window fit int32 exactly.
@@ -329,19 +325,20 @@ def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
     if geo.multiplier > 1:
         x = np.repeat(x, geo.multiplier, axis=3)
     if quantized:
-        acc = depthwise_accumulate(x, w[0], geo.window, geo.out_h, geo.out_w)
+        acc = depthwise_accumulate(x, w[0], geo.window, geo.output.height, geo.output.width)
         return from_nhwc(_finish(ctx, acc, bias, geo.params.fuse_code), geo.params.nchw)
     # Float: each row block gets its bias and activation right after its sums, in cache.
-    out = np.empty((geo.batches, geo.out_h, geo.out_w, geo.out_depth), np.float32)
+    out = np.empty(geo.output, np.float32)
     rows = _as_rows(out)
     finish_rows = _epilogue_rows(rows, bias, geo.params.fuse_code)
 
     def finish(start: int, stop: int) -> None:
         if finish_rows is not None:
-            for b in range(geo.batches):
-                finish_rows(b * geo.out_h + start, b * geo.out_h + stop)
+            for b in range(geo.image.batches):
+                finish_rows(b * geo.output.height + start, b * geo.output.height + stop)
 
-    depthwise_accumulate(x, w[0], geo.window, geo.out_h, geo.out_w, out=out, finish=finish)
+    depthwise_accumulate(x, w[0], geo.window, geo.output.height, geo.output.width, out=out,
+                         finish=finish)
     return from_nhwc(out.astype(ctx.output_dtype(), copy=False), geo.params.nchw)
 
 
@@ -382,7 +379,8 @@ def transpose_conv_geometry(ctx: KernelContext) \
     out_w = transpose_conv_output_size(w, fw, params.stride_w, left, right)
     if out_h <= 0 or out_w <= 0:
         raise BadDataError(f"the padding leaves an empty {out_h}x{out_w} output")
-    return window, params, ConvGeometry(params, window, n, h, w, c, out_depth, fh, fw, out_h, out_w)
+    return window, params, ConvGeometry(params, window, ImageSize(n, h, w, c),
+                                        ImageSize(n, out_h, out_w, out_depth), fh, fw)
 
 
 def _prepare_transpose(ctx: KernelContext) -> list[Shape]:
@@ -393,25 +391,25 @@ def _prepare_transpose(ctx: KernelContext) -> list[Shape]:
 def transpose_conv_2d(ctx: KernelContext) -> np.ndarray:
     """Each input pixel scatters input @ filter into a filter-sized output patch."""
     window, params, geo = transpose_conv_geometry(ctx)
-    if geo.batches == 0:
+    if geo.image.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
     x = x.transpose(0, 2, 3, 1) if params.nchw else x
     n, h, wd, c = x.shape
-    kh, kw, cout = geo.filter_h, geo.filter_w, geo.out_depth
+    kh, kw, cout = geo.filter_h, geo.filter_w, geo.output.depth
     sh, sw = window.stride_h, window.stride_w
     # contributions[n, h, w, i, j, o] = sum_c x[n, h, w, c] * w[o, i, j, c]
     filters = w.transpose(1, 2, 0, 3).reshape(kh * kw * cout, c)
     contributions = (x.reshape(-1, c) @ filters.T).reshape(n, h, wd, kh, kw, cout)
-    full_h = max((h - 1) * sh + kh, window.pad_top + geo.out_h)
-    full_w = max((wd - 1) * sw + kw, window.pad_left + geo.out_w)
+    full_h = max((h - 1) * sh + kh, window.pad_top + geo.output.height)
+    full_w = max((wd - 1) * sw + kw, window.pad_left + geo.output.width)
     full = np.zeros((n, full_h, full_w, cout), dtype=contributions.dtype)
     for i in range(kh):
         for j in range(kw):
             full[:, i:i + (h - 1) * sh + 1:sh, j:j + (wd - 1) * sw + 1:sw] += \
                 contributions[:, :, :, i, j]
-    acc = full[:, window.pad_top:window.pad_top + geo.out_h,
-               window.pad_left:window.pad_left + geo.out_w]
+    acc = full[:, window.pad_top:window.pad_top + geo.output.height,
+               window.pad_left:window.pad_left + geo.output.width]
     acc = np.ascontiguousarray(acc)
     return from_nhwc(_finish(ctx, acc, bias, params.fuse_code), params.nchw)
 

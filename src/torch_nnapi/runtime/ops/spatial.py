@@ -11,7 +11,7 @@ out their results the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -152,15 +152,23 @@ def check_padding_code(ctx: KernelContext) -> int:
 # ------------------------------------------------------------------------------ layout
 
 
-def image_dims(ctx: KernelContext, nchw: bool, name: str = "input") -> \
-        tuple[int, int, int, int]:
+class ImageSize(NamedTuple):
+    """An image's dimensions in NHWC order, whatever its layout."""
+
+    batches: int
+    height: int
+    width: int
+    depth: int
+
+
+def image_dims(ctx: KernelContext, nchw: bool, name: str = "input") -> ImageSize:
     """(batches, height, width, channels) of a rank-4 input; only batches may be zero."""
     shape = check_rank(ctx, name, (4,))
     n, h, w, c = (shape[0], shape[2], shape[3], shape[1]) if nchw else shape
     if h <= 0 or w <= 0 or c <= 0:
         raise BadDataError(f"{ctx.describe_input(name)} has an empty height, width or depth:"
                            f" {list(shape)}")
-    return n, h, w, c
+    return ImageSize(n, h, w, c)
 
 
 def image_shape(n: int, h: int, w: int, c: int, nchw: bool) -> Shape:
