@@ -132,9 +132,10 @@ class Compilation:
         self._static_inputs: tuple[Shape, ...] | None = None
         if all(step.settled is not None for step in self.steps):
             self._static_inputs = tuple(self.shapes[i] for i in model.inputs)
-        # The step calls of each kind of execution (see _calls): of the compile-time shapes
-        # (rebuilt when an execution plans a runner or a fusion), of other shapes (rebuilt
-        # when one plans again), and the full way (by whether intermediates are kept).
+        # The step calls of each kind of execution: of the compile-time shapes (rebuilt when
+        # an execution plans a runner or a fusion), of other shapes (rebuilt when one plans
+        # again), and the full way (by whether intermediates are kept); see _static_calls,
+        # _checked_calls and _full_calls.
         self._replayed: list[StepCall] | None = None
         self._checked: list[StepCall] | None = None
         self._full: dict[bool, list[StepCall]] = {}
