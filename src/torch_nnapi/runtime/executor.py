@@ -35,7 +35,7 @@ from ..nnapi.errors import (
 )
 from ..nnapi.model import Lifetime, Model, Operation
 from ..nnapi.signatures import MatchFailure, SignatureMatch, match_signature, signature_of
-from . import native
+from . import native, ops  # noqa: F401 - importing the packages registers every kernel
 from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
 from .inputs import input_array
 from .limits import check_tensor_sizes
