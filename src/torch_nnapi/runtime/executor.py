@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -373,10 +373,15 @@ class Compilation:
             results, shapes = self._compute(step, ctx, values, run)
         except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
             raise prefixed(e, step.where) from e
-        self._check_results(step, results, shapes)
-        for o, array, rounded in zip(step.operation.outputs, results, step.rounded,
-                                     strict=False):
-            if rounded:
+        outputs = step.operation.outputs
+        if len(results) != len(outputs):
+            raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
+                                f" expected {len(outputs)}")
+        operands = self.model.operands
+        for pos, (o, array, shape) in enumerate(zip(outputs, results, shapes, strict=False)):
+            if array.dtype != operands[o].info.dtype or array.shape != shape:
+                self._reject(step, pos, array, shape)
+            if step.rounded[pos]:
                 array = array.astype(np.float16).astype(np.float32)
             if run.substitutes is not None and o in run.substitutes:
                 run.computed[o], array = array, run.substitutes[o]
@@ -417,24 +422,16 @@ class Compilation:
             self._check_outputs(step, shapes, OpFailedError)
         return results, shapes
 
-    def _check_results(self, step: Step, results: Sequence[np.ndarray],
-                       shapes: Sequence[Shape]) -> None:
-        """OP_FAILED for results that are not what the step's outputs must be (a kernel bug);
-        a native runner giving them is not used again unchecked."""
-        outputs = step.operation.outputs
-        if len(results) != len(outputs):
-            raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
-                                f" expected {len(outputs)}")
-        for pos, (o, array, shape) in enumerate(zip(outputs, results, shapes, strict=False)):
-            dtype = self.model.operands[o].info.dtype
-            if array.dtype != dtype or array.shape != shape:
-                if step.native is not None:
-                    step.native.forget()
-                self._forget_calls(True)
-                self._forget_calls(False)
-                raise OpFailedError(
-                    f"{step.where}: output {pos} came out as {array.dtype}{list(array.shape)},"
-                    f" expected {dtype}{list(shape)} (a kernel bug)")
+    def _reject(self, step: Step, pos: int, array: np.ndarray, shape: Shape) -> NoReturn:
+        """OP_FAILED for output ``pos`` coming out unlike what it must be (a kernel bug); a
+        native runner giving it is not used again unchecked."""
+        if step.native is not None:
+            step.native.forget()
+        self._forget_calls(True)
+        self._forget_calls(False)
+        dtype = self.model.operands[step.operation.outputs[pos]].info.dtype
+        raise OpFailedError(f"{step.where}: output {pos} came out as {array.dtype}"
+                            f"{list(array.shape)}, expected {dtype}{list(shape)} (a kernel bug)")
 
     def _forget_calls(self, static: bool) -> None:
         """Drops the step calls of executions of the compile-time shapes (``static``) or of
