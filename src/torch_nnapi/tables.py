@@ -13,8 +13,7 @@ from collections.abc import Iterable, Mapping
 from .conformance.spec import CtsTest
 from .nnapi.codes import FeatureLevel, OperandType, OperationType
 from .nnapi.operand_types import OPERAND_TYPES
-from .nnapi.signatures import SIGNATURES
-from .nnapi.signatures._dsl import ANY
+from .nnapi.signatures import ANY, SIGNATURES
 
 _TYPE_LABELS = {
     OperandType.TENSOR_FLOAT32: "float32",

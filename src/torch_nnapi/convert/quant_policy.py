@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..nnapi.codes import FeatureLevel, OperandType, OperationType
-from ..nnapi.signatures import SIGNATURES
-from ..nnapi.signatures._rules import FixedQuantRule
+from ..nnapi.signatures import SIGNATURES, FixedQuantRule
 
 UINT8 = OperandType.TENSOR_QUANT8_ASYMM
 # The NNAPI operand type of each PyTorch 8-bit activation dtype.

@@ -17,8 +17,7 @@ import numpy as np
 from ..nnapi.codes import OperandType, OperationType
 from ..nnapi.errors import BadDataError, OpFailedError
 from ..nnapi.model import Lifetime, Operand, Operation
-from ..nnapi.signatures import SignatureMatch
-from ..nnapi.signatures._dsl import Arg
+from ..nnapi.signatures import Arg, SignatureMatch
 from .timeouts import NO_LIMITS, RunLimits
 
 Shape = tuple[int, ...]

@@ -7,17 +7,22 @@ constants) and again at execution from the actual inputs, so models with unknown
 Steps with a native kernel keep the runner it planned for their input shapes: while those
 shapes stay the same, an execution calls the runners directly -- no context, no shape
 inference, no output checks (made when the runner was planned) -- so that a model of many
-small operations is dominated by its arithmetic, not by the Python between kernels. Once an
-execution of the compile-time shapes has planned every runner, later ones replay them from
-one flat list (``_replay``).
+small operations is dominated by its arithmetic, not by the Python between kernels.
+
+Every execution goes through one loop (``_run_calls``) over a list of step calls planned once
+per kind of execution (``_calls``): with the compile-time shapes, the planned runners
+unchecked and fused steps skipped (the list is rebuilt when a run plans something, so the
+first run plans and the later ones replay); with other shapes, runners checked against the
+shapes they were planned for; keeping intermediates or substituting values, every step the
+full way (``_run_step``). Profiling and deadlines only add a check around each call.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -28,13 +33,23 @@ from ..nnapi.errors import (
     NnapiError,
     OpFailedError,
 )
-from ..nnapi.model import Lifetime, Model, Operand, Operation, element_count
+from ..nnapi.model import Lifetime, Model, Operation
 from ..nnapi.signatures import MatchFailure, SignatureMatch, match_signature, signature_of
-from . import native
+from . import native, ops  # noqa: F401 - importing the packages registers every kernel
 from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
+from .inputs import input_array
 from .limits import check_tensor_sizes
 from .registry import fusion_for, kernel_for, native_kernel_for
-from .steps import Replayed, Step, conflicts, fully_known, has_shape, prefixed
+from .steps import (
+    NativeRunners,
+    SettledShapes,
+    Step,
+    StepCall,
+    conflicts,
+    fully_known,
+    has_shape,
+    prefixed,
+)
 from .timeouts import NO_LIMITS, RunLimits
 
 RELAXED_PRECISIONS = ("float32", "float16")
@@ -115,11 +130,15 @@ class Compilation:
         # When every shape is settled at compile time, inputs of those shapes make every
         # step's input shapes the compile-time ones: runners are then used without checking.
         self._static_inputs: tuple[Shape, ...] | None = None
-        if all(step.static_outputs is not None for step in self.steps):
+        if all(step.settled is not None for step in self.steps):
             self._static_inputs = tuple(self.shapes[i] for i in model.inputs)
-        # The steps' planned runners in one list, once an execution of those shapes has
-        # planned them all (see _replay).
-        self._replayed: list[Replayed] | None = None
+        # The step calls of each kind of execution: of the compile-time shapes (rebuilt when
+        # an execution plans a runner or a fusion), of other shapes (rebuilt when one plans
+        # again), and the full way (by whether intermediates are kept); see _static_calls,
+        # _checked_calls and _full_calls.
+        self._replayed: list[StepCall] | None = None
+        self._checked: list[StepCall] | None = None
+        self._full: dict[bool, list[StepCall]] = {}
 
     # ---------------------------------------------------------------- compile time
 
@@ -130,14 +149,12 @@ class Compilation:
                                " has no kernel for this operation type")
         operands = self.model.operands
         planner = native_kernel_for(operation.type) if native.uses_native(self.kernels) else None
-        variable = tuple(i for i in operation.inputs
-                         if operands[i].lifetime is not Lifetime.CONSTANT)
+        runners = None if planner is None else NativeRunners(planner, tuple(
+            i for i in operation.inputs if operands[i].lifetime is not Lifetime.CONSTANT))
         rounded = tuple(self.emulate_float16 and operands[o].type == OperandType.TENSOR_FLOAT32
                         for o in operation.outputs)
-        single = operation.outputs[0] if len(operation.outputs) == 1 and not rounded[0] else -1
-        return Step(position, operation, kernel, Binding(operands, operation, match),
-                    planner=planner, variable=variable, rounded=rounded,
-                    inputs=tuple(operation.inputs), single_output=single)
+        return Step(position, operation, kernel, Binding(operands, operation, match), rounded,
+                    runners)
 
     def _infer_static_shapes(self) -> list[Shape]:
         operands = self.model.operands
@@ -159,8 +176,7 @@ class Compilation:
             self._check_outputs(step, outs, BadDataError)
             for o, shape in zip(op.outputs, outs, strict=True):
                 shapes[o] = shape
-            step.static_outputs = outs
-            step.input_shapes = tuple(shapes[i] for i in op.inputs)
+            step.settled = SettledShapes(tuple(shapes[i] for i in op.inputs), outs)
         return shapes
 
     def _check_outputs(self, step: Step, shapes: Sequence[Shape], error: type) -> None:
@@ -265,185 +281,165 @@ class Compilation:
     def _execute(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
                  limits: RunLimits = NO_LIMITS,
                  substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
-        if not native.uses_native(self.kernels):
-            return self._run_steps(inputs, keep_intermediates, profile, limits, substitutes)
-        # Native runners compute IEEE results (infinities, NaN) without NumPy's warnings, as
-        # the reference kernels do.
-        with native.execution_scope(), np.errstate(all="ignore"):
-            return self._run_steps(inputs, keep_intermediates, profile, limits, substitutes)
-
-    def _run_steps(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
-                   limits: RunLimits,
-                   substitutes: Mapping[int, np.ndarray] | None) -> ExecutionResult:
         values = list(self._constants)
         for index, value in zip(self.model.inputs, inputs, strict=False):
             values[index] = _contiguous(value)
         static = self._static_inputs is not None and self._static_inputs == tuple(
             getattr(value, "shape", None) for value in inputs)
-        # Intermediates to keep, or substituted: every step the full way, none fused away.
-        fast = not keep_intermediates and not substitutes
-        computed: dict[int, np.ndarray] = {}  # substituted operands' own values
-        fused = fast and static
-        timings: list[OperationTiming] = []
-        timed = limits.deadline_ns is not None
-        replayed = self._replayed
-        if fused and replayed is not None and not timed and not profile:
-            self._replay(replayed, values, limits)
-            outputs = [_owned(values[o]) for o in self.model.outputs]
-            return ExecutionResult(outputs, dict(zip(self.model.outputs, outputs, strict=False)))
-        for step in self.steps:
-            if timed:
-                limits.check_deadline()
-            if fused and step.fused_away:  # its reader computes from its inputs
-                for dead in step.frees:
-                    values[dead] = None
-                continue
-            start = time.perf_counter() if profile else 0.0
-            plan = step.plan
-            if fused and step.fused_runner is not None:
-                try:
-                    results = step.fused_runner(*[values[i] for i in step.fused_inputs])
-                except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
-                    raise prefixed(e, step.where) from e
-                values[step.operation.outputs[0]] = results
-            elif fast and plan is not None and plan[1] is not None and (static or plan[0] == tuple(
-                    [getattr(values[i], "shape", None) for i in step.variable])):
-                try:
-                    results = plan[1](*[values[i] for i in step.inputs])
-                except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
-                    raise prefixed(e, step.where) from e
-                if results is None:  # this execution is the reference kernel's
-                    self._run_step(step, values, static, limits)
-                elif step.single_output >= 0 and type(results) is np.ndarray:
-                    values[step.single_output] = results
-                else:
-                    if type(results) is np.ndarray:
-                        results = (results,)
-                    for o, array, rounded in zip(step.operation.outputs, results, step.rounded,
-                                                 strict=False):
-                        values[o] = array.astype(np.float16).astype(np.float32) if rounded \
-                            else array
-            else:
-                self._run_step(step, values, static, limits, substitutes, computed)
-            if profile:
-                timings.append(OperationTiming(step.position, step.operation.type.name,
-                                               time.perf_counter() - start))
-            if not keep_intermediates:
-                for dead in step.frees:
-                    values[dead] = None
-        if fused and replayed is None:
-            self._replayed = self._replay_list()
+        run = _Run(static, limits, profile, substitutes)
+        full = keep_intermediates or bool(substitutes)
+        calls = self._full_calls(keep_intermediates) if full else \
+            self._static_calls() if static else self._checked_calls()
+        if not native.uses_native(self.kernels):
+            self._run_calls(calls, values, run)
+        else:
+            # Native runners compute IEEE results (infinities, NaN) without NumPy's warnings,
+            # as the reference kernels do.
+            with native.execution_scope(), np.errstate(all="ignore"):
+                self._run_calls(calls, values, run)
+        if static and not full:
+            self._static_calls()  # with what this execution planned, for the next to replay
         outputs = [_owned(values[o]) for o in self.model.outputs]
         kept: dict[int, np.ndarray] = {}
         if keep_intermediates:
             kept = {i: v for i, v in enumerate(values) if isinstance(v, np.ndarray)}
             kept.update(zip(self.model.outputs, outputs, strict=False))
-            kept.update(computed)
+            kept.update(run.computed)
         else:
             kept = dict(zip(self.model.outputs, outputs, strict=False))
-        return ExecutionResult(outputs, kept, timings)
+        return ExecutionResult(outputs, kept, run.timings)
 
-    def _replay_list(self) -> list[Replayed] | None:
-        """Every step's runner as the last execution of the compile-time shapes planned it
-        (None when outputs are rounded to float16, which only the full loop does)."""
-        if any(any(step.rounded) for step in self.steps):
-            return None
-        replayed = []
-        for step in self.steps:
-            if step.fused_away:
-                replayed.append(Replayed.of(step, None, step.inputs, skip=True))
-            elif step.fused_runner is not None:
-                replayed.append(Replayed.of(step, step.fused_runner, step.fused_inputs))
-            elif step.plan is not None and step.plan[1] is not None:
-                replayed.append(Replayed.of(step, step.plan[1], step.inputs))
-            else:
-                replayed.append(Replayed.of(step, None, step.inputs))
-        return replayed
+    # The step calls of each kind of execution, planned once (and again when an execution
+    # plans something they do not have, see _forget_calls).
 
-    def _replay(self, replayed: list[Replayed], values: list[Any], limits: RunLimits) -> None:
-        """An execution of the compile-time shapes once every step's runner is planned: the
-        runners called one after the other, without the full loop's per-step decisions (in
-        a model of many small operations, an unrolled recurrent layer, they cost as much as
-        the arithmetic). A step without a runner, or whose runner declines this execution,
-        runs the full way."""
-        for entry in replayed:
-            if entry.skip:
+    def _full_calls(self, keep_intermediates: bool) -> list[StepCall]:
+        """Intermediates to keep, or values substituted: every step the full way (fused
+        ones too), each temporary dropped after its last reader unless intermediates are
+        kept."""
+        calls = self._full.get(keep_intermediates)
+        if calls is None:
+            calls = self._full[keep_intermediates] = [
+                StepCall.of(step, keep=keep_intermediates) for step in self.steps]
+        return calls
+
+    def _static_calls(self) -> list[StepCall]:
+        """The compile-time shapes: each step's runner for them unchecked (none before it is
+        planned: the full way plans it), fusions in place of the steps they replace."""
+        if self._replayed is None:
+            self._replayed = [StepCall.static(step) for step in self.steps]
+        return self._replayed
+
+    def _checked_calls(self) -> list[StepCall]:
+        """Other shapes: each step's last runner, when the shapes it was planned for are the
+        execution's."""
+        if self._checked is None:
+            self._checked = [StepCall.checked(step) for step in self.steps]
+        return self._checked
+
+    def _run_calls(self, calls: list[StepCall], values: list[Any], run: _Run) -> None:
+        """The execution loop: each step's runner called directly where it has one, the step
+        the full way where not (or where the runner declines this execution, or the shapes
+        are not those it was planned for)."""
+        observed = run.observed
+        for call in calls:
+            if observed:
+                run.start()
+            if call.skip:  # its reader computes from its inputs
                 pass
-            elif entry.runner is None:
-                self._run_step(entry.step, values, True, limits)
-            else:
+            elif call.runner is not None and (call.shapes is None or call.planned_for(values)):
                 try:
-                    results = entry.runner(*entry.arguments(values))
+                    results = call.runner(*call.arguments(values))
                 except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
-                    raise prefixed(e, entry.step.where) from e
-                if results is None:
-                    self._run_step(entry.step, values, True, limits)
-                elif type(results) is np.ndarray:
-                    values[entry.outputs[0]] = results
+                    raise prefixed(e, call.step.where) from e
+                if results is None:  # this execution is the reference kernel's
+                    self._run_step(call.step, values, run)
+                elif call.single >= 0 and type(results) is np.ndarray:
+                    values[call.single] = results
                 else:
-                    for o, array in zip(entry.outputs, results, strict=False):
-                        values[o] = array
-            for dead in entry.frees:
+                    call.step.store(results, values)
+            else:
+                self._run_step(call.step, values, run)
+            if observed:
+                run.stop(call)
+            for dead in call.frees:
                 values[dead] = None
 
-    def _run_step(self, step: Step, values: list[Any], static: bool, limits: RunLimits,
-                  substitutes: Mapping[int, np.ndarray] | None = None,
-                  computed: dict[int, np.ndarray] | None = None) -> None:
+    def _run_step(self, step: Step, values: list[Any], run: _Run) -> None:
         """One step the full way: shapes settled and checked, the native kernel planned (when
         there is one) or the reference kernel run, and every output checked; with the
-        compile-time shapes (``static``), its fusion with an earlier step planned too."""
-        op = step.operation
-        operands = self.model.operands
-        ctx = KernelContext(step.binding, values, None, step.memo, limits)
+        compile-time shapes, its fusion with an earlier step planned too."""
+        ctx = KernelContext(step.binding, values, None, step.memo, run.limits)
         try:
-            shapes: Sequence[Shape] | None = None
-            if step.static_outputs is not None and all(
-                    has_shape(values[i], s)
-                    for i, s in zip(op.inputs, step.input_shapes, strict=False)):
-                shapes = step.static_outputs
-            elif not step.kernel.shaped_by_execution:
-                shapes = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
-                self._check_outputs(step, shapes, OpFailedError)
-            results = None
-            if step.planner is not None:
-                key = tuple([getattr(values[i], "shape", None) for i in step.variable])
-                plan = step.plan
-                if plan is None or plan[0] != key:
-                    plan = step.plan = (key, step.planner(ctx))
-                if plan[1] is not None:
-                    results = plan[1](*[values[i] for i in op.inputs])
-            if results is None:
-                results = step.kernel.execute(ctx)
-            if isinstance(results, (np.ndarray, np.generic)):  # NumPy makes 0-d results scalars
-                results = (np.asarray(results),)
-            if shapes is None:  # the kernel's results decide (IF, WHILE)
-                shapes = [tuple(r.shape) for r in results]
-                self._check_outputs(step, shapes, OpFailedError)
-        except NnapiError as e:
-            raise prefixed(e, step.where) from e
+            results, shapes = self._compute(step, ctx, values, run)
         except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
             raise prefixed(e, step.where) from e
-        if len(results) != len(op.outputs):
+        outputs = step.operation.outputs
+        if len(results) != len(outputs):
             raise OpFailedError(f"{step.where}: kernel returned {len(results)} outputs,"
-                                f" expected {len(op.outputs)}")
-        for pos, (o, array, shape) in enumerate(zip(op.outputs, results, shapes, strict=False)):
-            operand = operands[o]
-            if array.dtype != operand.info.dtype or array.shape != shape:
-                step.plan = None  # a runner that gives this is not used again unchecked
-                self._replayed = None
-                raise OpFailedError(
-                    f"{step.where}: output {pos} came out as {array.dtype}{list(array.shape)},"
-                    f" expected {operand.info.dtype}{list(shape)} (a kernel bug)")
+                                f" expected {len(outputs)}")
+        operands = self.model.operands
+        for pos, (o, array, shape) in enumerate(zip(outputs, results, shapes, strict=False)):
+            if array.dtype != operands[o].info.dtype or array.shape != shape:
+                self._reject(step, pos, array, shape)
             if step.rounded[pos]:
                 array = array.astype(np.float16).astype(np.float32)
-            if substitutes is not None and o in substitutes and computed is not None:
-                computed[o], array = array, substitutes[o]
+            if run.substitutes is not None and o in run.substitutes:
+                run.computed[o], array = array, run.substitutes[o]
             # Reference kernels may return strided views (a slice, a transpose); the native
             # runners reading them next take C-contiguous arrays.
             values[o] = _contiguous(array)
-        if static and step.fusion is not None and step.fused_runner is None and \
+        if run.static and step.fusion is not None and step.fused_runner is None and \
                 not any(step.rounded) and not any(step.fusion.rounded):
             self._plan_fusion(step, ctx, values)
+
+    def _compute(self, step: Step, ctx: KernelContext, values: list[Any],
+                 run: _Run) -> tuple[Sequence[np.ndarray], Sequence[Shape]]:
+        """The step's outputs, by its native runner (planned when the shapes are new) or its
+        reference kernel, and the shapes they must have: settled at compile time when the
+        input shapes are those, prepared otherwise (IF and WHILE: those they come out with)."""
+        op = step.operation
+        shapes: Sequence[Shape] | None = None
+        settled = step.settled
+        if settled is not None and all(has_shape(values[i], s)
+                                       for i, s in zip(op.inputs, settled.inputs, strict=False)):
+            shapes = settled.outputs
+        elif not step.kernel.shaped_by_execution:
+            shapes = [tuple(int(d) for d in s) for s in step.kernel.prepare(ctx)]
+            self._check_outputs(step, shapes, OpFailedError)
+        results = None
+        if step.native is not None:
+            runner, planned = step.native.runner_for(ctx, values, run.static)
+            if planned:
+                self._forget_calls(run.static)
+            if runner is not None:
+                results = runner(*[values[i] for i in op.inputs])
+        if results is None:
+            results = step.kernel.execute(ctx)
+        if isinstance(results, (np.ndarray, np.generic)):  # NumPy makes 0-d results scalars
+            results = (np.asarray(results),)
+        if shapes is None:  # the kernel's results decide (IF, WHILE)
+            shapes = [tuple(r.shape) for r in results]
+            self._check_outputs(step, shapes, OpFailedError)
+        return results, shapes
+
+    def _reject(self, step: Step, pos: int, array: np.ndarray, shape: Shape) -> NoReturn:
+        """OP_FAILED for output ``pos`` coming out unlike what it must be (a kernel bug); a
+        native runner giving it is not used again unchecked."""
+        if step.native is not None:
+            step.native.forget()
+        self._forget_calls(True)
+        self._forget_calls(False)
+        dtype = self.model.operands[step.operation.outputs[pos]].info.dtype
+        raise OpFailedError(f"{step.where}: output {pos} came out as {array.dtype}"
+                            f"{list(array.shape)}, expected {dtype}{list(shape)} (a kernel bug)")
+
+    def _forget_calls(self, static: bool) -> None:
+        """Drops the step calls of executions of the compile-time shapes (``static``) or of
+        other shapes, once a step has planned a runner they do not have."""
+        if static:
+            self._replayed = None
+        else:
+            self._checked = None
 
     def _plan_fusion(self, step: Step, ctx: KernelContext, values: list[Any]) -> None:
         producer = step.fusion
@@ -456,9 +452,39 @@ class Compilation:
         except Exception as e:  # noqa: BLE001 - a planner bug must not escape as a crash
             raise prefixed(e, step.where) from e
         if runner is not None:
-            step.fused_inputs = tuple(op.inputs)
             step.fused_runner = runner
             producer.fused_away = True
+            self._forget_calls(True)
+
+
+@dataclass
+class _Run:
+    """One execution's settings, and what it gathers besides the values: the substituted
+    operands' own values and the timings."""
+
+    static: bool  # the inputs have the compile-time shapes
+    limits: RunLimits
+    profile: bool
+    substitutes: Mapping[int, np.ndarray] | None
+    computed: dict[int, np.ndarray] = field(default_factory=dict)
+    timings: list[OperationTiming] = field(default_factory=list)
+    started: float = 0.0
+
+    @property
+    def observed(self) -> bool:
+        """Whether each call is timed or checked against the deadline."""
+        return self.profile or self.limits.deadline_ns is not None
+
+    def start(self) -> None:
+        self.limits.check_deadline()
+        if self.profile:
+            self.started = time.perf_counter()
+
+    def stop(self, call: StepCall) -> None:
+        if self.profile and not call.skip:
+            self.timings.append(OperationTiming(call.step.position,
+                                                call.step.operation.type.name,
+                                                time.perf_counter() - self.started))
 
 
 def _contiguous(value: Any) -> Any:
@@ -521,7 +547,7 @@ class Execution:
         if value is None:
             self._inputs[index] = OMITTED
             return
-        self._inputs[index] = _as_input_array(value, operand, dimensions, where)
+        self._inputs[index] = input_array(value, operand, dimensions, where)
 
     def compute(self, *, keep_intermediates: bool = False, profile: bool = False,
                 limits: RunLimits | None = None,
@@ -542,46 +568,3 @@ class Execution:
         self.result = self.compilation._execute(self._inputs, keep_intermediates, profile,
                                                 limits, substitutes)
         return self.result
-
-
-def _as_input_array(value: Any, operand: Operand, dimensions: Iterable[int] | None,
-                    where: str) -> np.ndarray:
-    info = operand.info
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        dims = tuple(dimensions) if dimensions is not None else operand.dimensions
-        shape = () if info.is_scalar else dims
-        if not fully_known(shape, info.is_scalar):
-            raise BadDataError(f"{where}: dimensions {list(shape)} must be fully specified")
-        nbytes = memoryview(value).nbytes
-        if nbytes != element_count(shape) * info.element_size:
-            raise BadDataError(f"{where}: buffer has {nbytes} bytes, dimensions {list(shape)}"
-                               f" need {element_count(shape) * info.element_size}")
-        array = np.frombuffer(value, dtype=info.dtype).reshape(shape)
-    else:
-        array = np.asarray(value)
-        if array.dtype != info.dtype:
-            if not (np.can_cast(array.dtype, info.dtype, "same_kind")
-                    or (array.dtype.kind in "iub" and info.dtype.kind in "iu"
-                        and _fits(array, info.dtype))):
-                raise BadDataError(f"{where}: got a {array.dtype} array, expected {info.dtype}")
-            if info.dtype.kind in "iu" and not _fits(array, info.dtype):
-                raise BadDataError(f"{where}: values do not fit {info.dtype}")
-            array = array.astype(info.dtype)
-        if dimensions is not None and tuple(dimensions) != array.shape:
-            raise BadDataError(f"{where}: dimensions {list(dimensions)} do not match the"
-                               f" array's shape {list(array.shape)}")
-    if info.is_scalar:
-        if array.size != 1:
-            raise BadDataError(f"{where}: a scalar needs one value, got {array.size}")
-        return array.reshape(())
-    if conflicts(operand.dimensions, array.shape):
-        raise BadDataError(f"{where}: shape {list(array.shape)} does not match the declared"
-                           f" {list(operand.dimensions)}")
-    if not array.flags.c_contiguous:
-        array = np.ascontiguousarray(array)
-    return array
-
-
-def _fits(array: np.ndarray, dtype: np.dtype) -> bool:
-    limits = np.iinfo(dtype)
-    return array.size == 0 or (array.min() >= limits.min and array.max() <= limits.max)

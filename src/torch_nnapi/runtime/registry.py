@@ -104,19 +104,18 @@ def register_fusion(producer: OperationType,
     return wrap
 
 
-def kernel_for(operation: OperationType) -> Kernel | None:
-    from . import ops  # noqa: F401  (importing the package registers every family)
+# The tables are filled by importing runtime.ops and runtime.native (the executor imports
+# both, and so does importing torch_nnapi.runtime); the registry imports neither, which would
+# be an import circle: each family imports the registry to register itself.
 
+
+def kernel_for(operation: OperationType) -> Kernel | None:
     return KERNELS.get(operation)
 
 
 def native_kernel_for(operation: OperationType) -> PlanFn | None:
-    from . import native  # noqa: F401  (importing the package registers every family)
-
     return NATIVE_KERNELS.get(operation)
 
 
 def fusion_for(producer: OperationType, consumer: OperationType) -> FusionPlanFn | None:
-    from . import native  # noqa: F401
-
     return FUSIONS.get((producer, consumer))

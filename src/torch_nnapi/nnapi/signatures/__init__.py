@@ -2,6 +2,8 @@
 
 ``SIGNATURES`` maps each OperationType to its declared OperationSignature; ``signature_of``
 looks one up. Family modules are imported here so that importing the package fills the table.
+The names other packages read (the runtime's argument binding, the quantizer's fixed output
+quantizations, the README's tables) are exported here; ``_dsl`` and ``_rules`` stay private.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ import pkgutil
 
 from ..codes import OperationType
 from ._dsl import (
+    ANY,
+    Arg,
     Combo,
+    Cut,
     Form,
     LevelRule,
     MatchFailure,
@@ -26,6 +31,7 @@ from ._dsl import (
     rule,
 )
 from ._registry import SIGNATURES, define
+from ._rules import FixedQuantRule
 
 
 def _load_families() -> None:
@@ -50,7 +56,11 @@ def signature_of(operation: OperationType | int) -> OperationSignature:
 
 
 __all__ = [
+    "ANY",
+    "Arg",
     "Combo",
+    "Cut",
+    "FixedQuantRule",
     "Form",
     "LevelRule",
     "MatchFailure",

@@ -19,12 +19,12 @@ import numpy as np
 from ..quant import quantize_multiplier
 from . import module
 
-_INT32_LIMIT = 2**31 - 1
+INT32_LIMIT = 2**31 - 1
 # The quantized GEMM microkernels, narrowest first (tnn_q8_kind in q8.h); a plan uses the
 # widest one the CPU runs, up to the one asked for.
 MICROKERNELS = ("generic", "avx2", "avx512vnni")
 # The largest |w - w_zero| and |x| of 8-bit values.
-_PRODUCT_BOUND = 255 * 255
+PRODUCT_BOUND = 255 * 255
 
 
 # Sizes of a window the C kernels take (their int arithmetic cannot overflow below it).
@@ -117,9 +117,9 @@ def _sums_fit(filter_: np.ndarray, filter_zero: int, bias: np.ndarray, input_zer
     products of 8-bit values, plus the bias with input_zero * sum(w - w_zero) folded in."""
     w = filter_.reshape(filter_.shape[0], -1).astype(np.int64) - filter_zero
     folded = bias.astype(np.int64) - input_zero * w.sum(axis=1)
-    bound = taps * _PRODUCT_BOUND + max(int(np.abs(folded).max(initial=0)),
+    bound = taps * PRODUCT_BOUND + max(int(np.abs(folded).max(initial=0)),
                                         int(np.abs(bias).max(initial=0)))
-    return bound <= _INT32_LIMIT
+    return bound <= INT32_LIMIT
 
 
 class Q8Conv:

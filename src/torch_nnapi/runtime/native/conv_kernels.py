@@ -18,13 +18,13 @@ from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
 from ..ops import conv as ref
-from ..ops._spatial import from_nhwc
+from ..ops.spatial import from_nhwc
 from ..quant import activation_range_float, activation_range_quantized
 from ..registry import Runner, register_native
 from . import module
 from .conv import (
-    _INT32_LIMIT,
-    _PRODUCT_BOUND,
+    INT32_LIMIT,
+    PRODUCT_BOUND,
     Q8Conv,
     Q8Depthwise,
     Requantization,
@@ -38,6 +38,7 @@ from .conv import (
     window,
     window_fits,
 )
+from .planning import constant_parameters, contiguous_nhwc
 
 _F32 = OperandType.TENSOR_FLOAT32
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
@@ -46,29 +47,17 @@ _PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 _MAX_COLUMN_ELEMENTS = 1 << 22
 
 
-def constant_parameters(ctx: KernelContext, *data: str) -> bool:
-    """Whether every input but the ``data`` ones (by default "input") is a constant of the
-    model, which a plan may read once: a runner is reused while the shapes of the data
-    inputs stay the same, whatever their values."""
-    return ctx.variable_inputs <= set(data or ("input",))
-
-
-def _geometry_window(geo: ref._Conv) -> tuple[int, ...]:
+def _geometry_window(geo: ref.ConvGeometry) -> tuple[int, ...]:
     w = geo.window
-    return window(geo.batches, geo.height, geo.width, geo.in_depth, geo.out_h, geo.out_w,
-                  geo.filter_h, geo.filter_w, w.stride_h, w.stride_w, w.dilation_h,
-                  w.dilation_w, w.pad_top, w.pad_left)
-
-
-def _nhwc(x: np.ndarray, nchw: bool) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nchw else x
+    return window(*geo.image, geo.output.height, geo.output.width, geo.filter_h, geo.filter_w,
+                  w.stride_h, w.stride_w, w.dilation_h, w.dilation_w, w.pad_top, w.pad_left)
 
 
 def _requantization(ctx: KernelContext, fuse_code: int, weights: str = "filter") \
         -> Requantization:
     scale, zero = ctx.output_quant()
     lo, hi = activation_range_quantized(fuse_code, scale, zero)
-    return Requantization(ref._real_multipliers(ctx, scale, weights), zero, lo, hi)
+    return Requantization(ref.real_multipliers(ctx, scale, weights), zero, lo, hi)
 
 
 def _filter_zero(ctx: KernelContext, weights: str = "filter") -> int:
@@ -86,13 +75,13 @@ def _once(ctx: KernelContext, what: str, build: Callable[[KernelContext], T]) ->
 
 
 def _conv_plan(ctx: KernelContext) -> Q8Conv | None:
-    geo = ref._geometry(ctx)
+    geo = ref.conv_geometry(ctx)
     return q8_conv(ctx.input("filter"), _filter_zero(ctx), ctx.input("bias"), geo.groups,
                    ctx.input_quant("input")[1], _requantization(ctx, geo.params.fuse_code))
 
 
 def _depthwise_plan(ctx: KernelContext) -> Q8Depthwise | None:
-    geo = ref._geometry(ctx)
+    geo = ref.conv_geometry(ctx)
     return q8_depthwise(ctx.input("filter"), _filter_zero(ctx), ctx.input("bias"),
                         geo.multiplier, ctx.input_quant("input")[1],
                         _requantization(ctx, geo.params.fuse_code))
@@ -106,24 +95,24 @@ def _fc_plan(ctx: KernelContext) -> Q8Conv | None:
                    _requantization(ctx, ctx.scalar("fuse_code"), "weights"))
 
 
-def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref._Conv,
+def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref.ConvGeometry,
                  geometry: tuple[int, ...]) -> np.ndarray:
     """The sums of an NHWC float convolution as [n * out_h * out_w, out_depth] with
     np.matmul, for when NumPy's BLAS is not OpenBLAS: windows gathered in C by blocks."""
-    rows = geo.batches * geo.out_h * geo.out_w
-    k = geo.filter_h * geo.filter_w * geo.in_depth // geo.groups
-    out = np.empty((rows, geo.out_depth), np.float32)
-    w = w.reshape(geo.out_depth, -1)
+    rows = geo.image.batches * geo.output.height * geo.output.width
+    k = geo.filter_h * geo.filter_w * geo.image.depth // geo.groups
+    out = np.empty((rows, geo.output.depth), np.float32)
+    w = w.reshape(geo.output.depth, -1)
     wnd = geo.window
     pointwise = geo.filter_h == geo.filter_w == wnd.stride_h == wnd.stride_w == 1 and not (
         wnd.pad_top or wnd.pad_bottom or wnd.pad_left or wnd.pad_right)
     if geo.groups == 1 and pointwise:
-        return np.matmul(x.reshape(rows, geo.in_depth), w.T, out=out)
-    full_k = geo.filter_h * geo.filter_w * geo.in_depth
+        return np.matmul(x.reshape(rows, geo.image.depth), w.T, out=out)
+    full_k = geo.filter_h * geo.filter_w * geo.image.depth
     block = max(1, min(rows, _MAX_COLUMN_ELEMENTS // full_k))
     columns = np.empty((block, full_k), np.float32)
-    taps, cg, per_group = geo.filter_h * geo.filter_w, geo.in_depth // geo.groups, \
-        geo.out_depth // geo.groups
+    taps, cg, per_group = geo.filter_h * geo.filter_w, geo.image.depth // geo.groups, \
+        geo.output.depth // geo.groups
     for start in range(0, rows, block):
         count = min(block, rows - start)
         cols = im2col_f32(x, geometry, start, count, columns[:count])
@@ -134,32 +123,33 @@ def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref._Conv,
             .reshape(geo.groups, count, k)
         filters = w.reshape(geo.groups, per_group, k).transpose(0, 2, 1)
         out[start:start + count] = np.matmul(grouped, filters).transpose(1, 0, 2) \
-            .reshape(count, geo.out_depth)
+            .reshape(count, geo.output.depth)
     return out
 
 
 def _windowed(ctx: KernelContext, key: str,
               plan_q8: Callable[[KernelContext], Q8Conv | Q8Depthwise | None]
-              ) -> tuple[ref._Conv, bool, tuple[int, ...], tuple[int, ...], Runner | None] | None:
+              ) -> tuple[ref.ConvGeometry, bool, tuple[int, ...], tuple[int, ...],
+                         Runner | None] | None:
     """What CONV_2D and DEPTHWISE_CONV_2D share: the geometry, the checks that a native
     kernel takes the operation (None when not), and the quantized runner from its plan; the
     float runner is left to the caller (None in the tuple's last place for float)."""
-    geo = ref._geometry(ctx)
+    geo = ref.conv_geometry(ctx)
     kind = ctx.input_type("input")
-    if geo.batches == 0 or kind not in (_F32, _Q8) or \
+    if geo.image.batches == 0 or kind not in (_F32, _Q8) or \
             not constant_parameters(ctx, "input", "filter", "bias"):
         return None
     nchw, geometry = geo.params.nchw, _geometry_window(geo)
     if not window_fits(geometry):
         return None
-    shape = (geo.batches, geo.out_h, geo.out_w, geo.out_depth)
+    shape = tuple(geo.output)
     if kind != _Q8:
         return geo, nchw, geometry, shape, None
     plan = _once(ctx, key, plan_q8) if constant_parameters(ctx) else None
     if plan is None:
         return None
     return geo, nchw, geometry, shape, lambda x, *_: from_nhwc(
-        plan.run(_nhwc(x, nchw), geometry, np.empty(shape, np.uint8)), nchw)
+        plan.run(contiguous_nhwc(x, nchw), geometry, np.empty(shape, np.uint8)), nchw)
 
 
 @register_native(Op.CONV_2D, Op.GROUPED_CONV_2D)
@@ -173,11 +163,13 @@ def conv_2d(ctx: KernelContext) -> Runner | None:
     lo, hi = activation_range_float(geo.params.fuse_code)
     if not module().has_sgemm():
         return lambda x, w, b, *_: from_nhwc(bias_activation_f32(
-            _matmul_conv(_nhwc(x, nchw), w, geo, geometry), b, lo, hi).reshape(shape), nchw)
+            _matmul_conv(contiguous_nhwc(x, nchw), w, geo, geometry), b, lo, hi)
+            .reshape(shape), nchw)
 
     def run(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(shape, np.float32)
-        module().conv_f32(_nhwc(x, nchw), w, b, out, geometry, geo.out_depth, geo.groups, lo, hi)
+        module().conv_f32(contiguous_nhwc(x, nchw), w, b, out, geometry, geo.output.depth,
+                          geo.groups, lo, hi)
         return from_nhwc(out, nchw)
 
     return run
@@ -193,13 +185,13 @@ def depthwise_conv_2d(ctx: KernelContext) -> Runner | None:
         return quantized
     lo, hi = activation_range_float(geo.params.fuse_code)
     return lambda x, w, b, *_: from_nhwc(depthwise_f32(
-        _nhwc(x, nchw), w[0], b, geometry, geo.multiplier, lo, hi,
+        contiguous_nhwc(x, nchw), w[0], b, geometry, geo.multiplier, lo, hi,
         np.empty(shape, np.float32)), nchw)
 
 
 @register_native(Op.FULLY_CONNECTED)
 def fully_connected(ctx: KernelContext) -> Runner | None:
-    batch, input_size, units = ref._fc_geometry(ctx)
+    batch, input_size, units = ref.fully_connected_geometry(ctx)
     kind = ctx.input_type("input")
     if batch == 0 or kind not in (_F32, _Q8) or \
             not constant_parameters(ctx, "input", "weights", "bias"):
@@ -232,8 +224,8 @@ def _transpose_products(ctx: KernelContext) -> Q8Conv | None:
     w = ctx.input("filter")
     _, kh, kw, cin = w.shape
     bias = ctx.input("bias")
-    if kh * kw * cin * _PRODUCT_BOUND + int(np.abs(bias.astype(np.int64)).max(initial=0)) \
-            > _INT32_LIMIT:
+    if kh * kw * cin * PRODUCT_BOUND + int(np.abs(bias.astype(np.int64)).max(initial=0)) \
+            > INT32_LIMIT:
         return None
     return q8_products(np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(-1, cin),
                        _filter_zero(ctx), ctx.input_quant("input")[1])
@@ -243,26 +235,26 @@ def _transpose_products(ctx: KernelContext) -> Q8Conv | None:
 def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     """Each input pixel times the whole filter (BLAS, or the exact quantized sums), then C
     adds up the contributions landing on each output pixel, in the reference's order."""
-    wnd, params, geo = ref._transpose_geometry(ctx)
+    wnd, params, geo = ref.transpose_conv_geometry(ctx)
     kind = ctx.input_type("input")
-    if geo.batches == 0 or kind not in (_F32, _Q8) or \
+    if geo.image.batches == 0 or kind not in (_F32, _Q8) or \
             not constant_parameters(ctx, "input", "filter", "bias"):
         return None
     nchw = params.nchw
-    n, h, wd, c = geo.batches, geo.height, geo.width, geo.in_depth
-    kh, kw, cout = geo.filter_h, geo.filter_w, geo.out_depth
+    n, h, wd, c = geo.image
+    kh, kw, cout = geo.filter_h, geo.filter_w, geo.output.depth
     # The scatter's window: the input's size, the output's, the filter, strides, pads.
-    geometry = window(n, h, wd, cout, geo.out_h, geo.out_w, kh, kw, wnd.stride_h, wnd.stride_w,
-                      1, 1, wnd.pad_top, wnd.pad_left)
+    geometry = window(n, h, wd, cout, geo.output.height, geo.output.width, kh, kw,
+                      wnd.stride_h, wnd.stride_w, 1, 1, wnd.pad_top, wnd.pad_left)
     if not window_fits(geometry):
         return None
-    shape = (n, geo.out_h, geo.out_w, cout)
+    shape = tuple(geo.output)
     if kind == _F32:
         lo, hi = activation_range_float(params.fuse_code)
 
         def run_float(x: np.ndarray, w: np.ndarray, b: np.ndarray, *_: object) -> np.ndarray:
             filters = w.transpose(1, 2, 0, 3).reshape(kh * kw * cout, c)
-            contributions = _nhwc(x, nchw).reshape(-1, c) @ filters.T
+            contributions = contiguous_nhwc(x, nchw).reshape(-1, c) @ filters.T
             out = np.empty(shape, np.float32)
             module().col2im_f32(contributions, b, out, geometry, lo, hi)
             return from_nhwc(out, nchw)
@@ -279,7 +271,7 @@ def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     pixels = window(n, h, wd, c, h, wd, 1, 1, 1, 1, 1, 1, 0, 0)
 
     def run(x: np.ndarray, *_: object) -> np.ndarray:
-        contributions = q8_sums(plan, _nhwc(x, nchw), pixels,
+        contributions = q8_sums(plan, contiguous_nhwc(x, nchw), pixels,
                                 np.empty((n, h, wd, kh * kw * cout), np.int32))
         out = np.empty(shape, np.uint8)
         module().col2im_q8(contributions, bias, out, geometry, *fixed, requant.output_zero,

@@ -26,7 +26,7 @@ from ..quant import (
 )
 from ..registry import Runner, kernel_for, register_native
 from . import module
-from .conv_kernels import constant_parameters
+from .planning import constant_parameters
 
 _F32 = OperandType.TENSOR_FLOAT32
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM

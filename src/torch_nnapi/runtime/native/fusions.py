@@ -18,7 +18,7 @@ from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
 from ..ops import reduction
 from ..registry import Runner, register_fusion
-from .conv_kernels import constant_parameters
+from .planning import constant_parameters
 
 _F32 = OperandType.TENSOR_FLOAT32
 
@@ -44,7 +44,7 @@ def product_sum(mul: KernelContext, reduce_sum: KernelContext) -> Runner | None:
     if mul.input_type("input0") != _F32 or not constant_parameters(mul, "input0", "input1") \
             or mul.scalar("fuse_code") != 0 or not constant_parameters(reduce_sum):
         return None
-    axes, _, out_shape = reduction._reduce_plan(reduce_sum)
+    axes, _, out_shape = reduction.reduce_plan(reduce_sum)
     if len(axes) != 1:
         return None
     a_shape, b_shape = mul.input_shape("input0"), mul.input_shape("input1")

@@ -19,10 +19,10 @@ from ...nnapi.codes import OperationType as Op
 from .. import fixedpoint as fp
 from ..context import KernelContext
 from ..ops import normalization as ref
-from ..ops._shape_common import axis_scalar
+from ..ops.shape_common import axis_scalar
 from ..registry import Runner, register_native
 from . import module
-from .conv_kernels import constant_parameters
+from .planning import constant_parameters
 
 
 def _rows(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
@@ -33,7 +33,7 @@ def _rows(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
 def _q8_tables(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, int]:
     """(exponentials, their terms of the sum, smallest counted difference), indexed by
     -difference from the row maximum, as the reference computes them."""
-    multiplier, left_shift, diff_min = ref._softmax_quant8_params(ctx, float(ctx.scalar("beta")))
+    multiplier, left_shift, diff_min = ref.softmax_quant8_params(ctx, float(ctx.scalar("beta")))
     _, exps, terms = ref.softmax_quant8_exponentials(-np.arange(256, dtype=np.int64), multiplier,
                                                      left_shift, diff_min)
     return exps.astype(np.int32), terms.astype(np.int32), int(diff_min)
@@ -63,7 +63,7 @@ def softmax(ctx: KernelContext) -> Runner | None:
         out = np.empty(shape, np.uint8)
         sums = np.empty(layout[0] * layout[2], np.int32)
         kernels.softmax_q8_sums(x, terms, sums, layout)
-        reciprocal, bits_over_unit = fp.get_reciprocal(sums, ref._SUM_INTEGER_BITS)
+        reciprocal, bits_over_unit = fp.get_reciprocal(sums, ref.SOFTMAX_SUM_INTEGER_BITS)
         exponent = bits_over_unit + 31 - 8
         kernels.softmax_q8_scale(x, out, exps, diff_min, reciprocal.astype(np.int32),
                                  exponent.astype(np.int32), layout)

@@ -10,11 +10,11 @@ from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
 from ..ops import pooling as ref
-from ..ops._spatial import from_nhwc
+from ..ops.spatial import from_nhwc
 from ..quant import activation_range_float, activation_range_quantized
 from ..registry import Runner, register_native
 from . import conv, module
-from .conv_kernels import constant_parameters
+from .planning import constant_parameters, contiguous_nhwc
 
 _KINDS = {Op.AVERAGE_POOL_2D: 0, Op.MAX_POOL_2D: 1, Op.L2_POOL_2D: 2}
 
@@ -26,7 +26,7 @@ def pool_2d(ctx: KernelContext) -> Runner | None:
     if not (quantized or kind == OperandType.TENSOR_FLOAT32) or \
             (quantized and ctx.operation == Op.L2_POOL_2D) or not constant_parameters(ctx):
         return None
-    params, window, (n, h, w, c, fh, fw, out_h, out_w) = ref._geometry(ctx)
+    params, window, (n, h, w, c, fh, fw, out_h, out_w) = ref.pool_geometry(ctx)
     if n == 0:
         return None
     geometry = conv.window(n, h, w, c, out_h, out_w, fh, fw, window.stride_h, window.stride_w,
@@ -43,8 +43,7 @@ def pool_2d(ctx: KernelContext) -> Runner | None:
 
     def run(x: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty((n, out_h, out_w, c), dtype)
-        pool(code, np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if nchw else x, out, geometry,
-             lo, hi, qlo, qhi)
+        pool(code, contiguous_nhwc(x, nchw), out, geometry, lo, hi, qlo, qhi)
         return from_nhwc(out, nchw)
 
     return run

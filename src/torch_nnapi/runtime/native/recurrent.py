@@ -38,7 +38,7 @@ def _transposed(*blocks: np.ndarray) -> np.ndarray:
 def _lstm_plan(ctx: KernelContext) -> Any:
     """The cell as C runs it (a copy of its weights, transposed): read with the reference's
     loader, which checks the operands and stacks the gates."""
-    cell = lstm_ref._step_cell(ctx)
+    cell = lstm_ref.lstm_step_cell(ctx)
     config = cell.config
     zeros = np.zeros(config.num_cells, np.float32)
     peephole = None if cell.peephole is None else np.ascontiguousarray(np.stack(
@@ -60,7 +60,7 @@ def lstm(ctx: KernelContext) -> Runner | None:
         return None
     x_at, h_at, c_at = (ctx.input_position(name) for name in _LSTM_STEP)
     batch = ctx.input("input").shape[0]
-    config = lstm_ref._step_cell(ctx).config
+    config = lstm_ref.lstm_step_cell(ctx).config
     scratch_shape = (batch, len(config.gates) * config.num_cells)
     h_shape, c_shape = (batch, config.output_size), (batch, config.num_cells)
     fixed = _lstm_plan(ctx) if ctx.variable_inputs <= set(_LSTM_STEP) else None
@@ -79,7 +79,7 @@ def lstm(ctx: KernelContext) -> Runner | None:
 
 def _rnn_arguments(ctx: KernelContext, batch: int) -> tuple[Any, ...]:
     """rnn_step_f32's arguments before the input and state."""
-    cell = rnn_ref._SINGLE.cell(ctx)
+    cell = rnn_ref.rnn_step_cell(ctx)
     units, inputs = cell.weights.shape
     return ((batch, inputs, units, int(ctx.scalar("fuse_code"))),
             _transposed(cell.weights, cell.recurrent_weights),

@@ -15,7 +15,7 @@ from ..context import KernelContext
 from ..ops import reduction as ref
 from ..registry import Runner, register_native
 from . import module
-from .conv_kernels import constant_parameters
+from .planning import constant_parameters
 
 _KINDS = {Op.MEAN: 0, Op.REDUCE_SUM: 1, Op.REDUCE_MAX: 2, Op.REDUCE_MIN: 3}
 
@@ -27,7 +27,7 @@ def reduce(ctx: KernelContext) -> Runner | None:
     if not (kind == OperandType.TENSOR_FLOAT32 or (quantized and ctx.operation == Op.MEAN)) \
             or not constant_parameters(ctx):
         return None
-    axes, _, out_shape = ref._reduce_plan(ctx)
+    axes, _, out_shape = ref.reduce_plan(ctx)
     shape = ctx.input_shape("input")
     if not axes or list(axes) != list(range(axes[0], axes[-1] + 1)) or math.prod(shape) == 0:
         return None  # reduced axes apart, none, or nothing to reduce

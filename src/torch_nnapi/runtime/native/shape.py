@@ -17,14 +17,14 @@ from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
 from ..ops import movement, shape, unary_math
-from ..ops._shape_common import axis_scalar
+from ..ops.shape_common import axis_scalar
 from ..registry import Runner, register_native
 from . import module
-from .conv_kernels import constant_parameters
+from .planning import constant_parameters
 
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
-_TARGETS = {Op.RESHAPE: shape._reshape_target, Op.SQUEEZE: shape._squeeze_shape,
-            Op.EXPAND_DIMS: shape._expand_dims_shape}
+_TARGETS = {Op.RESHAPE: shape.reshape_target, Op.SQUEEZE: shape.squeeze_shape,
+            Op.EXPAND_DIMS: shape.expand_dims_shape}
 
 
 @register_native(*_TARGETS)
@@ -39,7 +39,7 @@ def reshape(ctx: KernelContext) -> Runner | None:
 def transpose(ctx: KernelContext) -> Runner | None:
     if not constant_parameters(ctx):
         return None
-    permutation = tuple(shape._permutation(ctx))
+    permutation = tuple(shape.transpose_permutation(ctx))
     return lambda x, *_: np.ascontiguousarray(x.transpose(permutation))
 
 
@@ -47,7 +47,7 @@ def transpose(ctx: KernelContext) -> Runner | None:
 def split(ctx: KernelContext) -> Runner | None:
     if not constant_parameters(ctx):
         return None
-    axis, parts = shape._split_plan(ctx)
+    axis, parts = shape.split_plan(ctx)
     # The parts' index tuples, worked out once (np.split works them out at every call);
     # parts already contiguous (a split along the first dimension longer than 1) stay views.
     size = ctx.input_shape("input")[axis] // parts
@@ -60,7 +60,7 @@ def split(ctx: KernelContext) -> Runner | None:
 def strided_slice(ctx: KernelContext) -> Runner | None:
     if not constant_parameters(ctx):
         return None
-    plan, out_shape = movement._strided_slice_plan(ctx)
+    plan, out_shape = movement.strided_slice_plan(ctx)
     return lambda x, *_: np.array(x[plan].reshape(out_shape))
 
 
@@ -68,7 +68,7 @@ def _requantization_table(ctx: KernelContext, k: int) -> np.ndarray | None:
     """The reference's requantization of the k-th input to the output's quantization for
     every uint8 value; None when they are quantized alike."""
     every_value = np.arange(256, dtype=np.uint8)
-    table = shape._requantized(ctx.with_input("inputs", every_value, k), k)
+    table = shape.requantized_input(ctx.with_input("inputs", every_value, k), k)
     return None if table is every_value else np.ascontiguousarray(table, np.uint8)
 
 
@@ -113,10 +113,10 @@ def gather(ctx: KernelContext) -> Runner | None:
     return run
 
 
-@register_native(*unary_math._FUNCTIONS)
+@register_native(*unary_math.UNARY_FUNCTIONS)
 def unary(ctx: KernelContext) -> Runner | None:
     if ctx.input_type("input") != OperandType.TENSOR_FLOAT32:
         return None
     # float32 in and out, as the reference computes it
-    function = unary_math._FUNCTIONS[ctx.operation]
+    function = unary_math.UNARY_FUNCTIONS[ctx.operation]
     return lambda x: function(x)

@@ -1,4 +1,8 @@
-"""Kernels by operation family; importing this package registers all of them."""
+"""Kernels by operation family; importing this package registers all of them.
+
+Modules with a leading underscore are helpers private to the families; ``spatial`` and
+``shape_common`` are helpers the native kernels (runtime/native) use too.
+"""
 
 import importlib
 import pkgutil

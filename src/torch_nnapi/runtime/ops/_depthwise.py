@@ -17,7 +17,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ._parallel import for_row_blocks
-from ._spatial import Window, pad_image
+from .spatial import Window, pad_image
 
 # Inner loop length aimed at: long enough to amortize the loop, short enough that the
 # repeated weights stay in the fastest cache (measured best around a thousand).

@@ -25,7 +25,7 @@ from ...nnapi.errors import BadDataError
 from .. import fixedpoint as fp
 from ..context import KernelContext, Shape
 from ..quant import multiply_by_quantized_multiplier, quantize_multiplier
-from ._recurrent import expect_shape, required_shape
+from ._recurrent import LstmConfig, expect_shape, required_shape
 
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
 _F32 = np.float32
@@ -47,15 +47,12 @@ def _multiplier(real: float | np.floating[Any]) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class QlstmShape:
+    """The batch, the cell's sizes and optional parts (as a float LSTM cell's: no auxiliary
+    input), and the cell state's scale, 2**cell_shift."""
+
     batch: int
-    input_size: int
-    num_units: int
-    output_size: int
-    cifg: bool
-    peephole: bool
-    layer_norm: bool
-    projection: bool
-    cell_shift: int  # the cell state's scale is 2**cell_shift
+    config: LstmConfig
+    cell_shift: int
 
 
 def _present(ctx: KernelContext, *names: str) -> list[bool]:
@@ -115,8 +112,8 @@ def qlstm_shape(ctx: KernelContext) -> QlstmShape:
     if abs(math.log2(cell_scale) - cell_shift) >= 1e-3 or cell_shift > -9:
         raise BadDataError(f"{ctx.describe_input('cell_state_in')} scale {cell_scale:g} must be"
                            " a power of two of at most 2**-9")
-    return QlstmShape(batch, input_size, num_units, output_size, cifg, peephole, layer_norm,
-                      projection, cell_shift)
+    return QlstmShape(batch, LstmConfig(num_units, output_size, cifg, peephole, layer_norm,
+                                        projection, aux=False), cell_shift)
 
 
 def _bias(gate: str) -> str:
@@ -125,8 +122,8 @@ def _bias(gate: str) -> str:
 
 def prepare_qlstm(ctx: KernelContext) -> list[Shape]:
     shape = qlstm_shape(ctx)
-    return [(shape.batch, shape.output_size), (shape.batch, shape.num_units),
-            (shape.batch, shape.output_size)]
+    return [(shape.batch, shape.config.output_size), (shape.batch, shape.config.num_cells),
+            (shape.batch, shape.config.output_size)]
 
 
 def _product(ctx: KernelContext, values: np.ndarray, zero_point: int, weights_name: str,
@@ -188,7 +185,7 @@ def _gate(ctx: KernelContext, shape: QlstmShape, gate: str, cell: np.ndarray) ->
     x_scale, x_zero = ctx.input_quant("input")
     h_scale, h_zero = ctx.input_quant("output_state_in")
     intermediate = _F32(ctx.scalar(f"{gate}_intermediate_scale"))
-    bias = None if shape.layer_norm else ctx.input(_bias(gate)).astype(np.int64)
+    bias = None if shape.config.layer_norm else ctx.input(_bias(gate)).astype(np.int64)
     w_scale = _F32(ctx.input_quant(f"input_to_{gate}_weights")[0])
     r_scale = _F32(ctx.input_quant(f"recurrent_to_{gate}_weights")[0])
     from_input = _clamp16(_product(ctx, ctx.input("input"), x_zero, f"input_to_{gate}_weights",
@@ -196,9 +193,9 @@ def _gate(ctx: KernelContext, shape: QlstmShape, gate: str, cell: np.ndarray) ->
     pre = _clamp16(_product(ctx, ctx.input("output_state_in"), h_zero,
                             f"recurrent_to_{gate}_weights", None,
                             r_scale * _F32(h_scale) / intermediate) + from_input)
-    if shape.peephole and gate != "cell":
+    if shape.config.peephole and gate != "cell":
         pre = _clamp16(_peephole(ctx, gate, cell, shape.cell_shift, intermediate) + pre)
-    if shape.layer_norm:
+    if shape.config.layer_norm:
         name = f"{gate}_layer_norm_weights"
         weights_scale = float(_F32(ctx.input_quant(name)[0]))
         variance_limit = min(1, int(_F32(10000) * _F32(weights_scale)))
@@ -212,7 +209,7 @@ def run_qlstm(ctx: KernelContext) -> list[np.ndarray]:
     prev_cell = ctx.input("cell_state_in").astype(np.int64)
     forget = fp.logistic(_gate(ctx, shape, "forget", prev_cell), 3, 16)
     modulation = fp.tanh(_gate(ctx, shape, "cell", prev_cell), 3, 16)
-    if shape.cifg:
+    if shape.config.cifg:
         input_gate = INT16_MAX - forget
     else:
         input_gate = fp.logistic(_gate(ctx, shape, "input", prev_cell), 3, 16)
@@ -227,7 +224,7 @@ def run_qlstm(ctx: KernelContext) -> list[np.ndarray]:
             cell = np.clip(cell, -limit, limit)
     output_gate = fp.logistic(_gate(ctx, shape, "output", cell), 3, 16)
     hidden = _hidden(ctx, shape, output_gate, cell)
-    output = _project(ctx, shape, hidden) if shape.projection else hidden
+    output = _project(ctx, shape, hidden) if shape.config.projection else hidden
     return [output.astype(np.int8), cell.astype(np.int16), output.astype(np.int8)]
 
 
@@ -247,7 +244,7 @@ def _project(ctx: KernelContext, shape: QlstmShape, hidden: np.ndarray) -> np.nd
     weights = ctx.input("projection_weights").astype(np.int64)
     hidden_zero = int(ctx.scalar("hidden_state_zero_point"))
     bias = ctx.input("projection_bias").astype(np.int64) if ctx.has_input("projection_bias") \
-        else np.zeros(shape.output_size, np.int64)
+        else np.zeros(shape.config.output_size, np.int64)
     acc = hidden.astype(np.int64) @ weights.T + bias + hidden_zero * weights.sum(axis=1)
     w_scale = _F32(ctx.input_quant("projection_weights")[0])
     out_scale, out_zero = ctx.input_quant("output_state_in")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
 import numpy as np
@@ -277,7 +277,9 @@ def lstm_clip(ctx: KernelContext, name: str) -> float:
 
 @dataclass
 class LstmCell:
-    """One LSTM cell's float32 parameters; gates are stacked in ``config.gates`` order."""
+    """One LSTM cell's float32 parameters; gates are stacked in ``config.gates`` order. The
+    optional parts are set after construction, those the config says are present
+    (load_lstm_cell)."""
 
     config: LstmConfig
     input_weights: np.ndarray  # [gates * cells, input_size]
@@ -286,11 +288,11 @@ class LstmCell:
     activation: Activation
     cell_clip: float = 0.0
     proj_clip: float = 0.0
-    aux_weights: np.ndarray | None = None  # [gates * cells, aux_input_size]
-    peephole: dict[str, np.ndarray] | None = None  # by gate
-    layer_norm: np.ndarray | None = None  # [gates, cells]
-    projection: np.ndarray | None = None  # [output_size, cells]
-    projection_bias: np.ndarray | None = None
+    aux_weights: np.ndarray | None = field(default=None, init=False)  # [gates * cells, aux]
+    peephole: dict[str, np.ndarray] | None = field(default=None, init=False)  # by gate
+    layer_norm: np.ndarray | None = field(default=None, init=False)  # [gates, cells]
+    projection: np.ndarray | None = field(default=None, init=False)  # [output_size, cells]
+    projection_bias: np.ndarray | None = field(default=None, init=False)
 
     def run(self, x: np.ndarray, h: np.ndarray, c: np.ndarray, aux: np.ndarray | None = None,
             reverse: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

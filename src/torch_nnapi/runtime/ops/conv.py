@@ -36,7 +36,8 @@ from ._common import check_rank, fuse_code_input
 from ._depthwise import depthwise_accumulate
 from ._memo import per_operation
 from ._parallel import for_row_blocks
-from ._spatial import (
+from .spatial import (
+    ImageSize,
     Window,
     WindowParams,
     from_nhwc,
@@ -61,27 +62,22 @@ _MAX_COLUMN_ELEMENTS = 1 << 24
 
 
 @dataclass(frozen=True)
-class _Conv:
-    """Everything prepare and execute need to know about one convolution."""
+class ConvGeometry:
+    """Everything prepare and execute need to know about one convolution; the native
+    kernels (runtime/native/conv_kernels.py) plan from it too."""
 
     params: WindowParams
     window: Window
-    batches: int
-    height: int
-    width: int
-    in_depth: int
-    out_depth: int
+    image: ImageSize  # the input's
+    output: ImageSize
     filter_h: int
     filter_w: int
-    out_h: int
-    out_w: int
     groups: int = 1
     multiplier: int = 1
 
     @property
     def output_shape(self) -> Shape:
-        return image_shape(self.batches, self.out_h, self.out_w, self.out_depth,
-                           self.params.nchw)
+        return image_shape(*self.output, self.params.nchw)
 
 
 def _filter_and_bias(ctx: KernelContext) -> tuple[Shape, int]:
@@ -94,7 +90,7 @@ def _filter_and_bias(ctx: KernelContext) -> tuple[Shape, int]:
     return filter_shape, bias_shape[0]
 
 
-def _conv_geometry(ctx: KernelContext) -> _Conv:
+def _read_conv_geometry(ctx: KernelContext) -> ConvGeometry:
     op = ctx.operation
     params = read_window_params(ctx)
     n, h, w, c = image_dims(ctx, params.nchw)
@@ -129,15 +125,18 @@ def _conv_geometry(ctx: KernelContext) -> _Conv:
     out_h, out_w = window.output_hw(h, w, fh, fw)
     if out_h <= 0 or out_w <= 0:
         raise BadDataError(f"the filter ({fh}x{fw}) does not fit the padded {h}x{w} input")
-    return _Conv(params, window, n, h, w, c, out_depth, fh, fw, out_h, out_w, groups, multiplier)
+    return ConvGeometry(params, window, ImageSize(n, h, w, c),
+                        ImageSize(n, out_h, out_w, out_depth), fh, fw, groups, multiplier)
 
 
-def _geometry(ctx: KernelContext) -> _Conv:
-    return per_operation(ctx, "geometry", _conv_geometry, shape_only=_GEOMETRY_SHAPES)
+def conv_geometry(ctx: KernelContext) -> ConvGeometry:
+    """The checked geometry of a CONV_2D, GROUPED_CONV_2D or DEPTHWISE_CONV_2D, read once per
+    operation and input shapes; both kernel sets read the operation through it."""
+    return per_operation(ctx, "geometry", _read_conv_geometry, shape_only=_GEOMETRY_SHAPES)
 
 
 def _prepare_conv(ctx: KernelContext) -> list[Shape]:
-    return [_geometry(ctx).output_shape]
+    return [conv_geometry(ctx).output_shape]
 
 
 # ------------------------------------------------------------------------------ operands
@@ -169,7 +168,7 @@ def _finish(ctx: KernelContext, acc: np.ndarray, bias: np.ndarray | None,
         total += bias
     scale, zero = ctx.output_quant()
     lo, hi = activation_range_quantized(fuse_code, scale, zero, ctx.output_dtype())
-    multipliers = _real_multipliers(ctx, scale, weights)
+    multipliers = real_multipliers(ctx, scale, weights)
     if isinstance(multipliers, np.ndarray):  # per channel
         out = requantize_per_channel(total, multipliers, zero, lo, hi, axis=-1)
     else:
@@ -222,11 +221,12 @@ def _epilogue_rows(rows: np.ndarray, bias: np.ndarray | None,
     return work
 
 
-def _real_multipliers(ctx: KernelContext, output_scale: float,
-                      weights: str) -> np.ndarray | float:
+def real_multipliers(ctx: KernelContext, output_scale: float,
+                     weights: str) -> np.ndarray | float:
     """(input.scale * filter.scale) / output.scale, with Android's float/double roundings.
 
-    The scale product is a float32 product; the division is done in double.
+    The scale product is a float32 product; the division is done in double. The native
+    kernels rescale with the same values.
     """
     in_scale = np.float32(ctx.input_quant("input")[0])
     filt = ctx.input_operand(weights)
@@ -303,19 +303,20 @@ def _convolve(x: np.ndarray, w: np.ndarray, bias: np.ndarray, window: Window, ou
 
 @register(Op.CONV_2D, Op.GROUPED_CONV_2D, prepare=_prepare_conv)
 def conv_2d(ctx: KernelContext) -> np.ndarray:
-    geo = _geometry(ctx)
-    if geo.batches == 0:
+    geo = conv_geometry(ctx)
+    if geo.image.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
     x = x.transpose(0, 2, 3, 1) if geo.params.nchw else x
-    acc, unfolded_bias = _convolve(x, w, bias, geo.window, geo.out_h, geo.out_w, geo.groups)
+    acc, unfolded_bias = _convolve(x, w, bias, geo.window, geo.output.height, geo.output.width,
+                                   geo.groups)
     return from_nhwc(_finish(ctx, acc, unfolded_bias, geo.params.fuse_code), geo.params.nchw)
 
 
 @register(Op.DEPTHWISE_CONV_2D, prepare=_prepare_conv)
 def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
-    geo = _geometry(ctx)
-    if geo.batches == 0:
+    geo = conv_geometry(ctx)
+    if geo.image.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     quantized = ctx.input_type("input") in ASYMM_8BIT
     # 8-bit products summed over a filter window fit int32 exactly.
@@ -324,26 +325,30 @@ def depthwise_conv_2d(ctx: KernelContext) -> np.ndarray:
     if geo.multiplier > 1:
         x = np.repeat(x, geo.multiplier, axis=3)
     if quantized:
-        acc = depthwise_accumulate(x, w[0], geo.window, geo.out_h, geo.out_w)
+        acc = depthwise_accumulate(x, w[0], geo.window, geo.output.height, geo.output.width)
         return from_nhwc(_finish(ctx, acc, bias, geo.params.fuse_code), geo.params.nchw)
     # Float: each row block gets its bias and activation right after its sums, in cache.
-    out = np.empty((geo.batches, geo.out_h, geo.out_w, geo.out_depth), np.float32)
+    out = np.empty(geo.output, np.float32)
     rows = _as_rows(out)
     finish_rows = _epilogue_rows(rows, bias, geo.params.fuse_code)
 
     def finish(start: int, stop: int) -> None:
         if finish_rows is not None:
-            for b in range(geo.batches):
-                finish_rows(b * geo.out_h + start, b * geo.out_h + stop)
+            for b in range(geo.image.batches):
+                finish_rows(b * geo.output.height + start, b * geo.output.height + stop)
 
-    depthwise_accumulate(x, w[0], geo.window, geo.out_h, geo.out_w, out=out, finish=finish)
+    depthwise_accumulate(x, w[0], geo.window, geo.output.height, geo.output.width, out=out,
+                         finish=finish)
     return from_nhwc(out.astype(ctx.output_dtype(), copy=False), geo.params.nchw)
 
 
 # ------------------------------------------------------------------------------ transpose
 
 
-def _transpose_geometry(ctx: KernelContext) -> tuple[Window, WindowParams, _Conv]:
+def transpose_conv_geometry(ctx: KernelContext) \
+        -> tuple[Window, WindowParams, ConvGeometry]:
+    """The checked window, parameters and geometry of a TRANSPOSE_CONV_2D, for both kernel
+    sets."""
     # The tail padding may be negative to pick one of the output sizes a stride > 1 makes
     # ambiguous.
     params = read_window_params(ctx, negative_tail=True)
@@ -374,36 +379,37 @@ def _transpose_geometry(ctx: KernelContext) -> tuple[Window, WindowParams, _Conv
     out_w = transpose_conv_output_size(w, fw, params.stride_w, left, right)
     if out_h <= 0 or out_w <= 0:
         raise BadDataError(f"the padding leaves an empty {out_h}x{out_w} output")
-    return window, params, _Conv(params, window, n, h, w, c, out_depth, fh, fw, out_h, out_w)
+    return window, params, ConvGeometry(params, window, ImageSize(n, h, w, c),
+                                        ImageSize(n, out_h, out_w, out_depth), fh, fw)
 
 
 def _prepare_transpose(ctx: KernelContext) -> list[Shape]:
-    return [_transpose_geometry(ctx)[2].output_shape]
+    return [transpose_conv_geometry(ctx)[2].output_shape]
 
 
 @register(Op.TRANSPOSE_CONV_2D, prepare=_prepare_transpose)
 def transpose_conv_2d(ctx: KernelContext) -> np.ndarray:
     """Each input pixel scatters input @ filter into a filter-sized output patch."""
-    window, params, geo = _transpose_geometry(ctx)
-    if geo.batches == 0:
+    window, params, geo = transpose_conv_geometry(ctx)
+    if geo.image.batches == 0:
         return np.zeros(geo.output_shape, ctx.output_dtype())
     x, w, bias = _operands(ctx, _accumulation_dtype(ctx))
     x = x.transpose(0, 2, 3, 1) if params.nchw else x
     n, h, wd, c = x.shape
-    kh, kw, cout = geo.filter_h, geo.filter_w, geo.out_depth
+    kh, kw, cout = geo.filter_h, geo.filter_w, geo.output.depth
     sh, sw = window.stride_h, window.stride_w
     # contributions[n, h, w, i, j, o] = sum_c x[n, h, w, c] * w[o, i, j, c]
     filters = w.transpose(1, 2, 0, 3).reshape(kh * kw * cout, c)
     contributions = (x.reshape(-1, c) @ filters.T).reshape(n, h, wd, kh, kw, cout)
-    full_h = max((h - 1) * sh + kh, window.pad_top + geo.out_h)
-    full_w = max((wd - 1) * sw + kw, window.pad_left + geo.out_w)
+    full_h = max((h - 1) * sh + kh, window.pad_top + geo.output.height)
+    full_w = max((wd - 1) * sw + kw, window.pad_left + geo.output.width)
     full = np.zeros((n, full_h, full_w, cout), dtype=contributions.dtype)
     for i in range(kh):
         for j in range(kw):
             full[:, i:i + (h - 1) * sh + 1:sh, j:j + (wd - 1) * sw + 1:sw] += \
                 contributions[:, :, :, i, j]
-    acc = full[:, window.pad_top:window.pad_top + geo.out_h,
-               window.pad_left:window.pad_left + geo.out_w]
+    acc = full[:, window.pad_top:window.pad_top + geo.output.height,
+               window.pad_left:window.pad_left + geo.output.width]
     acc = np.ascontiguousarray(acc)
     return from_nhwc(_finish(ctx, acc, bias, params.fuse_code), params.nchw)
 
@@ -411,7 +417,8 @@ def transpose_conv_2d(ctx: KernelContext) -> np.ndarray:
 # ------------------------------------------------------------------------------ fully connected
 
 
-def _fc_geometry(ctx: KernelContext) -> tuple[int, int, int]:
+def fully_connected_geometry(ctx: KernelContext) -> tuple[int, int, int]:
+    """(batch, input size, units) of a FULLY_CONNECTED, checked, for both kernel sets."""
     shape = check_rank(ctx, "input", range(2, 5))
     weights = check_rank(ctx, "weights", (2,))
     bias = check_rank(ctx, "bias", (1,))
@@ -430,14 +437,14 @@ def _fc_geometry(ctx: KernelContext) -> tuple[int, int, int]:
 
 
 def _prepare_fc(ctx: KernelContext) -> list[Shape]:
-    batch, _, units = _fc_geometry(ctx)
+    batch, _, units = fully_connected_geometry(ctx)
     fuse_code_input(ctx)
     return [(batch, units)]
 
 
 @register(Op.FULLY_CONNECTED, prepare=_prepare_fc)
 def fully_connected(ctx: KernelContext) -> np.ndarray:
-    batch, input_size, units = _fc_geometry(ctx)
+    batch, input_size, units = fully_connected_geometry(ctx)
     fuse_code = fuse_code_input(ctx)
     if batch == 0:
         return np.zeros((0, units), ctx.output_dtype())

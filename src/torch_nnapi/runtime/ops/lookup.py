@@ -18,7 +18,7 @@ from ...nnapi.errors import BadDataError, OpFailedError
 from ..context import KernelContext, Shape
 from ..registry import register
 from ._farmhash import fingerprint64
-from ._shape_common import check_constant_indices, check_indices
+from .shape_common import check_constant_indices, check_indices
 
 # --------------------------------------------------------------------------------------------
 # EMBEDDING_LOOKUP and HASHTABLE_LOOKUP

@@ -68,13 +68,15 @@ def _load_step_cell(ctx: KernelContext) -> LstmCell:
     return _load(ctx, _SINGLE, lstm_config(ctx, _SINGLE, batch, input_size))
 
 
-def _step_cell(ctx: KernelContext) -> LstmCell:
+def lstm_step_cell(ctx: KernelContext) -> LstmCell:
+    """The checked cell of an LSTM step, read once per operation and input shapes; the
+    native kernel packs its weights from it."""
     return per_operation(ctx, "cell", _load_step_cell, shape_only=_STEP_SHAPES)
 
 
 def _prepare_lstm(ctx: KernelContext) -> list[Shape]:
     batch = required_shape(ctx, "input", 2)[0]
-    config = _step_cell(ctx).config
+    config = lstm_step_cell(ctx).config
     return [(batch, len(config.gates) * config.num_cells), (batch, config.output_size),
             (batch, config.num_cells), (batch, config.output_size)]
 
@@ -82,7 +84,7 @@ def _prepare_lstm(ctx: KernelContext) -> list[Shape]:
 @register(Op.LSTM, prepare=_prepare_lstm)
 @ieee_float
 def lstm(ctx: KernelContext) -> list[np.ndarray]:
-    cell = _step_cell(ctx)
+    cell = lstm_step_cell(ctx)
     _, h, c, scratch = cell.run(ctx.float_input("input")[None],
                                 ctx.float_input(_SINGLE.output_state),
                                 ctx.float_input(_SINGLE.cell_state))

@@ -18,7 +18,7 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import ASYMM_8BIT
 from ..registry import register
-from ._shape_common import (
+from .shape_common import (
     axis_scalar,
     check_constant_indices,
     check_indices,
@@ -131,9 +131,9 @@ def _clamped_index(index: int, dim: int, forward: bool) -> int:
     return index + dim if index < 0 else index
 
 
-def _strided_slice_plan(ctx: KernelContext) -> tuple[tuple[slice, ...], Shape]:
+def strided_slice_plan(ctx: KernelContext) -> tuple[tuple[slice, ...], Shape]:
     """(one slice per dimension, output shape without the shrunk dimensions: [1] when every
-    dimension is shrunk, as Android 11 says)."""
+    dimension is shrunk, as Android 11 says); the native runner slices with it."""
     shape = _check_rank_at_most_4(ctx)
     rank = len(shape)
     begins = int_vector(ctx, "begin", rank)
@@ -171,9 +171,9 @@ def _strided_slice_plan(ctx: KernelContext) -> tuple[tuple[slice, ...], Shape]:
     return tuple(plan), tuple(out_shape) or (1,)
 
 
-@register(Op.STRIDED_SLICE, prepare=lambda ctx: [_strided_slice_plan(ctx)[1]])
+@register(Op.STRIDED_SLICE, prepare=lambda ctx: [strided_slice_plan(ctx)[1]])
 def strided_slice(ctx: KernelContext) -> np.ndarray:
-    plan, out_shape = _strided_slice_plan(ctx)
+    plan, out_shape = strided_slice_plan(ctx)
     return owned(ctx.input("input")[plan].reshape(out_shape))
 
 

@@ -24,12 +24,12 @@ from ..context import KernelContext, Shape
 from ..quant import ASYMM_8BIT, saturate
 from ..registry import register
 from ._common import check_rank
-from ._shape_common import axis_scalar
+from .shape_common import axis_scalar
 
 # Quantized SOFTMAX: differences from the row maximum get 5 integer bits (exp(-32) is already
 # negligible), the sum of exponentials 12 (up to 4096 rows at the maximum).
 _DIFF_INTEGER_BITS = 5
-_SUM_INTEGER_BITS = 12
+SOFTMAX_SUM_INTEGER_BITS = 12  # the native SOFTMAX takes its reciprocal at this point too
 _INT32_MAX = 2**31 - 1
 
 
@@ -79,7 +79,7 @@ def _prepare_softmax(ctx: KernelContext) -> list[Shape]:
     if not beta > 0:
         raise BadDataError(f"{ctx.describe_input('beta')} must be positive, got {beta}")
     if ctx.input_type("input") in ASYMM_8BIT:
-        _softmax_quant8_params(ctx, beta)
+        softmax_quant8_params(ctx, beta)
     return shapes
 
 
@@ -92,14 +92,15 @@ def softmax(ctx: KernelContext) -> np.ndarray:
         return cast("np.ndarray", exps / exps.sum(axis=-1, keepdims=True))
 
     def quant8_softmax(q: np.ndarray) -> np.ndarray:
-        return _softmax_quant8(q, *_softmax_quant8_params(ctx, beta), ctx.output_quant()[1])
+        return _softmax_quant8(q, *softmax_quant8_params(ctx, beta), ctx.output_quant()[1])
 
     return _along_axis(ctx, float_softmax, quant8_softmax)
 
 
-def _softmax_quant8_params(ctx: KernelContext, beta: float) -> tuple[int, int, int]:
+def softmax_quant8_params(ctx: KernelContext, beta: float) -> tuple[int, int, int]:
     """(multiplier, left shift) taking 8-bit differences to 5 integer bits, and the smallest
-    difference that still counts (the others contribute exp() == 0)."""
+    difference that still counts (the others contribute exp() == 0); the native SOFTMAX
+    tabulates its exponentials with them."""
     scale = float(np.float32(ctx.input_quant("input")[0]))
     real = min(beta * scale * float(1 << (31 - _DIFF_INTEGER_BITS)), float(_INT32_MAX))
     if not real > 1.0:
@@ -117,7 +118,7 @@ def softmax_quant8_exponentials(diff: np.ndarray, multiplier: int, left_shift: i
     scaled_diff = fp.multiply_by_quantized_multiplier_greater_than_one(
         np.where(counted, diff, 0), multiplier, left_shift)
     exps = fp.exp_on_negative_values(scaled_diff, _DIFF_INTEGER_BITS)
-    terms = np.where(counted, fp.rescale(exps, 0, _SUM_INTEGER_BITS), 0)
+    terms = np.where(counted, fp.rescale(exps, 0, SOFTMAX_SUM_INTEGER_BITS), 0)
     return counted, exps, terms
 
 
@@ -131,7 +132,7 @@ def _softmax_quant8(q: np.ndarray, multiplier: int, left_shift: int, diff_min: i
     counted, exps, terms = softmax_quant8_exponentials(diff, multiplier, left_shift, diff_min)
     # The C++ sum wraps at 32 bits; wrapping once at the end gives the same value.
     sum_of_exps = fp.wrap(terms.sum(axis=-1, keepdims=True))
-    reciprocal, bits_over_unit = fp.get_reciprocal(sum_of_exps, _SUM_INTEGER_BITS)
+    reciprocal, bits_over_unit = fp.get_reciprocal(sum_of_exps, SOFTMAX_SUM_INTEGER_BITS)
     out = fp.rounding_divide_by_pot(fp.saturating_rounding_doubling_high_mul(reciprocal, exps),
                                     bits_over_unit + 31 - 8)
     return saturate(np.where(counted, out + zero_point, zero_point), q_dtype)

@@ -18,7 +18,7 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import ASYMM_8BIT, activation_range_quantized, apply_fused_activation
 from ..registry import register
-from ._spatial import (
+from .spatial import (
     Window,
     WindowParams,
     from_nhwc,
@@ -30,8 +30,9 @@ from ._spatial import (
 )
 
 
-def _geometry(ctx: KernelContext) -> tuple[WindowParams, Window, tuple[int, ...]]:
-    """The parameters, window, and (n, h, w, c, filter_h, filter_w, out_h, out_w)."""
+def pool_geometry(ctx: KernelContext) -> tuple[WindowParams, Window, tuple[int, ...]]:
+    """The parameters, window, and (n, h, w, c, filter_h, filter_w, out_h, out_w), checked,
+    for both kernel sets."""
     params = read_window_params(ctx)
     filter_w, filter_h = ctx.scalar("filter_w"), ctx.scalar("filter_h")
     if filter_w <= 0 or filter_h <= 0:
@@ -49,7 +50,7 @@ def _geometry(ctx: KernelContext) -> tuple[WindowParams, Window, tuple[int, ...]
 
 
 def _prepare(ctx: KernelContext) -> list[Shape]:
-    params, _, (n, _, _, c, _, _, out_h, out_w) = _geometry(ctx)
+    params, _, (n, _, _, c, _, _, out_h, out_w) = pool_geometry(ctx)
     return [image_shape(n, out_h, out_w, c, params.nchw)]
 
 
@@ -81,7 +82,7 @@ def _window_counts(window: Window, height: int, width: int, filter_h: int, filte
 
 @register(Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D, prepare=_prepare)
 def pool_2d(ctx: KernelContext) -> np.ndarray:
-    params, window, (n, h, w, c, fh, fw, out_h, out_w) = _geometry(ctx)
+    params, window, (n, h, w, c, fh, fw, out_h, out_w) = pool_geometry(ctx)
     shape = image_shape(n, out_h, out_w, c, params.nchw)
     if n == 0:
         return np.zeros(shape, ctx.output_dtype())

@@ -20,14 +20,15 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import ASYMM_8BIT
 from ..registry import register
-from ._shape_common import axes_vector, axis_scalar, reduced_shape
+from .shape_common import axes_vector, axis_scalar, reduced_shape
 
 # --------------------------------------------------------------------------------------------
 # MEAN and REDUCE_*
 
 
-def _reduce_plan(ctx: KernelContext) -> tuple[tuple[int, ...], bool, Shape]:
-    """(axes to reduce, keep_dims, output shape)."""
+def reduce_plan(ctx: KernelContext) -> tuple[tuple[int, ...], bool, Shape]:
+    """(axes to reduce, keep_dims, output shape), checked; the native reductions and the
+    MUL + REDUCE_SUM fusion plan with it."""
     shape = ctx.input_shape("input")
     axes = tuple(axes_vector(ctx, "axes", len(shape)))
     keep_dims = ctx.scalar("keep_dims")
@@ -36,12 +37,12 @@ def _reduce_plan(ctx: KernelContext) -> tuple[tuple[int, ...], bool, Shape]:
 
 
 def _prepare_reduce(ctx: KernelContext) -> list[Shape]:
-    return [_reduce_plan(ctx)[2]]
+    return [reduce_plan(ctx)[2]]
 
 
 @register(Op.MEAN, prepare=_prepare_reduce)
 def mean(ctx: KernelContext) -> np.ndarray:
-    axes, _, out_shape = _reduce_plan(ctx)
+    axes, _, out_shape = reduce_plan(ctx)
     x = ctx.input("input")
     count = int(np.prod([x.shape[d] for d in axes], dtype=np.int64))
     if count == 0:  # nothing to average: Android leaves the zero-initialized output
@@ -73,7 +74,7 @@ _REDUCERS: dict[Op, Callable[[np.ndarray, tuple[int, ...]], np.ndarray | np.gene
 
 @register(*_REDUCERS, prepare=_prepare_reduce)
 def reduce(ctx: KernelContext) -> np.ndarray:
-    axes, _, out_shape = _reduce_plan(ctx)
+    axes, _, out_shape = reduce_plan(ctx)
     x = ctx.input("input")
     if ctx.operation in (Op.REDUCE_SUM, Op.REDUCE_PROD):
         x = ctx.float_input("input")

@@ -20,7 +20,7 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import round_half_away
 from ..registry import register
-from ._spatial import from_nhwc, image_dims, image_shape, to_nhwc
+from .spatial import from_nhwc, image_dims, image_shape, to_nhwc
 
 _F32 = np.float32
 

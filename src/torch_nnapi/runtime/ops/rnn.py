@@ -69,6 +69,12 @@ _BACKWARD = _RnnOperands("bw_weights", "bw_recurrent_weights", "bw_bias", "bw_hi
 # RNN: one time step; both outputs are the new state
 
 
+def rnn_step_cell(ctx: KernelContext) -> RnnCell:
+    """The cell of an RNN step as its operands give it; the native kernel packs its weights
+    from it."""
+    return _SINGLE.cell(ctx)
+
+
 def _prepare_rnn(ctx: KernelContext) -> list[Shape]:
     batch, input_size = required_shape(ctx, "input", 2)
     units = _SINGLE.units(ctx, batch, input_size)

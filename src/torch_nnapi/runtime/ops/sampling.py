@@ -14,7 +14,7 @@ from ...nnapi.codes import OperationType as Op
 from ...nnapi.errors import BadDataError, OpFailedError
 from ..context import KernelContext, Shape
 from ..registry import register
-from ._shape_common import int_vector
+from .shape_common import int_vector
 
 
 def _prepare(ctx: KernelContext) -> list[Shape]:

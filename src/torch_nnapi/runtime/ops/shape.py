@@ -18,14 +18,15 @@ from ...nnapi.errors import BadDataError
 from ..context import KernelContext, Shape
 from ..quant import ASYMM_8BIT, round_half_away
 from ..registry import register
-from ._shape_common import axis_scalar, int_vector, owned, resolve_axis
+from .shape_common import axis_scalar, int_vector, owned, resolve_axis
 
 # --------------------------------------------------------------------------------------------
 # RESHAPE
 
 
-def _reshape_target(ctx: KernelContext) -> Shape:
-    """The output shape: input ``shape`` with its one -1 component (if any) inferred."""
+def reshape_target(ctx: KernelContext) -> Shape:
+    """The output shape: input ``shape`` with its one -1 component (if any) inferred (the
+    native RESHAPE reads it too)."""
     count = math.prod(ctx.input_shape("input"))
     target = int_vector(ctx, "shape")
     stretch = [k for k, d in enumerate(target) if d == -1]
@@ -45,18 +46,18 @@ def _reshape_target(ctx: KernelContext) -> Shape:
     return tuple(target)
 
 
-@register(Op.RESHAPE, prepare=lambda ctx: [_reshape_target(ctx)])
+@register(Op.RESHAPE, prepare=lambda ctx: [reshape_target(ctx)])
 def reshape(ctx: KernelContext) -> np.ndarray:
-    return owned(ctx.input("input").reshape(_reshape_target(ctx)))
+    return owned(ctx.input("input").reshape(reshape_target(ctx)))
 
 
 # --------------------------------------------------------------------------------------------
 # SQUEEZE and EXPAND_DIMS
 
 
-def _squeeze_shape(ctx: KernelContext) -> Shape:
+def squeeze_shape(ctx: KernelContext) -> Shape:
     """The input's shape without the squeezed dimensions; [1] when none remains (Android 11:
-    NNAPI tensors have a rank of 1 or more)."""
+    NNAPI tensors have a rank of 1 or more). The native SQUEEZE reads it too."""
     return _squeezed(ctx) or (1,)
 
 
@@ -75,27 +76,29 @@ def _squeezed(ctx: KernelContext) -> Shape:
     return tuple(n for d, n in enumerate(shape) if d not in squeezed)
 
 
-@register(Op.SQUEEZE, prepare=lambda ctx: [_squeeze_shape(ctx)])
+@register(Op.SQUEEZE, prepare=lambda ctx: [squeeze_shape(ctx)])
 def squeeze(ctx: KernelContext) -> np.ndarray:
-    return owned(ctx.input("input").reshape(_squeeze_shape(ctx)))
+    return owned(ctx.input("input").reshape(squeeze_shape(ctx)))
 
 
-def _expand_dims_shape(ctx: KernelContext) -> Shape:
+def expand_dims_shape(ctx: KernelContext) -> Shape:
+    """The input's shape with a 1 at the checked axis (the native EXPAND_DIMS reads it too)."""
     shape = ctx.input_shape("input")
     axis = axis_scalar(ctx, "axis", len(shape) + 1)
     return shape[:axis] + (1,) + shape[axis:]
 
 
-@register(Op.EXPAND_DIMS, prepare=lambda ctx: [_expand_dims_shape(ctx)])
+@register(Op.EXPAND_DIMS, prepare=lambda ctx: [expand_dims_shape(ctx)])
 def expand_dims(ctx: KernelContext) -> np.ndarray:
-    return owned(ctx.input("input").reshape(_expand_dims_shape(ctx)))
+    return owned(ctx.input("input").reshape(expand_dims_shape(ctx)))
 
 
 # --------------------------------------------------------------------------------------------
 # TRANSPOSE
 
 
-def _permutation(ctx: KernelContext) -> list[int]:
+def transpose_permutation(ctx: KernelContext) -> list[int]:
+    """TRANSPOSE's checked permutation (reversed axes without one), for both kernel sets."""
     shape = ctx.input_shape("input")
     rank = len(shape)
     if rank > 4:
@@ -112,12 +115,12 @@ def _permutation(ctx: KernelContext) -> list[int]:
 
 def _prepare_transpose(ctx: KernelContext) -> list[Shape]:
     shape = ctx.input_shape("input")
-    return [tuple(shape[d] for d in _permutation(ctx))]
+    return [tuple(shape[d] for d in transpose_permutation(ctx))]
 
 
 @register(Op.TRANSPOSE, prepare=_prepare_transpose)
 def transpose(ctx: KernelContext) -> np.ndarray:
-    return owned(ctx.input("input").transpose(_permutation(ctx)))
+    return owned(ctx.input("input").transpose(transpose_permutation(ctx)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,10 +148,10 @@ def _prepare_concatenation(ctx: KernelContext) -> list[Shape]:
     return [first[:axis] + (total,) + first[axis + 1:]]
 
 
-def _requantized(ctx: KernelContext, k: int) -> np.ndarray:
+def requantized_input(ctx: KernelContext, k: int) -> np.ndarray:
     """The k-th input in the output's quantization, in float32 as Android's reference does.
     Android moves int8 values to uint8 (adding 128 to values and zero points) first, which
-    changes the float rounding, so we do as well."""
+    changes the float rounding, so we do as well. The native CONCATENATION tabulates it."""
     x = ctx.input("inputs", k)
     (scale, zero_point), (out_scale, out_zero_point) = ctx.input_quant("inputs", k), \
         ctx.output_quant()
@@ -168,7 +171,7 @@ def _requantized(ctx: KernelContext, k: int) -> np.ndarray:
 def concatenation(ctx: KernelContext) -> np.ndarray:
     axis = ctx.scalar("axis")
     if ctx.input_type("inputs") in ASYMM_8BIT:
-        parts = [_requantized(ctx, k) for k in range(ctx.input_count("inputs"))]
+        parts = [requantized_input(ctx, k) for k in range(ctx.input_count("inputs"))]
     else:
         parts = ctx.inputs("inputs")
     return np.concatenate(parts, axis=axis)
@@ -178,8 +181,8 @@ def concatenation(ctx: KernelContext) -> np.ndarray:
 # SPLIT
 
 
-def _split_plan(ctx: KernelContext) -> tuple[int, int]:
-    """(axis, number of parts), checked."""
+def split_plan(ctx: KernelContext) -> tuple[int, int]:
+    """(axis, number of parts), checked, for both kernel sets."""
     shape = ctx.input_shape("input")
     axis = axis_scalar(ctx, "axis", len(shape))
     parts = ctx.scalar("num_splits")
@@ -193,7 +196,7 @@ def _split_plan(ctx: KernelContext) -> tuple[int, int]:
 
 
 def _prepare_split(ctx: KernelContext) -> list[Shape]:
-    axis, parts = _split_plan(ctx)
+    axis, parts = split_plan(ctx)
     shape = list(ctx.input_shape("input"))
     shape[axis] //= parts
     return [tuple(shape)] * parts
@@ -201,7 +204,7 @@ def _prepare_split(ctx: KernelContext) -> list[Shape]:
 
 @register(Op.SPLIT, prepare=_prepare_split)
 def split(ctx: KernelContext) -> list[np.ndarray]:
-    axis, parts = _split_plan(ctx)
+    axis, parts = split_plan(ctx)
     return [owned(p) for p in np.split(ctx.input("input"), parts, axis=axis)]
 
 

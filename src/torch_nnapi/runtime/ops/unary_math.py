@@ -24,7 +24,8 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
     return cast("np.ndarray", np.reciprocal(np.sqrt(x)))
 
 
-_FUNCTIONS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
+# What each operation computes, for the reference kernel and the native float runner alike.
+UNARY_FUNCTIONS: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
     Op.FLOOR: np.floor,
     Op.ABS: np.abs,
     Op.EXP: np.exp,
@@ -42,9 +43,9 @@ def _prepare(ctx: KernelContext) -> list[Shape]:
     return [ctx.input_shape("input")]
 
 
-@register(*_FUNCTIONS, prepare=_prepare)
+@register(*UNARY_FUNCTIONS, prepare=_prepare)
 def unary_math(ctx: KernelContext) -> np.ndarray:
-    function = _FUNCTIONS[ctx.operation]
+    function = UNARY_FUNCTIONS[ctx.operation]
     if ctx.input_type("input") == OperandType.TENSOR_INT32:
         with np.errstate(over="ignore"):
             return function(ctx.input("input"))

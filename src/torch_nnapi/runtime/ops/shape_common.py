@@ -1,5 +1,6 @@
 """Helpers of the shape, movement, reduction and lookup kernels: parameter vectors, axes,
-NHWC views of NCHW inputs, and owned output arrays."""
+NHWC views of NCHW inputs, and owned output arrays. Public: the native kernels
+(runtime/native) read their axes with the same checks."""
 
 from __future__ import annotations
 

@@ -4,13 +4,14 @@ One place computes what NNAPI's spatial operations have in common: reading the p
 stride, dilation, fused-activation and layout scalars of the explicit or implicit form (by the
 names their signatures declare), turning an implicit PaddingCode into explicit amounts, output
 sizes, NHWC/NCHW conversion, and strided window views. Kernels compute in NHWC; NCHW inputs
-are transposed in and out, as Android does.
+are transposed in and out, as Android does. Public: the native kernels (runtime/native) lay
+out their results the same way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -151,15 +152,23 @@ def check_padding_code(ctx: KernelContext) -> int:
 # ------------------------------------------------------------------------------ layout
 
 
-def image_dims(ctx: KernelContext, nchw: bool, name: str = "input") -> \
-        tuple[int, int, int, int]:
+class ImageSize(NamedTuple):
+    """An image's dimensions in NHWC order, whatever its layout."""
+
+    batches: int
+    height: int
+    width: int
+    depth: int
+
+
+def image_dims(ctx: KernelContext, nchw: bool, name: str = "input") -> ImageSize:
     """(batches, height, width, channels) of a rank-4 input; only batches may be zero."""
     shape = check_rank(ctx, name, (4,))
     n, h, w, c = (shape[0], shape[2], shape[3], shape[1]) if nchw else shape
     if h <= 0 or w <= 0 or c <= 0:
         raise BadDataError(f"{ctx.describe_input(name)} has an empty height, width or depth:"
                            f" {list(shape)}")
-    return n, h, w, c
+    return ImageSize(n, h, w, c)
 
 
 def image_shape(n: int, h: int, w: int, c: int, nchw: bool) -> Shape:
