@@ -32,6 +32,7 @@ from ..nnapi.codes import OperandType, OperationType, PreferenceCode
 from ..nnapi.devices import REFERENCE_NAME, DeviceProfile, PerformanceInfo
 from ..nnapi.errors import BadDataError, OpFailedError
 from ..nnapi.model import Lifetime, Model, Operand, element_count
+from .registry import kernel_for
 
 # The called models' operands of IF (then, else) and WHILE (condition, body), by position.
 CALLED_MODELS = {OperationType.IF: (("then", 1), ("else", 2)),
@@ -121,6 +122,17 @@ def plan(model: Model, devices: Sequence[DeviceProfile],
     return Plan(names, preference, steps)
 
 
+def supported_operations(device: DeviceProfile, model: Model) -> list[bool]:
+    """``device``'s getSupportedOperations answer for the finished ``model``, per operation
+    in ``model.operations`` order. ``nnapi-reference`` is the host runtime here: it supports
+    what its profile says (every operation) and the runtime has a kernel for."""
+    answer = device.supported_operations(model)
+    if device.name != REFERENCE_NAME:
+        return answer
+    return [yes and kernel_for(op.type) is not None
+            for yes, op in zip(answer, model.operations, strict=True)]
+
+
 def whole_model_on_cpu(model: Model, devices: tuple[str, ...], preference: PreferenceCode,
                        reason: str) -> Plan:
     """CompilationBuilder::finish's fallback: one step, the whole model, on the CPU."""
@@ -143,7 +155,7 @@ class _Partitioner:
     def best_devices(self, model: Model) -> list[int]:
         """findBestDeviceForEachOperation: a device index per operation, or the
         interpreter's."""
-        can_do = [d.supported_operations(model) for d in self.devices]
+        can_do = [supported_operations(d, model) for d in self.devices]
         best_for = []
         for index, operation in enumerate(model.operations):
             best: int | None = None
