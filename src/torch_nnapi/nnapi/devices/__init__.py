@@ -18,6 +18,7 @@ from .catalog import (
 from .errors import ProfileError
 from .profile import (
     CPU_PERFORMANCE,
+    FLT_MAX,
     NO_PERFORMANCE_INFO,
     REFERENCE_NAME,
     Capabilities,
@@ -34,6 +35,7 @@ __all__ = [
     "Capabilities",
     "DEVICES_VARIABLE",
     "DeviceProfile",
+    "FLT_MAX",
     "NO_PERFORMANCE_INFO",
     "OperandCondition",
     "PerformanceInfo",
