@@ -227,7 +227,7 @@ class Partition:
                     plan.append((CPU, {k}, called))
                     done(k)
         # A temporary an execution step computes and another step reads, of unknown size.
-        for s, (_, ops, called) in enumerate(plan):
+        for s, (_, ops, _) in enumerate(plan):
             for k in ops:
                 for i in model["operations"][k]["inputs"]:
                     if producer.get(i, s) != s and not plan[producer[i]][2] and \
