@@ -92,7 +92,8 @@ def _lifetime(model: dict[str, Any], index: int) -> str:
 def _run_order(model: dict[str, Any]) -> list[int]:
     """sortIntoRunOrder: ready operations on a stack."""
     ops = model["operations"]
-    waiting, readers = [], {}
+    waiting: list[int] = []
+    readers: dict[int, list[int]] = {}
     for k, op in enumerate(ops):
         computed = [i for i in op["inputs"] if _lifetime(model, i) in ("temporary", "output")]
         for i in computed:
@@ -190,7 +191,8 @@ class Partition:
         if main and len(set(best_for.values())) == 1 and best_for[order[0]] < len(self.devices):
             return [(self.devices[best_for[order[0]]], frozenset(order), ())]
         queues: list[deque[int]] = [deque() for _ in range(len(self.devices) + 1)]
-        waiting, readers = {}, {}
+        waiting: dict[int, int] = {}
+        readers: dict[int, list[int]] = {}
         for k in order:
             op = model["operations"][k]
             computed = [i for i in op["inputs"] if _lifetime(model, i) in ("temporary", "output")]

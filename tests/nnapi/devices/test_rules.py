@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 
@@ -12,7 +13,7 @@ from torch_nnapi.nnapi.devices import parse_profile
 Q8 = OperandType.TENSOR_QUANT8_ASYMM
 
 
-def _supports(rules: list[dict[str, object]], model: Model) -> list[bool]:
+def _supports(rules: Any, model: Model) -> list[bool]:
     one = {"execTime": 1, "powerUsage": 1}
     profile = parse_profile(json.dumps({
         "format": "torch-nnapi-device-profile/1", "name": "npu", "type": "ACCELERATOR",
@@ -77,7 +78,8 @@ def test_quantization_parameters_rank_and_constants():
 
 
 def test_the_first_matching_rule_decides():
-    rules = [{"operations": ["CONV_2D"], "layout": "NCHW", "supported": False},
+    rules: list[dict[str, Any]] = [
+        {"operations": ["CONV_2D"], "layout": "NCHW", "supported": False},
              {"operations": "*", "inputs": {"0": {"type": "TENSOR_QUANT8_ASYMM"}}}]
     assert _supports(rules, _conv()) == [True]
     assert _supports(rules, _conv(nchw=True)) == [False]
