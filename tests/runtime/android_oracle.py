@@ -178,7 +178,8 @@ class Partition:
                         perf = self.op_perf(model, op, name)
                         if choice < 0 or perf < value or (perf == value and name == CPU):
                             choice, value = d, perf
-            assert choice >= 0, f"no device for {op['type']}"
+            if choice < 0:
+                raise LookupError(f"no device for {op['type']}")
             if self.devices[choice] == CPU and op["type"] in ("IF", "WHILE") \
                     and not self.cf_unknown(model, op):
                 choice = len(self.devices)
@@ -240,12 +241,17 @@ class Partition:
 
 
 def plan(model: dict[str, Any], devices: list[str], preference: int,
-         fallback: bool = True) -> list[Any] | None:
-    """Android's plan; None when partitioning fails without fallback."""
+         fallback: bool = True) -> list[Any] | str:
+    """Android's plan, or how the compilation fails: "BadDataError" when no device can run an
+    operation, "OpFailedError" when partitioning fails without the CPU fallback."""
     partition = Partition(devices, preference, model.get("referenced", []))
-    steps = partition.run(model, main=True)
+    try:
+        steps = partition.run(model, main=True)
+    except LookupError:
+        return "BadDataError"
     if partition.failed:
-        return [(CPU, frozenset(range(len(model["operations"]))), ())] if fallback else None
+        return [(CPU, frozenset(range(len(model["operations"]))), ())] if fallback \
+            else "OpFailedError"
     return steps
 
 
