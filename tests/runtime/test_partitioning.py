@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
 
 import pytest
 
@@ -15,51 +13,15 @@ from torch_nnapi.nnapi.devices import (
     DeviceProfile,
     parse_profile,
     reference_profile,
-    shipped_profile,
-    shipped_profile_names,
 )
 from torch_nnapi.nnapi.errors import BadDataError, OpFailedError
-from torch_nnapi.runtime.partitioning import Plan, Step, plan, supported_operations
+from torch_nnapi.runtime.partitioning import Plan, plan
 
 from ..conformance.cts_cases import cts_tests
 from . import android_oracle as oracle
-from .partition_models import chain, if_model
+from .partition_support import chain, check_against_oracle, if_model, profiles
 
 ADD, MUL, SUB = OperationType.ADD, OperationType.MUL, OperationType.SUB
-SAMPLES = tuple(shipped_profile_names())
-PREFERENCES = tuple(PreferenceCode)
-# Compilation_create's devices (every sample driver, the CPU last), each driver with the CPU,
-# and each driver alone (createForDevices).
-DEVICE_LISTS = [(*SAMPLES, oracle.CPU), *((s, oracle.CPU) for s in SAMPLES),
-                *((s,) for s in SAMPLES), (oracle.CPU,)]
-
-
-def profiles(names: Sequence[str]) -> list[DeviceProfile]:
-    return [reference_profile("test") if n == oracle.CPU else shipped_profile(n) for n in names]
-
-
-def as_oracle(steps: Sequence[Step]) -> list[Any]:
-    return [(s.device, frozenset(s.operations),
-             tuple((c.role, as_oracle(c.plan.steps)) for c in s.called)) for s in steps]
-
-
-def check_against_oracle(model: Model, where: str) -> None:
-    """Every device's supported operations and every plan, for each preference and device
-    list, with and without the CPU fallback, as the oracle says."""
-    spec = oracle.as_spec(model)
-    for name in (*SAMPLES, oracle.CPU):
-        assert supported_operations(profiles([name])[0], model) == oracle.supported(name, spec), \
-            f"{where}: {name}"
-    for names in DEVICE_LISTS:
-        for preference in PREFERENCES:
-            for fallback in (True, False):
-                expected = oracle.plan(spec, list(names), preference, fallback)
-                try:
-                    got: Any = as_oracle(plan(model, profiles(names), preference,
-                                              fallback=fallback).steps)
-                except NnapiError as e:
-                    got = type(e).__name__
-                assert got == expected, f"{where}: {names} {preference.name} {fallback}"
 
 
 def _one_model_per_spec(version: str) -> list[tuple[str, Model]]:

@@ -1,12 +1,23 @@
-"""Small models whose operations land on different devices, for the partitioning tests."""
+"""For the partitioning tests: small models whose operations land on different devices, and
+the comparison of every plan with the oracle's."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from torch_nnapi.nnapi import Model, OperandType, OperationType
+from torch_nnapi.nnapi import Model, NnapiError, OperandType, OperationType, PreferenceCode
+from torch_nnapi.nnapi.devices import (
+    DeviceProfile,
+    reference_profile,
+    shipped_profile,
+    shipped_profile_names,
+)
+from torch_nnapi.runtime.partitioning import Step, plan, supported_operations
+
+from . import android_oracle as oracle
 
 F32 = OperandType.TENSOR_FLOAT32
 
@@ -56,3 +67,38 @@ def inputs_for(model: Model, seed: int = 0) -> list[np.ndarray]:
             info = operand.info
             values.append(rng.integers(0, 255, operand.dimensions).astype(info.dtype))
     return values
+
+SAMPLES = tuple(shipped_profile_names())
+PREFERENCES = tuple(PreferenceCode)
+# Compilation_create's devices (every sample driver, the CPU last), each driver with the CPU,
+# and each driver alone (createForDevices).
+DEVICE_LISTS = [(*SAMPLES, oracle.CPU), *((s, oracle.CPU) for s in SAMPLES),
+                *((s,) for s in SAMPLES), (oracle.CPU,)]
+
+
+def profiles(names: Sequence[str]) -> list[DeviceProfile]:
+    return [reference_profile("test") if n == oracle.CPU else shipped_profile(n) for n in names]
+
+
+def as_oracle(steps: Sequence[Step]) -> list[Any]:
+    return [(s.device, frozenset(s.operations),
+             tuple((c.role, as_oracle(c.plan.steps)) for c in s.called)) for s in steps]
+
+
+def check_against_oracle(model: Model, where: str) -> None:
+    """Every device's supported operations and every plan, for each preference and device
+    list, with and without the CPU fallback, as the oracle says."""
+    spec = oracle.as_spec(model)
+    for name in (*SAMPLES, oracle.CPU):
+        assert supported_operations(profiles([name])[0], model) == oracle.supported(name, spec), \
+            f"{where}: {name}"
+    for names in DEVICE_LISTS:
+        for preference in PREFERENCES:
+            for fallback in (True, False):
+                expected = oracle.plan(spec, list(names), preference, fallback)
+                try:
+                    got: Any = as_oracle(plan(model, profiles(names), preference,
+                                              fallback=fallback).steps)
+                except NnapiError as e:
+                    got = type(e).__name__
+                assert got == expected, f"{where}: {names} {preference.name} {fallback}"
