@@ -257,16 +257,21 @@ def plan(model: dict[str, Any], devices: list[str], preference: int,
 
 def as_spec(model: Model) -> dict[str, Any]:
     """A finished Model as a spec dict (its operations in ``model.operations`` order), with
-    every model it calls in its top-level ``referenced`` list."""
+    every model it calls in its top-level ``referenced`` list: complete, so that the C API
+    tests can build it through the library (``CApiBackend``)."""
     called = model.referenced_models()
 
     def convert(m: Model) -> dict[str, Any]:
         operands = []
         for operand in m.operands:
             entry: dict[str, Any] = {"type": operand.type.name,
-                                     "dimensions": list(operand.dimensions)}
-            if operand.lifetime is Lifetime.CONSTANT:
-                entry["value"] = [0]
+                                     "dimensions": list(operand.dimensions),
+                                     "scale": operand.scale, "zeroPoint": operand.zero_point}
+            if operand.channel_quant is not None:
+                entry["channelQuant"] = {"channelDim": operand.channel_quant.channel_dim,
+                                         "scales": list(operand.channel_quant.scales)}
+            if operand.lifetime is Lifetime.CONSTANT and operand.value is not None:
+                entry["value"] = operand.value.ravel().tolist()
             elif operand.lifetime is Lifetime.NO_VALUE:
                 entry["value"] = []
             elif operand.lifetime is Lifetime.REFERENCED_MODEL:
@@ -274,7 +279,8 @@ def as_spec(model: Model) -> dict[str, Any]:
             operands.append(entry)
         return {"operands": operands, "inputs": list(m.inputs), "outputs": list(m.outputs),
                 "relaxComputationFloat32toFloat16": m.relax_float32_to_float16,
-                "operations": [{"type": op.type.name, "inputs": list(op.inputs),
+                "operations": [{"type": op.type.name, "code": int(op.type),
+                                "inputs": list(op.inputs),
                                 "outputs": list(op.outputs)} for op in m.operations]}
 
     return {**convert(model), "referenced": [convert(m) for m in called]}
