@@ -25,11 +25,18 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..nnapi.codes import OperandType, OperationType, PreferenceCode
-from ..nnapi.devices import REFERENCE_NAME, DeviceProfile, PerformanceInfo
+from ..nnapi.devices import (
+    REFERENCE_NAME,
+    DeviceProfile,
+    PerformanceInfo,
+    load_profile,
+    reference_profile,
+)
 from ..nnapi.errors import BadDataError, OpFailedError
 from ..nnapi.model import Lifetime, Model, Operand, element_count
 from .registry import kernel_for
@@ -91,6 +98,11 @@ class Plan:
     steps: tuple[Step, ...]
     fallback: str = ""
 
+    def as_dict(self) -> dict[str, Any]:
+        """The plan as JSON-ready data (reports, the command line)."""
+        return {"devices": list(self.devices), "preference": self.preference.name,
+                "fallback": self.fallback, "steps": [_step_dict(s) for s in self.steps]}
+
     def device_of(self, operation: int) -> str:
         """The device running an operation of the model (the CPU for an interpreted IF or
         WHILE, whose called models run as their own plans say)."""
@@ -100,26 +112,45 @@ class Plan:
         raise IndexError(f"operation {operation} is in no step")
 
 
-def plan(model: Model, devices: Sequence[DeviceProfile],
+def _step_dict(step: Step) -> dict[str, Any]:
+    def tensor(t: Tensor) -> dict[str, Any]:
+        return {"operand": t.operand, "producer": t.producer, "bytes": t.nbytes,
+                "description": t.description}
+
+    return {"index": step.index, "device": step.device, "operations": list(step.operations),
+            "inputs": [tensor(t) for t in step.inputs],
+            "outputs": [tensor(t) for t in step.outputs],
+            "called": [{"role": c.role, "plan": c.plan.as_dict()} for c in step.called]}
+
+
+def plan(model: Model, devices: Sequence[DeviceProfile | str],
          preference: PreferenceCode | int = PreferenceCode.FAST_SINGLE_ANSWER, *,
          fallback: bool = True) -> Plan:
-    """Android's plan for the finished ``model`` on ``devices`` (in Android's order: the
-    drivers, then ``nnapi-reference``; see ``nnapi.devices``). ``fallback``: as
-    ANeuralNetworksCompilation_create (True) or createForDevices (False, no CPU fallback).
+    """Android's plan for the finished ``model`` on ``devices``: profiles, or names of shipped
+    profiles, paths of JSON ones and ``nnapi-reference`` (see ``nnapi.devices``). As
+    ANeuralNetworksCompilation_create sees them, list the drivers then ``nnapi-reference``,
+    with ``fallback``; as createForDevices does, the devices chosen, without.
 
     BadDataError when no device can run an operation; OpFailedError when partitioning fails
-    and ``fallback`` is False."""
+    and ``fallback`` is False; ProfileError for a device that cannot be loaded."""
     preference = PreferenceCode(preference)
-    names = tuple(d.name for d in devices)
+    profiles = tuple(_profile(d) for d in devices)
+    names = tuple(d.name for d in profiles)
     if len(set(names)) != len(names) or not names:
         raise BadDataError(f"the device list {list(names)} is empty or names a device twice")
-    partitioner = _Partitioner(tuple(devices), preference)
+    partitioner = _Partitioner(profiles, preference)
     steps = partitioner.partition(model, main=True)
     if partitioner.failure and fallback:
         return whole_model_on_cpu(model, names, preference, partitioner.failure)
     if partitioner.failure:
         raise OpFailedError(f"partitioning failed: {partitioner.failure}")
     return Plan(names, preference, steps)
+
+
+def _profile(device: DeviceProfile | str) -> DeviceProfile:
+    if isinstance(device, DeviceProfile):
+        return device
+    return reference_profile() if device == REFERENCE_NAME else load_profile(device)
 
 
 def supported_operations(device: DeviceProfile, model: Model) -> list[bool]:

@@ -90,10 +90,10 @@ class DeviceProfile:
 REFERENCE_NAME = "nnapi-reference"
 
 
-def reference_profile(version: str) -> DeviceProfile:
+def reference_profile(version: str = "") -> DeviceProfile:
     """Android's CPU fallback device (nn/runtime/Manager.cpp, CpuDevice): every operation,
     performance 1.0 for everything by definition; here the host runtime. It is always
-    present, the last device."""
+    present, the last device. ``version``: what getVersion answers (Android: the build)."""
     every = SupportRule(None, (), None, True)
     return DeviceProfile(REFERENCE_NAME, DeviceType.CPU, 30, version,
                          Capabilities.uniform(CPU_PERFORMANCE), (every,),
