@@ -62,7 +62,7 @@ def test_a_multi_step_plan_is_compiled_step_by_step():
     compiled, the_plan = compile_for_devices(model, profiles(["nnapi-sample_minimal",
                                                               "nnapi-reference"]))
     assert isinstance(compiled, PartitionedCompilation)
-    assert [len(s.compilation.model.operations) for s in compiled.steps] == [1, 1, 1]
+    assert [len(s.compilation.model.operations) for s in compiled.parts] == [1, 1, 1]
     middle = step_model(model, the_plan.steps[1])
     assert [o.type for o in middle.operations] == [MUL]
     assert len(middle.inputs) == 2 and len(middle.outputs) == 1
@@ -72,7 +72,7 @@ def test_an_unknown_size_falls_back_or_fails_as_on_android():
     model = chain([ADD, MUL, ADD], unknown_middle=True)
     names = profiles(["nnapi-sample_minimal", "nnapi-reference"])
     compiled, the_plan = compile_for_devices(model, names)
-    assert isinstance(compiled, Compilation) and the_plan.fallback
+    assert not isinstance(compiled, PartitionedCompilation) and the_plan.fallback
     with pytest.raises(OpFailedError, match="unknown size"):
         compile_for_devices(model, names, fallback=False)
 

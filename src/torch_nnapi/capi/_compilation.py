@@ -16,7 +16,7 @@ from ..nnapi.codes import BYTE_SIZE_OF_CACHE_TOKEN, PreferenceCode, PriorityCode
 from ..nnapi.errors import BadDataError, BadStateError, NnapiError
 from ..nnapi.model import Model
 from ..runtime import Compilation
-from ..runtime.partitioned import PartitionedCompilation, compile_for_devices
+from ..runtime.partitioned import compile_for_devices
 from ..runtime.partitioning import Plan
 from ._abi import read_bytes, read_string, require
 from ._calls import HANDLES, Handled, entry, give
@@ -37,7 +37,7 @@ class CompilationState(Handled):
         self.cache_dir: str | None = None
         self.cache_token: bytes | None = None
         self.finished = False
-        self.compiled: Compilation | PartitionedCompilation | None = None
+        self.compiled: Compilation | None = None
         self.plan: Plan | None = None  # Android's plan, once finished
 
     @property
@@ -69,7 +69,7 @@ class CompilationState(Handled):
                              ResultCode.MISSED_DEADLINE_PERSISTENT)
         self.compiled, self.plan = compiled, plan
 
-    def ready(self) -> Compilation | PartitionedCompilation:
+    def ready(self) -> Compilation:
         if not self.finished:
             raise BadStateError("the compilation is not finished")
         if self.compiled is None:

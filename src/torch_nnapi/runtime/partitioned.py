@@ -10,16 +10,18 @@ and every fallback) compiles the whole model as ``Compilation`` does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..nnapi.codes import MAXIMUM_LOOP_TIMEOUT_NS, PreferenceCode
+import numpy as np
+
+from ..nnapi.codes import PreferenceCode
 from ..nnapi.devices import DeviceProfile
-from ..nnapi.errors import BadDataError, BadStateError, NnapiError, OpFailedError
+from ..nnapi.errors import BadStateError, NnapiError, OpFailedError
 from ..nnapi.model import Lifetime, Model
 from .context import OMITTED
-from .executor import Compilation, ExecutionResult, _as_input_array
+from .executor import Compilation, ExecutionResult
 from .partitioning import Plan, Step, plan, whole_model_on_cpu
 from .steps import prefixed
 from .timeouts import NO_LIMITS, RunLimits
@@ -28,7 +30,7 @@ from .timeouts import NO_LIMITS, RunLimits
 def compile_for_devices(model: Model, devices: Sequence[DeviceProfile],
                         preference: PreferenceCode | int = PreferenceCode.FAST_SINGLE_ANSWER, *,
                         fallback: bool = True, kernels: str | None = None) \
-        -> tuple[Compilation | PartitionedCompilation, Plan]:
+        -> tuple[Compilation, Plan]:
     """Compiles ``model`` as Android would for ``devices`` (see ``partitioning.plan``) and
     returns the compilation with its plan. With ``fallback`` (Compilation_create), a step
     that fails to compile makes the whole model run on the CPU, as CompilationBuilder::finish
@@ -56,23 +58,61 @@ class CompiledStep:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
 
+    @property
+    def where(self) -> str:
+        return f"step {self.step.index} ({self.step.device})"
 
-class PartitionedCompilation:
-    """A finished model compiled as a plan of several steps, each a model of its own."""
+
+class PartitionedCompilation(Compilation):
+    """A finished model compiled as a plan of several steps, each a model of its own.
+
+    It is a Compilation whose executions (``create_execution``, ``run``: the runtime's
+    Execution, checking inputs as for any model) run the steps in order under the
+    execution's limits. Nothing of the whole model is compiled, so the base class's
+    initializer is not called."""
 
     def __init__(self, model: Model, the_plan: Plan, *, kernels: str | None = None):
         self.model = model
         self.plan = the_plan
         self.preference = the_plan.preference
-        self.steps = [
+        self.parts = [
             CompiledStep(step, Compilation(step_model(model, step), preference=self.preference,
                                            kernels=kernels),
                          tuple(t.operand for t in step.inputs),
                          tuple(t.operand for t in step.outputs))
             for step in the_plan.steps]
 
-    def create_execution(self) -> PartitionedExecution:
-        return PartitionedExecution(self)
+    def check_omitted(self, omitted: set[int]) -> None:
+        """Omitted model inputs, checked by each step that reads them."""
+        for compiled in self.parts:
+            step_inputs = compiled.compilation.model.inputs
+            inner = {step_inputs[p] for p, o in enumerate(compiled.inputs) if o in omitted}
+            if inner:
+                try:
+                    compiled.compilation.check_omitted(inner)
+                except NnapiError as e:
+                    raise prefixed(e, compiled.where) from e
+
+    def _execute(self, inputs: Sequence[Any], keep_intermediates: bool, profile: bool,
+                 limits: RunLimits = NO_LIMITS,
+                 substitutes: Mapping[int, np.ndarray] | None = None) -> ExecutionResult:
+        if keep_intermediates or profile or substitutes:
+            raise BadStateError("a partitioned compilation keeps no intermediates, profile or"
+                                " substitutes: compile the whole model for those")
+        values: dict[int, Any] = dict(zip(self.model.inputs, inputs, strict=True))
+        for compiled in self.parts:
+            limits.check_deadline()
+            execution = compiled.compilation.create_execution()
+            for position, operand in enumerate(compiled.inputs):
+                value = values[operand]
+                execution.set_input(position, None if value is OMITTED else value)
+            try:
+                outputs = execution.compute(limits=limits).outputs
+            except NnapiError as e:
+                raise prefixed(e, compiled.where) from e
+            values.update(zip(compiled.outputs, outputs, strict=True))
+        outputs = [values[o] for o in self.model.outputs]
+        return ExecutionResult(outputs, dict(zip(self.model.outputs, outputs, strict=True)))
 
 
 def step_model(model: Model, step: Step) -> Model:
@@ -107,61 +147,3 @@ def _copy_operand(model: Model, operand: int, part: Model) -> int:
     elif source.lifetime is Lifetime.REFERENCED_MODEL and source.model is not None:
         part.set_operand_value_from_model(copy, source.model)
     return copy
-
-
-class PartitionedExecution:
-    """One run of a PartitionedCompilation, with the runtime Execution's interface: the
-    model's inputs checked as they are set, then the steps run in order under one deadline."""
-
-    def __init__(self, compilation: PartitionedCompilation):
-        self.compilation = compilation
-        count = len(compilation.model.inputs)
-        self._inputs: list[Any] = [None] * count
-        self._set = [False] * count
-        self.result: ExecutionResult | None = None
-        self.timeout_ns = 0
-        self.loop_timeout_ns = NO_LIMITS.loop_timeout_ns
-
-    def set_timeout(self, duration_ns: int) -> None:
-        self.timeout_ns = int(duration_ns)
-
-    def set_loop_timeout(self, duration_ns: int) -> None:
-        self.loop_timeout_ns = min(int(duration_ns), MAXIMUM_LOOP_TIMEOUT_NS)
-
-    def set_input(self, index: int, value: Any,
-                  dimensions: Sequence[int] | None = None) -> None:
-        if self.result is not None:
-            raise BadStateError("the execution has already run")
-        model = self.compilation.model
-        if not 0 <= index < len(model.inputs):
-            raise BadDataError(f"input index {index} is out of range (the model has"
-                               f" {len(model.inputs)} inputs)")
-        operand = model.inputs[index]
-        self._set[index] = True
-        self._inputs[index] = OMITTED if value is None else _as_input_array(
-            value, model.operands[operand], dimensions,
-            f"model input {index} ({model.describe_operand(operand)})")
-
-    def compute(self, *, limits: RunLimits | None = None) -> ExecutionResult:
-        if self.result is not None:
-            raise BadStateError("an execution computes only once; create a new one")
-        unset = [i for i, s in enumerate(self._set) if not s]
-        if unset:
-            raise BadDataError(f"model inputs {unset} were not set")
-        if limits is None:
-            limits = RunLimits.starting_now(self.loop_timeout_ns, self.timeout_ns)
-        model = self.compilation.model
-        values: dict[int, Any] = dict(zip(model.inputs, self._inputs, strict=True))
-        for compiled in self.compilation.steps:
-            limits.check_deadline()
-            execution = compiled.compilation.create_execution()
-            for position, operand in enumerate(compiled.inputs):
-                value = values[operand]
-                execution.set_input(position, None if value is OMITTED else value)
-            try:
-                outputs = execution.compute(limits=limits).outputs
-            except NnapiError as e:
-                raise prefixed(e, f"step {compiled.step.index} ({compiled.step.device})") from e
-            values.update(zip(compiled.outputs, outputs, strict=True))
-        self.result = ExecutionResult([values[o] for o in model.outputs])
-        return self.result
