@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from torch_nnapi.capi._calls import HANDLES
-from torch_nnapi.capi._compilation import CompilationState
+from torch_nnapi.capi import compilation_plan
 from torch_nnapi.capi._model import model_of
 from torch_nnapi.capi.cts_backend import CApiBackend, PreparedModel
 from torch_nnapi.conformance.spec import referenced_model_order
@@ -82,9 +81,8 @@ def _model_report(backend: CApiBackend, devices: dict[str, int], spec: dict[str,
             if code != ResultCode.NO_ERROR:
                 plans[key] = ResultCode(code).name
             else:
-                state = HANDLES.get(compilation.value or 0, CompilationState, "compilation")
-                assert state.plan is not None
-                plans[key] = _steps(state.plan.steps, finished.added_positions)
+                plans[key] = _steps(compilation_plan(compilation).steps,
+                                    finished.added_positions)
             if code == ResultCode.NO_ERROR and run:
                 prepared.compilation = compilation
                 outputs = backend.execute(prepared, inputs)
