@@ -257,7 +257,7 @@ class _Partitioner:
             return _describe_steps(model, [(self.devices[best_for[0]].name, everything, ())])
         queues: list[deque[int]] = [deque() for _ in range(len(self.devices) + 1)]
         ready = _ReadyOperations(model, lambda op: queues[best_for[op]].append(op))
-        formed: list[tuple[str, list[int], tuple[CalledModel, ...]]] = []
+        formed: list[_Formed] = []
         while any(queues):
             device = max(d for d, queue in enumerate(queues) if queue)
             queue = queues[device]
@@ -310,9 +310,12 @@ class _ReadyOperations:
                     self.on_ready(reader)
 
 
-def _describe_steps(model: Model, formed: Sequence[tuple[str, list[int], tuple[CalledModel,
-                                                                            ...]]]) \
-        -> tuple[Step, ...]:
+# A step as the partitioner forms it: the device, the operations, an interpreted IF's or
+# WHILE's called models.
+_Formed = tuple[str, list[int], tuple[CalledModel, ...]]
+
+
+def _describe_steps(model: Model, formed: Sequence[_Formed]) -> tuple[Step, ...]:
     """The steps with the tensors crossing into and out of each: model inputs and operands
     another step computes in; model outputs and operands another step reads out."""
     producer = {o: s for s, (_, ops, _) in enumerate(formed) for i in ops

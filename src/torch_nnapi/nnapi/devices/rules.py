@@ -47,12 +47,14 @@ class OperandCondition:
     constant: bool | None = None
     fully_specified: bool | None = None
 
-    def holds(self, operand: Operand | None, default: object) -> bool:
-        """Whether ``operand`` meets every condition. An absent operand (an optional input
-        left out) has only its declared ``default``, which a ``value`` condition reads."""
-        if operand is None:
-            return self.values is not None and default is not None and \
-                self == OperandCondition(values=self.values) and default in self.values
+    def holds_by_default(self, default: object) -> bool:
+        """Whether an optional input left out meets the conditions: it has only its declared
+        ``default`` (None: none), which a ``value`` condition reads and no other can."""
+        return self.values is not None and self == OperandCondition(values=self.values) \
+            and default is not None and default in self.values
+
+    def holds(self, operand: Operand) -> bool:
+        """Whether ``operand`` meets every condition."""
         if self.types is not None and operand.type not in self.types:
             return False
         rank = len(operand.dimensions) if operand.rank_known else None
@@ -121,10 +123,10 @@ class SupportRule:
             found = reference.operands(ctx, operation.inputs, operation.outputs, model.operands)
             if found is None:
                 return False
-            if not found:  # an optional input left out: its declared default
-                if not condition.holds(None, _default(match, reference.name)):
+            if not found:  # an optional input left out
+                if not condition.holds_by_default(_default(match, reference.name)):
                     return False
-            elif not all(condition.holds(operand, None) for operand in found):
+            elif not all(condition.holds(operand) for operand in found):
                 return False
         return True
 
