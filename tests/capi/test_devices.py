@@ -114,3 +114,15 @@ def test_partitioned_outputs_equal_the_cpus(report):
     assert {"add-mul-add", "squeezenet1_1", "quantized mobilenet_v3_small"} <= set(several)
     for name, answers in report["models"].items():
         assert answers["equal"], name
+
+
+@pytest.mark.slow
+def test_the_conformance_suite_passes_on_the_sample_drivers(cts_dir):
+    """`torch-nnapi cts --backend capi` with every sample driver listed: models the drivers
+    support run there, partitioned where they must be, and every result is still right."""
+    env = {**os.environ, "TORCH_NNAPI_DEVICES": ",".join(SAMPLES)}
+    result = subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "cts", str(cts_dir),
+                             "--backend", "capi"], env=env, capture_output=True, text=True,
+                            timeout=3600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert result.stdout.rstrip().endswith(" passed, 0 failed")
