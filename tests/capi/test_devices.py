@@ -6,7 +6,6 @@ outputs of partitioned compilations byte for byte those of nnapi-reference alone
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from functools import cache
@@ -20,6 +19,7 @@ from torch_nnapi.nnapi import NnapiError, OperationType, PreferenceCode
 from torch_nnapi.runtime import Compilation
 
 from ..conformance.cts_cases import cts_tests
+from ..conftest import package_env
 from ..realmodels.test_device_partitioning import nnapi_model
 from ..runtime import android_oracle as oracle
 from ..runtime.partition_support import chain, if_model
@@ -63,7 +63,7 @@ def library_report(tmp: Path) -> dict[str, Any]:
     run = [name for name in specs if name not in _cts_specs()]  # the CTS runs those
     path = tmp / "specs.json"
     path.write_text(json.dumps({"specs": specs, "run": run}))
-    env = {**os.environ, "TORCH_NNAPI_DEVICES": ",".join(SAMPLES)}
+    env = package_env(TORCH_NNAPI_DEVICES=",".join(SAMPLES))
     result = subprocess.run([sys.executable, "-m", "tests.capi.devices_client", str(path)],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stderr
@@ -120,7 +120,7 @@ def test_partitioned_outputs_equal_the_cpus(report):
 def test_the_conformance_suite_passes_on_the_sample_drivers(cts_dir):
     """`torch-nnapi cts --backend capi` with every sample driver listed: models the drivers
     support run there, partitioned where they must be, and every result is still right."""
-    env = {**os.environ, "TORCH_NNAPI_DEVICES": ",".join(SAMPLES)}
+    env = package_env(TORCH_NNAPI_DEVICES=",".join(SAMPLES))
     result = subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "cts", str(cts_dir),
                              "--backend", "capi"], env=env, capture_output=True, text=True,
                             timeout=3600)
