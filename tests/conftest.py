@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# The library in this process offers nnapi-reference alone, whatever the shell lists (it reads
+# the list once, when it starts); tests of other device lists run processes of their own.
+os.environ.pop("TORCH_NNAPI_DEVICES", None)
 
 
 def package_env(**extra: str) -> dict[str, str]:

@@ -1,8 +1,9 @@
 /* A plain C client of libneuralnetworks.so: no Python in this program, the library starts it.
  *
- * Usage: nnapi_client add|conv
- *   add   out = a + b on 6 floats, the output's size left for the runtime to tell
- *   conv  a 3x3 VALID convolution with bias and RELU over a 1x5x5x1 image (NHWC)
+ * Usage: nnapi_client add|conv|devices
+ *   add      out = a + b on 6 floats, the output's size left for the runtime to tell
+ *   conv     a 3x3 VALID convolution with bias and RELU over a 1x5x5x1 image (NHWC)
+ *   devices  prints one line per device: name, type, feature level, version
  * Builds the model, runs it once with startCompute and then on 8 threads at once, and checks
  * every result against the same computation done here. Prints "ok" and exits 0 on success. */
 
@@ -180,13 +181,36 @@ static void *worker(void *arg)
     return (void *)failures;
 }
 
+/* The devices the library offers (TORCH_NNAPI_DEVICES), one line each. */
+static int list_devices(void)
+{
+    uint32_t count = 0;
+    CHECK(ANeuralNetworks_getDeviceCount(&count));
+    for (uint32_t i = 0; i < count; i++) {
+        ANeuralNetworksDevice *device = NULL;
+        const char *name = NULL, *version = NULL;
+        int32_t type = 0;
+        int64_t level = 0;
+        CHECK(ANeuralNetworks_getDevice(i, &device));
+        CHECK(ANeuralNetworksDevice_getName(device, &name));
+        CHECK(ANeuralNetworksDevice_getType(device, &type));
+        CHECK(ANeuralNetworksDevice_getFeatureLevel(device, &level));
+        CHECK(ANeuralNetworksDevice_getVersion(device, &version));
+        CHECK(ANeuralNetworksDevice_wait(device));
+        printf("%s %d %lld %s\n", name, (int)type, (long long)level, version);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "devices") == 0)
+        return list_devices();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         if (argc == 2 && strcmp(argv[1], cases[c].name) == 0)
             current = &cases[c];
     if (!current) {
-        fprintf(stderr, "usage: %s add|conv\n", argv[0]);
+        fprintf(stderr, "usage: %s add|conv|devices\n", argv[0]);
         return 2;
     }
     ANeuralNetworksModel *model = current->build();

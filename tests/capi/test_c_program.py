@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import torch_nnapi
 from torch_nnapi.capi import include_path, library_path
 from torch_nnapi.nnapi import OperationType
 from torch_nnapi.runtime import kernel_for
@@ -61,6 +62,40 @@ def test_convolution_on_eight_threads(client):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok conv: 81 runs on 8 threads")
     assert result.stderr == ""
+
+
+SAMPLES = ("nnapi-sample_float_fast,nnapi-sample_float_slow,nnapi-sample_quant,"
+           "nnapi-sample_minimal,nnapi-sample_all")
+
+
+def test_the_devices_are_those_torch_nnapi_devices_lists(client):
+    result = _run(client, "devices")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"nnapi-reference 2 30 {torch_nnapi.__version__}"]
+    result = _run(client, "devices", TORCH_NNAPI_DEVICES=SAMPLES)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        *(f"{name} 2 30 JUST_AN_EXAMPLE" for name in SAMPLES.split(",")),
+        f"nnapi-reference 2 30 {torch_nnapi.__version__}"]
+
+
+@pytest.mark.parametrize("case", ["add", "conv"])
+def test_models_run_on_the_sample_drivers(client, case):
+    result = _run(client, case, TORCH_NNAPI_DEVICES=SAMPLES)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"ok {case}: 81 runs on 8 threads")
+
+
+def test_a_bad_device_list_fails_the_device_calls_with_one_line(client):
+    result = _run(client, "devices", TORCH_NNAPI_DEVICES="nnapi-sample_quant,nnapi-sample_qaunt")
+    assert result.returncode == 1
+    logged, failed = result.stderr.splitlines()
+    assert logged == (
+        "ANeuralNetworks_getDeviceCount: BAD_STATE: no devices: TORCH_NNAPI_DEVICES is bad:"
+        " nnapi-sample_qaunt: no shipped profile has this name (shipped: nnapi-sample_all,"
+        " nnapi-sample_float_fast, nnapi-sample_float_slow, nnapi-sample_minimal,"
+        " nnapi-sample_quant)")
+    assert failed.endswith("ANeuralNetworks_getDeviceCount(&count) returned 6")  # BAD_STATE
 
 
 def test_without_python_the_calls_fail_cleanly(client):

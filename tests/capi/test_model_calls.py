@@ -302,7 +302,7 @@ def test_devices(lib):
     expect(lib.ANeuralNetworksDevice_getVersion(device, byref(version)))
     expect(lib.ANeuralNetworksDevice_getType(device, byref(kind)))
     expect(lib.ANeuralNetworksDevice_getFeatureLevel(device, byref(level)))
-    assert name.value == b"torch-nnapi-cpu"
+    assert name.value == b"nnapi-reference"
     assert version.value
     assert kind.value == DeviceType.CPU
     assert level.value == 30

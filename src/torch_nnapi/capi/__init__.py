@@ -16,6 +16,10 @@ import os
 from contextlib import suppress
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the runtime loads with the bridge, on the library's first call
+    from ..runtime.partitioning import Plan
 
 LIBRARY_NAME = "libneuralnetworks.so"
 _HERE = Path(__file__).resolve().parent
@@ -48,6 +52,20 @@ def load() -> ctypes.CDLL:
         function.argtypes = [p.ctype for p in f.parameters]
         function.restype = f.restype
     return library
+
+
+def compilation_plan(compilation: int | ctypes.c_void_p) -> Plan:
+    """Android's plan for a finished ANeuralNetworksCompilation of this process (the handle
+    a C caller holds): its steps, devices and crossing tensors (``runtime.partitioning``)."""
+    from ._compilation import compilation_of
+
+    handle = compilation.value or 0 if isinstance(compilation, ctypes.c_void_p) else compilation
+    plan = compilation_of(handle).plan
+    if plan is None:
+        from ..nnapi.errors import BadStateError
+
+        raise BadStateError("the compilation is not finished")
+    return plan
 
 
 def preload_for_torch() -> None:

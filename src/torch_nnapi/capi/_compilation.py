@@ -1,7 +1,10 @@
 """ANeuralNetworksCompilation and ANeuralNetworksBurst over ``runtime.Compilation``.
 
-The priority is recorded and has no effect (one device, one application's executions share it
-as they come); a compilation timeout is honoured by failing a finish that took longer.
+Finishing partitions the model across the devices as Android 11 does
+(``runtime.partitioning``): Compilation_create over every device with the CPU fallback,
+createForDevices over the devices given without it; the plan is kept (``plan``). The priority
+is recorded and has no effect (the host runs one application's executions as they come); a
+compilation timeout is honoured by failing a finish that took longer.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from ..nnapi.codes import BYTE_SIZE_OF_CACHE_TOKEN, PreferenceCode, PriorityCode
 from ..nnapi.errors import BadDataError, BadStateError, NnapiError
 from ..nnapi.model import Model
 from ..runtime import Compilation
+from ..runtime.partitioned import compile_for_devices
+from ..runtime.partitioning import Plan
 from ._abi import read_bytes, read_string, require
 from ._calls import HANDLES, Handled, entry, give
-from ._device import Device, read_device_list
+from ._device import Device, all_devices, read_device_list
 from ._model import model_of
 
 
@@ -24,7 +29,7 @@ class CompilationState(Handled):
 
     def __init__(self, model: Model, devices: tuple[Device, ...] | None):
         self.model = model
-        self.devices = devices  # None: the runtime picks (Compilation_create)
+        self.devices = devices  # None: every device, with the CPU fallback (Compilation_create)
         self.preference = PreferenceCode.FAST_SINGLE_ANSWER
         self.priority = PriorityCode.DEFAULT
         self.timeout_ns = 0  # 0: no limit on finishing
@@ -33,6 +38,7 @@ class CompilationState(Handled):
         self.cache_token: bytes | None = None
         self.finished = False
         self.compiled: Compilation | None = None
+        self.plan: Plan | None = None  # Android's plan, once finished
 
     @property
     def for_one_device(self) -> bool:
@@ -53,13 +59,15 @@ class CompilationState(Handled):
         self.modifiable()
         self.finished = True
         start = time.monotonic_ns()
-        compiled = Compilation(self.model, preference=self.preference)
+        devices = all_devices() if self.devices is None else self.devices
+        compiled, plan = compile_for_devices(self.model, [d.profile for d in devices],
+                                             self.preference, fallback=self.devices is None)
         elapsed = time.monotonic_ns() - start
         if self.timeout_ns and elapsed > self.timeout_ns:
             raise NnapiError(f"compiling took {elapsed} ns, longer than the compilation's"
                              f" timeout of {self.timeout_ns} ns",
                              ResultCode.MISSED_DEADLINE_PERSISTENT)
-        self.compiled = compiled
+        self.compiled, self.plan = compiled, plan
 
     def ready(self) -> Compilation:
         if not self.finished:
@@ -84,7 +92,9 @@ def compilation_of(handle: int, argument: str = "compilation") -> CompilationSta
 @entry
 def compilation_create(model: int, out: int) -> None:
     require(model=model, compilation=out)
-    give(out, "compilation", CompilationState(model_of(model).finished(), None))
+    state = CompilationState(model_of(model).finished(), None)
+    all_devices()
+    give(out, "compilation", state)
 
 
 @entry

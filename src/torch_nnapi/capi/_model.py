@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import ctypes
 
-from ..nnapi.codes import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES, OperationType
+from ..nnapi.codes import MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES
 from ..nnapi.errors import BadDataError, BadStateError, NnapiError
 from ..nnapi.model import Model, Operand
-from ..runtime import kernel_for
+from ..runtime.partitioning import supported_operations
 from ._abi import (
     SymmPerChannelQuantParamsStruct,
     UnexpectedNullError,
@@ -33,8 +33,6 @@ class ModelState(Handled):
 
     def __init__(self) -> None:
         self.model = Model()
-        # Operation types in the order they were added; finish() sorts model.operations.
-        self.added_operations: list[OperationType] = []
         self._referenced: dict[int, memoryview] = {}
         self.invalid = False
 
@@ -177,11 +175,9 @@ def model_set_operand_value_from_model(handle: int, index: int, value: int) -> N
 def model_add_operation(handle: int, operation_type: int, input_count: int, inputs: int,
                         output_count: int, outputs: int) -> None:
     require(model=handle, inputs=inputs, outputs=outputs)
-    state = model_of(handle)
-    state.modifiable().add_operation(operation_type,
-                                     read_array(ctypes.c_uint32, inputs, input_count),
-                                     read_array(ctypes.c_uint32, outputs, output_count))
-    state.added_operations.append(OperationType(operation_type))
+    model_of(handle).modifiable().add_operation(
+        operation_type, read_array(ctypes.c_uint32, inputs, input_count),
+        read_array(ctypes.c_uint32, outputs, output_count))
 
 
 @entry
@@ -205,8 +201,11 @@ def model_get_supported_operations_for_devices(handle: int, devices: int, count:
     state = model_of(handle)
     if count == 0:
         raise BadDataError("the device list is empty")
-    state.finished()
-    read_device_list(devices, count)
-    # One kind of device: an operation is supported when the host runtime has its kernel.
-    store_array(ctypes.c_bool, supported,
-                [kernel_for(t) is not None for t in state.added_operations])
+    model = state.finished()
+    answer = [False] * len(model.operations)
+    for device in read_device_list(devices, count):
+        # The profile answers per operation in run order; the caller's are in added order.
+        for position, yes in zip(model.added_positions,
+                                 supported_operations(device.profile, model), strict=True):
+            answer[position] |= yes
+    store_array(ctypes.c_bool, supported, answer)

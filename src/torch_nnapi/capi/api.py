@@ -169,15 +169,18 @@ FUNCTIONS: tuple[Function, ...] = (
     Function(29, "int ANeuralNetworksModel_getSupportedOperationsForDevices("
                  "const ANeuralNetworksModel* model, const ANeuralNetworksDevice* const* devices,"
                  " uint32_t numDevices, bool* supportedOps)",
-             "Tells, per operation in the order they were added, whether the devices run it."),
+             "Tells, per operation in the order they were added, whether any of the devices"
+             " supports it, as their profiles say."),
     # Compilation
     Function(27, "int ANeuralNetworksCompilation_create(ANeuralNetworksModel* model,"
                  " ANeuralNetworksCompilation** compilation)",
-             "Creates a compilation of a finished model for the available devices."),
+             "Creates a compilation of a finished model for every device; finish partitions"
+             " it as Android 11 does, with the CPU fallback."),
     Function(29, "int ANeuralNetworksCompilation_createForDevices(ANeuralNetworksModel* model,"
                  " const ANeuralNetworksDevice* const* devices, uint32_t numDevices,"
                  " ANeuralNetworksCompilation** compilation)",
-             "Creates a compilation of a finished model for the given devices only."),
+             "Creates a compilation of a finished model for the given devices only; finish"
+             " partitions it among them, without the CPU fallback."),
     Function(27, "void ANeuralNetworksCompilation_free(ANeuralNetworksCompilation* compilation)",
              "Destroys a compilation; NULL is ignored."),
     Function(27, "int ANeuralNetworksCompilation_setPreference("
@@ -190,8 +193,8 @@ FUNCTIONS: tuple[Function, ...] = (
              " bytes; only before finish."),
     Function(30, "int ANeuralNetworksCompilation_setPriority("
                  "ANeuralNetworksCompilation* compilation, int priority)",
-             "Sets a PriorityCode; recorded, without effect on the host's one device; only"
-             " before finish."),
+             "Sets a PriorityCode; recorded, without effect on the host; only before"
+             " finish."),
     Function(30, "int ANeuralNetworksCompilation_setTimeout("
                  "ANeuralNetworksCompilation* compilation, uint64_t duration)",
              "Sets the longest time finish may take, in nanoseconds (0: no limit); needs a"
@@ -290,7 +293,8 @@ FUNCTIONS: tuple[Function, ...] = (
              " BAD_DATA, except for events made by createFromSyncFenceFd (a new duplicate)."),
     # Devices
     Function(29, "int ANeuralNetworks_getDeviceCount(uint32_t* numDevices)",
-             "The number of devices: one, the host CPU."),
+             "The number of devices: those TORCH_NNAPI_DEVICES lists, then nnapi-reference"
+             " (alone by default)."),
     Function(29, "int ANeuralNetworks_getDevice(uint32_t devIndex, ANeuralNetworksDevice** device)",
              "The device at devIndex; the same handle every time."),
     Function(29, "int ANeuralNetworksDevice_getName(const ANeuralNetworksDevice* device,"
@@ -304,9 +308,11 @@ FUNCTIONS: tuple[Function, ...] = (
              "The device implementation's version string."),
     Function(29, "int ANeuralNetworksDevice_getFeatureLevel(const ANeuralNetworksDevice* device,"
                  " int64_t* featureLevel)",
-             "The API level of the newest NNAPI features the device implements: 30."),
+             "The API level of the newest NNAPI features the device implements, as its"
+             " profile says (nnapi-reference: 30)."),
     Function(30, "int ANeuralNetworksDevice_wait(const ANeuralNetworksDevice* device)",
-             "Waits until the device is live; the host's device always is."),
+             "Waits until the device is live; every device is the host's, which always"
+             " is."),
 )
 
 

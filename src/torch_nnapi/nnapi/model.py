@@ -114,6 +114,9 @@ class Model:
     finished: bool = False
     # Filled by finish(): the signature each operation matched, in operation order.
     matches: list[SignatureMatch] = field(default_factory=list)
+    # Filled by finish(), which sorts the operations into run order: the position each had
+    # when it was added (what C callers' per-operation answers are indexed by).
+    added_positions: list[int] = field(default_factory=list)
 
     # ---------------------------------------------------------------- building
 
@@ -326,7 +329,8 @@ class Model:
             if o not in written:
                 raise BadDataError(f"model output {pos} ({self._where(o)}) is written by no"
                                    " operation")
-        self.operations = self._run_order(written)
+        self.added_positions = self._run_order(written)
+        self.operations = [self.operations[i] for i in self.added_positions]
         self.matches = [self._match(i, op, check_omitted=True)
                         for i, op in enumerate(self.operations)]
         self.finished = True
@@ -364,8 +368,9 @@ class Model:
 
     # ---------------------------------------------------------------- internals
 
-    def _run_order(self, written: dict[int, int]) -> list[Operation]:
-        """Operations sorted so every input is computed first (stable; cycles are errors)."""
+    def _run_order(self, written: dict[int, int]) -> list[int]:
+        """The operations' positions sorted so every input is computed first (stable; cycles
+        are errors)."""
         pending = [
             sum(1 for i in set(op.inputs) if i in written) for op in self.operations
         ]
@@ -388,7 +393,7 @@ class Model:
             stuck = sorted(set(range(len(self.operations))) - set(order))
             names = ", ".join(f"{i} ({self.operations[i].type.name})" for i in stuck[:5])
             raise BadDataError(f"the operations form a cycle; operations {names} never run")
-        return [self.operations[i] for i in order]
+        return order
 
     def _match(self, index: int, operation: Operation, check_omitted: bool) -> SignatureMatch:
         where = f"operation {index} ({operation.type.name})"

@@ -323,16 +323,18 @@ int ANeuralNetworksModel_identifyInputsAndOutputs(ANeuralNetworksModel* model, u
 /* Allows TENSOR_FLOAT32 to be computed with float16 range and precision. (API level 28.) */
 int ANeuralNetworksModel_relaxComputationFloat32toFloat16(ANeuralNetworksModel* model, bool allow);
 
-/* Tells, per operation in the order they were added, whether the devices run it. (API level
- * 29.) */
+/* Tells, per operation in the order they were added, whether any of the devices supports it, as
+ * their profiles say. (API level 29.) */
 int ANeuralNetworksModel_getSupportedOperationsForDevices(const ANeuralNetworksModel* model,
         const ANeuralNetworksDevice* const* devices, uint32_t numDevices, bool* supportedOps);
 
-/* Creates a compilation of a finished model for the available devices. (API level 27.) */
+/* Creates a compilation of a finished model for every device; finish partitions it as Android
+ * 11 does, with the CPU fallback. (API level 27.) */
 int ANeuralNetworksCompilation_create(ANeuralNetworksModel* model,
                                       ANeuralNetworksCompilation** compilation);
 
-/* Creates a compilation of a finished model for the given devices only. (API level 29.) */
+/* Creates a compilation of a finished model for the given devices only; finish partitions it
+ * among them, without the CPU fallback. (API level 29.) */
 int ANeuralNetworksCompilation_createForDevices(ANeuralNetworksModel* model,
                                                 const ANeuralNetworksDevice* const* devices,
                                                 uint32_t numDevices,
@@ -350,8 +352,8 @@ int ANeuralNetworksCompilation_setPreference(ANeuralNetworksCompilation* compila
 int ANeuralNetworksCompilation_setCaching(ANeuralNetworksCompilation* compilation,
                                           const char* cacheDir, const uint8_t* token);
 
-/* Sets a PriorityCode; recorded, without effect on the host's one device; only before finish.
- * (API level 30.) */
+/* Sets a PriorityCode; recorded, without effect on the host; only before finish. (API level
+ * 30.) */
 int ANeuralNetworksCompilation_setPriority(ANeuralNetworksCompilation* compilation, int priority);
 
 /* Sets the longest time finish may take, in nanoseconds (0: no limit); needs a compilation
@@ -468,7 +470,8 @@ int ANeuralNetworksEvent_createFromSyncFenceFd(int sync_fence_fd, ANeuralNetwork
  * for events made by createFromSyncFenceFd (a new duplicate). (API level 30.) */
 int ANeuralNetworksEvent_getSyncFenceFd(const ANeuralNetworksEvent* event, int* sync_fence_fd);
 
-/* The number of devices: one, the host CPU. (API level 29.) */
+/* The number of devices: those TORCH_NNAPI_DEVICES lists, then nnapi-reference (alone by
+ * default). (API level 29.) */
 int ANeuralNetworks_getDeviceCount(uint32_t* numDevices);
 
 /* The device at devIndex; the same handle every time. (API level 29.) */
@@ -483,11 +486,12 @@ int ANeuralNetworksDevice_getType(const ANeuralNetworksDevice* device, int32_t* 
 /* The device implementation's version string. (API level 29.) */
 int ANeuralNetworksDevice_getVersion(const ANeuralNetworksDevice* device, const char** version);
 
-/* The API level of the newest NNAPI features the device implements: 30. (API level 29.) */
+/* The API level of the newest NNAPI features the device implements, as its profile says (nnapi-
+ * reference: 30). (API level 29.) */
 int ANeuralNetworksDevice_getFeatureLevel(const ANeuralNetworksDevice* device,
                                           int64_t* featureLevel);
 
-/* Waits until the device is live; the host's device always is. (API level 30.) */
+/* Waits until the device is live; every device is the host's, which always is. (API level 30.) */
 int ANeuralNetworksDevice_wait(const ANeuralNetworksDevice* device);
 
 #ifdef __cplusplus
