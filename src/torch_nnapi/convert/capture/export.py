@@ -55,6 +55,11 @@ _DROPPED = {"aten::_assert_scalar", "aten::sym_constrain_range",
 _SINGLE_OUTPUT = {"aten::max_pool2d_with_indices": "aten::max_pool2d",
                   "aten::_native_batch_norm_legit_no_training":
                       "aten::_native_batch_norm_legit_no_training"}
+# ExecuTorch's edge dialect replaces view ops by functional copies with the same schema
+# (``aten.view_copy``); values are the same, so they lower as the view ops do.
+_VIEW_COPIES = {f"aten::{name}_copy": f"aten::{name}" for name in (
+    "view", "permute", "expand", "slice", "select", "unsqueeze", "squeeze", "transpose", "t",
+    "alias", "detach", "split", "split_with_sizes", "unbind", "narrow", "diagonal", "unfold")}
 _CONVOLUTIONS = ("aten::conv1d", "aten::conv2d", "aten::convolution", "aten::_convolution")
 _BATCH_NORMS = ("aten::batch_norm", "aten::_native_batch_norm_legit_no_training")
 
@@ -188,7 +193,7 @@ class _Copier:
                                " which a converted model cannot take")
 
     def _call(self, n: torch.fx.Node) -> None:
-        target = n.target
+        target = aten_overload(n.target)
         if target is operator.getitem:
             source, index = list(n.args)
             produced = self.values[source]  # type: ignore[index]
@@ -197,6 +202,7 @@ class _Copier:
             return
         if isinstance(target, torch._ops.OpOverload):
             kind = _RENAMED.get(target._schema.name, target._schema.name)
+            kind = _VIEW_COPIES.get(kind, kind)
             if kind in _DROPPED:
                 return
             args = _schema_arguments(target, n)
@@ -314,6 +320,15 @@ class _Copier:
                     value.example, value.tensor = example, tensor
 
 
+def aten_overload(target: Any) -> Any:
+    """The ATen overload an ExecuTorch edge-dialect op (``EdgeOpOverload``) stands for, found
+    by its ``_op`` attribute (capture never imports ExecuTorch); any other target as is."""
+    inner = getattr(target, "_op", None)
+    if type(target).__name__ == "EdgeOpOverload" and isinstance(inner, torch._ops.OpOverload):
+        return inner
+    return target
+
+
 def _schema_arguments(op: torch._ops.OpOverload, n: torch.fx.Node) -> list:
     """The node's arguments in schema order, defaults filled in (TorchScript's convention)."""
     args, kwargs = list(n.args), dict(n.kwargs)
@@ -367,7 +382,7 @@ def _is_symbolic(n: Any) -> bool:
 
 def _returns_list(n: torch.fx.Node) -> bool:
     """True when the op returns one Tensor[] (split, unbind...), not several values."""
-    target = n.target
+    target = aten_overload(n.target)
     if not isinstance(target, torch._ops.OpOverload):
         return False
     returns = target._schema.returns
@@ -407,8 +422,9 @@ def source_location(n: torch.fx.Node, depth: int = 3) -> str:
     if depth and n.all_input_nodes:
         found = source_location(n.all_input_nodes[0], depth - 1)
         if not found.startswith("<"):
-            inserted = isinstance(n.target, torch._ops.OpOverload) \
-                and n.target._schema.name.startswith("quantized_decomposed::")
+            target = aten_overload(n.target)
+            inserted = isinstance(target, torch._ops.OpOverload) \
+                and target._schema.name.startswith("quantized_decomposed::")
             return found + _INSERTED if inserted and not found.endswith(_INSERTED) else found
     return f"<node {n.name}>{scope}"
 
