@@ -12,7 +12,6 @@ and serializes a model that NNAPI runs whole.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, final
 
 import torch
@@ -108,7 +107,3 @@ def _require_whole(module: torch.fx.GraphModule) -> None:
         names = ", ".join(str(n.target) for n in left[:5])
         raise RuntimeError(f"NNAPI did not take the whole model: {names} stayed on the CPU")
 
-
-def compile_spec_map(specs: list[CompileSpec]) -> Mapping[str, bytes]:
-    """The specs as a mapping (for reports)."""
-    return {s.key: bytes(s.value) for s in specs}

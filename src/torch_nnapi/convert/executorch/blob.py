@@ -436,7 +436,8 @@ def _read_operand(r: _Reader, i: int, model: int, model_count: int,
         if not model < ref < model_count or op_type != 15:
             raise BlobError(f"model {model}: {what} refers to model {ref} (models refer to"
                             f" later models, of {model_count})")
-    channel_dim, scales = None, ()
+    channel_dim: int | None = None
+    scales: tuple[float, ...] = ()
     has_channels = r.u8(f"{what} per-channel flag")
     if has_channels > 1:
         raise BlobError(f"model {model}: {what} per-channel flag {has_channels}")

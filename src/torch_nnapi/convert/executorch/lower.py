@@ -104,6 +104,8 @@ def _outputs(lowered: Lowered, dtypes: list[str]) -> list[BlobTensor]:
     result = []
     for i, k in enumerate(lowered.output_map):
         t = lowered.outputs[k]
+        shape: tuple[int, ...]
+        layout: tuple[int, ...]
         if lowered.output_ranks[k] == 0:  # a 0-D result leaves NNAPI as [1]
             shape, layout = (), ()
         else:

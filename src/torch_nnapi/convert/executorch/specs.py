@@ -8,7 +8,7 @@ them, checked; ``EtOptions.of_specs`` reads them back, refusing unknown keys.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -129,7 +129,7 @@ def _preference(text: str) -> str | int:
     return int(text) if text.isdigit() else text
 
 
-_PARSERS = {
+_PARSERS: dict[str, Callable[[str], object]] = {
     "compilation_preference": _preference, "priority": lambda t: t or None,
     "compile_timeout_ns": int, "execute_timeout_ns": int, "loop_timeout_ns": int,
     "relax_fp32_to_fp16": _bool, "caching": _bool, "burst": _bool, "cache_dir": str,
