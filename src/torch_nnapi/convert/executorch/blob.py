@@ -468,5 +468,8 @@ def _read_tensors(r: _Reader, what: str, nnapi_count: int) -> tuple[BlobTensor, 
                             f" {layout} or conversion {conversion} is invalid")
         result.append(BlobTensor(index, ScalarType(dtype), shape, layout,
                                  Conversion(conversion)))
+    fed = [sum(t.nnapi_index == i for t in result) for i in range(nnapi_count)]
+    if 0 in fed or (what == "input" and any(n > 1 for n in fed)):
+        raise BlobError(f"{what}s: the model's {what}s are fed {fed} times")
     r.done()
     return tuple(result)

@@ -49,14 +49,16 @@ SCALAR_TYPE_OF_DTYPE = {"float32": ScalarType.FLOAT, "float16": ScalarType.HALF,
                         "int32": ScalarType.INT, "int64": ScalarType.LONG,
                         "bool": ScalarType.BOOL, "uint8": ScalarType.BYTE,
                         "int8": ScalarType.CHAR}
+DTYPE_OF_SCALAR_TYPE = {v: k for k, v in SCALAR_TYPE_OF_DTYPE.items()}
 
 
 def conversion_for(dtype: ScalarType, operand_type: OperandType, where: str) -> Conversion:
     """How an ExecuTorch tensor of ``dtype`` feeds (or is fed by) an operand of the type."""
     found = CONVERSIONS.get((dtype, operand_type))
     if found is None:
-        raise ValueError(f"{where}: an ExecuTorch {dtype.name.lower()} tensor cannot be the"
-                         f" NNAPI {operand_type.name} operand")
+        name = DTYPE_OF_SCALAR_TYPE.get(dtype, dtype.name.lower())
+        raise ValueError(f"{where}: an ExecuTorch {name} tensor cannot be the NNAPI"
+                         f" {operand_type.name} operand")
     return found
 
 
