@@ -101,8 +101,8 @@ def plain_io(model: Model) -> tuple[tuple[BlobTensor, ...], tuple[BlobTensor, ..
     return tensors(model.inputs, True), tensors(model.outputs, False)
 
 
-def plain_blob(model: Model, settings: CompileSettings = CompileSettings()) -> Blob:
+def plain_blob(model: Model, settings: CompileSettings | None = None) -> Blob:
     """``model`` as a blob with :func:`plain_io`."""
     models, named = blob_models(model)
     inputs, outputs = plain_io(model)
-    return Blob(settings, models, inputs, outputs, named)
+    return Blob(settings or CompileSettings(), models, inputs, outputs, named)

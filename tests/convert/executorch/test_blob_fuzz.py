@@ -163,9 +163,9 @@ def test_libfuzzer_target(tmp_path: Path) -> None:
         pytest.skip("clang++ is not installed (.ci/run installs it): the libFuzzer target"
                     " is not built; the sanitized driver tests above still ran")
     binary = tmp_path / "fuzz_blob_libfuzzer"
-    build = subprocess.run([clang, "-std=c++17", "-O1", "-g", "-fsanitize=fuzzer," + SANITIZERS[11:],
-                            *SOURCES, "-o", str(binary)], capture_output=True, text=True,
-                           check=False)
+    sanitizers = SANITIZERS.replace("-fsanitize=", "-fsanitize=fuzzer,")
+    build = subprocess.run([clang, "-std=c++17", "-O1", "-g", sanitizers, *SOURCES, "-o",
+                            str(binary)], capture_output=True, text=True, check=False)
     if build.returncode != 0 and "fuzzer" in build.stderr:
         pytest.skip(f"clang cannot link libFuzzer here: {build.stderr.splitlines()[-1]}")
     assert build.returncode == 0, build.stderr

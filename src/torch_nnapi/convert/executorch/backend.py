@@ -25,6 +25,7 @@ from executorch.exir.backend.partitioner import (
     PartitionResult,
 )
 
+from ..capture.export import is_exported
 from ..capture.frontend import example_inputs_of
 from .blob import DATA_ALIGNMENT, write_blob
 from .lower import lower_program
@@ -87,8 +88,9 @@ def to_pte(model: torch.nn.Module | torch.export.ExportedProgram,
     examples = example_inputs_of(model, example_inputs)
     if isinstance(model, torch.export.ExportedProgram):
         program = model
-    else:
-        program = torch.export.export(model.eval(), examples, strict=False)
+    else:  # a GraphModule from export or PT2E has no eval() of its own
+        module = model if is_exported(model) else model.eval()
+        program = torch.export.export(module, examples, strict=False)
     edge = to_edge_transform_and_lower(
         program, partitioner=[NnapiPartitioner(specs)],
         compile_config=EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True))
