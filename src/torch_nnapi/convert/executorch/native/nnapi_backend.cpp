@@ -411,7 +411,13 @@ Error run(Delegate& d, Span<EValue*> args) {
 
 }  // namespace
 
-bool NnapiBackend::is_available() const { return nnapi() != nullptr; }
+bool NnapiBackend::is_available() const {
+  std::string why;
+  if (nnapi(&why)) return true;
+  static std::once_flag said;  // ExecuTorch asks for every delegate: say why once
+  std::call_once(said, [&] { TNN_LOG(Error, "not available: %s", why.c_str()); });
+  return false;
+}
 
 Result<DelegateHandle*> NnapiBackend::init(BackendInitContext& context,
                                            FreeableBuffer* processed,
