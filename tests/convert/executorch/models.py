@@ -1,5 +1,6 @@
 """NNAPI models built directly (what the converter does not make yet): a convolution with a
-per-channel quantized weight, and IF and WHILE with referenced models."""
+per-channel quantized weight, and IF and WHILE with referenced models (those of the host
+runtime's control-flow tests, with static sizes), and their plain mapping."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import numpy as np
 from torch_nnapi.convert.executorch.blob import Blob, BlobTensor, CompileSettings, ScalarType
 from torch_nnapi.convert.executorch.encode import blob_models, blob_tensor
 from torch_nnapi.nnapi import FuseCode, Model, OperandType, OperationType
+
+# the host runtime's tests build the same control flow: the models come from there
+from ...runtime.ops.test_control_flow import _binary, _counting_loop, _if_model
 
 F32 = OperandType.TENSOR_FLOAT32
 I32 = OperandType.TENSOR_INT32
@@ -40,48 +44,16 @@ def per_channel_conv(weight: np.ndarray, scales: np.ndarray, bias: np.ndarray,
     return m.finish()
 
 
-def binary(op: Op, constant: float, dims: tuple[int, ...], operand_type: OperandType = F32
-           ) -> Model:
-    """out = x (op) constant."""
-    m = Model()
-    x = m.add_operand(operand_type, dims)
-    dtype = np.float32 if operand_type == F32 else np.int32
-    c = m.add_constant(operand_type, np.array([constant], dtype))
-    fuse = m.add_scalar(OperandType.INT32, FuseCode.NONE)
-    out = m.add_operand(operand_type, dims)
-    m.add_operation(op, [x, c, fuse], [out])
-    m.identify_inputs_and_outputs([x], [out])
-    return m.finish()
-
-
 def if_model(length: int) -> Model:
     """IF(condition, x + 10, x - 10) on float32 [length]; inputs (condition bool8 [1], x)."""
-    m = Model()
-    condition = m.add_operand(BOOL8, (1,))
-    refs = [m.add_model_operand(binary(Op.ADD, 10, (length,))),
-            m.add_model_operand(binary(Op.SUB, 10, (length,)))]
-    x, out = m.add_operand(F32, (length,)), m.add_operand(F32, (length,))
-    m.add_operation(Op.IF, [condition, *refs, x], [out])
-    m.identify_inputs_and_outputs([condition, x], [out])
-    return m.finish()
+    dims = (length,)
+    return _if_model(_binary(Op.ADD, 10, dims), _binary(Op.SUB, 10, dims), dims)
 
 
 def while_model(limit: int, step: int) -> Model:
     """while i < limit: i = i + step, on int32 [1]: the condition and body are referenced
     models, the body's constant one of its own."""
-    condition = Model()
-    i = condition.add_operand(I32, (1,))
-    bound = condition.add_constant(I32, np.array([limit], np.int32))
-    below = condition.add_operand(BOOL8, (1,))
-    condition.add_operation(Op.LESS, [i, bound], [below])
-    condition.identify_inputs_and_outputs([i], [below])
-    m = Model()
-    refs = [m.add_model_operand(condition.finish()),
-            m.add_model_operand(binary(Op.ADD, step, (1,), I32))]
-    start, result = m.add_operand(I32, (1,)), m.add_operand(I32, (1,))
-    m.add_operation(Op.WHILE, [*refs, start], [result])
-    m.identify_inputs_and_outputs([start], [result])
-    return m.finish()
+    return _counting_loop(limit, step)
 
 
 _SCALAR_TYPES = {F32: ScalarType.FLOAT, I32: ScalarType.INT, BOOL8: ScalarType.BOOL}

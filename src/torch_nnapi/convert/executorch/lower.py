@@ -10,6 +10,7 @@ to its NNAPI operand (``blob_tensor``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 
@@ -20,7 +21,7 @@ from ..capture.graph import Graph
 from ..errors import ConversionError, UnsupportedUse
 from ..pipeline.layout_choice import lower_graph, require_level
 from ..pipeline.lowerer import InputSpec, Lowered, Lowerer
-from .blob import Blob, BlobTensor, ScalarType
+from .blob import Blob, BlobTensor, Flag, ScalarType
 from .encode import SCALAR_TYPE_OF_DTYPE, blob_models, blob_tensor
 from .specs import EtOptions
 
@@ -44,14 +45,13 @@ def lower_program(program: torch.export.ExportedProgram, options: EtOptions) -> 
         return ExecuTorchLowerer(graph, specs, target_level=options.target_level)
 
     lowered = lower_graph(captured.graph, examples, nhwc=options.nhwc, flexible=None,
-                          relax=bool(options.settings.flags & 1),
+                          relax=bool(options.settings.flags & Flag.RELAX_FP32_TO_FP16),
                           target_level=options.target_level, make_lowerer=make_lowerer)
     model = lowered.cx.model
     if options.target_level is not None:
         require_level(model, lowered.cx.origins, options.target_level)
     models, named = blob_models(model, options.named_threshold)
-    settings = options.settings
-    settings = type(settings)(**{**settings.__dict__, "feature_level": int(model.feature_level)})
+    settings = replace(options.settings, feature_level=int(model.feature_level))
     return Blob(settings, models, tuple(_inputs(lowered)),
                 tuple(_outputs(lowered, output_dtypes(program))), named)
 
