@@ -111,9 +111,9 @@ def test_every_truncation_is_refused(driver: Path, tmp_path: Path, name: str) ->
 def test_every_flipped_byte_is_refused_and_resealed_flips_never_crash(
         driver: Path, tmp_path: Path, name: str) -> None:
     data = seeds()[name]
-    raw = [bytes(b) for b in _flips(data, (0x01, 0xFF))]
+    raw = [bytes(b) for b in _flips(data, (0x01,))]
     assert "ok" not in run(driver, raw, tmp_path)
-    resealed = [reseal(b) for b in _flips(data, (0x01, 0x80, 0xFF))]
+    resealed = [reseal(b) for b in _flips(data, (0x01, 0xFF))]
     verdicts = run(driver, resealed, tmp_path)
     # a changed scale or constant byte is still a well-formed blob; a changed structure not
     assert 0 < verdicts.count("ok") < len(verdicts)
@@ -173,7 +173,7 @@ def test_libfuzzer_target(tmp_path: Path) -> None:
     corpus.mkdir()
     for name, data in seeds().items():
         (corpus / name).write_bytes(data)
-    result = subprocess.run([str(binary), "-max_total_time=20", "-rss_limit_mb=1024",
+    result = subprocess.run([str(binary), "-max_total_time=10", "-rss_limit_mb=1024",
                              "-timeout=5", str(corpus)], capture_output=True, text=True,
                             env=ENV, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
