@@ -87,24 +87,15 @@ const NnapiApi* nnapi(std::string* why) {
 }
 
 const char* result_name(int code) {
-  switch (code) {
-    case ANEURALNETWORKS_NO_ERROR: return "NO_ERROR";
-    case ANEURALNETWORKS_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
-    case ANEURALNETWORKS_INCOMPLETE: return "INCOMPLETE";
-    case ANEURALNETWORKS_UNEXPECTED_NULL: return "UNEXPECTED_NULL";
-    case ANEURALNETWORKS_BAD_DATA: return "BAD_DATA";
-    case ANEURALNETWORKS_OP_FAILED: return "OP_FAILED";
-    case ANEURALNETWORKS_BAD_STATE: return "BAD_STATE";
-    case ANEURALNETWORKS_UNMAPPABLE: return "UNMAPPABLE";
-    case ANEURALNETWORKS_OUTPUT_INSUFFICIENT_SIZE: return "OUTPUT_INSUFFICIENT_SIZE";
-    case ANEURALNETWORKS_UNAVAILABLE_DEVICE: return "UNAVAILABLE_DEVICE";
-    case ANEURALNETWORKS_MISSED_DEADLINE_TRANSIENT: return "MISSED_DEADLINE_TRANSIENT";
-    case ANEURALNETWORKS_MISSED_DEADLINE_PERSISTENT: return "MISSED_DEADLINE_PERSISTENT";
-    case ANEURALNETWORKS_RESOURCE_EXHAUSTED_TRANSIENT: return "RESOURCE_EXHAUSTED_TRANSIENT";
-    case ANEURALNETWORKS_RESOURCE_EXHAUSTED_PERSISTENT: return "RESOURCE_EXHAUSTED_PERSISTENT";
-    case ANEURALNETWORKS_DEAD_OBJECT: return "DEAD_OBJECT";
-    default: return "an unknown result code";
-  }
+  // By number: an NDK header below API level 30 hides the newer codes' names.
+  static const char* const names[] = {
+      "NO_ERROR", "OUT_OF_MEMORY", "INCOMPLETE", "UNEXPECTED_NULL", "BAD_DATA", "OP_FAILED",
+      "BAD_STATE", "UNMAPPABLE", "OUTPUT_INSUFFICIENT_SIZE", "UNAVAILABLE_DEVICE",
+      "MISSED_DEADLINE_TRANSIENT", "MISSED_DEADLINE_PERSISTENT", "RESOURCE_EXHAUSTED_TRANSIENT",
+      "RESOURCE_EXHAUSTED_PERSISTENT", "DEAD_OBJECT"};
+  if (code < 0 || size_t(code) >= sizeof names / sizeof names[0])
+    return "an unknown result code";
+  return names[code];
 }
 
 }  // namespace torch_nnapi
