@@ -61,6 +61,14 @@ class MixedDtypes(nn.Module):
         return torch.where(mask, x, -x), x.argmax(-1)
 
 
+class Twice(nn.Module):
+    """One NNAPI output returned twice, and a 0-D output (NNAPI holds it as [1])."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        y = torch.relu(x)
+        return y, y, x.sum()
+
+
 class Half(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(x * 2.0 + 1.0)
@@ -77,6 +85,14 @@ def eager_case(model: nn.Module, inputs: tuple[torch.Tensor, ...], **options: ob
     expected = list(out) if isinstance(out, tuple) else [out]
     return Case(to_pte(model, inputs, **options), inputs, expected,
                 magnitude_tolerance(expected))
+
+
+def relaxed_case(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Case:
+    """float32 that NNAPI may compute in float16 (relax_fp32_to_fp16): held to float16's
+    precision (torch-nnapi's device computes float32 all the same)."""
+    case = eager_case(model, inputs, relax_fp32_to_fp16=True)
+    case.tolerance *= 100  # 1e-2 of the magnitude: a few float16 roundings
+    return case
 
 
 def quantized_case(target_level: int) -> Case:
@@ -162,7 +178,9 @@ def cases() -> dict[str, Callable[[], Case]]:
                                        compilation_preference="fast_single_answer",
                                        priority="high", devices=("torch-nnapi-cpu",),
                                        execute_timeout_ns=10**10, caching=True),
-        "mlp": lambda: eager_case(Mlp(), (torch.randn(4, 32),)),
+        "mlp": lambda: eager_case(Mlp(), (torch.randn(4, 32),), burst=False, caching=False),
+        "relaxed": lambda: relaxed_case(SmallCnn(), (image,)),
+        "twice": lambda: eager_case(Twice(), (torch.randn(2, 3),)),
         "mixed_dtypes": lambda: eager_case(MixedDtypes(), (torch.randn(3, 7),
                                                            torch.rand(3, 7) > 0.5)),
         "float16": lambda: eager_case(Half(), (torch.randn(2, 8).half(),)),

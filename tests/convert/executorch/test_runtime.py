@@ -19,18 +19,21 @@ import torch  # noqa: E402
 from executorch.exir._serialize._program import deserialize_pte_binary  # noqa: E402
 
 from tests.conftest import package_env  # noqa: E402
+from torch_nnapi.convert.executorch.backend import to_pte  # noqa: E402
 from torch_nnapi.convert.executorch.blob import (  # noqa: E402
     Conversion,
+    Flag,
     ScalarType,
     ValueKind,
     read_blob,
 )
 from torch_nnapi.nnapi import OperandType  # noqa: E402
 
-from .cases import Case, cases  # noqa: E402
+from .cases import Case, SmallCnn, cases  # noqa: E402
 
 RUNNER = Path(__file__).with_name("run_pte.py")
 CORRUPTED = "cnn_corrupted"
+NO_DEVICE = "cnn_on_a_missing_device"
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +50,14 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, C
     corrupted[at + 200] ^= 0x10
     (directory / f"{CORRUPTED}.pte").write_bytes(bytes(corrupted))
     torch.save(made["cnn"].inputs, directory / f"{CORRUPTED}.inputs.pt")
+    for name, bad in ((NO_DEVICE, to_pte(SmallCnn(), made["cnn"].inputs,
+                                         devices=("npu-that-is-not-there",))),):
+        (directory / f"{name}.pte").write_bytes(bad)
+        torch.save(made["cnn"].inputs, directory / f"{name}.inputs.pt")
     cache = directory / "nnapi-cache"  # compilations ask NNAPI to cache there
     cache.mkdir()
-    run = subprocess.run([sys.executable, str(RUNNER), str(directory), *made, CORRUPTED],
+    run = subprocess.run([sys.executable, str(RUNNER), str(directory), *made, CORRUPTED,
+                          NO_DEVICE],
                          capture_output=True, text=True,
                          env=package_env(TORCH_NNAPI_CACHE_DIR=str(cache)), timeout=900,
                          check=False)
@@ -89,6 +97,15 @@ def test_a_corrupted_blob_is_refused_at_load(results: tuple[Path, dict[str, Case
     assert "NnapiBackend: invalid blob: header: CRC-32 mismatch" in stderr
 
 
+def test_a_missing_device_fails_the_load_naming_those_there_are(
+        results: tuple[Path, dict[str, Case], str]) -> None:
+    directory, _, stderr = results
+    error = (directory / f"{NO_DEVICE}.error.txt").read_text()
+    assert error.endswith("0x:30") or error.endswith("0x30"), error  # InvalidCompatibility
+    assert ("NnapiBackend: no NNAPI device is named npu-that-is-not-there (there are:"
+            " torch-nnapi-cpu)") in stderr
+
+
 # What each case is about, as its blob says: (operand types present, input conversions).
 ABOUT = {
     "cnn_nhwc": ({OperandType.TENSOR_FLOAT32}, [(ScalarType.FLOAT, (0, 2, 3, 1))]),
@@ -101,6 +118,7 @@ ABOUT = {
     "per_channel": ({OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL}, None),
     "while": ({OperandType.MODEL}, None),
     "mlp": ({OperandType.TENSOR_FLOAT32}, None),
+    "relaxed": ({OperandType.TENSOR_FLOAT32}, None),
 }
 
 
@@ -118,6 +136,11 @@ def test_the_blob_carries_what_the_case_is_about(results: tuple[Path, dict[str, 
     if name == "mlp":  # its weights are over the threshold: in the named data map
         kinds = [o.kind for o in blob.models[0].operands]
         assert kinds.count(ValueKind.NAMED) == 1 and ValueKind.INLINE in kinds  # 8 KiB, 2.5
+    if name == "relaxed":
+        assert blob.models[0].relax_float32_to_float16
+        assert blob.settings.flags & Flag.RELAX_FP32_TO_FP16
+    if name == "mlp":
+        assert not blob.settings.flags & (Flag.BURST | Flag.CACHING)
     if name == "mixed_dtypes":
         assert [t.conversion for t in blob.inputs] == [Conversion.COPY, Conversion.BOOL_INT32]
         assert [t.conversion for t in blob.outputs] == [Conversion.COPY,
