@@ -57,6 +57,11 @@ _DROPPED = {"aten::_assert_scalar", "aten::sym_constrain_range",
 _SINGLE_OUTPUT = {"aten::max_pool2d_with_indices": "aten::max_pool2d",
                   "aten::_native_batch_norm_legit_no_training":
                       "aten::_native_batch_norm_legit_no_training"}
+# ExecuTorch's edge dialect replaces view ops by functional copies with the same schema
+# (``aten.view_copy``); values are the same, so they lower as the view ops do.
+_VIEW_COPIES = {f"aten::{name}_copy": f"aten::{name}" for name in (
+    "view", "permute", "expand", "slice", "select", "unsqueeze", "squeeze", "transpose", "t",
+    "alias", "detach", "split", "split_with_sizes", "unbind", "narrow", "diagonal", "unfold")}
 _CONVOLUTIONS = ("aten::conv1d", "aten::conv2d", "aten::convolution", "aten::_convolution")
 _BATCH_NORMS = ("aten::batch_norm", "aten::_native_batch_norm_legit_no_training")
 
@@ -205,7 +210,7 @@ class _Copier:
         self.placeholders.append(v)
 
     def _call(self, n: torch.fx.Node) -> None:
-        target = n.target
+        target = aten_overload(n.target)
         if target is operator.getitem:
             source, index = list(n.args)  # fx types both as any argument: (node, int)
             produced = self.values[source]  # type: ignore[index]  # a node
@@ -215,6 +220,7 @@ class _Copier:
             return
         if isinstance(target, torch._ops.OpOverload):
             kind = _RENAMED.get(target._schema.name, target._schema.name)
+            kind = _VIEW_COPIES.get(kind, kind)
             if kind in _DROPPED:
                 return
             args = _schema_arguments(target, n)
@@ -226,7 +232,7 @@ class _Copier:
             self._node(n, kind, [self.value(a, n) for a in args], str(target._schema))
             return
         # any fx target is looked up (a name, or a callable not in the table, gives None)
-        python_kind: str | None = _PYTHON_OPS.get(target)  # type: ignore[arg-type]
+        python_kind: str | None = _PYTHON_OPS.get(target)
         if python_kind is None:
             name = getattr(target, "__name__", type(target).__name__)
             prefix = "higher_order" if isinstance(target, torch._ops.HigherOrderOperator) \
@@ -331,6 +337,15 @@ class _Copier:
                     value.example, value.tensor = example, tensor
 
 
+def aten_overload(target: Any) -> Any:
+    """The ATen overload an ExecuTorch edge-dialect op (``EdgeOpOverload``) stands for, found
+    by its ``_op`` attribute (capture never imports ExecuTorch); any other target as is."""
+    inner = getattr(target, "_op", None)
+    if type(target).__name__ == "EdgeOpOverload" and isinstance(inner, torch._ops.OpOverload):
+        return inner
+    return target
+
+
 def _schema_arguments(op: torch._ops.OpOverload, n: torch.fx.Node) -> list[Argument]:
     """The node's arguments in schema order, defaults filled in (TorchScript's convention)."""
     args, kwargs = list(n.args), dict(n.kwargs)
@@ -384,7 +399,7 @@ def _is_symbolic(n: object) -> bool:
 
 def _returns_list(n: torch.fx.Node) -> bool:
     """True when the op returns one Tensor[] (split, unbind...), not several values."""
-    target = n.target
+    target = aten_overload(n.target)
     if not isinstance(target, torch._ops.OpOverload):
         return False
     returns = target._schema.returns
@@ -424,8 +439,9 @@ def source_location(n: torch.fx.Node, depth: int = 3) -> str:
     if depth and n.all_input_nodes:
         found = source_location(n.all_input_nodes[0], depth - 1)
         if not found.startswith("<"):
-            inserted = isinstance(n.target, torch._ops.OpOverload) \
-                and n.target._schema.name.startswith("quantized_decomposed::")
+            target = aten_overload(n.target)
+            inserted = isinstance(target, torch._ops.OpOverload) \
+                and target._schema.name.startswith("quantized_decomposed::")
             return found + _INSERTED if inserted and not found.endswith(_INSERTED) else found
     return f"<node {n.name}>{scope}"
 

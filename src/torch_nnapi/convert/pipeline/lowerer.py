@@ -85,6 +85,10 @@ def dequantized_scale(lowered: Lowered, output: int) -> float:
 
 
 class Lowerer:
+    # The dtypes the back-end's runtime passes in and out of the model (PyTorch Mobile's by
+    # default; a back-end with a wider runtime, such as ExecuTorch's, widens it).
+    runtime_dtypes: tuple[str, ...] = RUNTIME_DTYPES
+
     def __init__(self, graph: Graph, specs: Sequence[InputSpec],
                  known: Mapping[Value, Any] | None = None, *,
                  target_level: int | None = None):
@@ -146,9 +150,9 @@ class Lowerer:
                 raise ValueError(f"input {index}: NHWC needs a 4-D input, got shape"
                                  f" {list(ex.shape)}")
             layout = lay.NHWC
-        if ex.dtype not in RUNTIME_DTYPES:
-            raise _input_unsupported(index, f"dtype {ex.dtype} cannot be an input of PyTorch's"
-                                     f" NNAPI runtime ({', '.join(RUNTIME_DTYPES)} can)")
+        if ex.dtype not in self.runtime_dtypes:
+            raise _input_unsupported(index, f"dtype {ex.dtype} cannot be an input of the"
+                                     f" NNAPI runtime ({', '.join(self.runtime_dtypes)} can)")
         if ex.dtype == "bool":
             return self._add_bool_input(index, value, shape, layout)
         dtype, scale, zero_point = ex.dtype, ex.scale, ex.zero_point
@@ -376,7 +380,7 @@ class Lowerer:
                     "return", f"output {i} is a {type(item).__name__}, not a tensor computed"
                     " by the model", "the model's return statement"))
                 continue
-            if item.is_quantized and item.dtype not in RUNTIME_DTYPES:
+            if item.is_quantized and item.dtype not in self.runtime_dtypes:
                 self.unsupported.append(UnsupportedUse(
                     "return", f"output {i} is a {item.dtype} tensor, which PyTorch's NNAPI"
                     " runtime cannot return; dequantize it in the model",

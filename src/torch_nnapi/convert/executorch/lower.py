@@ -1,0 +1,133 @@
+"""An (edge-dialect) ExportedProgram -> the NNAPI delegate blob, through the project's pipeline.
+
+The same capture (``capture/export.py``, which reads edge ops as the ATen ops they stand
+for), the same ``lower_graph`` and the same lowerings as every other back-end; what is
+ExecuTorch's own is the boundary: the lowerer may take and return float16 and signed 8-bit
+tensors (ExecuTorch passes any dtype), and the blob records how each ExecuTorch tensor maps
+to its NNAPI operand (``blob_tensor``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import torch
+
+from ..builder.symbolic import Sym
+from ..builder.values import RUNTIME_DTYPES, TensorValue, dtype_name
+from ..capture.frontend import capture_model
+from ..capture.graph import Graph
+from ..errors import ConversionError, UnsupportedUse
+from ..pipeline.layout_choice import lower_graph, require_level
+from ..pipeline.lowerer import InputSpec, Lowered, Lowerer
+from .blob import Blob, BlobTensor, Flag, ScalarType
+from .encode import SCALAR_TYPE_OF_DTYPE, blob_models, blob_tensor
+from .specs import EtOptions
+
+
+class ExecuTorchLowerer(Lowerer):
+    """The lowerer with ExecuTorch's boundary: every dtype NNAPI has may cross it."""
+
+    runtime_dtypes = (*RUNTIME_DTYPES, "float16", "qint8")
+
+
+def lower_program(program: torch.export.ExportedProgram, options: EtOptions) -> Blob:
+    """The blob of ``program`` (one whole delegated subgraph), with the constants over the
+    options' threshold in ``Blob.named_data``."""
+    examples = example_inputs(program)
+    captured = capture_model(program, examples, capture_mode="export")
+    if any(captured.flexible):
+        raise _unsupported("the program has dynamic input sizes; the NNAPI backend takes"
+                           " static shapes for now")
+
+    def make_lowerer(graph: Graph, specs: Sequence[InputSpec]) -> Lowerer:
+        return ExecuTorchLowerer(graph, specs, target_level=options.target_level)
+
+    lowered = lower_graph(captured.graph, examples, nhwc=options.nhwc, flexible=None,
+                          relax=bool(options.settings.flags & Flag.RELAX_FP32_TO_FP16),
+                          target_level=options.target_level, make_lowerer=make_lowerer)
+    model = lowered.cx.model
+    if options.target_level is not None:
+        require_level(model, lowered.cx.origins, options.target_level)
+    models, named = blob_models(model, options.named_threshold)
+    settings = replace(options.settings, feature_level=int(model.feature_level))
+    return Blob(settings, models, tuple(_inputs(lowered)),
+                tuple(_outputs(lowered, output_dtypes(program))), named)
+
+
+def example_inputs(program: torch.export.ExportedProgram) -> tuple[torch.Tensor, ...]:
+    """Example tensors for the program's user inputs, made from their recorded shapes and
+    dtypes (preprocess gets no real inputs): small random floats, zero integers."""
+    examples = []
+    for name in program.graph_signature.user_inputs:
+        node = next(n for n in program.graph.nodes if n.name == name)
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            raise _unsupported(f"input {name} is a {type(val).__name__}, not a tensor")
+        shape = [int(d) for d in val.shape]
+        if val.dtype.is_floating_point:
+            examples.append(torch.rand(shape, dtype=val.dtype))
+        else:
+            examples.append(torch.zeros(shape, dtype=val.dtype))
+    return tuple(examples)
+
+
+def output_dtypes(program: torch.export.ExportedProgram) -> list[str]:
+    """The dtype of each user output, as ExecuTorch allocates it."""
+    output = next(n for n in program.graph.nodes if n.op == "output")
+    leaves = list(output.args[0]) if isinstance(output.args[0], (tuple, list)) \
+        else [output.args[0]]
+    kinds = [spec.kind.name for spec in program.graph_signature.output_specs]
+    dtypes = []
+    for leaf, kind in zip(leaves, kinds, strict=False):
+        if kind == "USER_OUTPUT":
+            val = leaf.meta.get("val") if isinstance(leaf, torch.fx.Node) else None
+            dtypes.append(dtype_name(val.dtype) if isinstance(val, torch.Tensor) else "?")
+    return dtypes
+
+
+def _inputs(lowered: Lowered) -> list[BlobTensor]:
+    model = lowered.cx.model
+    result = []
+    for i, (t, spec) in enumerate(zip(lowered.inputs, lowered.specs, strict=True)):
+        result.append(blob_tensor(model, i, True, _scalar_type(spec.example.dtype, i),
+                                  _static(t, f"input {i}"), t.layout))
+    return result
+
+
+def _outputs(lowered: Lowered, dtypes: list[str]) -> list[BlobTensor]:
+    model = lowered.cx.model
+    if len(dtypes) != len(lowered.output_map):
+        raise _unsupported(f"the program returns {len(dtypes)} tensors, the NNAPI model"
+                           f" {len(lowered.output_map)}")
+    result = []
+    for i, k in enumerate(lowered.output_map):
+        t = lowered.outputs[k]
+        shape: tuple[int, ...]
+        layout: tuple[int, ...]
+        if lowered.output_ranks[k] == 0:  # a 0-D result leaves NNAPI as [1]
+            shape, layout = (), ()
+        else:
+            shape, layout = _static(t, f"output {i}"), t.layout
+        tensor = blob_tensor(model, k, False, _scalar_type(dtypes[i], i), shape, layout)
+        result.append(tensor)
+    return result
+
+
+def _static(t: TensorValue, where: str) -> tuple[int, ...]:
+    if any(isinstance(d, Sym) for d in t.shape):
+        raise _unsupported(f"{where} has a flexible size; the NNAPI backend takes static"
+                           " shapes for now")
+    return tuple(int(d) for d in t.shape)
+
+
+def _scalar_type(dtype: str, index: int) -> ScalarType:
+    found = SCALAR_TYPE_OF_DTYPE.get(dtype)
+    if found is None:
+        raise _unsupported(f"tensor {index} has dtype {dtype}, which no NNAPI operand holds")
+    return found
+
+
+def _unsupported(message: str) -> ConversionError:
+    return ConversionError([UnsupportedUse("executorch", message, "the delegated program")])

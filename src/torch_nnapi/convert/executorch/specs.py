@@ -1,0 +1,138 @@
+"""The NNAPI backend's options as ExecuTorch compile specs (key -> UTF-8 text), and back.
+
+ExecuTorch hands ``preprocess`` the compile specs of the partition (``CompileSpec(key,
+value: bytes)``); here every option is one spec whose value is its text, so a spec list
+reads in a debugger and survives a .pte round trip. ``nnapi_compile_specs(**options)`` makes
+them, checked; ``EtOptions.of_specs`` reads them back, refusing unknown keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ...nnapi.codes import FeatureLevel, PriorityCode
+from ..options import preference_code
+from .blob import CompileSettings, Flag
+from .encode import DEFAULT_NAMED_THRESHOLD
+
+PRIORITIES = {"low": int(PriorityCode.LOW), "medium": int(PriorityCode.MEDIUM),
+              "high": int(PriorityCode.HIGH)}
+
+
+class SpecLike(Protocol):
+    """ExecuTorch's CompileSpec (a key and bytes), without importing ExecuTorch here."""
+
+    key: str
+    value: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class EtOptions:
+    """Everything the NNAPI backend's preprocess reads: how to convert and how to compile."""
+
+    settings: CompileSettings = CompileSettings()
+    nhwc: bool | None = None  # the 4-D inputs channels-last (None: the converter chooses)
+    target_level: int | None = None  # refuse a model that needs a higher feature level
+    named_threshold: int = DEFAULT_NAMED_THRESHOLD  # larger constants go to the data map
+
+    @classmethod
+    def of(cls, *, compilation_preference: str | int = "sustained_speed",
+           priority: str | int | None = None, compile_timeout_ns: int = 0,
+           execute_timeout_ns: int = 0, loop_timeout_ns: int = 0,
+           relax_fp32_to_fp16: bool = False, caching: bool = True, burst: bool = True,
+           cache_dir: str = "", devices: Sequence[str] = (), nhwc: bool | None = None,
+           target_level: int | None = None,
+           named_threshold: int = DEFAULT_NAMED_THRESHOLD) -> EtOptions:
+        """The options from keywords, checked (each bad value is a ValueError naming it)."""
+        for name, value in (("compile_timeout_ns", compile_timeout_ns),
+                            ("execute_timeout_ns", execute_timeout_ns),
+                            ("loop_timeout_ns", loop_timeout_ns),
+                            ("named_threshold", named_threshold)):
+            if int(value) < 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
+        for name in devices:
+            if not name or "," in name:
+                raise ValueError(f"device names are non-empty and hold no comma, got {name!r}")
+        flags = (Flag.RELAX_FP32_TO_FP16 * bool(relax_fp32_to_fp16)
+                 | Flag.CACHING * bool(caching) | Flag.BURST * bool(burst))
+        level = None if target_level is None else int(FeatureLevel(int(target_level)))
+        settings = CompileSettings(
+            preference=preference_code(compilation_preference), priority=_priority(priority),
+            compile_timeout_ns=int(compile_timeout_ns),
+            execute_timeout_ns=int(execute_timeout_ns), loop_timeout_ns=int(loop_timeout_ns),
+            flags=int(flags), cache_dir=str(cache_dir), devices=tuple(devices))
+        return cls(settings=settings, nhwc=nhwc, target_level=level,
+                   named_threshold=int(named_threshold))
+
+    @classmethod
+    def of_specs(cls, specs: Iterable[SpecLike]) -> EtOptions:
+        """The options a list of compile specs carries (see :func:`spec_pairs`)."""
+        keywords: dict[str, object] = {}
+        for spec in specs:
+            if spec.key not in _PARSERS:
+                raise ValueError(f"unknown NNAPI compile spec {spec.key!r} (known:"
+                                 f" {', '.join(sorted(_PARSERS))})")
+            text = bytes(spec.value).decode()
+            try:
+                keywords[spec.key] = _PARSERS[spec.key](text)
+            except ValueError:
+                raise ValueError(f"NNAPI compile spec {spec.key}={text!r} is not valid")\
+                    from None
+        return cls.of(**keywords)  # type: ignore[arg-type]
+
+
+def spec_pairs(**options: object) -> list[tuple[str, bytes]]:
+    """``(key, value)`` pairs of the given options, checked by :meth:`EtOptions.of` first;
+    ``nnapi_compile_specs`` wraps them as ExecuTorch CompileSpecs."""
+    EtOptions.of(**options)  # type: ignore[arg-type]
+    pairs = []
+    for key, value in options.items():
+        if isinstance(value, (list, tuple)):
+            text = ",".join(str(v) for v in value)
+        elif value is None:
+            text = ""
+        else:
+            text = str(value)
+        pairs.append((key, text.encode()))
+    return pairs
+
+
+def _priority(value: str | int | None) -> int:
+    if value is None or value == "":
+        return 0
+    if isinstance(value, str) and not value.isdigit():
+        try:
+            return PRIORITIES[value.lower()]
+        except KeyError:
+            raise ValueError(f"priority must be one of {sorted(PRIORITIES)}, got"
+                             f" {value!r}") from None
+    return int(PriorityCode(int(value)))
+
+
+def _bool(text: str) -> bool:
+    if text not in ("True", "False", "true", "false", "1", "0"):
+        raise ValueError(text)
+    return text in ("True", "true", "1")
+
+
+def _optional_bool(text: str) -> bool | None:
+    return None if text in ("", "None") else _bool(text)
+
+
+def _optional_int(text: str) -> int | None:
+    return None if text in ("", "None") else int(text)
+
+
+def _preference(text: str) -> str | int:
+    return int(text) if text.isdigit() else text
+
+
+_PARSERS: dict[str, Callable[[str], object]] = {
+    "compilation_preference": _preference, "priority": lambda t: t or None,
+    "compile_timeout_ns": int, "execute_timeout_ns": int, "loop_timeout_ns": int,
+    "relax_fp32_to_fp16": _bool, "caching": _bool, "burst": _bool, "cache_dir": str,
+    "devices": lambda t: tuple(t.split(",")) if t else (), "nhwc": _optional_bool,
+    "target_level": _optional_int, "named_threshold": int,
+}

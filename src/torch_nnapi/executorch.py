@@ -1,0 +1,34 @@
+"""NNAPI as an ExecuTorch backend: ``to_pte(model, x)`` lowers a model NNAPI runs whole to a
+.pte, ``load_backend()`` makes ExecuTorch's runtime able to run it (on Linux on torch-nnapi's
+libneuralnetworks.so), ``NnapiBackend`` and ``NnapiPartitioner`` plug into ExecuTorch's own
+``to_edge_transform_and_lower``, ``nnapi_compile_specs(**options)`` carries the options.
+
+    import torch_nnapi.executorch as tnn_et
+    pte = tnn_et.to_pte(model, (x,))
+    tnn_et.load_backend()
+    from executorch.runtime import Runtime
+    method = Runtime.get().load_program(pte).load_method("forward")
+    method.execute([x])
+
+``load_backend`` needs no ExecuTorch import of its own (it builds the C++ backend once into
+``~/.cache/torch_nnapi/``); the rest needs the ``executorch`` extra (README: "ExecuTorch").
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .convert.executorch.native_build import BuildError, build_backend, load_backend
+
+_EXPORTS = {"NnapiBackend": "backend", "NnapiPartitioner": "backend", "to_pte": "backend",
+            "nnapi_compile_specs": "backend", "read_blob": "blob", "write_blob": "blob"}
+
+__all__ = ["BuildError", "build_backend", "load_backend", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".convert.executorch.{module}", __package__), name)
