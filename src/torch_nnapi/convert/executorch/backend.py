@@ -89,9 +89,8 @@ def to_pte(model: torch.nn.Module | torch.export.ExportedProgram,
     if isinstance(model, torch.export.ExportedProgram):
         program = model
     else:  # a GraphModule from export or PT2E has no eval() of its own
-        module = model
-        if not is_exported(module):
-            module = module.eval()
+        exported = is_exported(model)  # a TypeGuard, kept from narrowing ``model`` here
+        module = model if exported else model.eval()
         program = torch.export.export(module, examples, strict=False)
     edge = to_edge_transform_and_lower(
         program, partitioner=[NnapiPartitioner(specs)],
