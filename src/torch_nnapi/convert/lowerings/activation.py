@@ -16,12 +16,12 @@ import torch
 
 from ...nnapi.codes import FeatureLevel, FuseCode
 from ...nnapi.codes import OperationType as Op
+from ..builder.arithmetic import arithmetic, composed_hardsigmoid, composed_hardswish, in_float
 from ..builder.common import constant_float, require_tensor
 from ..builder.context import Converter
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .elementwise import arithmetic
 
 _UNARY = {
     "aten::relu": Op.RELU, "aten::relu_": Op.RELU,
@@ -37,31 +37,6 @@ _UNARY = {
 }
 # Quantized outputs of these keep fixed parameters (NNAPI's and PyTorch's agree).
 _QUANT_OK = (Op.RELU, Op.LOGISTIC, Op.TANH)
-
-
-def float_of(cx: Converter, x: TensorValue) -> TensorValue:
-    """A float32 view of a quantized tensor (DEQUANTIZE)."""
-    return cx.emit(Op.DEQUANTIZE, dict(input=x), x.shape, "float32", x.layout, groups=x.groups)
-
-
-def quantize_as(cx: Converter, f: TensorValue, scale: float, zero_point: int,
-                dtype: str) -> TensorValue:
-    """QUANTIZE float ``f`` to the 8-bit ``dtype`` (quint8; qint8 from feature level 4)."""
-    return cx.emit(Op.QUANTIZE, dict(input=f), f.shape, dtype, f.layout, scale, zero_point,
-                   f.groups)
-
-
-def requantize_like_output(cx: Converter, y: TensorValue) -> TensorValue:
-    """QUANTIZE ``y`` with the quantization (and 8-bit type) PyTorch gave the node's output."""
-    scale, zero_point = cx.example_quant()
-    return quantize_as(cx, y, scale, zero_point, cx.example_quant_dtype())
-
-
-def in_float(cx: Converter, x: TensorValue, compute) -> TensorValue:
-    """``compute(x)``, through float when ``x`` is quantized."""
-    if not x.is_quantized:
-        return compute(x)
-    return requantize_like_output(cx, compute(float_of(cx, x)))
 
 
 _FUSE_CODES = {Op.RELU: FuseCode.RELU, Op.RELU1: FuseCode.RELU1, Op.RELU6: FuseCode.RELU6}
@@ -178,12 +153,7 @@ def clamp_max(cx: Converter, x, high):
           notes="relu6(x + 3) / 6: ADD with fused RELU6, then MUL")
 def hardsigmoid(cx: Converter, x):
     x = require_tensor(x)
-    return in_float(cx, x, lambda f: _hardsigmoid(cx, f))
-
-
-def _hardsigmoid(cx: Converter, x: TensorValue) -> TensorValue:
-    shifted = arithmetic(cx, Op.ADD, x, 3.0, FuseCode.RELU6)
-    return arithmetic(cx, Op.DIV, shifted, 6.0)
+    return in_float(cx, x, lambda f: composed_hardsigmoid(cx, f))
 
 
 @lowering("aten::hardswish", "aten::hardswish_", nnapi=("ADD", "MUL", "DIV", "HARD_SWISH"),
@@ -193,12 +163,7 @@ def hardswish(cx: Converter, x):
     x = require_tensor(x)
     if cx.allows(FeatureLevel.ANDROID_11, x):
         return hard_swish(cx, x)
-
-    def compute(f):
-        shifted = arithmetic(cx, Op.ADD, f, 3.0, FuseCode.RELU6)
-        return arithmetic(cx, Op.DIV, arithmetic(cx, Op.MUL, f, shifted), 6.0)
-
-    return in_float(cx, x, compute)
+    return in_float(cx, x, lambda f: composed_hardswish(cx, f))
 
 
 def hard_swish(cx: Converter, x: TensorValue) -> TensorValue:

@@ -3,8 +3,8 @@
 
 Composed at feature level 3 as PyTorch's reference computes it: the query scaled, the
 scores ``q @ k^T`` and the weighted values ``softmax(scores) @ v`` each one contraction
-(one GROUPED_CONV_2D over the batch and heads, _contraction.py), the mask added to the
-scores before the SOFTMAX. A bool mask (True: attend) becomes 0 / -inf through one SELECT
+(one GROUPED_CONV_2D over the batch and heads, builder/contraction.py), the mask added to
+the scores before the SOFTMAX. A bool mask (True: attend) becomes 0 / -inf through one SELECT
 between constants; ``is_causal`` is a constant -inf upper triangle. Grouped-query
 attention (``enable_gqa``) broadcasts each key/value head over its group of query heads.
 """
@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
+from ..builder.arithmetic import arithmetic
 from ..builder.common import constant_float, require_tensor, static_int
 from ..builder.context import Converter
 from ..builder.contraction import contract
@@ -25,7 +26,6 @@ from ..builder.symbolic import Sym
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .elementwise import arithmetic
 
 
 @lowering("aten::scaled_dot_product_attention",

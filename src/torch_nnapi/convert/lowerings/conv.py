@@ -19,43 +19,11 @@ from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
 from ..builder.common import require_tensor, static_int, static_ints
 from ..builder.context import Converter, ScalarInput
+from ..builder.spatial import ConvQuant, bias_operand, filter_operand, output_type, spatial_input
 from ..builder.symbolic import SymInt
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-
-
-@dataclass(frozen=True)
-class ConvQuant:
-    """Quantization of a quantized convolution: weights are 8-bit of the input's type
-    (zero point ``filter_zero_point``), the bias int32 with scale input.scale *
-    filter_scale."""
-
-    filter_scale: float
-    filter_zero_point: int
-    out_scale: float
-    out_zero_point: int
-
-
-def filter_operand(cx: Converter, array: np.ndarray, x: TensorValue, quant: ConvQuant | None):
-    if quant is None:
-        return cx.constant(array, x.dtype)
-    return cx.constant(array, x.dtype, scale=quant.filter_scale,
-                       zero_point=quant.filter_zero_point)
-
-
-def bias_operand(cx: Converter, bias: np.ndarray, x: TensorValue, quant: ConvQuant | None):
-    if quant is None:
-        return cx.constant(bias, x.dtype)
-    scale = x.scale * quant.filter_scale
-    q = np.clip(np.round(bias.astype(np.float64) / scale), -2**31, 2**31 - 1).astype(np.int32)
-    return cx.constant(q, "qint32", scale=scale)
-
-
-def output_type(x: TensorValue, quant: ConvQuant | None) -> tuple[str, float, int]:
-    if quant is None:
-        return x.dtype, 0.0, 0
-    return x.dtype, quant.out_scale, quant.out_zero_point
 
 
 @dataclass(frozen=True)
@@ -69,17 +37,6 @@ class Window:
     pad_bottom: int
     pad_left: int
     pad_right: int
-
-
-def spatial_input(cx: Converter, x: TensorValue) -> tuple[TensorValue, bool]:
-    """``x`` in a layout NNAPI's 2-D ops accept, and whether it is NCHW (the layout flag)."""
-    if x.rank != 4:
-        raise Unsupported(f"expected a 4-D input, got shape {list(x.shape)}")
-    if x.layout == lay.NHWC:
-        return x, False
-    if lay.is_identity(x.layout):
-        return x, True
-    return cx.to_layout(x, lay.NHWC), False
 
 
 def window_output(size: SymInt, kernel: int, stride: int, dilation: int, pad_before: int,

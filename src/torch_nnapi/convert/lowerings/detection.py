@@ -25,11 +25,11 @@ from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
 from ..builder.common import constant_float, require_tensor, static_int
 from ..builder.context import Converter
+from ..builder.slicing import strided_slice
+from ..builder.spatial import spatial_input
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .conv import spatial_input
-from .index import strided_slice
 
 
 def _rois(cx: Converter, rois) -> tuple[TensorValue, TensorValue]:

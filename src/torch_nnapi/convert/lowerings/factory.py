@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import torch
 
+from ..builder.arithmetic import select
 from ..builder.common import dim_index, named_args, tile
 from ..builder.context import Converter
+from ..builder.slicing import concatenate, slice_bound
 from ..builder.symbolic import Sym, hint, sym_max, sym_min
 from ..builder.values import TensorValue
 from ..capture.graph import DTYPE_OF_CODE, FILLED_KIND
 from ..errors import Unsupported
 from . import lowering
-from .elementwise import select
-from .index import slice_bound
-from .shape import concatenate
 
 
 def _dtype(code, default: str) -> torch.dtype:

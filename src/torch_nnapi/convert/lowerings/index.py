@@ -1,155 +1,24 @@
 """Slicing and gathering: slice, select, narrow, chunk, split, unbind, index_select,
 embedding and single-tensor indexing.
 
-Slices are STRIDED_SLICE with begin/end masks for untouched dimensions, so slicing keeps
-working on flexible dimensions (bounds that depend on them are patched at load time).
-select uses the shrink-axis mask. Equal chunks are one SPLIT.
+Slices are STRIDED_SLICE (builder/slicing.py) with begin/end masks for untouched dimensions,
+so slicing keeps working on flexible dimensions (bounds that depend on them are patched at
+load time). select uses the shrink-axis mask. Equal chunks are one SPLIT.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
 from ..builder.common import dim_index, require_tensor, static_int
 from ..builder.context import Converter
-from ..builder.merged import separate
-from ..builder.symbolic import Sym, SymInt, ceil_div, sym_max, sym_min
+from ..builder.slicing import slice_bound, split_sizes, strided_slice
+from ..builder.symbolic import Sym
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-
-_BIG = 2 ** 62
-
-
-def slice_bound(v, size: SymInt, default: SymInt) -> SymInt:
-    """A PyTorch slice bound made non-negative and clamped to [0, size]."""
-    if v is None:
-        return default
-    if isinstance(v, Sym):
-        return v
-    v = int(v)
-    if v >= _BIG or (not isinstance(size, Sym) and v >= size):
-        return size
-    if v == 0:
-        return 0
-    if v < 0:
-        v = size + v
-        return sym_max(v, 0) if isinstance(v, Sym) else max(v, 0)
-    return sym_min(v, size) if isinstance(size, Sym) else min(v, size)
-
-
-def strided_slice(cx: Converter, x: TensorValue, slices: dict[int, tuple], shrink=()) \
-        -> TensorValue:
-    """STRIDED_SLICE of ``x``: ``slices`` maps a PyTorch dim to (start, end, step) with
-    clamped non-negative bounds; ``shrink`` dims (each a one-element slice) are removed."""
-    if x.groups or x.rank > 4:
-        return _strided_slice_merged(cx, x, slices, shrink)
-    begin, end, strides = [], [], []
-    begin_mask = end_mask = shrink_mask = 0
-    shape = list(x.shape)
-    for axis, dim in enumerate(x.layout):
-        if dim in slices:
-            start, stop, step = slices[dim]
-            begin.append(start)
-            end.append(stop)
-            strides.append(step)
-            if _same(stop, shape[dim]):
-                end_mask |= 1 << axis
-                end[-1] = 0
-            shape[dim] = sym_max(ceil_div(stop - start, step), 0) if isinstance(
-                stop - start, Sym) else max(-(-(stop - start) // step), 0)
-        else:
-            begin.append(0)
-            end.append(0)
-            strides.append(1)
-            begin_mask |= 1 << axis
-            end_mask |= 1 << axis
-        if dim in shrink:
-            shrink_mask |= 1 << axis
-    out_shape = tuple(n for d, n in enumerate(shape) if d not in shrink)
-    out_layout = lay.without_dims(x.layout, list(shrink)) if shrink else x.layout
-    if not shrink and all(not isinstance(a, Sym) and not isinstance(b, Sym) and a == b
-                          for a, b in zip(out_shape, x.shape, strict=False)):
-        return x
-    return cx.emit(Op.STRIDED_SLICE,
-                   dict(input=x, begin=cx.int_vector(begin), end=cx.int_vector(end),
-                        strides=cx.int_vector(strides), begin_mask=cx.i32(begin_mask),
-                        end_mask=cx.i32(end_mask), shrink_axis_mask=cx.i32(shrink_mask)),
-                   out_shape, x.dtype, out_layout, x.scale, x.zero_point)
-
-
-def _outer_of_run(x: TensorValue, dim: int, step: int) -> tuple[int, SymInt] | None:
-    """(NNAPI axis, size of the dimensions merged inside it) when ``dim`` can be sliced on
-    its merged axis: the outermost of its run (a slice of it is a contiguous range of the
-    merged axis) with step 1, or alone in its run; else None."""
-    position = lay.axis(x.layout, dim)
-    for axis, run in enumerate(lay.group_runs(x.groups, x.rank)):
-        if position in run:
-            inner: SymInt = 1
-            for p in run:
-                if p != position:
-                    inner = inner * x.shape[x.layout[p]]
-            if _same(inner, 1) or (position == run[0] and step == 1):
-                return axis, inner
-            return None
-    return None
-
-
-def _strided_slice_merged(cx: Converter, x: TensorValue, slices: dict[int, tuple],
-                          shrink) -> TensorValue:
-    """strided_slice of an operand merging dimensions: a sliced dimension outermost in its
-    merged axis slices that axis in units of the inner size; others are separated first."""
-    places = {d: _outer_of_run(x, d, slices[d][2]) for d in slices}
-    if any(p is None for p in places.values()):
-        x = separate(cx, x, slices)
-        places = {d: _outer_of_run(x, d, slices[d][2]) for d in slices}
-    runs = lay.group_runs(x.groups, x.rank)
-    nshape = x.nnapi_shape
-    begin: list[SymInt] = [0] * len(runs)
-    end: list[SymInt] = list(nshape)
-    strides = [1] * len(runs)
-    shape = list(x.shape)
-    shrink_mask = 0
-    sizes = [len(run) for run in runs]
-    for d, (start, stop, step) in slices.items():
-        place = places[d]
-        assert place is not None  # every sliced dimension is separate now
-        axis, inner = place
-        begin[axis], end[axis], strides[axis] = start * inner, stop * inner, step
-        length = stop - start
-        shape[d] = sym_max(ceil_div(length, step), 0) if isinstance(length, Sym) else \
-            max(-(-length // step), 0)
-        if d in shrink:
-            sizes[axis] -= 1
-            if sizes[axis] == 0 and _same(inner, 1) and len(runs[axis]) == 1:
-                shrink_mask |= 1 << axis
-    end_mask = 0
-    for axis in range(len(runs)):
-        if _same(end[axis], nshape[axis]):
-            end_mask |= 1 << axis
-            end[axis] = 0
-    out_shape = tuple(n for d, n in enumerate(shape) if d not in shrink)
-    out_layout = lay.without_dims(x.layout, list(shrink)) if shrink else x.layout
-    kept = [n for axis, n in enumerate(sizes) if not shrink_mask & (1 << axis)]
-    groups = lay.normalize_groups(kept, len(out_shape)) if out_shape else ()
-    if not shrink and all(_same(a, b) for a, b in zip(out_shape, x.shape, strict=False)):
-        return x
-    return cx.emit(Op.STRIDED_SLICE,
-                   dict(input=x, begin=cx.int_vector(begin), end=cx.int_vector(end),
-                        strides=cx.int_vector(strides), begin_mask=cx.i32(0),
-                        end_mask=cx.i32(end_mask), shrink_axis_mask=cx.i32(shrink_mask)),
-                   out_shape, x.dtype, out_layout, x.scale, x.zero_point, groups)
-
-
-def _same(a: SymInt, b: SymInt) -> bool:
-    if isinstance(a, Sym) or isinstance(b, Sym):
-        return isinstance(a, Sym) and a == b
-    return int(a) == int(b)
 
 
 @lowering("aten::slice", nnapi=("STRIDED_SLICE",), any_rank=True)
@@ -182,34 +51,6 @@ def select(cx: Converter, x, dim, index):
     if not isinstance(i, Sym) and i < 0:
         i = x.shape[d] + i
     return strided_slice(cx, x, {d: (i, i + 1, 1)}, shrink=(d,))
-
-
-def split_sizes(cx: Converter, x: TensorValue, dim: int, sizes: Sequence[SymInt]) \
-        -> list[TensorValue]:
-    """Pieces of ``x`` along ``dim``: one SPLIT if they are equal, else slices."""
-    if len(sizes) == 1:
-        return [x]
-    if all(not isinstance(s, Sym) for s in sizes) and len(set(sizes)) == 1:
-        if x.groups or x.rank > 4:  # equal parts of the outermost of a merged axis
-            place = _outer_of_run(x, dim, 1)
-            if place is None:
-                x = separate(cx, x, [dim])
-                place = _outer_of_run(x, dim, 1)
-            assert place is not None
-            axis = place[0]
-        else:
-            axis = lay.axis(x.layout, dim)
-        parts = [cx.new_tensor(tuple(s if i == dim else n for i, n in enumerate(x.shape)),
-                               x.dtype, x.layout, x.scale, x.zero_point, x.groups)
-                 for s in sizes]
-        cx.operation(Op.SPLIT, dict(input=x, axis=cx.i32(axis), num_splits=cx.i32(len(sizes))),
-                     dict(outputs=parts))
-        return parts
-    parts, start = [], 0
-    for s in sizes:
-        parts.append(strided_slice(cx, x, {dim: (start, start + s, 1)}))
-        start = start + s
-    return parts
 
 
 @lowering("aten::chunk", "aten::unsafe_chunk", nnapi=("SPLIT", "STRIDED_SLICE"),
@@ -249,14 +90,6 @@ def unbind(cx: Converter, x, dim=0):
     d = dim_index(dim, x.rank)
     n = static_int(x.shape[d], "unbind dimension")
     return [strided_slice(cx, x, {d: (i, i + 1, 1)}, shrink=(d,)) for i in range(n)]
-
-
-def gather_indices(cx: Converter, x: TensorValue, dim: int, indices) -> TensorValue:
-    """GATHER along PyTorch dimension ``dim`` with constant indices (a list)."""
-    idx = cx.constant(np.asarray(indices, np.int32).reshape(-1), "int32")
-    shape = tuple(len(indices) if i == dim else n for i, n in enumerate(x.shape))
-    return cx.emit(Op.GATHER, dict(input=x, axis=cx.i32(lay.axis(x.layout, dim)), indices=idx),
-                   shape, x.dtype, x.layout, x.scale, x.zero_point)
 
 
 def _index_operand(cx: Converter, index) -> TensorValue:

@@ -3,7 +3,8 @@
 With a constant weight matrix (linear, addmm, matmul by a parameter) the product is one
 FULLY_CONNECTED, which flattens leading dimensions itself; a RESHAPE restores them. A
 product of two model tensors (attention's ``q @ k.transpose(-2, -1)``) has no batched
-matmul at feature level 3: it is one FULLY_CONNECTED or GROUPED_CONV_2D (_contraction.py).
+matmul at feature level 3: it is one FULLY_CONNECTED or GROUPED_CONV_2D
+(builder/contraction.py).
 """
 
 from __future__ import annotations
@@ -14,18 +15,17 @@ import torch
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
+from ..builder.arithmetic import arithmetic, reduce
 from ..builder.common import constant_float, require_tensor
 from ..builder.context import Converter
 from ..builder.contraction import contract
 from ..builder.merged import stored_layout, ungroup, view_runs
+from ..builder.slicing import permute
+from ..builder.spatial import ConvQuant, bias_operand, filter_operand, output_type
 from ..builder.symbolic import SymInt
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .conv import ConvQuant, bias_operand, filter_operand, output_type
-from .elementwise import arithmetic
-from .reduce import reduce
-from .shape import permute
 
 
 def _prod(dims) -> SymInt:
@@ -196,7 +196,7 @@ def einsum(cx: Converter, equation, operands, path=None):
         value = contract(cx, value, other, have, other_labels, result)
         have = result
     value, have = _sum_own(cx, value, have, set(output))
-    return permute(cx, value, [have.index(c) for c in output])
+    return permute(value, [have.index(c) for c in output])
 
 
 def _sum_own(cx: Converter, t: TensorValue, labels: str, needed: set) -> tuple:
@@ -233,7 +233,7 @@ def matmul(cx: Converter, a, b):
 
 
 def matmul_tensors(cx: Converter, a, b) -> TensorValue:
-    """``a @ b`` with PyTorch's matmul broadcasting, as one contraction (_contraction.py:
+    """``a @ b`` with PyTorch's matmul broadcasting, as one contraction (contraction.py:
     a FULLY_CONNECTED, or a GROUPED_CONV_2D whose groups are the batch)."""
     like = a if isinstance(a, TensorValue) else b
     like = require_tensor(like)

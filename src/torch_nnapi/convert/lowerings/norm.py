@@ -1,8 +1,8 @@
 """Normalizations: batch_norm, layer_norm, instance_norm, group_norm.
 
 Freezing folds a batch norm that follows a convolution or linear layer into its weights
-(capture.py); one left standalone is a per-channel MUL and ADD with constants folded from
-its statistics. NNAPI (level 3) has no layer or group norm: they are composed from MEAN,
+(capture/script.py); one left standalone is a per-channel MUL and ADD with constants folded
+from its statistics. NNAPI (level 3) has no layer or group norm: they are composed from MEAN,
 SUB, MUL, ADD and RSQRT (two-pass variance). So is instance_norm: Android 10's reference
 INSTANCE_NORMALIZATION (which the conformance tests pin) divides by sqrt(mean(x^2) + eps)
 rather than by the standard deviation, and its gamma and beta are scalars anyway.
@@ -14,14 +14,12 @@ import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
+from ..builder.arithmetic import arithmetic, in_float, reduce
 from ..builder.common import constant_float, require_tensor, static_int
 from ..builder.context import Converter
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .activation import in_float
-from .elementwise import arithmetic
-from .reduce import reduce
 
 
 def _vector(v, what: str) -> np.ndarray | None:

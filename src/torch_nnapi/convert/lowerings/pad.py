@@ -12,11 +12,11 @@ import numpy as np
 from ...nnapi.codes import OperationType as Op
 from ..builder.common import constant_float, require_tensor, static_int, static_ints
 from ..builder.context import Converter
+from ..builder.slicing import gather_indices, strided_slice
 from ..builder.symbolic import Sym, SymInt, all_static, sym_max
 from ..builder.values import QUANT_RANGES, TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .index import gather_indices, strided_slice
 
 
 def _per_dim(x: TensorValue, pad, flexible: bool = False) -> dict[int, tuple]:

@@ -15,13 +15,14 @@ import numpy as np
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
+from ..builder.arithmetic import arithmetic, in_float
 from ..builder.common import require_tensor, static_int, static_ints
 from ..builder.context import Converter
+from ..builder.spatial import global_pool, spatial_input
 from ..builder.symbolic import Sym, SymInt, ceil_div, sym_max, sym_min
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .conv import spatial_input
 
 
 def pooled_size(size: SymInt, kernel: int, stride: int, pad: int, ceil_mode: bool) \
@@ -59,20 +60,6 @@ def pool2d(cx: Converter, op: Op, x: TensorValue, kernel, stride, padding, ceil_
                             stride_h=cx.i32(sh), filter_w=cx.i32(kw), filter_h=cx.i32(kh),
                             fuse_code=cx.i32(int(fuse)), nchw=cx.boolean(nchw)),
                    (n, c, oh, ow), x.dtype, x.layout, x.scale, x.zero_point)
-
-
-def global_pool(cx: Converter, op: Op, x: TensorValue) -> TensorValue | None:
-    """AVERAGE_POOL_2D or MAX_POOL_2D over all of H and W (any sizes, flexible ones too) of
-    a channels-last ``x``, the [N, C, 1, 1] result channels-last; None for other layouts,
-    which would need the NCHW flag (level 3) where MEAN needs level 2."""
-    if x.rank != 4 or x.layout != lay.NHWC:
-        return None
-    n, c, h, w = x.shape
-    zero, one = cx.i32(0), cx.i32(1)
-    return cx.emit(op, dict(input=x, pad_left=zero, pad_right=zero, pad_top=zero,
-                            pad_bottom=zero, stride_w=one, stride_h=one, filter_w=cx.i32(w),
-                            filter_h=cx.i32(h), fuse_code=cx.i32(int(FuseCode.NONE))),
-                   (n, c, 1, 1), x.dtype, x.layout, x.scale, x.zero_point)
 
 
 def _as_4d(cx: Converter, x: TensorValue) -> tuple[TensorValue, bool]:
@@ -131,8 +118,6 @@ def _avg_pool2d(cx: Converter, x: TensorValue, kernel, stride, padding, ceil_mod
             raise Unsupported("avg_pool2d divisor_override with padding or ceil_mode")
         y = pool2d(cx, Op.AVERAGE_POOL_2D, x, kernel, stride, padding, False)
         factor = kh * kw / static_int(divisor_override, "divisor_override")
-        from .elementwise import arithmetic
-
         return arithmetic(cx, Op.MUL, y, factor) if not y.is_quantized else _unsupported_q()
     if count_include_pad and (ph or pw):
         x = _zero_pad_hw(cx, x, ph, pw)
@@ -199,7 +184,6 @@ def contract_axis(cx: Converter, x: TensorValue, torch_dim: int, matrix: np.ndar
 
 def _adaptive_avg_matrices(cx: Converter, x: TensorValue, oh: int, ow: int) -> TensorValue:
     """Uneven adaptive average pooling: two products with averaging matrices."""
-    from .activation import in_float
 
     def compute(f):
         out = f

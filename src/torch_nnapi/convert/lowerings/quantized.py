@@ -15,6 +15,12 @@ level 3 cannot compute in 8 bits, run the same way in float.
 The other operand of add and mul may be a number (the ``.Scalar`` overloads, e.g. a residual sum
 that starts from 0) or a quantized constant (FX quantizes parameters such as a position
 embedding or a layer scale ahead of time).
+
+This family wraps the float families: unlike the others, which share only the building
+blocks of ``builder/``, it calls their tensor forms (``conv.conv2d_tensor`` and
+``conv_transpose``, ``linear.fully_connected`` and ``matmul_tensors``, the norms, softmax and
+leaky_relu), with quantized operands or between DEQUANTIZE and QUANTIZE; moving those into
+``builder/`` would move most of those families.
 """
 
 from __future__ import annotations
@@ -24,21 +30,28 @@ import torch
 
 from ...nnapi.codes import FeatureLevel, FuseCode
 from ...nnapi.codes import OperationType as Op
+from ..builder.arithmetic import (
+    arithmetic,
+    composed_hardsigmoid,
+    composed_hardswish,
+    float_of,
+    quantize_as,
+)
 from ..builder.common import broadcast_operands, constant_float, require_tensor, static_int
 from ..builder.context import Converter
+from ..builder.slicing import concatenate
+from ..builder.spatial import ConvQuant
 from ..builder.values import QUANT_DTYPES, QUANT_RANGES, TensorValue
 from ..capture.graph import SCALAR_TYPES
 from ..capture.packed import ConvParams, LinearParams, StoredWeight
 from ..errors import Unsupported
 from ..quant_policy import fixed_output
 from . import lowering
-from .activation import _hardsigmoid, float_of, quantize_as
-from .conv import ConvQuant, conv2d_tensor, conv_transpose
-from .elementwise import arithmetic
+from .activation import leaky_relu
+from .conv import conv2d_tensor, conv_transpose
 from .linear import fully_connected, matmul_tensors
 from .norm import batch_norm, group_norm, instance_norm, layer_norm
 from .reduce import softmax
-from .shape import concatenate
 
 
 def quantized_input(x) -> TensorValue:
@@ -60,7 +73,7 @@ def quantize_per_tensor(cx: Converter, x, scale, zero_point, dtype):
     name = quant_dtype_of(dtype)
     s, zp = _output_params(scale, zero_point)
     if x.is_quantized and (x.dtype, x.scale, x.zero_point) == (name, s, zp):
-        return x  # a model input the wrapper quantizes on the host (lower._quantized_on_host)
+        return x  # a model input the wrapper quantizes on the host (lowerer._quantized_on_host)
     if not x.is_float:
         raise Unsupported(f"quantize_per_tensor of a {x.dtype} tensor")
     return quantize_as(cx, x, s, zp, name)
@@ -315,9 +328,7 @@ def qhardswish(cx: Converter, x, scale, zero_point):
     if cx.allows(FeatureLevel.ANDROID_11, x):
         return cx.emit(Op.HARD_SWISH, dict(input=x), x.shape, x.dtype, x.layout, out_scale,
                        out_zp)
-    f = float_of(cx, x)
-    shifted = arithmetic(cx, Op.ADD, f, 3.0, FuseCode.RELU6)
-    y = arithmetic(cx, Op.DIV, arithmetic(cx, Op.MUL, f, shifted), 6.0)
+    y = composed_hardswish(cx, float_of(cx, x))
     return quantize_as(cx, y, out_scale, out_zp, x.dtype)
 
 
@@ -327,7 +338,7 @@ def qhardsigmoid(cx: Converter, x, scale=None, zero_point=None):
     x = quantized_input(x)
     out_scale, out_zp = cx.example_quant() if scale is None else _output_params(scale,
                                                                                   zero_point)
-    return quantize_as(cx, _hardsigmoid(cx, float_of(cx, x)), out_scale, out_zp, x.dtype)
+    return quantize_as(cx, composed_hardsigmoid(cx, float_of(cx, x)), out_scale, out_zp, x.dtype)
 
 
 @lowering("quantized::batch_norm2d", "quantized::batch_norm2d_relu", "quantized::batch_norm",
@@ -350,8 +361,6 @@ def qrelu6(cx: Converter, x, inplace=False):
 @lowering("quantized::leaky_relu", nnapi=("DEQUANTIZE", "PRELU", "QUANTIZE"),
           notes="computed in float")
 def qleaky_relu(cx: Converter, x, slope, inplace, scale, zero_point):
-    from .activation import leaky_relu
-
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
     return quantize_as(cx, leaky_relu(cx, float_of(cx, x), slope), out_scale, out_zp, x.dtype)

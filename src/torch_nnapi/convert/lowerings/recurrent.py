@@ -41,14 +41,13 @@ import torch
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
+from ..builder.arithmetic import arithmetic
 from ..builder.common import require_tensor, static_int
 from ..builder.context import Converter
+from ..builder.slicing import concatenate, split_sizes
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .elementwise import arithmetic
-from .index import split_sizes
-from .shape import concatenate
 
 State = tuple[TensorValue, ...]  # (h,) or, for an LSTM, (h, c): each [batch, size]
 Cell = Callable[[TensorValue, State], State]

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
+from ..builder.arithmetic import arithmetic, extremum, in_float, power, reduce
 from ..builder.common import constant_float, dim_index, named_args, require_tensor
 from ..builder.context import Converter
-from ..builder.merged import fit, separate
+from ..builder.merged import separate
+from ..builder.slicing import unsqueeze
+from ..builder.spatial import global_pool
 from ..builder.symbolic import SymInt
 from ..builder.values import TensorValue
 from ..capture.graph import DTYPE_OF_CODE
 from ..errors import Unsupported
 from ..quant_policy import fixed_output
 from . import lowering
-from .activation import in_float
-from .elementwise import arithmetic, extremum, power
-from .pool import global_pool
-from .shape import squeeze
 
 
 def reduce_dims(x: TensorValue, dims) -> list[int]:
@@ -30,61 +29,6 @@ def reduce_dims(x: TensorValue, dims) -> list[int]:
     if not isinstance(dims, (list, tuple)):
         dims = [dims]
     return sorted({dim_index(d, x.rank) for d in dims})
-
-
-def reduce(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool,
-           dtype: str | None = None) -> TensorValue:
-    """One NNAPI reduction of PyTorch dims ``dims``; MEAN takes keep_dims as INT32, the
-    REDUCE_* ops as BOOL. Merged dimensions (tensors of rank above 4) each hold reduced
-    dimensions only or kept ones only."""
-    if x.groups or x.rank > 4:
-        return _reduce_merged(cx, op, x, dims, keepdim, dtype)
-    axes = cx.int_vector([lay.axis(x.layout, d) for d in dims])
-    keep = cx.i32(int(keepdim)) if op == Op.MEAN else cx.boolean(keepdim)
-    if keepdim:
-        shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
-        layout = x.layout
-    else:
-        shape = tuple(n for i, n in enumerate(x.shape) if i not in dims)
-        layout = lay.without_dims(x.layout, dims)
-    if x.is_quantized and op == Op.MEAN:
-        scale, zero_point = cx.example_quant()
-    else:
-        scale, zero_point = x.scale, x.zero_point
-    return cx.emit(op, dict(input=x, axes=axes, keep_dims=keep), shape, dtype or x.dtype, layout,
-                   scale, zero_point)
-
-
-def _reduce_merged(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool,
-                   dtype: str | None) -> TensorValue:
-    try:
-        x = fit(cx, x, ["reduced" if d in dims else "kept" for d in range(x.rank)])
-    except Unsupported:
-        if len(dims) < 2:
-            raise
-        # reduced and kept dimensions alternate too often: one dimension at a time (exact
-        # for sums, extrema and means of equal-sized parts), the reduced ones kept as 1
-        for d in dims:
-            x = _reduce_merged(cx, op, x, [d], True, dtype)
-        return x if keepdim else squeeze(cx, x, dims)
-    runs = lay.group_runs(x.groups, x.rank)
-    reduced = [axis for axis, run in enumerate(runs) if run and x.layout[run[0]] in dims]
-    axes = cx.int_vector(reduced)
-    keep = cx.i32(int(keepdim)) if op == Op.MEAN else cx.boolean(keepdim)
-    if keepdim:
-        shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
-        layout, groups = x.layout, x.groups
-    else:
-        shape = tuple(n for i, n in enumerate(x.shape) if i not in dims)
-        layout = lay.without_dims(x.layout, dims)
-        sizes = [len(run) for axis, run in enumerate(runs) if axis not in reduced]
-        groups = lay.normalize_groups(sizes, len(shape)) if shape else ()
-    if x.is_quantized and op == Op.MEAN:
-        scale, zero_point = cx.example_quant()
-    else:
-        scale, zero_point = x.scale, x.zero_point
-    return cx.emit(op, dict(input=x, axes=axes, keep_dims=keep), shape, dtype or x.dtype,
-                   layout, scale, zero_point, groups)
 
 
 def _dtype_arg(x: TensorValue, dtype) -> TensorValue:
@@ -163,8 +107,6 @@ def arg_extremum(cx: Converter, x: TensorValue, d: int, keepdim: bool, is_max: b
     out = cx.emit(op, dict(input=x, axis=cx.i32(lay.axis(x.layout, d))), shape, "int64",
                   lay.without_dims(x.layout, [d]))
     if keepdim:
-        from .shape import unsqueeze
-
         out = unsqueeze(cx, out, d)
     return out
 

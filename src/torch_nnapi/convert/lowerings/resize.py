@@ -18,17 +18,15 @@ import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
+from ..builder.arithmetic import arithmetic, in_float
 from ..builder.common import require_tensor, static_int, tile
 from ..builder.context import Converter
+from ..builder.slicing import concatenate, gather_indices, strided_slice
+from ..builder.spatial import spatial_input
 from ..builder.symbolic import Sym, hint
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .activation import in_float
-from .conv import spatial_input
-from .elementwise import arithmetic
-from .index import gather_indices, strided_slice
-from .shape import concatenate
 
 
 def _sizes_and_scales(x: TensorValue, output_size, scales, dims: int):

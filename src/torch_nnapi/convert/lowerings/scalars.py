@@ -4,8 +4,8 @@
 prim::NumToTensor, aten::Int, list construction and integer arithmetic. Sizes are known
 here (plain ints) or depend on flexible input dimensions (:class:`Sym`, resolved at load
 time), so all of this becomes values, never operations. Tensor-valued ops sharing a name
-with number arithmetic (aten::add, aten::mul...) call :func:`number_binary` from their own
-lowerings when both operands are numbers.
+with number arithmetic (aten::add, aten::mul...) call ``number_binary``
+(builder/arithmetic.py) from their own lowerings when both operands are numbers.
 """
 
 from __future__ import annotations
@@ -14,47 +14,13 @@ import operator
 
 import torch
 
-from ..builder.context import Converter, is_number
-from ..builder.symbolic import Sym, binary, sym_max, sym_min
+from ..builder.arithmetic import as_number, number_binary
+from ..builder.context import Converter
+from ..builder.symbolic import Sym, sym_max, sym_min
 from ..builder.values import TensorValue
 from ..capture.graph import SCALAR_TYPES
 from ..errors import Unsupported
 from . import lowering
-
-
-def as_number(v):
-    """A number from a number or a one-element constant tensor (NumToTensor results)."""
-    if isinstance(v, torch.Tensor) and v.numel() == 1 and not v.is_quantized:
-        return v.item()
-    return v
-
-
-def both_numbers(a, b) -> bool:
-    """True when a binary op is number arithmetic (no tensor operand in the model)."""
-    if isinstance(a, TensorValue) or isinstance(b, TensorValue):
-        return False
-    a, b = as_number(a), as_number(b)
-    return is_number(a) and is_number(b)
-
-
-_SYM_OPS = {"add": "add", "sub": "sub", "mul": "mul", "floordiv": "floordiv",
-            "remainder": "mod"}
-_PY_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-           "floordiv": operator.floordiv, "remainder": operator.mod,
-           "div": operator.truediv}
-
-
-def number_binary(op: str, a, b):
-    """``a op b`` for numbers, either of which may be a flexible size."""
-    a, b = as_number(a), as_number(b)
-    if isinstance(a, Sym) or isinstance(b, Sym):
-        if op == "div":
-            raise Unsupported("true division of a flexible dimension (use // instead)")
-        if isinstance(a, float) or isinstance(b, float):
-            raise Unsupported("float arithmetic on a flexible dimension")
-        return binary(_SYM_OPS[op], a, b)
-    return _PY_OPS[op](a, b)
-
 
 # ------------------------------------------------------------------------ containers
 
@@ -202,16 +168,6 @@ def extremum(cx: Converter, *args):
         result = fn(result, x) if isinstance(result, Sym) or isinstance(x, Sym) else (
             max(result, x) if cx.current_node.kind == "prim::max" else min(result, x))
     return result
-
-
-def compare_numbers(kind: str, a, b) -> bool:
-    a, b = as_number(a), as_number(b)
-    if isinstance(a, Sym) or isinstance(b, Sym):
-        if kind in ("aten::eq", "aten::ne") and isinstance(a, Sym) and a == b:
-            return kind == "aten::eq"
-        raise Unsupported("control flow that depends on a flexible dimension")
-    return {"aten::eq": operator.eq, "aten::ne": operator.ne, "aten::lt": operator.lt,
-            "aten::gt": operator.gt, "aten::le": operator.le, "aten::ge": operator.ge}[kind](a, b)
 
 
 # ------------------------------------------------------------------------ plumbing

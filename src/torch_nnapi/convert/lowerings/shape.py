@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import torch
 
-from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
-from ..builder.common import choose_layout, dim_index, require_tensor, static_int, tile
+from ..builder.common import dim_index, require_tensor, static_int, tile
 from ..builder.context import Converter
-from ..builder.merged import regroup, reshape_in_place, separate, with_rank
+from ..builder.merged import reshape_in_place, with_rank
+from ..builder.slicing import (
+    concatenate,
+    gather_indices,
+    permute,
+    squeeze,
+    strided_slice,
+    unsqueeze,
+)
 from ..builder.symbolic import Sym, SymInt, sym_min
-from ..builder.values import QUANT_DTYPES, TensorValue
+from ..builder.values import TensorValue
 from ..errors import ConverterBug, Unsupported
 from . import lowering
-from .index import strided_slice
 
 
 def _numel(shape) -> SymInt:
@@ -90,74 +96,26 @@ def unflatten(cx: Converter, x, dim, sizes):
     return view(cx, x, x.shape[:d] + inner + x.shape[d + 1:])
 
 
-def relayout_reshape(cx: Converter, x: TensorValue, shape, layout) -> TensorValue:
-    """A RESHAPE that keeps the data order: only size-1 dimensions appear or vanish."""
-    if x.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
-        return cx.reshape(x, shape)
-    out = cx.new_tensor(shape, x.dtype, layout, x.scale, x.zero_point)
-    cx.operation(Op.RESHAPE, dict(input=x, shape=cx.shape_vector(out.nnapi_shape)),
-                 dict(output=out))
-    return out
-
-
 @lowering("aten::squeeze", "aten::squeeze_", nnapi=("RESHAPE",), any_rank=True,
           notes="keeps the layout (squeezed dims have size 1)")
-def squeeze(cx: Converter, x, dims=None):
+def aten_squeeze(cx: Converter, x, dims=None):
     x = require_tensor(x)
     if dims is None:
-        drop = [d for d, n in enumerate(x.shape) if not isinstance(n, Sym) and n == 1]
-    else:
-        dims = dims if isinstance(dims, (list, tuple)) else [dims]
-        drop = [dim_index(d, x.rank) for d in dims]
-        drop = [d for d in drop if not isinstance(x.shape[d], Sym) and x.shape[d] == 1]
-    if not drop:
-        return x
-    shape = tuple(n for d, n in enumerate(x.shape) if d not in drop)
-    if not shape:
-        return cx.reshape(x, ())
-    layout = lay.without_dims(x.layout, drop)
-    if x.groups:
-        return _drop_unit_dims(cx, x, drop, shape, layout)
-    return relayout_reshape(cx, x, shape, layout)
-
-
-def _drop_unit_dims(cx: Converter, x: TensorValue, drop, shape, layout) -> TensorValue:
-    """squeeze of a merged operand: the same operand, fewer PyTorch dimensions."""
-    sizes = list(lay.group_sizes(x.groups, x.rank))
-    runs = lay.group_runs(x.groups, x.rank)
-    for position, d in enumerate(x.layout):
-        if d in drop:
-            sizes[next(i for i, run in enumerate(runs) if position in run)] -= 1
-    # a merged dimension left without PyTorch dimensions stays, as a size-1 NNAPI dimension
-    return x.with_(shape=shape, layout=layout, groups=lay.normalize_groups(sizes, len(shape)))
+        return squeeze(cx, x, range(x.rank))
+    dims = dims if isinstance(dims, (list, tuple)) else [dims]
+    return squeeze(cx, x, [dim_index(d, x.rank) for d in dims])
 
 
 @lowering("aten::unsqueeze", "aten::unsqueeze_", nnapi=("RESHAPE",), any_rank=True)
-def unsqueeze(cx: Converter, x, dim):
+def aten_unsqueeze(cx: Converter, x, dim):
     x = require_tensor(x)
-    d = dim_index(dim, x.rank + 1)
-    shape = x.shape[:d] + (1,) + x.shape[d:]
-    renumbered = [i + 1 if i >= d else i for i in x.layout]
-    # put the new dimension where PyTorch's next dimension is stored (or last)
-    position = renumbered.index(d + 1) if d < x.rank else len(renumbered)
-    layout = tuple(renumbered[:position] + [d] + renumbered[position:])
-    if x.groups or x.rank >= 4:  # the new size-1 dimension joins a merged one
-        sizes = list(lay.group_sizes(x.groups, x.rank))
-        runs = lay.group_runs(x.groups, x.rank)
-        neighbour = max(position - 1, 0)
-        sizes[next(i for i, run in enumerate(runs) if neighbour in run)] += 1
-        return x.with_(shape=shape, layout=layout,
-                       groups=lay.normalize_groups(sizes, len(shape)))
-    return relayout_reshape(cx, x, shape, layout)
+    return unsqueeze(cx, x, dim_index(dim, x.rank + 1))
 
 
 @lowering("aten::permute", nnapi=(), notes="no operation: changes the layout", any_rank=True)
-def permute(cx: Converter, x, dims):
+def aten_permute(cx: Converter, x, dims):
     x = require_tensor(x)
-    perm = [dim_index(d, x.rank) for d in dims]
-    if sorted(perm) != list(range(x.rank)):
-        raise Unsupported(f"permute({perm}) is not a permutation")
-    return x.with_(shape=tuple(x.shape[p] for p in perm), layout=lay.compose(x.layout, perm))
+    return permute(x, [dim_index(d, x.rank) for d in dims])
 
 
 @lowering("aten::transpose", "aten::transpose_", "aten::swapaxes", "aten::swapdims",
@@ -167,7 +125,7 @@ def transpose(cx: Converter, x, d0, d1):
     a, b = dim_index(d0, x.rank), dim_index(d1, x.rank)
     perm = list(range(x.rank))
     perm[a], perm[b] = perm[b], perm[a]
-    return permute(cx, x, perm)
+    return permute(x, perm)
 
 
 @lowering("aten::t", "aten::numpy_T", nnapi=(), notes="no operation: changes the layout",
@@ -176,7 +134,7 @@ def t(cx: Converter, x):
     x = require_tensor(x)
     if x.rank < 2:
         return x
-    return permute(cx, x, list(reversed(range(x.rank))))
+    return permute(x, list(reversed(range(x.rank))))
 
 
 @lowering("aten::expand", "aten::expand_as", "aten::broadcast_to", nnapi=("TILE", "RESHAPE"),
@@ -217,51 +175,6 @@ def repeat(cx: Converter, x, repeats):
     return tile(cx, x, repeats, shape)
 
 
-def concatenate(cx: Converter, items, dim, scale: float | None = None,
-                zero_point: int | None = None) -> TensorValue:
-    """CONCATENATION of tensors (constants materialized), in the first tensor's layout."""
-    tensors = [v for v in items if isinstance(v, TensorValue)]
-    if not tensors:
-        raise Unsupported("cat of constants only")
-    rank = tensors[0].rank
-    d = dim_index(dim, rank)
-    layout = choose_layout(tensors, rank)
-    dtype = tensors[0].dtype
-    operands = []
-    for v in items:
-        if isinstance(v, torch.Tensor) and v.numel() == 0:
-            continue
-        t = cx.tensor(v, like=TensorValue(-1, (1,) * rank, dtype, layout), dtype=dtype) \
-            if not isinstance(v, TensorValue) else v
-        if t.rank != rank:
-            raise Unsupported("cat of tensors of different ranks")
-        operands.append(cx.to_layout(t, layout))
-    if any(t.dtype != dtype for t in operands):
-        raise Unsupported("cat of tensors of different dtypes")
-    groups: lay.Groups = ()
-    if rank > 4 or any(t.groups for t in operands):
-        groups = separate(cx, operands[0], [d]).groups
-        operands = [regroup(cx, t, groups) for t in operands]
-    if len(operands) == 1 and scale is None:
-        return operands[0]
-    size: SymInt = 0
-    for t in operands:
-        size = size + t.shape[d]
-    shape = tuple(size if i == d else n for i, n in enumerate(operands[0].shape))
-    if dtype in QUANT_DTYPES:
-        if scale is None or zero_point is None:
-            ex = cx.example()
-            if getattr(ex, "scale", 0.0):  # None or a number: no scale
-                scale, zero_point = ex.scale, ex.zero_point
-            else:
-                scale, zero_point = operands[0].scale, operands[0].zero_point
-    else:
-        scale, zero_point = 0.0, 0
-    return cx.emit(Op.CONCATENATION,
-                   dict(inputs=operands, axis=cx.i32(operands[0].nnapi_axis(d))), shape, dtype,
-                   layout, scale, zero_point, groups)
-
-
 @lowering("aten::cat", "aten::concat", "aten::concatenate", nnapi=("CONCATENATION",),
           any_rank=True)
 def cat(cx: Converter, items, dim=0):
@@ -281,7 +194,7 @@ def stack(cx: Converter, items, dim=0):
     tensors = [cx.tensor(v) if not isinstance(v, TensorValue) else v for v in items]
     rank = tensors[0].rank
     d = dim_index(dim, rank + 1)
-    expanded = [unsqueeze(cx, t, d) for t in tensors]
+    expanded = [aten_unsqueeze(cx, t, d) for t in tensors]
     return concatenate(cx, expanded, d)
 
 
@@ -330,8 +243,6 @@ def _is_static_zero(v: SymInt) -> bool:
 
 @lowering("aten::flip", nnapi=("GATHER",), notes="a GATHER per flipped dimension")
 def flip(cx: Converter, x, dims):
-    from .index import gather_indices
-
     x = require_tensor(x)
     out = x
     for dim in dims:

@@ -16,10 +16,10 @@ import numpy as np
 from ...nnapi.codes import OperationType as Op
 from ..builder.common import dim_index, require_tensor, static_int
 from ..builder.context import Converter
+from ..builder.slicing import gather_indices
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .index import gather_indices
 
 
 def _last(cx: Converter, x: TensorValue, d: int) -> TensorValue:
