@@ -5,7 +5,8 @@ it (an output height, a reshape target, a padding amount) is a :class:`Sym`, an 
 tree over input dimensions that also carries its value for the example inputs (``hint``).
 Where such a value lands in the serialized model, the converter records a *patch*: a small
 postfix program the TorchScript wrapper evaluates on the real input shapes at load time
-(see ``wrapper.py``), as the prototype's author proposed for camera-resolution independence.
+(see ``torchscript/module.py``), as the prototype's author proposed for camera-resolution
+independence.
 
 Program encoding (a flat list of ints, evaluated on a stack):
 ``CONST c`` pushes c; ``DIM i d`` pushes dimension d of input i (PyTorch order); the
