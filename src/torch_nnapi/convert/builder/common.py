@@ -66,7 +66,9 @@ def _dummy(v):
         return torch.empty(tuple(1 for _ in v.shape), dtype=v.dtype)
     if isinstance(v, Sym):
         return 1
-    return v
+    if isinstance(v, (bool, int, float)):
+        return v
+    raise Unsupported(f"expected a tensor or a number, got {type(v).__name__}")
 
 
 def result_dtype(*values) -> str:
