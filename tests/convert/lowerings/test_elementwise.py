@@ -108,3 +108,15 @@ def test_a_list_operand_of_arithmetic_is_reported_unsupported():
     with pytest.raises(ConversionError, match="aten::mul"):
         torch_nnapi.convert(torch.jit.script(_RepeatedSize()), torch.randn(2, 3),
                             flexible={0: [0]})
+
+
+class _SquaredSize(nn.Module):
+    def forward(self, x):
+        return x * x.size(0) ** 2  # aten::pow of two numbers
+
+
+def test_a_power_of_a_flexible_size_is_reported_unsupported():
+    # Sym ** int raised a TypeError out of convert()
+    with pytest.raises(ConversionError, match="aten::pow"):
+        torch_nnapi.convert(torch.jit.script(_SquaredSize()), torch.randn(2, 3),
+                            flexible={0: [0]})

@@ -175,6 +175,8 @@ def select(cx: Converter, condition, a, b, dtype: str) -> TensorValue:
 def power(cx: Converter, a, b):
     """``a ** b``: folded for numbers; exponents 2, 0.5, -0.5, -1 use cheaper ops than POW."""
     if both_numbers(a, b):
+        if isinstance(a, Sym) or isinstance(b, Sym):
+            raise Unsupported("a power of a flexible dimension")
         return a ** b
     if isinstance(a, TensorValue) and not isinstance(b, TensorValue) and (
             not isinstance(b, torch.Tensor) or b.numel() == 1):
