@@ -12,6 +12,8 @@ place; the result keeps the layout minus the reduced dims.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
+from typing import TypeGuard
 
 import numpy as np
 import torch
@@ -21,7 +23,7 @@ from ...nnapi.codes import OperationType as Op
 from ..errors import Unsupported
 from . import layout as lay
 from .common import broadcast, broadcast_shapes, constant_float, expand_to, result_dtype, shape_of
-from .context import Converter, is_number
+from .context import Arg, Converter, Number, is_number
 from .merged import fit
 from .slicing import squeeze
 from .symbolic import Sym, binary
@@ -33,14 +35,14 @@ _FLOATS = ("float32", "float16")
 # ------------------------------------------------------------------------------ numbers
 
 
-def as_number(v):
+def as_number(v: Arg) -> Arg:
     """A number from a number or a one-element constant tensor (NumToTensor results)."""
     if isinstance(v, torch.Tensor) and v.numel() == 1 and not v.is_quantized:
         return v.item()
     return v
 
 
-def both_numbers(a, b) -> bool:
+def both_numbers(a: Arg, b: Arg) -> bool:
     """True when a binary op is number arithmetic (no tensor operand in the model)."""
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         return False
@@ -50,14 +52,22 @@ def both_numbers(a, b) -> bool:
 
 _SYM_OPS = {"add": "add", "sub": "sub", "mul": "mul", "floordiv": "floordiv",
             "remainder": "mod"}
-_PY_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-           "floordiv": operator.floordiv, "remainder": operator.mod,
-           "div": operator.truediv}
+_PY_OPS: dict[str, Callable[[Number, Number], Number]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+    "floordiv": operator.floordiv, "remainder": operator.mod, "div": operator.truediv}
 
 
-def number_binary(op: str, a, b):
-    """``a op b`` for numbers, either of which may be a flexible size."""
+def _numbers(a: Arg, b: Arg) -> tuple[Number, Number]:
+    """``a`` and ``b``, numbers or one-element constant tensors, as numbers."""
     a, b = as_number(a), as_number(b)
+    if is_number(a) and is_number(b):
+        return a, b
+    raise Unsupported(f"number arithmetic on a {type(a).__name__} and a {type(b).__name__}")
+
+
+def number_binary(op: str, a: Arg, b: Arg) -> Number:
+    """``a op b`` for numbers, either of which may be a flexible size."""
+    a, b = _numbers(a, b)
     if isinstance(a, Sym) or isinstance(b, Sym):
         if op == "div":
             raise Unsupported("true division of a flexible dimension (use // instead)")
@@ -67,20 +77,26 @@ def number_binary(op: str, a, b):
     return _PY_OPS[op](a, b)
 
 
-def compare_numbers(kind: str, a, b) -> bool:
-    a, b = as_number(a), as_number(b)
+_COMPARISONS: dict[str, Callable[[float, float], bool]] = {
+    "aten::eq": operator.eq, "aten::ne": operator.ne, "aten::lt": operator.lt,
+    "aten::gt": operator.gt, "aten::le": operator.le, "aten::ge": operator.ge}
+
+
+def compare_numbers(kind: str, a: Arg, b: Arg) -> bool:
+    """The comparison ``kind`` (aten::eq ...) of numbers, folded."""
+    a, b = _numbers(a, b)
     if isinstance(a, Sym) or isinstance(b, Sym):
         if kind in ("aten::eq", "aten::ne") and isinstance(a, Sym) and a == b:
             return kind == "aten::eq"
         raise Unsupported("control flow that depends on a flexible dimension")
-    return {"aten::eq": operator.eq, "aten::ne": operator.ne, "aten::lt": operator.lt,
-            "aten::gt": operator.gt, "aten::le": operator.le, "aten::ge": operator.ge}[kind](a, b)
+    return _COMPARISONS[kind](a, b)
 
 
 # ------------------------------------------------------------------------------ element-wise
 
 
-def arithmetic(cx: Converter, op: Op, a, b, fuse: FuseCode = FuseCode.NONE) -> TensorValue:
+def arithmetic(cx: Converter, op: Op, a: Arg, b: Arg, fuse: FuseCode = FuseCode.NONE
+               ) -> TensorValue:
     """``a op b`` as one NNAPI ADD/SUB/MUL/DIV with an optional fused activation.
 
     Subtracting a constant is adding its negation and dividing by a power of two is
@@ -103,20 +119,21 @@ def arithmetic(cx: Converter, op: Op, a, b, fuse: FuseCode = FuseCode.NONE) -> T
                    layout, groups=groups)
 
 
-def _is_constant(v) -> bool:
+def _is_constant(v: Arg) -> TypeGuard[torch.Tensor | int | float]:
     """A number or constant tensor known at conversion time (not a flexible size)."""
     if isinstance(v, torch.Tensor):
         return v.dtype != torch.bool and not v.is_quantized
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _negated(v):
+def _negated(v: torch.Tensor | int | float) -> torch.Tensor | int | float:
     if isinstance(v, torch.Tensor) and not v.is_floating_point():
         v = v.to(torch.int64)  # unsigned constants would wrap around
     return -v
 
 
-def _exact_reciprocal(divisor, dtype: str):
+def _exact_reciprocal(divisor: torch.Tensor | int | float, dtype: str
+                      ) -> torch.Tensor | float | None:
     """``1 / divisor`` when multiplying by it equals dividing by ``divisor`` exactly: every
     element a power of two whose reciprocal ``dtype`` holds exactly; else None."""
     values = np.asarray(divisor.double() if isinstance(divisor, torch.Tensor) else divisor,
@@ -135,7 +152,7 @@ def _exact_reciprocal(divisor, dtype: str):
     return float(reciprocals)
 
 
-def extremum(cx: Converter, op: Op, a, b) -> TensorValue:
+def extremum(cx: Converter, op: Op, a: Arg, b: Arg) -> TensorValue:
     """MAXIMUM or MINIMUM of ``a`` and ``b``; quantized operands stay quantized."""
     dtype = result_dtype(a, b) if not _quantized(a) else a.dtype
     if _quantized(a) or _quantized(b):
@@ -148,11 +165,11 @@ def extremum(cx: Converter, op: Op, a, b) -> TensorValue:
     return cx.emit(op, dict(input0=ta, input1=tb), shape, dtype, layout, groups=groups)
 
 
-def _quantized(v) -> bool:
+def _quantized(v: Arg) -> TypeGuard[TensorValue]:
     return isinstance(v, TensorValue) and v.is_quantized
 
 
-def select(cx: Converter, condition, a, b, dtype: str) -> TensorValue:
+def select(cx: Converter, condition: Arg, a: Arg, b: Arg, dtype: str) -> TensorValue:
     """SELECT(condition, a, b) with PyTorch broadcasting: operands whose shape is not the
     result's are repeated to it first."""
     if not (isinstance(condition, TensorValue) and condition.dtype == "bool") and not (
@@ -172,12 +189,10 @@ def select(cx: Converter, condition, a, b, dtype: str) -> TensorValue:
                    groups=groups)
 
 
-def power(cx: Converter, a, b):
+def power(cx: Converter, a: Arg, b: Arg) -> Arg:
     """``a ** b``: folded for numbers; exponents 2, 0.5, -0.5, -1 use cheaper ops than POW."""
     if both_numbers(a, b):
-        if isinstance(a, Sym) or isinstance(b, Sym):
-            raise Unsupported("a power of a flexible dimension")
-        return a ** b
+        return _number_power(a, b)
     if isinstance(a, TensorValue) and not isinstance(b, TensorValue) and (
             not isinstance(b, torch.Tensor) or b.numel() == 1):
         e = constant_float(b, "exponent")
@@ -196,6 +211,14 @@ def power(cx: Converter, a, b):
         raise Unsupported("pow of integer tensors")
     (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
     return cx.emit(Op.POW, dict(base=ta, exponent=tb), shape, dtype, layout, groups=groups)
+
+
+def _number_power(a: Arg, b: Arg) -> torch.Tensor | int | float:
+    """``a ** b`` of numbers or one-element constant tensors (folded)."""
+    if isinstance(a, (torch.Tensor, int, float)) and isinstance(b, (torch.Tensor, int, float)):
+        result: torch.Tensor | int | float = a ** b
+        return result
+    raise Unsupported("a power of a flexible dimension")
 
 
 def composed_hardsigmoid(cx: Converter, x: TensorValue) -> TensorValue:
@@ -231,7 +254,8 @@ def requantize_like_output(cx: Converter, y: TensorValue) -> TensorValue:
     return quantize_as(cx, y, scale, zero_point, cx.example_quant_dtype())
 
 
-def in_float(cx: Converter, x: TensorValue, compute) -> TensorValue:
+def in_float(cx: Converter, x: TensorValue, compute: Callable[[TensorValue], TensorValue]
+             ) -> TensorValue:
     """``compute(x)``, through float when ``x`` is quantized."""
     if not x.is_quantized:
         return compute(x)

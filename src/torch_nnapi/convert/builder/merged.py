@@ -120,7 +120,7 @@ def regroup(cx: Converter, t: TensorValue, groups: Sequence[int],
     return out
 
 
-def fit(cx: Converter, t: TensorValue, classes: Sequence) -> TensorValue:
+def fit(cx: Converter, t: TensorValue, classes: Sequence[object]) -> TensorValue:
     """``t`` in an operand of rank at most 4 whose every dimension merges PyTorch
     dimensions of one class (``classes[d]`` per PyTorch dimension; None: joins any):
     ``t`` itself when it already is, else the coarsest such merging."""
@@ -195,7 +195,7 @@ def reshape_in_place(cx: Converter, t: TensorValue, shape: Sequence[SymInt]) \
                         if len(shape) > 4 else (), relabel_from=t)
 
 
-def reshape_merged(cx: Converter, t: TensorValue, shape: tuple) -> TensorValue:
+def reshape_merged(cx: Converter, t: TensorValue, shape: tuple[SymInt, ...]) -> TensorValue:
     if not lay.data_order_matches(t.layout, t.shape):
         t = cx.contiguous(t)
     identity = lay.identity(len(shape))
@@ -279,7 +279,8 @@ def _runs_matching(shape: Sequence[SymInt], dims: Sequence[SymInt]) -> list[int]
     runs: list[int] = []
     i = 0
     for target in dims:
-        start, product = i, 1
+        start = i
+        product: SymInt = 1
         if is_one(target):  # a size-1 entry, or an empty run
             if i < len(shape) and is_one(shape[i]):
                 i += 1
@@ -301,16 +302,17 @@ def _runs_matching(shape: Sequence[SymInt], dims: Sequence[SymInt]) -> list[int]
     return runs
 
 
-def _groups_matching(layout: lay.Layout, shape: Sequence[SymInt], dims: Sequence[SymInt]):
+def _groups_matching(layout: lay.Layout, shape: Sequence[SymInt], dims: Sequence[SymInt]
+                     ) -> list[int] | None:
     return _runs_matching(lay.apply(layout, shape), dims)
 
 
-def is_one(d) -> bool:
+def is_one(d: SymInt) -> bool:
     """A dimension known to have size 1."""
     return not isinstance(d, Sym) and int(d) == 1
 
 
-def same_dim(a, b) -> bool:
+def same_dim(a: SymInt, b: SymInt) -> bool:
     """Sizes known to be equal (flexible ones: the same expression)."""
     if isinstance(a, Sym) or isinstance(b, Sym):
         return isinstance(a, Sym) and a == b

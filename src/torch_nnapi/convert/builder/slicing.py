@@ -9,28 +9,31 @@ only if a later operation needs another order; squeeze and unsqueeze keep the la
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
 
 from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
+from ..capture.graph import ExampleTensor
 from ..errors import Unsupported
 from . import layout as lay
 from .common import choose_layout, dim_index
-from .context import Converter
+from .context import Arg, Converter
 from .merged import regroup, same_dim, separate
 from .symbolic import Sym, SymInt, ceil_div, sym_max, sym_min
 from .values import QUANT_DTYPES, TensorValue
 
 _BIG = 2 ** 62
+# PyTorch dimension -> (start, end, step) of a slice, its bounds clamped and non-negative
+Slices = dict[int, tuple[SymInt, SymInt, int]]
 
 
 # ------------------------------------------------------------------------------ slices
 
 
-def slice_bound(v, size: SymInt, default: SymInt) -> SymInt:
+def slice_bound(v: SymInt | None, size: SymInt, default: SymInt) -> SymInt:
     """A PyTorch slice bound made non-negative and clamped to [0, size]."""
     if v is None:
         return default
@@ -47,8 +50,8 @@ def slice_bound(v, size: SymInt, default: SymInt) -> SymInt:
     return sym_min(v, size) if isinstance(size, Sym) else min(v, size)
 
 
-def strided_slice(cx: Converter, x: TensorValue, slices: dict[int, tuple], shrink=()) \
-        -> TensorValue:
+def strided_slice(cx: Converter, x: TensorValue, slices: Slices,
+                  shrink: Sequence[int] = ()) -> TensorValue:
     """STRIDED_SLICE of ``x``: ``slices`` maps a PyTorch dim to (start, end, step) with
     clamped non-negative bounds; ``shrink`` dims (each a one-element slice) are removed."""
     if x.groups or x.rank > 4:
@@ -65,8 +68,9 @@ def strided_slice(cx: Converter, x: TensorValue, slices: dict[int, tuple], shrin
             if same_dim(stop, shape[dim]):
                 end_mask |= 1 << axis
                 end[-1] = 0
-            shape[dim] = sym_max(ceil_div(stop - start, step), 0) if isinstance(
-                stop - start, Sym) else max(-(-(stop - start) // step), 0)
+            length = stop - start
+            shape[dim] = sym_max(ceil_div(length, step), 0) if isinstance(length, Sym) else \
+                max(-(-length // step), 0)
         else:
             begin.append(0)
             end.append(0)
@@ -104,8 +108,8 @@ def _outer_of_run(x: TensorValue, dim: int, step: int) -> tuple[int, SymInt] | N
     return None
 
 
-def _strided_slice_merged(cx: Converter, x: TensorValue, slices: dict[int, tuple],
-                          shrink) -> TensorValue:
+def _strided_slice_merged(cx: Converter, x: TensorValue, slices: Slices,
+                          shrink: Sequence[int]) -> TensorValue:
     """strided_slice of an operand merging dimensions: a sliced dimension outermost in its
     merged axis slices that axis in units of the inner size; others are separated first."""
     places = {d: _outer_of_run(x, d, slices[d][2]) for d in slices}
@@ -171,14 +175,16 @@ def split_sizes(cx: Converter, x: TensorValue, dim: int, sizes: Sequence[SymInt]
         cx.operation(Op.SPLIT, dict(input=x, axis=cx.i32(axis), num_splits=cx.i32(len(sizes))),
                      dict(outputs=parts))
         return parts
-    parts, start = [], 0
+    parts = []
+    start: SymInt = 0
     for s in sizes:
         parts.append(strided_slice(cx, x, {dim: (start, start + s, 1)}))
         start = start + s
     return parts
 
 
-def gather_indices(cx: Converter, x: TensorValue, dim: int, indices) -> TensorValue:
+def gather_indices(cx: Converter, x: TensorValue, dim: int, indices: Sequence[int]
+                   ) -> TensorValue:
     """GATHER along PyTorch dimension ``dim`` with constant indices (a list)."""
     idx = cx.constant(np.asarray(indices, np.int32).reshape(-1), "int32")
     shape = tuple(len(indices) if i == dim else n for i, n in enumerate(x.shape))
@@ -189,7 +195,7 @@ def gather_indices(cx: Converter, x: TensorValue, dim: int, indices) -> TensorVa
 # ------------------------------------------------------------------------------ joining
 
 
-def concatenate(cx: Converter, items, dim, scale: float | None = None,
+def concatenate(cx: Converter, items: Sequence[Arg], dim: Arg, scale: float | None = None,
                 zero_point: int | None = None) -> TensorValue:
     """CONCATENATION of tensors (constants materialized), in the first tensor's layout."""
     tensors = [v for v in items if isinstance(v, TensorValue)]
@@ -223,7 +229,7 @@ def concatenate(cx: Converter, items, dim, scale: float | None = None,
     if dtype in QUANT_DTYPES:
         if scale is None or zero_point is None:
             ex = cx.example()
-            if getattr(ex, "scale", 0.0):  # None or a number: no scale
+            if isinstance(ex, ExampleTensor) and ex.scale:  # None or a number: no scale
                 scale, zero_point = ex.scale, ex.zero_point
             else:
                 scale, zero_point = operands[0].scale, operands[0].zero_point
@@ -244,7 +250,8 @@ def permute(x: TensorValue, perm: Sequence[int]) -> TensorValue:
     return x.with_(shape=tuple(x.shape[p] for p in perm), layout=lay.compose(x.layout, perm))
 
 
-def relayout_reshape(cx: Converter, x: TensorValue, shape, layout) -> TensorValue:
+def relayout_reshape(cx: Converter, x: TensorValue, shape: tuple[SymInt, ...],
+                     layout: lay.Layout) -> TensorValue:
     """A RESHAPE that keeps the data order: only size-1 dimensions appear or vanish."""
     if x.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
         return cx.reshape(x, shape)
@@ -254,7 +261,7 @@ def relayout_reshape(cx: Converter, x: TensorValue, shape, layout) -> TensorValu
     return out
 
 
-def squeeze(cx: Converter, x: TensorValue, dims) -> TensorValue:
+def squeeze(cx: Converter, x: TensorValue, dims: Iterable[int]) -> TensorValue:
     """``x`` without those of its (non-negative) dimensions ``dims`` that have size 1,
     in the same layout."""
     drop = [d for d in dims if not isinstance(x.shape[d], Sym) and x.shape[d] == 1]
@@ -269,7 +276,8 @@ def squeeze(cx: Converter, x: TensorValue, dims) -> TensorValue:
     return relayout_reshape(cx, x, shape, layout)
 
 
-def _drop_unit_dims(cx: Converter, x: TensorValue, drop, shape, layout) -> TensorValue:
+def _drop_unit_dims(cx: Converter, x: TensorValue, drop: list[int],
+                    shape: tuple[SymInt, ...], layout: lay.Layout) -> TensorValue:
     """squeeze of a merged operand: the same operand, fewer PyTorch dimensions."""
     sizes = list(lay.group_sizes(x.groups, x.rank))
     runs = lay.group_runs(x.groups, x.rank)

@@ -57,14 +57,18 @@ class ConvQuant:
     out_zero_point: int
 
 
-def filter_operand(cx: Converter, array: np.ndarray, x: TensorValue, quant: ConvQuant | None):
+def filter_operand(cx: Converter, array: np.ndarray, x: TensorValue, quant: ConvQuant | None
+                   ) -> TensorValue:
+    """A layer's constant weights ``array``: float, or 8-bit of the input's type."""
     if quant is None:
         return cx.constant(array, x.dtype)
     return cx.constant(array, x.dtype, scale=quant.filter_scale,
                        zero_point=quant.filter_zero_point)
 
 
-def bias_operand(cx: Converter, bias: np.ndarray, x: TensorValue, quant: ConvQuant | None):
+def bias_operand(cx: Converter, bias: np.ndarray, x: TensorValue, quant: ConvQuant | None
+                 ) -> TensorValue:
+    """A layer's constant float ``bias``, quantized to int32 for a quantized layer."""
     if quant is None:
         return cx.constant(bias, x.dtype)
     scale = x.scale * quant.filter_scale
@@ -73,6 +77,7 @@ def bias_operand(cx: Converter, bias: np.ndarray, x: TensorValue, quant: ConvQua
 
 
 def output_type(x: TensorValue, quant: ConvQuant | None) -> tuple[str, float, int]:
+    """The (dtype, scale, zero point) of a layer's output."""
     if quant is None:
         return x.dtype, 0.0, 0
     return x.dtype, quant.out_scale, quant.out_zero_point
