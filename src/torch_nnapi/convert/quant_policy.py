@@ -123,7 +123,7 @@ def fixed_output(op: OperationType, operand_type: OperandType = UINT8
 def activation_type(level: int) -> OperandType:
     """The 8-bit activation type for a target level: uint8 below level 4, int8 from it."""
     if level >= SIGNED_LEVEL:
-        signed = getattr(OperandType, "TENSOR_QUANT8_ASYMM_SIGNED", None)
+        signed: OperandType | None = getattr(OperandType, "TENSOR_QUANT8_ASYMM_SIGNED", None)
         if signed is None or quantized_level(OperationType.CONV_2D, signed) is None:
             raise ValueError(f"target_level={level} quantizes to signed 8 bits"
                              " (TENSOR_QUANT8_ASYMM_SIGNED, Android 11), which this version"
