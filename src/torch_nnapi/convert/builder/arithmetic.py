@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import TypeGuard
+from typing import TypeGuard, TypeVar, overload
 
 import numpy as np
 import torch
@@ -30,12 +30,13 @@ from .symbolic import Sym, binary
 from .values import TensorValue
 
 _FLOATS = ("float32", "float16")
+A = TypeVar("A", bound="Arg")
 
 
 # ------------------------------------------------------------------------------ numbers
 
 
-def as_number(v: Arg) -> Arg:
+def as_number(v: A) -> A | bool | int | float:
     """A number from a number or a one-element constant tensor (NumToTensor results)."""
     if isinstance(v, torch.Tensor) and v.numel() == 1 and not v.is_quantized:
         return v.item()
@@ -189,6 +190,10 @@ def select(cx: Converter, condition: Arg, a: Arg, b: Arg, dtype: str) -> TensorV
                    groups=groups)
 
 
+@overload
+def power(cx: Converter, a: TensorValue, b: Arg) -> TensorValue: ...
+@overload
+def power(cx: Converter, a: Arg, b: Arg) -> Arg: ...
 def power(cx: Converter, a: Arg, b: Arg) -> Arg:
     """``a ** b``: folded for numbers; exponents 2, 0.5, -0.5, -1 use cheaper ops than POW."""
     if both_numbers(a, b):
@@ -211,6 +216,18 @@ def power(cx: Converter, a: Arg, b: Arg) -> Arg:
         raise Unsupported("pow of integer tensors")
     (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
     return cx.emit(Op.POW, dict(base=ta, exponent=tb), shape, dtype, layout, groups=groups)
+
+
+def scaled(cx: Converter, v: Arg, factor: float) -> Arg:
+    """``factor * v``: a MUL for a model tensor, computed here for a constant or a number."""
+    if factor == 1.0:
+        return v
+    if isinstance(v, TensorValue):
+        return arithmetic(cx, Op.MUL, v, factor)
+    if isinstance(v, (torch.Tensor, int, float)):
+        product: torch.Tensor | float = v * factor
+        return product
+    raise Unsupported(f"{factor} times a {type(v).__name__}")
 
 
 def _number_power(a: Arg, b: Arg) -> torch.Tensor | int | float:

@@ -17,6 +17,8 @@ from .symbolic import Sym, SymInt, hint, hints
 from .values import TensorValue, dtype_name
 
 T = TypeVar("T")
+# PyTorch's int[] arguments (strides, paddings, kernel sizes), which also take one int
+Ints = int | Sequence[int]
 
 _DUMMY_DTYPES = {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32,
                  "int64": torch.int64, "bool": torch.bool}

@@ -9,7 +9,7 @@ only if a later operation needs another order; squeeze and unsqueeze keep the la
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -27,7 +27,7 @@ from .values import QUANT_DTYPES, TensorValue
 
 _BIG = 2 ** 62
 # PyTorch dimension -> (start, end, step) of a slice, its bounds clamped and non-negative
-Slices = dict[int, tuple[SymInt, SymInt, int]]
+Slices = Mapping[int, tuple[SymInt, SymInt, int]]
 
 
 # ------------------------------------------------------------------------------ slices

@@ -30,14 +30,22 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from ...nnapi.codes import OperationType
+
+if TYPE_CHECKING:  # (the registry itself imports no torch)
+    from ..builder.context import Arg
+
+# A lowering: (cx, *node inputs) -> the node's output value or a tuple of them
+LoweringFn = Callable[..., "Arg"]
+F = TypeVar("F", bound=LoweringFn)
 
 
 @dataclass(frozen=True)
 class Lowering:
     kind: str  # the TorchScript node kind, e.g. "aten::relu_"
-    fn: Callable
+    fn: LoweringFn
     family: str
     nnapi: tuple[str, ...]  # NNAPI operations this lowering may emit
     notes: str
@@ -60,13 +68,13 @@ def is_in_place(kind: str) -> bool:
 
 
 def lowering(*kinds: str, nnapi: tuple[str, ...] | list[str] = (), notes: str = "",
-             family: str | None = None, any_rank: bool = False) -> Callable[[Callable], Callable]:
+             family: str | None = None, any_rank: bool = False) -> Callable[[F], F]:
     """Registers the decorated function as the lowering of each TorchScript op in ``kinds``
     (``any_rank``: see :class:`Lowering`)."""
     for name in nnapi:
         OperationType[name]  # a typo in an NNAPI operation name fails at import
 
-    def wrap(fn: Callable) -> Callable:
+    def wrap(fn: F) -> F:
         fam = family or fn.__module__.rsplit(".", 1)[-1]
         for kind in kinds:
             if kind in LOWERINGS:
@@ -95,9 +103,19 @@ def lowering_for(kind: str) -> Lowering | None:
     return load_all().get(kind)
 
 
-def supported_ops() -> list[dict]:
+class SupportedOp(TypedDict):
+    """One row of :func:`supported_ops`."""
+
+    op: str
+    family: str
+    nnapi: list[str]
+    notes: str
+    in_place: bool
+
+
+def supported_ops() -> list[SupportedOp]:
     """One row per supported TorchScript op: kind, family, NNAPI ops, notes, in-place."""
-    rows = []
+    rows: list[SupportedOp] = []
     for kind, low in sorted(load_all().items(), key=lambda kv: (kv[1].family, kv[0])):
         rows.append({"op": kind, "family": low.family, "nnapi": list(low.nnapi),
                      "notes": low.notes, "in_place": low.in_place})

@@ -18,29 +18,28 @@ from ..builder.arithmetic import (
     extremum,
     number_binary,
     power,
+    scaled,
     select,
 )
 from ..builder.common import broadcast, constant_float, result_dtype
-from ..builder.context import Converter
+from ..builder.context import Arg, Converter
 from ..builder.values import TensorValue
+from ..capture.graph import DTYPE_OF_CODE
 from ..errors import Unsupported
 from . import lowering
 
 
-def _scaled(cx: Converter, b, alpha):
+def _scaled(cx: Converter, b: Arg, alpha: Arg) -> Arg:
     """``alpha * b`` for add/sub's alpha argument."""
     if alpha is None or (not isinstance(alpha, TensorValue) and constant_float(alpha, "alpha")
                          == 1.0):
         return b
-    alpha = constant_float(alpha, "alpha")
-    if isinstance(b, TensorValue):
-        return arithmetic(cx, Op.MUL, b, alpha)
-    return b * alpha
+    return scaled(cx, b, constant_float(alpha, "alpha"))
 
 
 @lowering("aten::add", "aten::add_", nnapi=("ADD", "MUL"), any_rank=True,
           notes="alpha != 1 adds a MUL; number operands are folded")
-def add(cx: Converter, a, b, alpha=None):
+def add(cx: Converter, a: Arg, b: Arg, alpha: Arg = None) -> Arg:
     if both_numbers(a, b):
         return number_binary("add", a, b)
     if isinstance(a, (str, list)):
@@ -49,21 +48,21 @@ def add(cx: Converter, a, b, alpha=None):
 
 
 @lowering("aten::sub", "aten::sub_", nnapi=("SUB", "MUL"), any_rank=True)
-def sub(cx: Converter, a, b, alpha=None):
+def sub(cx: Converter, a: Arg, b: Arg, alpha: Arg = None) -> Arg:
     if both_numbers(a, b):
         return number_binary("sub", a, b)
     return arithmetic(cx, Op.SUB, a, _scaled(cx, b, alpha))
 
 
 @lowering("aten::rsub", nnapi=("SUB", "MUL"), any_rank=True, notes="b - alpha * a")
-def rsub(cx: Converter, a, b, alpha=None):
+def rsub(cx: Converter, a: Arg, b: Arg, alpha: Arg = None) -> Arg:
     if both_numbers(a, b):
         return number_binary("sub", b, a)
     return arithmetic(cx, Op.SUB, b, _scaled(cx, a, alpha))
 
 
 @lowering("aten::mul", "aten::mul_", nnapi=("MUL",), any_rank=True)
-def mul(cx: Converter, a, b):
+def mul(cx: Converter, a: Arg, b: Arg) -> Arg:
     if both_numbers(a, b):
         return number_binary("mul", a, b)
     return arithmetic(cx, Op.MUL, a, b)
@@ -72,7 +71,7 @@ def mul(cx: Converter, a, b):
 @lowering("aten::div", "aten::div_", "aten::true_divide", "aten::true_divide_",
           nnapi=("DIV", "FLOOR"), any_rank=True,
           notes="rounding_mode='floor' adds FLOOR; 'trunc' is not supported")
-def div(cx: Converter, a, b, rounding_mode=None):
+def div(cx: Converter, a: Arg, b: Arg, rounding_mode: str | None = None) -> Arg:
     if both_numbers(a, b):
         if rounding_mode == "floor":
             return number_binary("floordiv", a, b)
@@ -86,7 +85,7 @@ def div(cx: Converter, a, b, rounding_mode=None):
 
 
 @lowering("aten::floor_divide", "aten::floor_divide_", nnapi=("DIV", "FLOOR"), any_rank=True)
-def floor_divide(cx: Converter, a, b):
+def floor_divide(cx: Converter, a: Arg, b: Arg) -> Arg:
     if both_numbers(a, b):
         return number_binary("floordiv", a, b)
     out = arithmetic(cx, Op.DIV, a, b)
@@ -95,7 +94,7 @@ def floor_divide(cx: Converter, a, b):
 
 @lowering("aten::remainder", nnapi=("DIV", "FLOOR", "MUL", "SUB"), any_rank=True,
           notes="a - floor(a / b) * b")
-def remainder(cx: Converter, a, b):
+def remainder(cx: Converter, a: Arg, b: Arg) -> Arg:
     if both_numbers(a, b):
         return number_binary("remainder", a, b)
     q = arithmetic(cx, Op.DIV, a, b)
@@ -104,12 +103,12 @@ def remainder(cx: Converter, a, b):
 
 
 @lowering("aten::minimum", "aten::fmin", nnapi=("MINIMUM",), any_rank=True)
-def minimum(cx: Converter, a, b):
+def minimum(cx: Converter, a: Arg, b: Arg) -> TensorValue:
     return extremum(cx, Op.MINIMUM, a, b)
 
 
 @lowering("aten::maximum", "aten::fmax", nnapi=("MAXIMUM",), any_rank=True)
-def maximum(cx: Converter, a, b):
+def maximum(cx: Converter, a: Arg, b: Arg) -> TensorValue:
     return extremum(cx, Op.MAXIMUM, a, b)
 
 
@@ -120,7 +119,7 @@ _COMPARISONS = {"aten::eq": Op.EQUAL, "aten::ne": Op.NOT_EQUAL, "aten::lt": Op.L
 
 @lowering(*_COMPARISONS, nnapi=tuple(op.name for op in _COMPARISONS.values()), any_rank=True,
           notes="number comparisons are folded")
-def compare(cx: Converter, a, b):
+def compare(cx: Converter, a: Arg, b: Arg) -> bool | TensorValue:
     kind = cx.current_node.kind
     if both_numbers(a, b):
         return compare_numbers(kind, a, b)
@@ -134,7 +133,7 @@ def compare(cx: Converter, a, b):
 
 @lowering("aten::where", nnapi=("SELECT", "TILE"), any_rank=True,
           notes="where(cond, a, b); operands broadcast by TILE (SELECT needs equal shapes)")
-def where(cx: Converter, condition, a=None, b=None):
+def where(cx: Converter, condition: Arg, a: Arg = None, b: Arg = None) -> TensorValue:
     if a is None:
         raise Unsupported("where(condition) (nonzero indices have a data-dependent shape)")
     return select(cx, condition, a, b, result_dtype(a, b))
@@ -146,10 +145,10 @@ _OR = ("aten::logical_or", "aten::__or__", "aten::bitwise_or")
 
 @lowering(*_AND, *_OR, nnapi=("LOGICAL_AND", "LOGICAL_OR"), any_rank=True,
           notes="bool tensors (& and | of bools too); numbers are folded")
-def logical_binary(cx: Converter, a, b):
+def logical_binary(cx: Converter, a: Arg, b: Arg) -> int | torch.Tensor | TensorValue:
     is_and = cx.current_node.kind in _AND
     if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
-        return (a & b) if is_and else (a | b)
+        return _bitwise(a, b, is_and)
     if any(isinstance(v, TensorValue) and v.dtype != "bool" for v in (a, b)) \
             and cx.current_node.kind not in ("aten::logical_and", "aten::logical_or"):
         raise Unsupported("bitwise operations on integer tensors")
@@ -158,8 +157,15 @@ def logical_binary(cx: Converter, a, b):
     return cx.emit(op, dict(input0=ta, input1=tb), shape, "bool", layout, groups=groups)
 
 
+def _bitwise(a: Arg, b: Arg, is_and: bool) -> int | torch.Tensor:
+    """``a & b`` or ``a | b`` of numbers (folded)."""
+    if isinstance(a, (int, torch.Tensor)) and isinstance(b, (int, torch.Tensor)):
+        return (a & b) if is_and else (a | b)
+    raise Unsupported(f"& or | of a {type(a).__name__} and a {type(b).__name__}")
+
+
 @lowering("aten::logical_not", nnapi=("LOGICAL_NOT",), any_rank=True)
-def logical_not(cx: Converter, a):
+def logical_not(cx: Converter, a: Arg) -> TensorValue:
     if not isinstance(a, TensorValue) or a.dtype != "bool":
         raise Unsupported("logical_not of a non-bool tensor")
     return cx.emit_like(Op.LOGICAL_NOT, dict(input=a), a)
@@ -167,7 +173,7 @@ def logical_not(cx: Converter, a):
 
 @lowering("aten::pow", "aten::pow_", nnapi=("MUL", "SQRT", "RSQRT", "DIV", "POW"), any_rank=True,
           notes="exponents 2, 0.5, -0.5, -1 use cheaper ops; others POW")
-def aten_pow(cx: Converter, a, b):
+def aten_pow(cx: Converter, a: Arg, b: Arg) -> Arg:
     return power(cx, a, b)
 
 
@@ -178,12 +184,12 @@ _CASTABLE = ("float32", "float16", "int32", "int64")
           nnapi=("CAST", "NOT_EQUAL", "SELECT"), any_rank=True,
           notes="dtype conversions among float32, float16, int32, int64 (CAST) and bool"
           " (x != 0; SELECT(x, 1, 0)); device moves are dropped")
-def to(cx: Converter, x, *args):
-    from ..capture.graph import DTYPE_OF_CODE
-
+def to(cx: Converter, x: Arg, *args: Arg) -> TensorValue:
     x = _tensor_arg(x)
     if cx.current_node.kind == "aten::type_as":
         other = args[0]
+        if not isinstance(other, (TensorValue, torch.Tensor)):
+            raise Unsupported(f"type_as of a {type(other).__name__}")
         target = other.dtype if isinstance(other, TensorValue) else str(other.dtype)[6:]
     else:
         codes = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
@@ -208,7 +214,7 @@ def to(cx: Converter, x, *args):
     return cx.cast(x, target)
 
 
-def _tensor_arg(x) -> TensorValue:
+def _tensor_arg(x: Arg) -> TensorValue:
     if not isinstance(x, TensorValue):
         raise Unsupported("a dtype conversion of a value that is not a model tensor")
     return x

@@ -8,21 +8,24 @@ load time). select uses the shrink-axis mask. Equal chunks are one SPLIT.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
 from ..builder.common import dim_index, require_tensor, static_int
-from ..builder.context import Converter
+from ..builder.context import Arg, Converter
 from ..builder.slicing import slice_bound, split_sizes, strided_slice
-from ..builder.symbolic import Sym
+from ..builder.symbolic import Sym, SymInt
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
 
 
 @lowering("aten::slice", nnapi=("STRIDED_SLICE",), any_rank=True)
-def slice_(cx: Converter, x, dim=0, start=None, end=None, step=1):
+def slice_(cx: Converter, x: Arg, dim: int = 0, start: SymInt | None = None,
+           end: SymInt | None = None, step: int = 1) -> TensorValue:
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
     step = static_int(step, "slice step")
@@ -35,7 +38,7 @@ def slice_(cx: Converter, x, dim=0, start=None, end=None, step=1):
 
 
 @lowering("aten::narrow", nnapi=("STRIDED_SLICE",), any_rank=True)
-def narrow(cx: Converter, x, dim, start, length):
+def narrow(cx: Converter, x: Arg, dim: int, start: SymInt, length: SymInt) -> TensorValue:
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
     s = slice_bound(start, x.shape[d], 0)
@@ -44,7 +47,7 @@ def narrow(cx: Converter, x, dim, start, length):
 
 @lowering("aten::select", nnapi=("STRIDED_SLICE",), any_rank=True,
           notes="shrink-axis mask removes the dim")
-def select(cx: Converter, x, dim, index):
+def select(cx: Converter, x: Arg, dim: int, index: SymInt) -> TensorValue:
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
     i = index if isinstance(index, Sym) else int(index)
@@ -55,7 +58,7 @@ def select(cx: Converter, x, dim, index):
 
 @lowering("aten::chunk", "aten::unsafe_chunk", nnapi=("SPLIT", "STRIDED_SLICE"),
           any_rank=True)
-def chunk(cx: Converter, x, chunks, dim=0):
+def chunk(cx: Converter, x: Arg, chunks: int, dim: int = 0) -> list[TensorValue]:
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
     n = static_int(chunks, "chunks")
@@ -70,7 +73,8 @@ def chunk(cx: Converter, x, chunks, dim=0):
 
 @lowering("aten::split", "aten::split_with_sizes", "aten::unsafe_split",
           "aten::unsafe_split_with_sizes", nnapi=("SPLIT", "STRIDED_SLICE"), any_rank=True)
-def split(cx: Converter, x, split_size, dim=0):
+def split(cx: Converter, x: Arg, split_size: SymInt | Sequence[SymInt], dim: int = 0
+          ) -> list[TensorValue]:
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
     size = static_int(x.shape[d], "split dimension")
@@ -85,14 +89,14 @@ def split(cx: Converter, x, split_size, dim=0):
 
 
 @lowering("aten::unbind", nnapi=("STRIDED_SLICE",), any_rank=True)
-def unbind(cx: Converter, x, dim=0):
+def unbind(cx: Converter, x: Arg, dim: int = 0) -> list[TensorValue]:
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
     n = static_int(x.shape[d], "unbind dimension")
     return [strided_slice(cx, x, {d: (i, i + 1, 1)}, shrink=(d,)) for i in range(n)]
 
 
-def _index_operand(cx: Converter, index) -> TensorValue:
+def _index_operand(cx: Converter, index: Arg) -> TensorValue:
     if isinstance(index, torch.Tensor):
         return cx.torch_constant(index.to(torch.int64))
     index = require_tensor(index, "index")
@@ -104,7 +108,7 @@ def _index_operand(cx: Converter, index) -> TensorValue:
 
 
 @lowering("aten::index_select", nnapi=("GATHER",))
-def index_select(cx: Converter, x, dim, index):
+def index_select(cx: Converter, x: Arg, dim: int, index: Arg) -> TensorValue:
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
     idx = _index_operand(cx, index)
@@ -116,7 +120,7 @@ def index_select(cx: Converter, x, dim, index):
 
 
 @lowering("aten::embedding", nnapi=("GATHER",), notes="constant weight, int indices")
-def embedding(cx: Converter, weight, indices, *rest):
+def embedding(cx: Converter, weight: Arg, indices: Arg, *rest: Arg) -> TensorValue:
     if not isinstance(weight, torch.Tensor):
         raise Unsupported("embedding weights computed by the model")
     w = cx.torch_constant(weight.detach().float())
@@ -126,7 +130,7 @@ def embedding(cx: Converter, weight, indices, *rest):
 
 
 @lowering("aten::index", nnapi=("GATHER",), notes="one index tensor (x[idx] or x[:, idx])")
-def index(cx: Converter, x, indices):
+def index(cx: Converter, x: Arg, indices: Sequence[Arg]) -> TensorValue:
     x = require_tensor(x)
     present = [(d, i) for d, i in enumerate(indices) if i is not None]
     if len(present) != 1:
