@@ -13,8 +13,8 @@ the others get one NNAPI dimension per PyTorch dimension from :func:`ungroup`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
 from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
@@ -23,8 +23,34 @@ from . import layout as lay
 from .symbolic import Sym, SymInt, hint, hints
 from .values import TensorValue
 
-if TYPE_CHECKING:
-    from .context import Converter
+
+class Converter(Protocol):
+    """What these functions need of the converter (context.Converter, which calls them from
+    its reshapes and layout changes: a protocol here keeps the two modules out of a circle)."""
+
+    # (operand, NNAPI dims) -> the operand a RESHAPE made of it
+    regrouped: dict[tuple[int, tuple[SymInt, ...]], int]
+
+    def new_tensor(self, shape: Sequence[SymInt], dtype: str, layout: lay.Layout | None = ...,
+                   scale: float = ..., zero_point: int = ..., groups: Sequence[int] = ...
+                   ) -> TensorValue: ...
+
+    def operation(self, op: Op, inputs: Mapping[str, TensorValue | int],
+                  outputs: Mapping[str, TensorValue]) -> None: ...
+
+    def emit(self, op: Op, inputs: Mapping[str, TensorValue | int], shape: Sequence[SymInt],
+             dtype: str, layout: lay.Layout | None = ..., scale: float = ...,
+             zero_point: int = ..., groups: Sequence[int] = ...) -> TensorValue: ...
+
+    def int_vector(self, values: Iterable[SymInt]) -> int: ...
+
+    def shape_vector(self, shape: Sequence[SymInt]) -> int: ...
+
+    def reshape(self, t: TensorValue, shape: Sequence[SymInt]) -> TensorValue: ...
+
+    def contiguous(self, t: TensorValue) -> TensorValue: ...
+
+    def cast(self, t: TensorValue, dtype: str) -> TensorValue: ...
 
 
 def with_rank(cx: Converter, t: TensorValue, rank: int) -> TensorValue:
