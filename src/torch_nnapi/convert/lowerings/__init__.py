@@ -2,10 +2,12 @@
 
 A lowering is registered with ``@lowering("aten::relu", "aten::relu_", nnapi=("RELU",))``.
 It receives the converter (``cx``) and the node's inputs, already resolved: tensors held by
-the NNAPI model are :class:`~torch_nnapi.convert.builder.values.TensorValue`, constant tensors are
-``torch.Tensor``, numbers are ``int``/``float``/``bool`` or :class:`Sym` for sizes that
-depend on flexible input dimensions, and lists are Python lists of those. It returns the
-node's output value (or a tuple of them), emitting NNAPI operations through ``cx``.
+the NNAPI model are :class:`~torch_nnapi.convert.builder.values.TensorValue`, constant
+tensors are ``torch.Tensor``, numbers are ``int``/``float``/``bool`` or :class:`Sym` for
+sizes that depend on flexible input dimensions, and lists are Python lists of those (the
+type ``builder.context.Arg``; a parameter whose schema fixes its type is annotated with
+that). It returns the node's output value (or a tuple of them), emitting NNAPI operations
+through ``cx``.
 
 Families share code only through the building blocks of ``builder/`` (``arithmetic.py``,
 ``slicing.py``, ``spatial.py``, ``common.py`` ...), never through one another: a lowering other
