@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..nnapi.codes import FeatureLevel, OperandType, OperationType
+from ..nnapi.codes import FeatureLevel, OperationType
+from ..nnapi.codes import OperandType as OperandType  # exported: its functions take it
 from ..nnapi.signatures import SIGNATURES, FixedQuantRule
 
 UINT8 = OperandType.TENSOR_QUANT8_ASYMM
