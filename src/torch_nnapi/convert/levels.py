@@ -16,7 +16,7 @@ from typing import Any
 
 from ..nnapi.codes import FeatureLevel, OperandType
 from ..nnapi.model import Model
-from ..nnapi.signatures._dsl import Form, LevelRule, RuleContext
+from ..nnapi.signatures import Form, LevelRule, RuleContext
 
 MAX_ORIGINS = 3  # PyTorch origins listed per group of operations in reports
 
