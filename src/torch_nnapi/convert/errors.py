@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .levels import OperationLevel
 
 _CAUSE = re.compile(r"^(?:builtins\.)?[A-Za-z_.]*(?:Error|Exception): (.*)$")
 
@@ -96,7 +100,7 @@ class FeatureLevelError(ConversionError):
 
     target_level: int = 0
     feature_level: int = 0
-    operations: list = field(default_factory=list)  # levels.OperationLevel, above the target
+    operations: list[OperationLevel] = field(default_factory=list)  # above the target
     model_reasons: list[str] = field(default_factory=list)  # model-wide, above the target
 
     def render(self, max_locations: int | None = None) -> str:

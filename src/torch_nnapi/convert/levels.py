@@ -16,7 +16,7 @@ from typing import Any
 
 from ..nnapi.codes import FeatureLevel, OperandType
 from ..nnapi.model import Model
-from ..nnapi.signatures._dsl import Form, LevelRule, RuleContext
+from ..nnapi.signatures import Form, LevelRule, RuleContext
 
 MAX_ORIGINS = 3  # PyTorch origins listed per group of operations in reports
 
@@ -126,7 +126,7 @@ def render_operations(operations: Sequence[OperationLevel], level: int,
                       max_origins: int | None = MAX_ORIGINS) -> list[str]:
     """Operations grouped by type and by their reasons above ``level``, each group with
     the PyTorch code it came from (at most ``max_origins`` places; None: all)."""
-    groups: dict[tuple, list] = defaultdict(list)
+    groups: dict[tuple[str, int, tuple[str, ...]], list[OperationLevel]] = defaultdict(list)
     for op in operations:
         groups[(op.type, op.level, tuple(op.reasons_above(level)))].append(op)
     lines = []

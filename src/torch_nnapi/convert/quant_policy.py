@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..nnapi.codes import FeatureLevel, OperandType, OperationType
+from ..nnapi.codes import FeatureLevel, OperationType
+from ..nnapi.codes import OperandType as OperandType  # exported: its functions take it
 from ..nnapi.signatures import SIGNATURES, FixedQuantRule
 
 UINT8 = OperandType.TENSOR_QUANT8_ASYMM
@@ -123,7 +124,7 @@ def fixed_output(op: OperationType, operand_type: OperandType = UINT8
 def activation_type(level: int) -> OperandType:
     """The 8-bit activation type for a target level: uint8 below level 4, int8 from it."""
     if level >= SIGNED_LEVEL:
-        signed = getattr(OperandType, "TENSOR_QUANT8_ASYMM_SIGNED", None)
+        signed: OperandType | None = getattr(OperandType, "TENSOR_QUANT8_ASYMM_SIGNED", None)
         if signed is None or quantized_level(OperationType.CONV_2D, signed) is None:
             raise ValueError(f"target_level={level} quantizes to signed 8 bits"
                              " (TENSOR_QUANT8_ASYMM_SIGNED, Android 11), which this version"

@@ -6,6 +6,9 @@ import pytest
 import torch
 import torch.nn as nn
 
+import torch_nnapi
+from torch_nnapi.convert.errors import ConversionError
+
 from ..harness import LAYOUTS, check, nnapi_ops
 
 
@@ -92,3 +95,28 @@ def test_division_by_a_computed_power_of_two_scale():
     conversion, _ = check(Fn(lambda x: x / (x.size(-1) // 4) ** 0.5), torch.randn(2, 64))
     assert nnapi_ops(conversion) == ["MUL"]
     check(Fn(lambda x: x / (x.size(-1) // 4) ** 0.5), torch.randn(2, 36))
+
+
+class _RepeatedSize(nn.Module):
+    def forward(self, x):
+        sizes = [x.size(0)] * 2  # aten::mul of a list holding a flexible size: not folded
+        return x.reshape(sizes[1], -1) + 1.0
+
+
+def test_a_list_operand_of_arithmetic_is_reported_unsupported():
+    # result_type() of a list raised a TypeError out of convert()
+    with pytest.raises(ConversionError, match="aten::mul"):
+        torch_nnapi.convert(torch.jit.script(_RepeatedSize()), torch.randn(2, 3),
+                            flexible={0: [0]})
+
+
+class _SquaredSize(nn.Module):
+    def forward(self, x):
+        return x * x.size(0) ** 2  # aten::pow of two numbers
+
+
+def test_a_power_of_a_flexible_size_is_reported_unsupported():
+    # Sym ** int raised a TypeError out of convert()
+    with pytest.raises(ConversionError, match="aten::pow"):
+        torch_nnapi.convert(torch.jit.script(_SquaredSize()), torch.randn(2, 3),
+                            flexible={0: [0]})

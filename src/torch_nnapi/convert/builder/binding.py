@@ -17,8 +17,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ...nnapi.codes import OperandType
-from ...nnapi.signatures import OperationSignature, match_signature
-from ...nnapi.signatures._dsl import Arg, Cut, Form, MatchFailure
+from ...nnapi.signatures import (
+    Arg,
+    Cut,
+    Form,
+    MatchFailure,
+    OperationSignature,
+    match_signature,
+)
 from ..errors import ConverterBug
 
 T = TypeVar("T")

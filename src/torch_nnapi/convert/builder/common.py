@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple, TypeVar
 
 import torch
 
@@ -11,16 +11,20 @@ from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
 from ..errors import Unsupported
 from . import layout as lay
-from .context import Converter, is_number
+from .context import Arg, Converter, is_number
 from .merged import fit, regroup, with_rank
 from .symbolic import Sym, SymInt, hint, hints
 from .values import TensorValue, dtype_name
+
+T = TypeVar("T")
+# PyTorch's int[] arguments (strides, paddings, kernel sizes), which also take one int
+Ints = int | Sequence[int]
 
 _DUMMY_DTYPES = {"float32": torch.float32, "float16": torch.float16, "int32": torch.int32,
                  "int64": torch.int64, "bool": torch.bool}
 
 
-def static_int(v, what: str) -> int:
+def static_int(v: Arg, what: str) -> int:
     """An int known at conversion time (not a flexible size), else Unsupported."""
     if isinstance(v, Sym):
         raise Unsupported(f"{what} depends on a flexible input dimension")
@@ -31,18 +35,19 @@ def static_int(v, what: str) -> int:
     return int(v)
 
 
-def static_ints(values, what: str, length: int | None = None) -> list[int]:
-    if isinstance(values, int):
-        values = [values] * (length or 1)
-    values = [static_int(v, what) for v in values]
-    if length is not None and len(values) == 1 and length > 1:
-        values = values * length
-    if length is not None and len(values) != length:
-        raise Unsupported(f"{what} needs {length} values, got {values}")
-    return values
+def static_ints(values: int | Iterable[Arg], what: str, length: int | None = None
+                ) -> list[int]:
+    """Integers known at conversion time: ``values``, or one int repeated to ``length``."""
+    items = [values] * (length or 1) if isinstance(values, int) else values
+    ints = [static_int(v, what) for v in items]
+    if length is not None and len(ints) == 1 and length > 1:
+        ints = ints * length
+    if length is not None and len(ints) != length:
+        raise Unsupported(f"{what} needs {length} values, got {ints}")
+    return ints
 
 
-def constant_float(v, what: str) -> float:
+def constant_float(v: Arg, what: str) -> float:
     if isinstance(v, torch.Tensor) and v.numel() == 1:
         return float(v.item())
     if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -50,14 +55,14 @@ def constant_float(v, what: str) -> float:
     raise Unsupported(f"{what} must be a constant number")
 
 
-def dim_index(dim, rank: int, what: str = "dim") -> int:
+def dim_index(dim: Arg, rank: int, what: str = "dim") -> int:
     d = static_int(dim, what)
     if not -max(rank, 1) <= d < max(rank, 1):
         raise Unsupported(f"{what} {d} is out of range for rank {rank}")
     return d % rank if rank else 0
 
 
-def _dummy(v):
+def _dummy(v: Arg) -> torch.Tensor | bool | int | float:
     if isinstance(v, TensorValue):
         if v.is_quantized:
             raise Unsupported("float arithmetic mixing quantized tensors (dequantize first)")
@@ -66,10 +71,12 @@ def _dummy(v):
         return torch.empty(tuple(1 for _ in v.shape), dtype=v.dtype)
     if isinstance(v, Sym):
         return 1
-    return v
+    if isinstance(v, (bool, int, float)):
+        return v
+    raise Unsupported(f"expected a tensor or a number, got {type(v).__name__}")
 
 
-def result_dtype(*values) -> str:
+def result_dtype(*values: Arg) -> str:
     """PyTorch's type promotion for these operands."""
     dummies = [_dummy(v) for v in values]
     result = dummies[0]
@@ -118,7 +125,7 @@ def _one_size_only(flexible: Sym, fixed: int) -> Unsupported:
                        " flexible dimensions there")
 
 
-def shape_of(v) -> tuple:
+def shape_of(v: Arg) -> tuple[SymInt, ...]:
     if isinstance(v, TensorValue):
         return v.shape
     if isinstance(v, torch.Tensor):
@@ -126,7 +133,7 @@ def shape_of(v) -> tuple:
     return ()
 
 
-def choose_layout(values, rank: int) -> lay.Layout:
+def choose_layout(values: Iterable[Arg], rank: int) -> lay.Layout:
     """The layout a broadcast operation works in: that of a full-rank model tensor,
     channels-last if any is, so NHWC feature maps stay NHWC."""
     layouts = [v.layout for v in values if isinstance(v, TensorValue) and v.rank == rank]
@@ -136,7 +143,7 @@ def choose_layout(values, rank: int) -> lay.Layout:
     return lay.identity(rank)
 
 
-def align(cx: Converter, v, rank: int, layout: lay.Layout, dtype: str) -> TensorValue:
+def align(cx: Converter, v: Arg, rank: int, layout: lay.Layout, dtype: str) -> TensorValue:
     """``v`` as an operand of a broadcast NNAPI operation of ``rank`` working in ``layout``."""
     if isinstance(v, TensorValue):
         if v.dtype != dtype and not v.is_quantized:
@@ -160,13 +167,13 @@ class Broadcast(NamedTuple):
     """Operands ready for an NNAPI broadcast operation, and its output's shape, layout and
     merged dimensions (TensorValue.groups)."""
 
-    operands: list
-    shape: tuple
+    operands: list[TensorValue]
+    shape: tuple[SymInt, ...]
     layout: lay.Layout
     groups: lay.Groups
 
 
-def broadcast(cx: Converter, values, dtype) -> Broadcast:
+def broadcast(cx: Converter, values: Sequence[Arg], dtype: str | Sequence[str]) -> Broadcast:
     """Brings ``values`` (model tensors, constants, numbers) to a common shape and layout.
     ``dtype`` is one dtype for all operands or a list with one per operand. Tensors of
     rank above 4 work in NNAPI dimensions that merge runs of dimensions each operand
@@ -198,12 +205,10 @@ def broadcast(cx: Converter, values, dtype) -> Broadcast:
     return Broadcast(operands, out_shape, layout, groups)
 
 
-def _expanded(cx: Converter, v, shape: tuple):
+def _expanded(cx: Converter, v: Arg, shape: tuple[SymInt, ...]) -> Arg:
     """``v`` repeated to ``shape`` (TILE for model tensors, at conversion for constants)."""
     if isinstance(v, TensorValue):
-        v = with_rank(cx, v, len(shape))
-        multiples = [want if _unit(have) else 1 for have, want in zip(v.shape, shape, strict=False)]
-        return tile(cx, v, multiples, shape)
+        return _tiled(cx, v, shape)
     if isinstance(v, torch.Tensor):
         if any(isinstance(d, Sym) for d in shape):
             raise Unsupported("broadcasting a constant over flexible dimensions of a tensor"
@@ -212,7 +217,15 @@ def _expanded(cx: Converter, v, shape: tuple):
     return v
 
 
-def tile(cx: Converter, x: TensorValue, multiples, shape) -> TensorValue:
+def _tiled(cx: Converter, v: TensorValue, shape: tuple[SymInt, ...]) -> TensorValue:
+    """Model tensor ``v`` repeated to ``shape`` (a TILE)."""
+    v = with_rank(cx, v, len(shape))
+    multiples = [want if _unit(have) else 1 for have, want in zip(v.shape, shape, strict=False)]
+    return tile(cx, v, multiples, shape)
+
+
+def tile(cx: Converter, x: TensorValue, multiples: Sequence[SymInt],
+         shape: Sequence[SymInt]) -> TensorValue:
     """TILE of ``x`` by ``multiples`` (per PyTorch dimension) to ``shape``."""
     if all(not isinstance(m, Sym) and int(m) == 1 for m in multiples):
         return x
@@ -238,15 +251,16 @@ def tile(cx: Converter, x: TensorValue, multiples, shape) -> TensorValue:
                    x.dtype, x.layout, x.scale, x.zero_point, x.groups)
 
 
-def _unit(d) -> bool:
+def _unit(d: SymInt) -> bool:
     return not isinstance(d, Sym) and int(d) == 1
 
 
-def _aligned(shape, rank: int) -> tuple:
+def _aligned(shape: Sequence[T], rank: int) -> tuple[T | int, ...]:
+    """``shape`` with 1s prepended up to ``rank`` dimensions."""
     return (1,) * (rank - len(shape)) + tuple(shape)
 
 
-def _align_merged(cx: Converter, v, rank: int, layout: lay.Layout, groups: lay.Groups,
+def _align_merged(cx: Converter, v: Arg, rank: int, layout: lay.Layout, groups: lay.Groups,
                   dtype: str) -> TensorValue:
     """``v`` stored in ``layout`` in an operand whose dimensions merge ``groups``."""
     if isinstance(v, TensorValue):
@@ -265,7 +279,8 @@ def _align_merged(cx: Converter, v, rank: int, layout: lay.Layout, groups: lay.G
     raise Unsupported(f"expected a tensor or a number, got {type(v).__name__}")
 
 
-def broadcast_operands(cx: Converter, values, dtype):
+def broadcast_operands(cx: Converter, values: Sequence[Arg], dtype: str | Sequence[str]
+                       ) -> tuple[list[TensorValue], tuple[SymInt, ...], lay.Layout]:
     """Operands ready for an NNAPI broadcast operation, and the output shape and layout,
     for operations on tensors of rank at most 4 (see :func:`broadcast`)."""
     operands, shape, layout, groups = broadcast(cx, values, dtype)
@@ -275,7 +290,7 @@ def broadcast_operands(cx: Converter, values, dtype):
     return operands, shape, layout
 
 
-def named_args(cx: Converter, args) -> dict:
+def named_args(cx: Converter, args: Sequence[Arg]) -> dict[str, Arg]:
     """The node's inputs by the names of its schema's arguments (defaults filled in), for
     ops whose overloads take different argument lists (``arange(end)``,
     ``arange(start, end, step)``)."""
@@ -289,23 +304,23 @@ def named_args(cx: Converter, args) -> dict:
     return named
 
 
-def expand_to(cx: Converter, v, shape: tuple, dtype: str) -> TensorValue:
+def expand_to(cx: Converter, v: Arg, shape: tuple[SymInt, ...], dtype: str) -> TensorValue:
     """``v`` (model tensor, constant or number) as a model operand of exactly ``shape``:
     what NNAPI operations without broadcasting (SELECT) need."""
     if isinstance(v, TensorValue):
         if v.dtype != dtype:
             v = cx.cast(v, dtype)
-        return _expanded(cx, v, shape)
+        return _tiled(cx, v, shape)
     if isinstance(v, torch.Tensor) or is_number(v):
         array = torch.as_tensor(v)
         array = array.reshape(_aligned(tuple(array.shape), len(shape)))
         if not any(isinstance(d, Sym) for d in shape):
             return cx.torch_constant(array.expand(*hints(shape)).contiguous(), dtype)
-        return _expanded(cx, cx.torch_constant(array, dtype), shape)
+        return _tiled(cx, cx.torch_constant(array, dtype), shape)
     raise Unsupported(f"expected a tensor or a number, got {type(v).__name__}")
 
 
-def require_tensor(v, what: str = "input") -> TensorValue:
+def require_tensor(v: Arg, what: str = "input") -> TensorValue:
     if not isinstance(v, TensorValue):
         raise Unsupported(f"{what} must be a tensor computed by the model")
     return v

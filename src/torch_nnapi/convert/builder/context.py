@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeAlias, TypeGuard
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from ...nnapi.codes import (
@@ -26,6 +27,7 @@ from ...nnapi.codes import (
 from ...nnapi.model import Model, Operation
 from ...nnapi.operand_types import type_info
 from ...nnapi.signatures import signature_of
+from ..capture.graph import ExampleTensor
 from ..errors import ConverterBug, Unsupported
 from . import layout as lay
 from .binding import Named, Slot, bind, trimmed_length
@@ -34,7 +36,7 @@ from .symbolic import Sym, SymInt, hint
 from .values import NNAPI_TYPE_OF, QUANT_DTYPES, TensorValue, dtype_name
 
 if TYPE_CHECKING:
-    from ..capture.graph import Node
+    from ..capture.graph import Node, Value
 
 Op = OperationType
 
@@ -47,13 +49,21 @@ class ScalarInput:
     operand only if the operation keeps it, so dropped defaults leave nothing behind."""
 
     type: OperandType
-    value: Any  # bool, int or float; an INT32 may be a Sym resolved at load time
+    value: bool | int | float | Sym  # an INT32 may be a Sym resolved at load time
 
 
 OperandRef = int | TensorValue | ScalarInput
 
+# A node input as the lowering driver resolves it (lowerings/__init__.py): a tensor the model
+# computes, a constant tensor, a number or a size known at load time (Sym), a string (a
+# device, a padding mode), None, or a list or tuple of those; what a lowering returns is one
+# of these too. (The quantized lowerings' packed parameters have types of their own.)
+Arg: TypeAlias = ("TensorValue | torch.Tensor | Sym | int | float | bool | str | None"
+                  " | Sequence[Arg]")
+Number = bool | int | float | Sym
 
-def is_number(v) -> bool:
+
+def is_number(v: object) -> TypeGuard[Number]:
     return isinstance(v, (bool, int, float, Sym)) and not isinstance(v, np.ndarray)
 
 
@@ -77,7 +87,7 @@ class Converter:
         self.node: Node | None = None  # the node being lowered (set by the lowering driver)
         # Set by the lowering driver: each graph value's readers in program order, and how
         # many graph values are bound to each operand (aliases made by permute & co.).
-        self.users: dict = {}
+        self.users: dict[Value, list[Node | None]] = {}
         self.operand_refs: dict[int, int] = {}
         self._producers: dict[int, int] = {}  # operand -> index of the operation writing it
         self._fuse_code_inputs: dict[int, int] = {}  # operation -> position of its fuse_code
@@ -85,14 +95,15 @@ class Converter:
         # emitted for the model's outputs). Keyed by operand, not operation index, because
         # Model.finish reorders operations; tools use it to name the PyTorch code behind an
         # NNAPI operation.
-        self.origins: dict[int, object] = {}
+        self.origins: dict[int, Node | None] = {}
         # operand -> the activation node fused into the operation writing it: the value
         # before the activation exists in PyTorch but not in the NNAPI model.
-        self.fused_activations: dict[int, object] = {}
-        self._scalars: dict[tuple, int] = {}
-        self._constants: dict[tuple, TensorValue] = {}
+        self.fused_activations: dict[int, Node] = {}
+        # (type, value) of scalars, (type, values, shape) of integer tensors -> operand
+        self._scalars: dict[tuple[object, ...], int] = {}
+        self._constants: dict[tuple[object, ...], TensorValue] = {}
         # (operand, NNAPI dims) -> the operand a RESHAPE made of it (merged views, reused)
-        self.regrouped: dict[tuple, int] = {}
+        self.regrouped: dict[tuple[int, tuple[SymInt, ...]], int] = {}
 
     @property
     def current_node(self) -> Node:
@@ -141,7 +152,8 @@ class Converter:
             self.sym_dims[index] = tuple(nshape)
         return TensorValue(index, shape, dtype, layout, float(scale), int(zero_point), groups)
 
-    def constant(self, array, dtype: str, *, scale: float = 0.0, zero_point: int = 0,
+    def constant(self, array: npt.ArrayLike, dtype: str, *, scale: float = 0.0,
+                 zero_point: int = 0,
                  layout: lay.Layout | None = None, nnapi_type: OperandType | None = None,
                  groups: Sequence[int] = ()) -> TensorValue:
         """A constant tensor operand from ``array`` (PyTorch order), stored in ``layout``
@@ -224,7 +236,7 @@ class Converter:
 
     # ------------------------------------------------------------------ scalar operands
 
-    def scalar(self, op_type: OperandType, value) -> ScalarInput:
+    def scalar(self, op_type: OperandType, value: Number) -> ScalarInput:
         """A scalar input (INT32, FLOAT32, BOOL...; an INT32 may be a Sym), added to the
         model when an operation keeps it: trailing inputs at their defaults are dropped."""
         if isinstance(value, Sym):
@@ -378,16 +390,18 @@ class Converter:
                          like.layout, like.scale, like.zero_point,
                          like.groups if same else ())
 
-    def example(self, output: int = 0) -> Any:
-        """PyTorch's example of the current node's output (shape, dtype, quantization)."""
+    def example(self, output: int = 0) -> ExampleTensor | int | float | None:
+        """PyTorch's example of the current node's output (shape, dtype, quantization; the
+        value of a number), None where the model could not be run on the example inputs."""
         if self.node is None or output >= len(self.node.outputs):
             return None
-        return self.node.outputs[output].example
+        example: ExampleTensor | int | float | None = self.node.outputs[output].example
+        return example
 
     def example_quant(self, output: int = 0) -> tuple[float, int]:
         """The (scale, zero point) PyTorch gave the current node's quantized output."""
         ex = self.example(output)
-        if ex is None or not getattr(ex, "scale", 0.0):
+        if not isinstance(ex, ExampleTensor) or not ex.scale:
             raise Unsupported("the output quantization parameters are unknown (the model"
                               " could not be run on the example inputs)")
         return float(ex.scale), int(ex.zero_point)
@@ -395,12 +409,13 @@ class Converter:
     def example_quant_dtype(self, output: int = 0) -> str:
         """The 8-bit type PyTorch gave the current node's quantized output (quint8 unless
         the example says qint8)."""
-        dtype = getattr(self.example(output), "dtype", "")
+        ex = self.example(output)
+        dtype = ex.dtype if isinstance(ex, ExampleTensor) else ""
         return dtype if dtype in QUANT_DTYPES else "quint8"
 
     # ------------------------------------------------------------------ values
 
-    def tensor(self, v, like: TensorValue | None = None, dtype: str | None = None,
+    def tensor(self, v: Arg, like: TensorValue | None = None, dtype: str | None = None,
                what: str = "operand") -> TensorValue:
         """An operand for ``v``: a TensorValue as is; a constant tensor or number made a
         constant operand (of ``like``'s dtype and layout, broadcast-ready)."""
@@ -476,7 +491,7 @@ class Converter:
                        dict(output=out))
         return out
 
-    def _reshape_integers(self, t: TensorValue, shape: tuple) -> TensorValue:
+    def _reshape_integers(self, t: TensorValue, shape: tuple[SymInt, ...]) -> TensorValue:
         """RESHAPE takes no integer tensors at level 3: EXPAND_DIMS where only size-1
         dimensions are added, else a round trip through float32 (exact below 2**24, which
         covers indices). A 0-D value also goes through float32: the operation that made it

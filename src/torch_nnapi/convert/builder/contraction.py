@@ -17,7 +17,7 @@ a row (first operand) or column (second operand) of the product.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,18 +31,20 @@ from .merged import stored_layout, view_runs
 from .symbolic import Sym, SymInt, hint
 from .values import TensorValue
 
+Labels = tuple[str, ...]  # one label per dimension, as in einsum
+
 
 @dataclass(frozen=True)
 class _Placement:
     """How one assignment of the operands (input, filter) lays out the product."""
 
-    rows_before: tuple  # input labels stored before the channels
-    rows_after: tuple  # after them (NCHW: the image height)
-    batch: tuple  # the groups, outermost first
-    contracted: tuple
-    columns: tuple  # output channels per group
-    input_order: tuple | None  # labels as the input must be stored; None: as it is
-    filter_order: tuple | None  # likewise for the filter
+    rows_before: Labels  # input labels stored before the channels
+    rows_after: Labels  # after them (NCHW: the image height)
+    batch: Labels  # the groups, outermost first
+    contracted: Labels
+    columns: Labels  # output channels per group
+    input_order: Labels | None  # labels as the input must be stored; None: as it is
+    filter_order: Labels | None  # likewise for the filter
     cost: int  # elements transposed
 
 
@@ -63,7 +65,7 @@ def contract(cx: Converter, a: TensorValue, b: TensorValue, a_labels: Sequence[s
     return _emit(cx, place, inp, inp_labels, filt, filt_labels, out_labels, sizes)
 
 
-def _label_sizes(*operands) -> dict[str, SymInt]:
+def _label_sizes(*operands: tuple[TensorValue, Labels]) -> dict[str, SymInt]:
     sizes: dict[str, SymInt] = {}
     for t, labels in operands:
         if len(labels) != t.rank:
@@ -77,8 +79,8 @@ def _label_sizes(*operands) -> dict[str, SymInt]:
     return sizes
 
 
-def _place(inp: TensorValue, inp_labels, filt: TensorValue, filt_labels, out_labels,
-           sizes) -> _Placement:
+def _place(inp: TensorValue, inp_labels: Labels, filt: TensorValue, filt_labels: Labels,
+           out_labels: Labels, sizes: dict[str, SymInt]) -> _Placement:
     big = [label for label in dict.fromkeys(inp_labels + filt_labels)
            if not _unit(sizes[label])]
     shared = [label for label in big if label in inp_labels and label in filt_labels]
@@ -111,12 +113,13 @@ def _place(inp: TensorValue, inp_labels, filt: TensorValue, filt_labels, out_lab
     return min(candidates, key=lambda p: p.cost)
 
 
-def _stored(t: TensorValue, labels, sizes) -> tuple:
+def _stored(t: TensorValue, labels: Labels, sizes: dict[str, SymInt]) -> Labels:
     """The labels of ``t``'s size-above-1 dimensions, in the order they are stored."""
     return tuple(labels[d] for d in t.layout if not _unit(sizes[labels[d]]))
 
 
-def _input_pattern(stored: tuple, batch, contracted, grouped: bool):
+def _input_pattern(stored: Labels, batch: Sequence[str], contracted: Sequence[str],
+                   grouped: bool) -> tuple[Labels, Labels, Labels, Labels] | None:
     """(rows before, rows after, batch order, contracted order) when ``stored`` is rows,
     then the batch, then the contracted labels, then rows (only with a batch: the NCHW
     form of GROUPED_CONV_2D; FULLY_CONNECTED wants the contracted labels last)."""
@@ -135,7 +138,8 @@ def _input_pattern(stored: tuple, batch, contracted, grouped: bool):
     return stored[:start], after, g, k
 
 
-def _filter_pattern(stored: tuple, batch, contracted):
+def _filter_pattern(stored: Labels, batch: Sequence[str], contracted: Sequence[str]
+                    ) -> tuple[Labels, Labels, Labels] | None:
     """(batch order, column order, contracted order) when ``stored`` is the batch, then
     the columns, then the contracted labels."""
     g = stored[:len(batch)]
@@ -145,8 +149,9 @@ def _filter_pattern(stored: tuple, batch, contracted):
     return g, stored[len(batch):len(stored) - len(contracted)], k
 
 
-def _emit(cx: Converter, place: _Placement, inp: TensorValue, inp_labels, filt: TensorValue,
-          filt_labels, out_labels, sizes) -> TensorValue:
+def _emit(cx: Converter, place: _Placement, inp: TensorValue, inp_labels: Labels,
+          filt: TensorValue, filt_labels: Labels, out_labels: Labels,
+          sizes: dict[str, SymInt]) -> TensorValue:
     by_label_in = {label: d for d, label in enumerate(inp_labels)}
     by_label_filt = {label: d for d, label in enumerate(filt_labels)}
     if place.input_order is not None:
@@ -202,18 +207,18 @@ def _full_layout(t: TensorValue, order: Sequence[int]) -> lay.Layout:
     return tuple(order) + tuple(d for d in range(t.rank) if d not in order)
 
 
-def _numel(dims) -> SymInt:
+def _numel(dims: Iterable[SymInt]) -> SymInt:
     n: SymInt = 1
     for d in dims:
         n = n * d
     return n
 
 
-def _unit(d) -> bool:
+def _unit(d: SymInt) -> bool:
     return not isinstance(d, Sym) and int(d) == 1
 
 
-def _same(a, b) -> bool:
+def _same(a: SymInt, b: SymInt) -> bool:
     if isinstance(a, Sym) or isinstance(b, Sym):
         return isinstance(a, Sym) and a == b
     return int(a) == int(b)

@@ -12,11 +12,16 @@ emitted only when an operation's requirement is not met (``Converter.to_layout``
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import TypeVar
+
+from .symbolic import SymInt
 
 Layout = tuple[int, ...]
 T = TypeVar("T")
+# One TRANSPOSE of merged dimensions: run lengths over the current order, the permutation of
+# those runs
+Step = tuple[tuple[int, ...], tuple[int, ...]]
 
 NHWC: Layout = (0, 2, 3, 1)
 
@@ -66,13 +71,13 @@ def without_dims(layout: Layout, dims: Sequence[int]) -> Layout:
     return tuple(renumber[d] for d in kept)
 
 
-def data_order_matches(layout: Layout, torch_shape: Sequence) -> bool:
+def data_order_matches(layout: Layout, torch_shape: Sequence[SymInt]) -> bool:
     """True when the data is in contiguous order already: only size-1 dims are moved."""
     order = [d for d in layout if not _is_one(torch_shape[d])]
     return order == sorted(order)
 
 
-def _is_one(d) -> bool:
+def _is_one(d: SymInt) -> bool:
     return isinstance(d, int) and d == 1
 
 
@@ -117,23 +122,24 @@ def group_runs(groups: Groups, rank: int) -> list[tuple[int, ...]]:
     return runs
 
 
-def merged_shape(layout: Layout, groups: Groups, torch_shape: Sequence[T]) -> tuple:
+def merged_shape(layout: Layout, groups: Groups, torch_shape: Sequence[SymInt]
+                 ) -> tuple[SymInt, ...]:
     """The NNAPI shape: per run of the storage order, the product of its sizes."""
     stored = apply(layout, torch_shape)
     out = []
     for run in group_runs(groups, len(layout)):
-        size: Any = 1
+        size: SymInt = 1
         for position in run:
             size = size * stored[position]
         out.append(size)
     return tuple(out)
 
 
-def coarsest_groups(classes: Sequence) -> Groups:
+def coarsest_groups(classes: Sequence[object]) -> Groups:
     """The fewest runs over a storage order whose positions each share a class; positions
     of class None (size-1 dimensions) join any run. Returned unnormalized (lengths)."""
     sizes: list[int] = []
-    current = None
+    current: object = None
     pending = 0  # leading size-1 dimensions, joined to the first run
     for c in classes:
         if c is None:
@@ -152,7 +158,7 @@ def coarsest_groups(classes: Sequence) -> Groups:
     return tuple(sizes)
 
 
-def groups_respect(groups: Groups, classes: Sequence) -> bool:
+def groups_respect(groups: Groups, classes: Sequence[object]) -> bool:
     """True when every run of ``groups`` holds one class (None joining any)."""
     for run in group_runs(groups, len(classes)):
         seen = {classes[p] for p in run} - {None}
@@ -162,7 +168,7 @@ def groups_respect(groups: Groups, classes: Sequence) -> bool:
 
 
 def transpose_plan(src: Sequence[int], dst: Sequence[int], max_rank: int = 4,
-                   max_steps: int = 3) -> list[tuple[tuple[int, ...], tuple[int, ...]]] | None:
+                   max_steps: int = 3) -> list[Step] | None:
     """TRANSPOSEs of at most ``max_rank`` merged dimensions taking order ``src`` to ``dst``
     (both orders of the same dimension ids): a list of (run lengths over the current order,
     permutation of those runs). Dimensions consecutive in both orders move as one; when
@@ -176,10 +182,10 @@ def transpose_plan(src: Sequence[int], dst: Sequence[int], max_rank: int = 4,
         return [step]
     target_rank = {d: i for i, d in enumerate(dst)}
 
-    def breaks(order) -> int:
+    def breaks(order: tuple[int, ...]) -> int:
         return sum(1 for a, b in itertools.pairwise(order) if target_rank[b] != target_rank[a] + 1)
 
-    frontier: dict[tuple, list] = {src: []}
+    frontier: dict[tuple[int, ...], list[Step]] = {src: []}
     seen = {src}
     for _ in range(max_steps - 1):
         candidates = []
@@ -198,7 +204,7 @@ def transpose_plan(src: Sequence[int], dst: Sequence[int], max_rank: int = 4,
     return None
 
 
-def _one_step(src: tuple, dst: tuple, max_rank: int):
+def _one_step(src: tuple[int, ...], dst: tuple[int, ...], max_rank: int) -> Step | None:
     """(runs, permutation) moving ``src`` to ``dst`` in one TRANSPOSE, or None."""
     position = {d: i for i, d in enumerate(src)}
     blocks: list[list[int]] = []
@@ -216,7 +222,8 @@ def _one_step(src: tuple, dst: tuple, max_rank: int):
     return runs, perm
 
 
-def _moves(order: tuple, max_rank: int):
+def _moves(order: tuple[int, ...], max_rank: int
+           ) -> Iterator[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
     """Every TRANSPOSE of ``order`` cut into 2..max_rank runs: (runs, perm, new order)."""
     from itertools import combinations, permutations
 

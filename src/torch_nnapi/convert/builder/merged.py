@@ -13,8 +13,8 @@ the others get one NNAPI dimension per PyTorch dimension from :func:`ungroup`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
 from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
@@ -23,8 +23,34 @@ from . import layout as lay
 from .symbolic import Sym, SymInt, hint, hints
 from .values import TensorValue
 
-if TYPE_CHECKING:
-    from .context import Converter
+
+class Converter(Protocol):
+    """What these functions need of the converter (context.Converter, which calls them from
+    its reshapes and layout changes: a protocol here keeps the two modules out of a circle)."""
+
+    # (operand, NNAPI dims) -> the operand a RESHAPE made of it
+    regrouped: dict[tuple[int, tuple[SymInt, ...]], int]
+
+    def new_tensor(self, shape: Sequence[SymInt], dtype: str, layout: lay.Layout | None = ...,
+                   scale: float = ..., zero_point: int = ..., groups: Sequence[int] = ...
+                   ) -> TensorValue: ...
+
+    def operation(self, op: Op, inputs: Mapping[str, TensorValue | int],
+                  outputs: Mapping[str, TensorValue]) -> None: ...
+
+    def emit(self, op: Op, inputs: Mapping[str, TensorValue | int], shape: Sequence[SymInt],
+             dtype: str, layout: lay.Layout | None = ..., scale: float = ...,
+             zero_point: int = ..., groups: Sequence[int] = ...) -> TensorValue: ...
+
+    def int_vector(self, values: Iterable[SymInt]) -> int: ...
+
+    def shape_vector(self, shape: Sequence[SymInt]) -> int: ...
+
+    def reshape(self, t: TensorValue, shape: Sequence[SymInt]) -> TensorValue: ...
+
+    def contiguous(self, t: TensorValue) -> TensorValue: ...
+
+    def cast(self, t: TensorValue, dtype: str) -> TensorValue: ...
 
 
 def with_rank(cx: Converter, t: TensorValue, rank: int) -> TensorValue:
@@ -120,7 +146,7 @@ def regroup(cx: Converter, t: TensorValue, groups: Sequence[int],
     return out
 
 
-def fit(cx: Converter, t: TensorValue, classes: Sequence) -> TensorValue:
+def fit(cx: Converter, t: TensorValue, classes: Sequence[object]) -> TensorValue:
     """``t`` in an operand of rank at most 4 whose every dimension merges PyTorch
     dimensions of one class (``classes[d]`` per PyTorch dimension; None: joins any):
     ``t`` itself when it already is, else the coarsest such merging."""
@@ -195,7 +221,7 @@ def reshape_in_place(cx: Converter, t: TensorValue, shape: Sequence[SymInt]) \
                         if len(shape) > 4 else (), relabel_from=t)
 
 
-def reshape_merged(cx: Converter, t: TensorValue, shape: tuple) -> TensorValue:
+def reshape_merged(cx: Converter, t: TensorValue, shape: tuple[SymInt, ...]) -> TensorValue:
     if not lay.data_order_matches(t.layout, t.shape):
         t = cx.contiguous(t)
     identity = lay.identity(len(shape))
@@ -279,7 +305,8 @@ def _runs_matching(shape: Sequence[SymInt], dims: Sequence[SymInt]) -> list[int]
     runs: list[int] = []
     i = 0
     for target in dims:
-        start, product = i, 1
+        start = i
+        product: SymInt = 1
         if is_one(target):  # a size-1 entry, or an empty run
             if i < len(shape) and is_one(shape[i]):
                 i += 1
@@ -301,16 +328,17 @@ def _runs_matching(shape: Sequence[SymInt], dims: Sequence[SymInt]) -> list[int]
     return runs
 
 
-def _groups_matching(layout: lay.Layout, shape: Sequence[SymInt], dims: Sequence[SymInt]):
+def _groups_matching(layout: lay.Layout, shape: Sequence[SymInt], dims: Sequence[SymInt]
+                     ) -> list[int] | None:
     return _runs_matching(lay.apply(layout, shape), dims)
 
 
-def is_one(d) -> bool:
+def is_one(d: SymInt) -> bool:
     """A dimension known to have size 1."""
     return not isinstance(d, Sym) and int(d) == 1
 
 
-def same_dim(a, b) -> bool:
+def same_dim(a: SymInt, b: SymInt) -> bool:
     """Sizes known to be equal (flexible ones: the same expression)."""
     if isinstance(a, Sym) or isinstance(b, Sym):
         return isinstance(a, Sym) and a == b

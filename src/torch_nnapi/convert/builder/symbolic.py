@@ -5,7 +5,8 @@ it (an output height, a reshape target, a padding amount) is a :class:`Sym`, an 
 tree over input dimensions that also carries its value for the example inputs (``hint``).
 Where such a value lands in the serialized model, the converter records a *patch*: a small
 postfix program the TorchScript wrapper evaluates on the real input shapes at load time
-(see ``wrapper.py``), as the prototype's author proposed for camera-resolution independence.
+(see ``torchscript/module.py``), as the prototype's author proposed for camera-resolution
+independence.
 
 Program encoding (a flat list of ints, evaluated on a stack):
 ``CONST c`` pushes c; ``DIM i d`` pushes dimension d of input i (PyTorch order); the
@@ -36,7 +37,7 @@ class Sym:
 
     __slots__ = ("op", "args", "hint", "_key", "nonneg", "multiple")
 
-    def __init__(self, op: str, args: tuple, hint: int):
+    def __init__(self, op: str, args: tuple[SymInt, SymInt], hint: int):
         self.op = op
         self.args = args
         self.hint = int(hint)
@@ -65,29 +66,29 @@ class Sym:
                 self.nonneg = False
 
     # -- arithmetic (results simplify to plain ints where possible)
-    def __add__(self, other): return binary("add", self, other)
-    def __radd__(self, other): return binary("add", other, self)
-    def __sub__(self, other): return binary("sub", self, other)
-    def __rsub__(self, other): return binary("sub", other, self)
-    def __mul__(self, other): return binary("mul", self, other)
-    def __rmul__(self, other): return binary("mul", other, self)
-    def __floordiv__(self, other): return binary("floordiv", self, other)
-    def __rfloordiv__(self, other): return binary("floordiv", other, self)
-    def __mod__(self, other): return binary("mod", self, other)
-    def __rmod__(self, other): return binary("mod", other, self)
-    def __neg__(self): return binary("sub", 0, self)
+    def __add__(self, other: SymInt) -> SymInt: return binary("add", self, other)
+    def __radd__(self, other: SymInt) -> SymInt: return binary("add", other, self)
+    def __sub__(self, other: SymInt) -> SymInt: return binary("sub", self, other)
+    def __rsub__(self, other: SymInt) -> SymInt: return binary("sub", other, self)
+    def __mul__(self, other: SymInt) -> SymInt: return binary("mul", self, other)
+    def __rmul__(self, other: SymInt) -> SymInt: return binary("mul", other, self)
+    def __floordiv__(self, other: SymInt) -> SymInt: return binary("floordiv", self, other)
+    def __rfloordiv__(self, other: SymInt) -> SymInt: return binary("floordiv", other, self)
+    def __mod__(self, other: SymInt) -> SymInt: return binary("mod", self, other)
+    def __rmod__(self, other: SymInt) -> SymInt: return binary("mod", other, self)
+    def __neg__(self) -> SymInt: return binary("sub", 0, self)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         """Structural equality: True only when both are the same expression."""
         return isinstance(other, Sym) and other._key == self._key
 
     def __hash__(self) -> int:
         return hash(self._key)
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         raise TypeError("the truth of a flexible dimension is not known at conversion time")
 
-    def __index__(self):
+    def __index__(self) -> int:
         raise TypeError("a flexible dimension has no fixed integer value")
 
     def __repr__(self) -> str:
@@ -108,11 +109,11 @@ def _multiple(v: SymInt) -> int:
     return v.multiple if isinstance(v, Sym) else abs(int(v))
 
 
-def _known_multiple(op: str, args: tuple) -> int:
+def _known_multiple(op: str, args: tuple[SymInt, SymInt]) -> int:
     if op == "dim":
         return 1
     a, b = args
-    if op == "add" and _rounds_up(a, b):
+    if op == "add" and isinstance(b, Sym) and _rounds_up(a, b):
         return math.lcm(int(b.args[1]), max(_multiple(a), 1))
     if op in ("add", "sub"):
         return math.gcd(_multiple(a), _multiple(b)) or 1
@@ -164,20 +165,20 @@ def _positive(v: SymInt) -> bool:
     return not isinstance(v, Sym) and int(v) > 0
 
 
-def _factors(v: SymInt) -> list:
+def _factors(v: SymInt) -> list[SymInt]:
     if isinstance(v, Sym) and v.op == "mul":
         return _factors(v.args[0]) + _factors(v.args[1])
     return [v]
 
 
-def _product(factors: list) -> SymInt:
+def _product(factors: list[SymInt]) -> SymInt:
     out: SymInt = 1
     for f in factors:
         out = binary("mul", out, f)
     return out
 
 
-def _divide_exactly(a: SymInt, b: SymInt):
+def _divide_exactly(a: SymInt, b: SymInt) -> SymInt | None:
     """a / b when b's factors are among a's (structurally), else None."""
     factors = _factors(a)
     static = 1
@@ -284,11 +285,11 @@ def hints(values: Sequence[SymInt]) -> tuple[int, ...]:
     return tuple(hint(v) for v in values)
 
 
-def is_static(v) -> bool:
+def is_static(v: object) -> bool:
     return not isinstance(v, Sym)
 
 
-def all_static(values: Sequence) -> bool:
+def all_static(values: Sequence[object]) -> bool:
     return not any(isinstance(v, Sym) for v in values)
 
 
@@ -300,7 +301,7 @@ def program(v: SymInt) -> list[int]:
         if not isinstance(x, Sym):
             out.extend((CONST, int(x)))
         elif x.op == "dim":
-            out.extend((DIM, x.args[0], x.args[1]))
+            out.extend((DIM, int(x.args[0]), int(x.args[1])))
         else:
             emit(x.args[0])
             emit(x.args[1])

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypedDict
 
 from ...nnapi.codes import OperandType
 from . import layout as lay
 from .symbolic import SymInt, hints
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 # PyTorch dtype name -> the NNAPI tensor type that holds it. NNAPI has no 64-bit integers:
 # int64 tensors (indices, argmax results) are carried as int32; the wrapper casts model
@@ -33,7 +37,7 @@ QUANT_RANGES = {"quint8": (0, 255), "qint8": (-128, 127)}
 RUNTIME_DTYPES = ("float32", "quint8", "int32", "int64", "bool")
 
 
-def dtype_name(dtype) -> str:
+def dtype_name(dtype: object) -> str:
     """``torch.float32`` -> ``"float32"`` (without importing torch here)."""
     return str(dtype).replace("torch.", "")
 
@@ -105,5 +109,17 @@ class TensorValue:
     def example_shape(self) -> tuple[int, ...]:
         return hints(self.shape)
 
-    def with_(self, **changes) -> TensorValue:
+    def with_(self, **changes: Unpack[TensorFields]) -> TensorValue:
         return replace(self, **changes)
+
+
+class TensorFields(TypedDict, total=False):
+    """The fields :meth:`TensorValue.with_` may change."""
+
+    operand: int
+    shape: tuple[SymInt, ...]
+    dtype: str
+    layout: lay.Layout
+    scale: float
+    zero_point: int
+    groups: lay.Groups

@@ -2,10 +2,17 @@
 
 A lowering is registered with ``@lowering("aten::relu", "aten::relu_", nnapi=("RELU",))``.
 It receives the converter (``cx``) and the node's inputs, already resolved: tensors held by
-the NNAPI model are :class:`~torch_nnapi.convert.values.TensorValue`, constant tensors are
-``torch.Tensor``, numbers are ``int``/``float``/``bool`` or :class:`Sym` for sizes that
-depend on flexible input dimensions, and lists are Python lists of those. It returns the
-node's output value (or a tuple of them), emitting NNAPI operations through ``cx``.
+the NNAPI model are :class:`~torch_nnapi.convert.builder.values.TensorValue`, constant
+tensors are ``torch.Tensor``, numbers are ``int``/``float``/``bool`` or :class:`Sym` for
+sizes that depend on flexible input dimensions, and lists are Python lists of those (the
+type ``builder.context.Arg``; a parameter whose schema fixes its type is annotated with
+that). It returns the node's output value (or a tuple of them), emitting NNAPI operations
+through ``cx``.
+
+Families share code only through the building blocks of ``builder/`` (``arithmetic.py``,
+``slicing.py``, ``spatial.py``, ``common.py`` ...), never through one another: a lowering other
+families need too is a thin registered function over a block. The quantized family is the
+exception: it wraps the float families' tensor forms (quantized.py).
 
 In-place variants (``aten::relu_``) share the function: the converter rebinds the mutated
 input to the result, so later readers of the input see the new value.
@@ -25,14 +32,22 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from ...nnapi.codes import OperationType
+
+if TYPE_CHECKING:  # (the registry itself imports no torch)
+    from ..builder.context import Arg
+
+# A lowering: (cx, *node inputs) -> the node's output value or a tuple of them
+LoweringFn = Callable[..., "Arg"]
+F = TypeVar("F", bound=LoweringFn)
 
 
 @dataclass(frozen=True)
 class Lowering:
     kind: str  # the TorchScript node kind, e.g. "aten::relu_"
-    fn: Callable
+    fn: LoweringFn
     family: str
     nnapi: tuple[str, ...]  # NNAPI operations this lowering may emit
     notes: str
@@ -55,13 +70,13 @@ def is_in_place(kind: str) -> bool:
 
 
 def lowering(*kinds: str, nnapi: tuple[str, ...] | list[str] = (), notes: str = "",
-             family: str | None = None, any_rank: bool = False) -> Callable[[Callable], Callable]:
+             family: str | None = None, any_rank: bool = False) -> Callable[[F], F]:
     """Registers the decorated function as the lowering of each TorchScript op in ``kinds``
     (``any_rank``: see :class:`Lowering`)."""
     for name in nnapi:
         OperationType[name]  # a typo in an NNAPI operation name fails at import
 
-    def wrap(fn: Callable) -> Callable:
+    def wrap(fn: F) -> F:
         fam = family or fn.__module__.rsplit(".", 1)[-1]
         for kind in kinds:
             if kind in LOWERINGS:
@@ -90,9 +105,19 @@ def lowering_for(kind: str) -> Lowering | None:
     return load_all().get(kind)
 
 
-def supported_ops() -> list[dict]:
+class SupportedOp(TypedDict):
+    """One row of :func:`supported_ops`."""
+
+    op: str
+    family: str
+    nnapi: list[str]
+    notes: str
+    in_place: bool
+
+
+def supported_ops() -> list[SupportedOp]:
     """One row per supported TorchScript op: kind, family, NNAPI ops, notes, in-place."""
-    rows = []
+    rows: list[SupportedOp] = []
     for kind, low in sorted(load_all().items(), key=lambda kv: (kv[1].family, kv[0])):
         rows.append({"op": kind, "family": low.family, "nnapi": list(low.nnapi),
                      "notes": low.notes, "in_place": low.in_place})

@@ -16,12 +16,12 @@ import torch
 
 from ...nnapi.codes import FeatureLevel, FuseCode
 from ...nnapi.codes import OperationType as Op
+from ..builder.arithmetic import arithmetic, composed_hardsigmoid, composed_hardswish, in_float
 from ..builder.common import constant_float, require_tensor
-from ..builder.context import Converter
+from ..builder.context import Arg, Converter
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .elementwise import arithmetic
 
 _UNARY = {
     "aten::relu": Op.RELU, "aten::relu_": Op.RELU,
@@ -37,31 +37,6 @@ _UNARY = {
 }
 # Quantized outputs of these keep fixed parameters (NNAPI's and PyTorch's agree).
 _QUANT_OK = (Op.RELU, Op.LOGISTIC, Op.TANH)
-
-
-def float_of(cx: Converter, x: TensorValue) -> TensorValue:
-    """A float32 view of a quantized tensor (DEQUANTIZE)."""
-    return cx.emit(Op.DEQUANTIZE, dict(input=x), x.shape, "float32", x.layout, groups=x.groups)
-
-
-def quantize_as(cx: Converter, f: TensorValue, scale: float, zero_point: int,
-                dtype: str) -> TensorValue:
-    """QUANTIZE float ``f`` to the 8-bit ``dtype`` (quint8; qint8 from feature level 4)."""
-    return cx.emit(Op.QUANTIZE, dict(input=f), f.shape, dtype, f.layout, scale, zero_point,
-                   f.groups)
-
-
-def requantize_like_output(cx: Converter, y: TensorValue) -> TensorValue:
-    """QUANTIZE ``y`` with the quantization (and 8-bit type) PyTorch gave the node's output."""
-    scale, zero_point = cx.example_quant()
-    return quantize_as(cx, y, scale, zero_point, cx.example_quant_dtype())
-
-
-def in_float(cx: Converter, x: TensorValue, compute) -> TensorValue:
-    """``compute(x)``, through float when ``x`` is quantized."""
-    if not x.is_quantized:
-        return compute(x)
-    return requantize_like_output(cx, compute(float_of(cx, x)))
 
 
 _FUSE_CODES = {Op.RELU: FuseCode.RELU, Op.RELU1: FuseCode.RELU1, Op.RELU6: FuseCode.RELU6}
@@ -90,7 +65,7 @@ def unary(cx: Converter, op: Op, x: TensorValue) -> TensorValue:
     return cx.emit_like(op, dict(input=x), x)
 
 
-def simple_unary(cx: Converter, x):
+def simple_unary(cx: Converter, x: Arg) -> TensorValue:
     return unary(cx, _UNARY[cx.current_node.kind], require_tensor(x))
 
 
@@ -100,7 +75,7 @@ for _kind, _op in _UNARY.items():  # registered one by one so each lists its own
 
 @lowering("aten::floor", "aten::floor_", nnapi=("FLOOR",),
           any_rank=True)
-def floor(cx: Converter, x):
+def floor(cx: Converter, x: float | TensorValue) -> int | TensorValue:
     if not isinstance(x, TensorValue):
         return math.floor(x)
     return in_float(cx, x, lambda f: cx.emit_like(Op.FLOOR, dict(input=f), f))
@@ -108,11 +83,11 @@ def floor(cx: Converter, x):
 
 @lowering("aten::ceil", "aten::ceil_", nnapi=("NEG", "FLOOR"),
           any_rank=True, notes="-floor(-x)")
-def ceil(cx: Converter, x):
+def ceil(cx: Converter, x: float | TensorValue) -> int | TensorValue:
     if not isinstance(x, TensorValue):
         return math.ceil(x)
 
-    def compute(f):
+    def compute(f: TensorValue) -> TensorValue:
         neg = cx.emit_like(Op.NEG, dict(input=f), f)
         floor_neg = cx.emit_like(Op.FLOOR, dict(input=neg), neg)
         return cx.emit_like(Op.NEG, dict(input=floor_neg), f)
@@ -120,7 +95,7 @@ def ceil(cx: Converter, x):
     return in_float(cx, x, compute)
 
 
-def clamp_tensor(cx: Converter, x: TensorValue, low, high) -> TensorValue:
+def clamp_tensor(cx: Converter, x: TensorValue, low: Arg, high: Arg) -> TensorValue:
     """``clamp(x, low, high)``: RELU/RELU1/RELU6 where the bounds match, else MAX/MIN."""
     lo = None if low is None else constant_float(low, "clamp minimum")
     hi = None if high is None else constant_float(high, "clamp maximum")
@@ -141,13 +116,13 @@ def clamp_tensor(cx: Converter, x: TensorValue, low, high) -> TensorValue:
 
 @lowering("aten::hardtanh", "aten::hardtanh_", nnapi=("RELU1", "RELU6", "MAXIMUM", "MINIMUM"),
           any_rank=True)
-def hardtanh(cx: Converter, x, low=-1.0, high=1.0):
+def hardtanh(cx: Converter, x: Arg, low: Arg = -1.0, high: Arg = 1.0) -> TensorValue:
     return clamp_tensor(cx, require_tensor(x), low, high)
 
 
 @lowering("aten::relu6", "aten::relu6_", nnapi=("RELU6",),
           any_rank=True)
-def relu6(cx: Converter, x):
+def relu6(cx: Converter, x: Arg) -> TensorValue:
     return clamp_tensor(cx, require_tensor(x), 0.0, 6.0)
 
 
@@ -155,7 +130,7 @@ def relu6(cx: Converter, x):
           nnapi=("RELU", "RELU1", "RELU6", "MAXIMUM", "MINIMUM"),
           any_rank=True,
           notes="constant bounds")
-def clamp(cx: Converter, x, low=None, high=None):
+def clamp(cx: Converter, x: Arg, low: Arg = None, high: Arg = None) -> TensorValue:
     if isinstance(low, TensorValue) or isinstance(high, TensorValue):
         raise Unsupported("clamp with tensor bounds computed by the model")
     return clamp_tensor(cx, require_tensor(x), low, high)
@@ -163,42 +138,32 @@ def clamp(cx: Converter, x, low=None, high=None):
 
 @lowering("aten::clamp_min", "aten::clamp_min_", nnapi=("RELU", "MAXIMUM"),
           any_rank=True)
-def clamp_min(cx: Converter, x, low):
+def clamp_min(cx: Converter, x: Arg, low: Arg) -> TensorValue:
     return clamp_tensor(cx, require_tensor(x), low, None)
 
 
 @lowering("aten::clamp_max", "aten::clamp_max_", nnapi=("MINIMUM",),
           any_rank=True)
-def clamp_max(cx: Converter, x, high):
+def clamp_max(cx: Converter, x: Arg, high: Arg) -> TensorValue:
     return clamp_tensor(cx, require_tensor(x), None, high)
 
 
 @lowering("aten::hardsigmoid", "aten::hardsigmoid_", nnapi=("ADD", "MUL"),
           any_rank=True,
           notes="relu6(x + 3) / 6: ADD with fused RELU6, then MUL")
-def hardsigmoid(cx: Converter, x):
+def hardsigmoid(cx: Converter, x: Arg) -> TensorValue:
     x = require_tensor(x)
-    return in_float(cx, x, lambda f: _hardsigmoid(cx, f))
-
-
-def _hardsigmoid(cx: Converter, x: TensorValue) -> TensorValue:
-    shifted = arithmetic(cx, Op.ADD, x, 3.0, FuseCode.RELU6)
-    return arithmetic(cx, Op.DIV, shifted, 6.0)
+    return in_float(cx, x, lambda f: composed_hardsigmoid(cx, f))
 
 
 @lowering("aten::hardswish", "aten::hardswish_", nnapi=("ADD", "MUL", "DIV", "HARD_SWISH"),
           any_rank=True,
           notes="x * relu6(x + 3) / 6; one HARD_SWISH with target_level=4 or on int8")
-def hardswish(cx: Converter, x):
+def hardswish(cx: Converter, x: Arg) -> TensorValue:
     x = require_tensor(x)
     if cx.allows(FeatureLevel.ANDROID_11, x):
         return hard_swish(cx, x)
-
-    def compute(f):
-        shifted = arithmetic(cx, Op.ADD, f, 3.0, FuseCode.RELU6)
-        return arithmetic(cx, Op.DIV, arithmetic(cx, Op.MUL, f, shifted), 6.0)
-
-    return in_float(cx, x, compute)
+    return in_float(cx, x, lambda f: composed_hardswish(cx, f))
 
 
 def hard_swish(cx: Converter, x: TensorValue) -> TensorValue:
@@ -212,18 +177,18 @@ def hard_swish(cx: Converter, x: TensorValue) -> TensorValue:
 
 @lowering("aten::silu", "aten::silu_", nnapi=("LOGISTIC", "MUL"),
           any_rank=True, notes="x * sigmoid(x)")
-def silu(cx: Converter, x):
+def silu(cx: Converter, x: Arg) -> TensorValue:
     x = require_tensor(x)
     return in_float(cx, x, lambda f: arithmetic(cx, Op.MUL, f, unary(cx, Op.LOGISTIC, f)))
 
 
 @lowering("aten::leaky_relu", "aten::leaky_relu_", nnapi=("PRELU",),
           any_rank=True)
-def leaky_relu(cx: Converter, x, slope=0.01):
+def leaky_relu(cx: Converter, x: Arg, slope: Arg = 0.01) -> TensorValue:
     x = require_tensor(x)
     alpha = constant_float(slope, "negative_slope")
 
-    def compute(f):
+    def compute(f: TensorValue) -> TensorValue:
         a = cx.tensor(alpha, like=f)
         return cx.emit_like(Op.PRELU, dict(input=f, alpha=a), f)
 
@@ -231,7 +196,7 @@ def leaky_relu(cx: Converter, x, slope=0.01):
 
 
 @lowering("aten::prelu", nnapi=("PRELU",), notes="weights: one or one per channel")
-def prelu(cx: Converter, x, weight):
+def prelu(cx: Converter, x: Arg, weight: Arg) -> TensorValue:
     x = require_tensor(x)
     if not isinstance(weight, torch.Tensor):
         raise Unsupported("prelu weights computed by the model")
@@ -243,7 +208,7 @@ def prelu(cx: Converter, x, weight):
     else:
         raise Unsupported(f"prelu with {w.numel()} weights for input shape {list(x.shape)}")
 
-    def compute(f):
+    def compute(f: TensorValue) -> TensorValue:
         a = cx.constant(w.numpy().reshape(shape), f.dtype, layout=f.layout)
         return cx.emit_like(Op.PRELU, dict(input=f, alpha=a), f)
 
@@ -253,13 +218,14 @@ def prelu(cx: Converter, x, weight):
 @lowering("aten::elu", "aten::elu_",
           nnapi=("EXP", "SUB", "MUL", "MINIMUM", "RELU", "ADD", "ELU"), any_rank=True,
           notes="relu(x) + alpha * (exp(min(x, 0)) - 1); one ELU with target_level=4")
-def elu(cx: Converter, x, alpha=1.0, scale=1.0, input_scale=1.0):
+def elu(cx: Converter, x: Arg, alpha: Arg = 1.0, scale: Arg = 1.0, input_scale: Arg = 1.0
+        ) -> TensorValue:
     x = require_tensor(x)
     a = constant_float(alpha, "alpha")
     s = constant_float(scale, "scale")
     si = constant_float(input_scale, "input_scale")
 
-    def compute(f):
+    def compute(f: TensorValue) -> TensorValue:
         if cx.allows(FeatureLevel.ANDROID_11) and si == 1.0:
             out = cx.emit_like(Op.ELU, dict(input=f, alpha=cx.float_scalar(a, f)), f)
             return arithmetic(cx, Op.MUL, out, s) if s != 1.0 else out
@@ -277,7 +243,7 @@ def elu(cx: Converter, x, alpha=1.0, scale=1.0, input_scale=1.0):
 @lowering("aten::selu", "aten::selu_",
           nnapi=("EXP", "SUB", "MUL", "MINIMUM", "RELU", "ADD", "ELU"), any_rank=True,
           notes="elu with SELU's constants")
-def selu(cx: Converter, x):
+def selu(cx: Converter, x: Arg) -> TensorValue:
     return elu(cx, x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
 
 
@@ -291,7 +257,7 @@ _ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
           any_rank=True,
           notes="exact: 0.5 * (x + |x| * erf(|x| / sqrt 2)) with a 1.5e-7 erf approximation;"
           " approximate='tanh' uses TANH")
-def gelu(cx: Converter, x, approximate="none"):
+def gelu(cx: Converter, x: Arg, approximate: str = "none") -> TensorValue:
     x = require_tensor(x)
     if approximate == "tanh":
         return in_float(cx, x, lambda f: _gelu_tanh(cx, f))
@@ -326,12 +292,12 @@ def _gelu_tanh(cx: Converter, x: TensorValue) -> TensorValue:
 @lowering("aten::softplus", nnapi=("EXP", "ADD", "LOG", "MUL", "DIV", "MAXIMUM"),
           any_rank=True,
           notes="log(1 + exp(beta x)) / beta, linear above the threshold")
-def softplus(cx: Converter, x, beta=1.0, threshold=20.0):
+def softplus(cx: Converter, x: Arg, beta: Arg = 1.0, threshold: Arg = 20.0) -> TensorValue:
     x = require_tensor(x)
     b = constant_float(beta, "beta")
     th = constant_float(threshold, "threshold")
 
-    def compute(f):
+    def compute(f: TensorValue) -> TensorValue:
         bx = arithmetic(cx, Op.MUL, f, b) if b != 1.0 else f
         capped = cx.emit_like(Op.MINIMUM, dict(input0=bx, input1=cx.tensor(th, like=bx)), bx)
         exp = cx.emit_like(Op.EXP, dict(input=capped), capped)

@@ -3,8 +3,8 @@
 
 Composed at feature level 3 as PyTorch's reference computes it: the query scaled, the
 scores ``q @ k^T`` and the weighted values ``softmax(scores) @ v`` each one contraction
-(one GROUPED_CONV_2D over the batch and heads, _contraction.py), the mask added to the
-scores before the SOFTMAX. A bool mask (True: attend) becomes 0 / -inf through one SELECT
+(one GROUPED_CONV_2D over the batch and heads, builder/contraction.py), the mask added to
+the scores before the SOFTMAX. A bool mask (True: attend) becomes 0 / -inf through one SELECT
 between constants; ``is_causal`` is a constant -inf upper triangle. Grouped-query
 attention (``enable_gqa``) broadcasts each key/value head over its group of query heads.
 """
@@ -12,20 +12,21 @@ attention (``enable_gqa``) broadcasts each key/value head over its group of quer
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
+from ..builder.arithmetic import arithmetic
 from ..builder.common import constant_float, require_tensor, static_int
-from ..builder.context import Converter
+from ..builder.context import Arg, Converter
 from ..builder.contraction import contract
-from ..builder.merged import separate
-from ..builder.symbolic import Sym
+from ..builder.merged import same_dim, separate
+from ..builder.symbolic import Sym, SymInt
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .elementwise import arithmetic
 
 
 @lowering("aten::scaled_dot_product_attention",
@@ -35,9 +36,10 @@ from .elementwise import arithmetic
           notes="softmax(q k^T * scale + mask) v: two contractions (GROUPED_CONV_2D over"
           " batch and heads) and a SOFTMAX; bool or float masks, is_causal, scale,"
           " enable_gqa; dropout_p must be 0")
-def scaled_dot_product_attention(cx: Converter, query, key, value, attn_mask=None,
-                                 dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
+def scaled_dot_product_attention(cx: Converter, query: Arg, key: Arg, value: Arg,
+                                 attn_mask: Arg = None, dropout_p: Arg = 0.0,
+                                 is_causal: bool = False, scale: Arg = None,
+                                 enable_gqa: bool = False) -> TensorValue:
     q = require_tensor(query, "query")
     if not q.is_float:
         raise Unsupported(f"attention over {q.dtype} tensors")
@@ -51,11 +53,10 @@ def scaled_dot_product_attention(cx: Converter, query, key, value, attn_mask=Non
     factor = 1.0 / math.sqrt(width) if scale is None else constant_float(scale, "scale")
     batch = [f"b{i}" for i in range(q.rank - 2)]
     k_batch = list(batch)
-    if enable_gqa and q.rank >= 3 and not _same(q.shape[-3], k.shape[-3]):
+    undo: Callable[[TensorValue], TensorValue] | None = None
+    if enable_gqa and q.rank >= 3 and not same_dim(q.shape[-3], k.shape[-3]):
         q, k, v, k_batch, undo = _grouped_query(cx, q, k, v, batch)
         batch = batch[:-1] + ["kv", "g"]
-    else:
-        undo = None
     if factor != 1.0:
         q = arithmetic(cx, Op.MUL, q, factor)
     scores = contract(cx, q, k, batch + ["l", "e"], k_batch + ["s", "e"], batch + ["l", "s"])
@@ -80,7 +81,7 @@ def softmax_last(cx: Converter, x: TensorValue) -> TensorValue:
                                          axis=cx.i32(x.nnapi_axis(last))), x)
 
 
-def _causal_mask(length, source) -> torch.Tensor:
+def _causal_mask(length: SymInt, source: SymInt) -> torch.Tensor:
     """0 where query i may see key j (j <= i), -inf elsewhere, as PyTorch's is_causal."""
     if isinstance(length, Sym) or isinstance(source, Sym):
         raise Unsupported("is_causal over a flexible sequence length")
@@ -88,7 +89,7 @@ def _causal_mask(length, source) -> torch.Tensor:
     return torch.from_numpy(np.where(allowed, np.float32(0.0), np.float32(-np.inf)))
 
 
-def _additive_mask(cx: Converter, mask, like: TensorValue):
+def _additive_mask(cx: Converter, mask: Arg, like: TensorValue) -> torch.Tensor | TensorValue:
     """The mask as a float to add to the scores: a bool mask (True: attend) is 0 / -inf."""
     if isinstance(mask, torch.Tensor):
         if mask.dtype == torch.bool:
@@ -107,7 +108,9 @@ def _additive_mask(cx: Converter, mask, like: TensorValue):
                    like.dtype, mask.layout, groups=mask.groups)
 
 
-def _grouped_query(cx: Converter, q: TensorValue, k: TensorValue, v: TensorValue, batch):
+def _grouped_query(cx: Converter, q: TensorValue, k: TensorValue, v: TensorValue,
+                   batch: list[str]) -> tuple[TensorValue, TensorValue, TensorValue, list[str],
+                                              Callable[[TensorValue], TensorValue]]:
     """Query heads [.., Hq, L, E] as [.., Hkv, Hq / Hkv, L, E]; keys and values get a
     size-1 group dimension that broadcasts."""
     heads, kv_heads = static_int(q.shape[-3], "query heads"), static_int(k.shape[-3],
@@ -125,8 +128,3 @@ def _grouped_query(cx: Converter, q: TensorValue, k: TensorValue, v: TensorValue
 
     return q, k, v, k_batch, undo
 
-
-def _same(a, b) -> bool:
-    if isinstance(a, Sym) or isinstance(b, Sym):
-        return isinstance(a, Sym) and a == b
-    return int(a) == int(b)

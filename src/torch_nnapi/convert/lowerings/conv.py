@@ -17,45 +17,13 @@ import torch
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
-from ..builder.common import require_tensor, static_int, static_ints
-from ..builder.context import Converter, ScalarInput
+from ..builder.common import Ints, require_tensor, static_int, static_ints
+from ..builder.context import Arg, Converter, OperandRef, ScalarInput
+from ..builder.spatial import ConvQuant, bias_operand, filter_operand, output_type, spatial_input
 from ..builder.symbolic import SymInt
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-
-
-@dataclass(frozen=True)
-class ConvQuant:
-    """Quantization of a quantized convolution: weights are 8-bit of the input's type
-    (zero point ``filter_zero_point``), the bias int32 with scale input.scale *
-    filter_scale."""
-
-    filter_scale: float
-    filter_zero_point: int
-    out_scale: float
-    out_zero_point: int
-
-
-def filter_operand(cx: Converter, array: np.ndarray, x: TensorValue, quant: ConvQuant | None):
-    if quant is None:
-        return cx.constant(array, x.dtype)
-    return cx.constant(array, x.dtype, scale=quant.filter_scale,
-                       zero_point=quant.filter_zero_point)
-
-
-def bias_operand(cx: Converter, bias: np.ndarray, x: TensorValue, quant: ConvQuant | None):
-    if quant is None:
-        return cx.constant(bias, x.dtype)
-    scale = x.scale * quant.filter_scale
-    q = np.clip(np.round(bias.astype(np.float64) / scale), -2**31, 2**31 - 1).astype(np.int32)
-    return cx.constant(q, "qint32", scale=scale)
-
-
-def output_type(x: TensorValue, quant: ConvQuant | None) -> tuple[str, float, int]:
-    if quant is None:
-        return x.dtype, 0.0, 0
-    return x.dtype, quant.out_scale, quant.out_zero_point
 
 
 @dataclass(frozen=True)
@@ -71,23 +39,13 @@ class Window:
     pad_right: int
 
 
-def spatial_input(cx: Converter, x: TensorValue) -> tuple[TensorValue, bool]:
-    """``x`` in a layout NNAPI's 2-D ops accept, and whether it is NCHW (the layout flag)."""
-    if x.rank != 4:
-        raise Unsupported(f"expected a 4-D input, got shape {list(x.shape)}")
-    if x.layout == lay.NHWC:
-        return x, False
-    if lay.is_identity(x.layout):
-        return x, True
-    return cx.to_layout(x, lay.NHWC), False
-
-
 def window_output(size: SymInt, kernel: int, stride: int, dilation: int, pad_before: int,
                   pad_after: int) -> SymInt:
     return (size + pad_before + pad_after - dilation * (kernel - 1) - 1) // stride + 1
 
 
-def conv_padding(padding, kernel, dilation) -> tuple[int, int, int, int]:
+def conv_padding(padding: str | Ints, kernel: tuple[int, int], dilation: tuple[int, int]
+                 ) -> tuple[int, int, int, int]:
     """PyTorch padding (ints or 'same'/'valid') -> (top, bottom, left, right)."""
     if isinstance(padding, str):
         if padding == "valid":
@@ -102,17 +60,17 @@ def conv_padding(padding, kernel, dilation) -> tuple[int, int, int, int]:
 
 
 def conv2d_tensor(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.ndarray | None,
-                  stride, padding, dilation, groups: int, fuse: FuseCode = FuseCode.NONE,
-                  quant: ConvQuant | None = None) -> TensorValue:
+                  stride: Ints, padding: str | Ints, dilation: Ints, groups: int,
+                  fuse: FuseCode = FuseCode.NONE, quant: ConvQuant | None = None) -> TensorValue:
     """A 2-D convolution of a model tensor with constant weights [O, I/g, kh, kw]: float,
     or quantized (8-bit weights, float bias quantized here) when ``quant`` is given."""
     if quant is None and not x.is_float:
         raise Unsupported(f"float convolution of a {x.dtype} tensor")
     out_channels, in_per_group, kh, kw = weight.shape
-    stride = tuple(static_ints(stride, "stride", 2))
-    dilation = tuple(static_ints(dilation, "dilation", 2))
-    top, bottom, left, right = conv_padding(padding, (kh, kw), dilation)
-    win = Window((kh, kw), stride, dilation, top, bottom, left, right)
+    sh, sw = static_ints(stride, "stride", 2)
+    dh, dw = static_ints(dilation, "dilation", 2)
+    top, bottom, left, right = conv_padding(padding, (kh, kw), (dh, dw))
+    win = Window((kh, kw), (sh, sw), (dh, dw), top, bottom, left, right)
     channels = x.shape[1]
     if not isinstance(channels, int) or channels != in_per_group * groups:
         raise Unsupported(f"input has {channels} channels, the weights expect"
@@ -123,8 +81,8 @@ def conv2d_tensor(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.nd
     dtype, scale, zero_point = output_type(x, quant)
     n, _, h, w = x.shape
     out_shape = (n, out_channels,
-                 window_output(h, kh, stride[0], dilation[0], top, bottom),
-                 window_output(w, kw, stride[1], dilation[1], left, right))
+                 window_output(h, kh, sh, dh, top, bottom),
+                 window_output(w, kw, sw, dw, left, right))
     layout = x.layout
     if groups == 1:
         filt = filter_operand(cx, weight.transpose(0, 2, 3, 1), x, quant)
@@ -143,7 +101,7 @@ def conv2d_tensor(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.nd
                             depth_multiplier=cx.i32(multiplier), fuse_code=cx.i32(int(fuse)),
                             nchw=cx.boolean(nchw), **_dilations(cx, win)),
                        out_shape, dtype, layout, scale, zero_point)
-    if dilation == (1, 1):
+    if (dh, dw) == (1, 1):
         filt = filter_operand(cx, weight.transpose(0, 2, 3, 1), x, quant)
         b = bias_operand(cx, bias, x, quant)
         return cx.emit(Op.GROUPED_CONV_2D,
@@ -154,8 +112,10 @@ def conv2d_tensor(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.nd
     return _split_groups(cx, x, weight, bias, win, groups, fuse, out_shape, quant)
 
 
-def _split_groups(cx: Converter, x: TensorValue, weight, bias, win: Window, groups: int,
-                  fuse: FuseCode, out_shape, quant: ConvQuant | None) -> TensorValue:
+def _split_groups(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.ndarray,
+                  win: Window, groups: int, fuse: FuseCode,
+                  out_shape: tuple[SymInt, SymInt, SymInt, SymInt], quant: ConvQuant | None
+                  ) -> TensorValue:
     """Grouped convolution with dilation: one CONV_2D per group between SPLIT and CONCAT."""
     channel_axis = lay.axis(x.layout, 1)
     per_in = x.shape[1] // groups
@@ -172,8 +132,9 @@ def _split_groups(cx: Converter, x: TensorValue, weight, bias, win: Window, grou
         filt = filter_operand(cx, w.transpose(0, 2, 3, 1), x, quant)
         b = bias_operand(cx, bias[g * per_out:(g + 1) * per_out], x, quant)
         shape = (out_shape[0], per_out, out_shape[2], out_shape[3])
-        inputs = dict(input=part, filter=filt, bias=b, **_window(cx, win),
-                      fuse_code=cx.i32(int(fuse)), nchw=cx.boolean(nchw), **_dilations(cx, win))
+        inputs: dict[str, OperandRef] = dict(
+            input=part, filter=filt, bias=b, **_window(cx, win), fuse_code=cx.i32(int(fuse)),
+            nchw=cx.boolean(nchw), **_dilations(cx, win))
         outs.append(cx.emit(Op.CONV_2D, inputs, shape, dtype, x.layout, scale, zero_point))
     return cx.emit(Op.CONCATENATION, dict(inputs=outs, axis=cx.i32(channel_axis)), out_shape,
                    dtype, x.layout, scale, zero_point)
@@ -190,36 +151,38 @@ def _dilations(cx: Converter, win: Window) -> dict[str, ScalarInput]:
     return dict(dilation_w=cx.i32(win.dilation[1]), dilation_h=cx.i32(win.dilation[0]))
 
 
-def constant_weight(w, what: str = "weight") -> np.ndarray:
+def constant_weight(w: Arg, what: str = "weight") -> np.ndarray:
     if not isinstance(w, torch.Tensor):
         raise Unsupported(f"{what} computed by the model (NNAPI needs constant weights here)")
     return w.detach().float().contiguous().numpy()
 
 
-def constant_bias(b) -> np.ndarray | None:
+def constant_bias(b: Arg) -> np.ndarray | None:
     if b is None:
         return None
     return constant_weight(b, "bias")
 
 
-def convolution(cx: Converter, x, weight, bias, stride, padding, dilation, transposed,
-                output_padding, groups) -> TensorValue:
+def convolution(cx: Converter, x: Arg, weight: Arg, bias: Arg, stride: Ints,
+                padding: str | Ints, dilation: Ints, transposed: bool, output_padding: Ints,
+                groups: Arg) -> TensorValue:
     x = require_tensor(x)
     w = constant_weight(weight)
     b = constant_bias(bias)
-    groups = static_int(groups, "groups")
+    count = static_int(groups, "groups")
     if x.is_quantized:
         raise Unsupported("aten convolution of a quantized tensor (use quantized::conv2d)")
     if transposed:
-        return conv_transpose(cx, x, w, b, stride, padding, output_padding, groups, dilation)
+        return conv_transpose(cx, x, w, b, stride, padding, output_padding, count, dilation)
     if w.ndim == 3:
-        return _conv1d(cx, x, w, b, stride, padding, dilation, groups)
+        return _conv1d(cx, x, w, b, stride, padding, dilation, count)
     if w.ndim != 4:
         raise Unsupported(f"{w.ndim - 2}-D convolution")
-    return conv2d_tensor(cx, x, w, b, stride, padding, dilation, groups)
+    return conv2d_tensor(cx, x, w, b, stride, padding, dilation, count)
 
 
-def _conv1d(cx: Converter, x: TensorValue, w, b, stride, padding, dilation, groups):
+def _conv1d(cx: Converter, x: TensorValue, w: np.ndarray, b: np.ndarray | None, stride: Ints,
+            padding: str | Ints, dilation: Ints, groups: int) -> TensorValue:
     if x.rank != 3:
         raise Unsupported(f"conv1d of a {x.rank}-D input")
     s = static_ints(stride, "stride", 1)[0]
@@ -234,8 +197,9 @@ def _conv1d(cx: Converter, x: TensorValue, w, b, stride, padding, dilation, grou
     return cx.reshape(y, (y.shape[0], y.shape[1], y.shape[3]))
 
 
-def conv_transpose(cx: Converter, x: TensorValue, w: np.ndarray, b, stride, padding,
-                   output_padding, groups, dilation, quant: ConvQuant | None = None,
+def conv_transpose(cx: Converter, x: TensorValue, w: np.ndarray, b: np.ndarray | None,
+                   stride: Ints, padding: str | Ints, output_padding: Ints, groups: int,
+                   dilation: Ints, quant: ConvQuant | None = None,
                    fuse: FuseCode = FuseCode.NONE) -> TensorValue:
     """TRANSPOSE_CONV_2D: PyTorch's padding crops the full output; output_padding adds
     rows and columns at the bottom and right, i.e. crops less there."""
@@ -245,6 +209,8 @@ def conv_transpose(cx: Converter, x: TensorValue, w: np.ndarray, b, stride, padd
         raise Unsupported("grouped transposed convolution")
     if static_ints(dilation, "dilation", 2) != [1, 1]:
         raise Unsupported("dilated transposed convolution")
+    if isinstance(padding, str):
+        raise Unsupported(f"padding={padding!r} in a transposed convolution")
     sh, sw = static_ints(stride, "stride", 2)
     ph, pw = static_ints(padding, "padding", 2)
     oph, opw = static_ints(output_padding, "output_padding", 2)
@@ -272,28 +238,32 @@ def conv_transpose(cx: Converter, x: TensorValue, w: np.ndarray, b, stride, padd
           nnapi=("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D", "TRANSPOSE_CONV_2D",
                  "SPLIT", "CONCATENATION"),
           notes="constant weights; 1-D and 2-D")
-def aten_convolution(cx: Converter, x, weight, bias, stride, padding, dilation, transposed,
-                     output_padding, groups, *flags):
+def aten_convolution(cx: Converter, x: Arg, weight: Arg, bias: Arg, stride: Ints, padding: Ints,
+                     dilation: Ints, transposed: bool, output_padding: Ints, groups: int,
+                     *flags: Arg) -> TensorValue:
     return convolution(cx, x, weight, bias, stride, padding, dilation, bool(transposed),
                        output_padding, groups)
 
 
 @lowering("aten::_convolution_mode", nnapi=("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D"),
           notes="string padding ('same', 'valid')")
-def aten_convolution_mode(cx: Converter, x, weight, bias, stride, padding, dilation, groups):
+def aten_convolution_mode(cx: Converter, x: Arg, weight: Arg, bias: Arg, stride: Ints,
+                          padding: str, dilation: Ints, groups: int) -> TensorValue:
     return convolution(cx, x, weight, bias, stride, padding, dilation, False, 0, groups)
 
 
 @lowering("aten::conv2d", "aten::conv1d",
           nnapi=("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D", "SPLIT", "CONCATENATION"),
           notes="any groups and dilation; padding ints, 'same' or 'valid'")
-def aten_conv(cx: Converter, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def aten_conv(cx: Converter, x: Arg, weight: Arg, bias: Arg = None, stride: Ints = 1,
+              padding: str | Ints = 0, dilation: Ints = 1, groups: int = 1) -> TensorValue:
     return convolution(cx, x, weight, bias, stride, padding, dilation, False, 0, groups)
 
 
 @lowering("aten::conv_transpose2d", nnapi=("TRANSPOSE_CONV_2D",),
           notes="groups 1, dilation 1, output_padding <= padding")
-def aten_conv_transpose2d(cx: Converter, x, weight, bias=None, stride=1, padding=0,
-                          output_padding=0, groups=1, dilation=1):
+def aten_conv_transpose2d(cx: Converter, x: Arg, weight: Arg, bias: Arg = None,
+                          stride: Ints = 1, padding: Ints = 0, output_padding: Ints = 0,
+                          groups: int = 1, dilation: Ints = 1) -> TensorValue:
     return convolution(cx, x, weight, bias, stride, padding, dilation, True, output_padding,
                        groups)

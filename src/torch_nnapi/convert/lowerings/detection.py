@@ -24,15 +24,15 @@ import torch
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
 from ..builder.common import constant_float, require_tensor, static_int
-from ..builder.context import Converter
+from ..builder.context import Arg, Converter
+from ..builder.slicing import strided_slice
+from ..builder.spatial import spatial_input
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .conv import spatial_input
-from .index import strided_slice
 
 
-def _rois(cx: Converter, rois) -> tuple[TensorValue, TensorValue]:
+def _rois(cx: Converter, rois: Arg) -> tuple[TensorValue, TensorValue]:
     """torchvision's [K, 5] rois (batch index, x1, y1, x2, y2) as NNAPI's boxes [K, 4] and
     int32 batch indices [K]."""
     if isinstance(rois, torch.Tensor):
@@ -51,8 +51,8 @@ def _rois(cx: Converter, rois) -> tuple[TensorValue, TensorValue]:
 
 @lowering("torchvision::roi_align", nnapi=("ROI_ALIGN", "STRIDED_SLICE", "CAST"),
           notes="aligned=False (torchvision's detectors); rois inside the feature map")
-def roi_align(cx: Converter, x, rois, spatial_scale, pooled_height, pooled_width,
-              sampling_ratio, aligned):
+def roi_align(cx: Converter, x: Arg, rois: Arg, spatial_scale: float, pooled_height: int,
+              pooled_width: int, sampling_ratio: int, aligned: bool) -> TensorValue:
     x = require_tensor(x)
     if x.rank != 4 or x.dtype != "float32":
         raise Unsupported(f"roi_align of a {x.rank}-D {x.dtype} tensor (4-D float32 only)")

@@ -1,103 +1,45 @@
 """Element-wise binary arithmetic, comparisons and selection, with PyTorch broadcasting.
 
-Operands are brought to a common rank and layout (``_common.broadcast_operands``): model
+Operands are brought to a common rank and layout (``builder/common.broadcast``): model
 tensors keep channels-last when they have it, constants are reshaped and permuted at
-conversion time. Number-only forms (shape arithmetic) are folded, not emitted.
+conversion time. Number-only forms (shape arithmetic) are folded, not emitted. The
+operations themselves are building blocks in ``builder/arithmetic.py``.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
-from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
-from ..builder.common import (
-    broadcast,
-    broadcast_shapes,
-    constant_float,
-    expand_to,
-    result_dtype,
-    shape_of,
+from ..builder.arithmetic import (
+    arithmetic,
+    both_numbers,
+    compare_numbers,
+    extremum,
+    number_binary,
+    power,
+    scaled,
+    select,
 )
-from ..builder.context import Converter
+from ..builder.common import broadcast, constant_float, result_dtype
+from ..builder.context import Arg, Converter
 from ..builder.values import TensorValue
+from ..capture.graph import DTYPE_OF_CODE
 from ..errors import Unsupported
 from . import lowering
-from .scalars import both_numbers, compare_numbers, number_binary
-
-_FLOATS = ("float32", "float16")
 
 
-def arithmetic(cx: Converter, op: Op, a, b, fuse: FuseCode = FuseCode.NONE) -> TensorValue:
-    """``a op b`` as one NNAPI ADD/SUB/MUL/DIV with an optional fused activation.
-
-    Subtracting a constant is adding its negation and dividing by a power of two is
-    multiplying by its reciprocal, bit for bit: ADD and MUL need feature level 1, SUB and
-    DIV level 2."""
-    if any(isinstance(v, TensorValue) and v.is_quantized for v in (a, b)):
-        raise Unsupported(f"{op.name} of quantized tensors through aten ops (use the"
-                          " quantized:: ops of a quantized model)")
-    dtype = result_dtype(a, b)
-    if dtype not in _FLOATS:
-        raise Unsupported(f"{op.name} of {dtype} tensors needs NNAPI feature level 4")
-    if op == Op.SUB and _is_constant(b):
-        op, b = Op.ADD, _negated(b)
-    elif op == Op.DIV and _is_constant(b):
-        reciprocal = _exact_reciprocal(b, dtype)
-        if reciprocal is not None:
-            op, b = Op.MUL, reciprocal
-    (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
-    return cx.emit(op, dict(input0=ta, input1=tb, fuse_code=cx.i32(int(fuse))), shape, dtype,
-                   layout, groups=groups)
-
-
-def _is_constant(v) -> bool:
-    """A number or constant tensor known at conversion time (not a flexible size)."""
-    if isinstance(v, torch.Tensor):
-        return v.dtype != torch.bool and not v.is_quantized
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _negated(v):
-    if isinstance(v, torch.Tensor) and not v.is_floating_point():
-        v = v.to(torch.int64)  # unsigned constants would wrap around
-    return -v
-
-
-def _exact_reciprocal(divisor, dtype: str):
-    """``1 / divisor`` when multiplying by it equals dividing by ``divisor`` exactly: every
-    element a power of two whose reciprocal ``dtype`` holds exactly; else None."""
-    values = np.asarray(divisor.double() if isinstance(divisor, torch.Tensor) else divisor,
-                        np.float64)
-    if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values == 0):
-        return None
-    mantissas, _ = np.frexp(np.abs(values))
-    reciprocals = np.asarray(1.0 / values)  # an array also for a 0-dim divisor
-    exact = np.dtype(np.float16 if dtype == "float16" else np.float32)
-    if not (np.all(mantissas == 0.5) and np.array_equal(values.astype(exact), values)
-            and np.array_equal(reciprocals.astype(exact), reciprocals)):
-        return None
-    if isinstance(divisor, torch.Tensor):
-        return torch.from_numpy(reciprocals).to(divisor.dtype if divisor.is_floating_point()
-                                                else torch.float64)
-    return float(reciprocals)
-
-
-def _scaled(cx: Converter, b, alpha):
+def _scaled(cx: Converter, b: Arg, alpha: Arg) -> Arg:
     """``alpha * b`` for add/sub's alpha argument."""
     if alpha is None or (not isinstance(alpha, TensorValue) and constant_float(alpha, "alpha")
                          == 1.0):
         return b
-    alpha = constant_float(alpha, "alpha")
-    if isinstance(b, TensorValue):
-        return arithmetic(cx, Op.MUL, b, alpha)
-    return b * alpha
+    return scaled(cx, b, constant_float(alpha, "alpha"))
 
 
 @lowering("aten::add", "aten::add_", nnapi=("ADD", "MUL"), any_rank=True,
           notes="alpha != 1 adds a MUL; number operands are folded")
-def add(cx: Converter, a, b, alpha=None):
+def add(cx: Converter, a: Arg, b: Arg, alpha: Arg = None) -> Arg:
     if both_numbers(a, b):
         return number_binary("add", a, b)
     if isinstance(a, (str, list)):
@@ -106,21 +48,21 @@ def add(cx: Converter, a, b, alpha=None):
 
 
 @lowering("aten::sub", "aten::sub_", nnapi=("SUB", "MUL"), any_rank=True)
-def sub(cx: Converter, a, b, alpha=None):
+def sub(cx: Converter, a: Arg, b: Arg, alpha: Arg = None) -> Arg:
     if both_numbers(a, b):
         return number_binary("sub", a, b)
     return arithmetic(cx, Op.SUB, a, _scaled(cx, b, alpha))
 
 
 @lowering("aten::rsub", nnapi=("SUB", "MUL"), any_rank=True, notes="b - alpha * a")
-def rsub(cx: Converter, a, b, alpha=None):
+def rsub(cx: Converter, a: Arg, b: Arg, alpha: Arg = None) -> Arg:
     if both_numbers(a, b):
         return number_binary("sub", b, a)
     return arithmetic(cx, Op.SUB, b, _scaled(cx, a, alpha))
 
 
 @lowering("aten::mul", "aten::mul_", nnapi=("MUL",), any_rank=True)
-def mul(cx: Converter, a, b):
+def mul(cx: Converter, a: Arg, b: Arg) -> Arg:
     if both_numbers(a, b):
         return number_binary("mul", a, b)
     return arithmetic(cx, Op.MUL, a, b)
@@ -129,7 +71,7 @@ def mul(cx: Converter, a, b):
 @lowering("aten::div", "aten::div_", "aten::true_divide", "aten::true_divide_",
           nnapi=("DIV", "FLOOR"), any_rank=True,
           notes="rounding_mode='floor' adds FLOOR; 'trunc' is not supported")
-def div(cx: Converter, a, b, rounding_mode=None):
+def div(cx: Converter, a: Arg, b: Arg, rounding_mode: str | None = None) -> Arg:
     if both_numbers(a, b):
         if rounding_mode == "floor":
             return number_binary("floordiv", a, b)
@@ -143,7 +85,7 @@ def div(cx: Converter, a, b, rounding_mode=None):
 
 
 @lowering("aten::floor_divide", "aten::floor_divide_", nnapi=("DIV", "FLOOR"), any_rank=True)
-def floor_divide(cx: Converter, a, b):
+def floor_divide(cx: Converter, a: Arg, b: Arg) -> Arg:
     if both_numbers(a, b):
         return number_binary("floordiv", a, b)
     out = arithmetic(cx, Op.DIV, a, b)
@@ -152,7 +94,7 @@ def floor_divide(cx: Converter, a, b):
 
 @lowering("aten::remainder", nnapi=("DIV", "FLOOR", "MUL", "SUB"), any_rank=True,
           notes="a - floor(a / b) * b")
-def remainder(cx: Converter, a, b):
+def remainder(cx: Converter, a: Arg, b: Arg) -> Arg:
     if both_numbers(a, b):
         return number_binary("remainder", a, b)
     q = arithmetic(cx, Op.DIV, a, b)
@@ -161,29 +103,13 @@ def remainder(cx: Converter, a, b):
 
 
 @lowering("aten::minimum", "aten::fmin", nnapi=("MINIMUM",), any_rank=True)
-def minimum(cx: Converter, a, b):
+def minimum(cx: Converter, a: Arg, b: Arg) -> TensorValue:
     return extremum(cx, Op.MINIMUM, a, b)
 
 
 @lowering("aten::maximum", "aten::fmax", nnapi=("MAXIMUM",), any_rank=True)
-def maximum(cx: Converter, a, b):
+def maximum(cx: Converter, a: Arg, b: Arg) -> TensorValue:
     return extremum(cx, Op.MAXIMUM, a, b)
-
-
-def extremum(cx: Converter, op: Op, a, b) -> TensorValue:
-    dtype = result_dtype(a, b) if not _quantized(a) else a.dtype
-    if _quantized(a) or _quantized(b):
-        if not (_quantized(a) and _quantized(b)):
-            raise Unsupported(f"{op.name} of a quantized and a float tensor")
-        (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
-        scale, zp = cx.example_quant()
-        return cx.emit(op, dict(input0=ta, input1=tb), shape, dtype, layout, scale, zp, groups)
-    (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
-    return cx.emit(op, dict(input0=ta, input1=tb), shape, dtype, layout, groups=groups)
-
-
-def _quantized(v) -> bool:
-    return isinstance(v, TensorValue) and v.is_quantized
 
 
 _COMPARISONS = {"aten::eq": Op.EQUAL, "aten::ne": Op.NOT_EQUAL, "aten::lt": Op.LESS,
@@ -193,7 +119,7 @@ _COMPARISONS = {"aten::eq": Op.EQUAL, "aten::ne": Op.NOT_EQUAL, "aten::lt": Op.L
 
 @lowering(*_COMPARISONS, nnapi=tuple(op.name for op in _COMPARISONS.values()), any_rank=True,
           notes="number comparisons are folded")
-def compare(cx: Converter, a, b):
+def compare(cx: Converter, a: Arg, b: Arg) -> bool | TensorValue:
     kind = cx.current_node.kind
     if both_numbers(a, b):
         return compare_numbers(kind, a, b)
@@ -207,30 +133,10 @@ def compare(cx: Converter, a, b):
 
 @lowering("aten::where", nnapi=("SELECT", "TILE"), any_rank=True,
           notes="where(cond, a, b); operands broadcast by TILE (SELECT needs equal shapes)")
-def where(cx: Converter, condition, a=None, b=None):
+def where(cx: Converter, condition: Arg, a: Arg = None, b: Arg = None) -> TensorValue:
     if a is None:
         raise Unsupported("where(condition) (nonzero indices have a data-dependent shape)")
     return select(cx, condition, a, b, result_dtype(a, b))
-
-
-def select(cx: Converter, condition, a, b, dtype: str) -> TensorValue:
-    """SELECT(condition, a, b) with PyTorch broadcasting: operands whose shape is not the
-    result's are repeated to it first."""
-    if not (isinstance(condition, TensorValue) and condition.dtype == "bool") and not (
-            isinstance(condition, torch.Tensor) and condition.dtype == torch.bool):
-        raise Unsupported("where() and masked_fill() need a bool condition")
-    shape = broadcast_shapes(shape_of(condition), shape_of(a), shape_of(b))
-    if isinstance(condition, TensorValue) and tuple(condition.shape) != tuple(shape):
-        # TILE takes no bool tensors: repeat the condition as 1.0 / 0.0, compare back
-        repeated = expand_to(cx, select(cx, condition, 1.0, 0.0, "float32"), shape, "float32")
-        (t, half), _, layout, groups = broadcast(cx, [repeated, 0.5], "float32")
-        condition = cx.emit(Op.GREATER, dict(input0=t, input1=half), repeated.shape, "bool",
-                            layout, groups=groups)
-    values = [expand_to(cx, v, shape, d) for v, d in ((condition, "bool"), (a, dtype),
-                                                      (b, dtype))]
-    (tc, ta, tb), shape, layout, groups = broadcast(cx, values, ["bool", dtype, dtype])
-    return cx.emit(Op.SELECT, dict(condition=tc, input1=ta, input2=tb), shape, dtype, layout,
-                   groups=groups)
 
 
 _AND = ("aten::logical_and", "aten::__and__", "aten::bitwise_and")
@@ -239,10 +145,10 @@ _OR = ("aten::logical_or", "aten::__or__", "aten::bitwise_or")
 
 @lowering(*_AND, *_OR, nnapi=("LOGICAL_AND", "LOGICAL_OR"), any_rank=True,
           notes="bool tensors (& and | of bools too); numbers are folded")
-def logical_binary(cx: Converter, a, b):
+def logical_binary(cx: Converter, a: Arg, b: Arg) -> int | torch.Tensor | TensorValue:
     is_and = cx.current_node.kind in _AND
     if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
-        return (a & b) if is_and else (a | b)
+        return _bitwise(a, b, is_and)
     if any(isinstance(v, TensorValue) and v.dtype != "bool" for v in (a, b)) \
             and cx.current_node.kind not in ("aten::logical_and", "aten::logical_or"):
         raise Unsupported("bitwise operations on integer tensors")
@@ -251,8 +157,15 @@ def logical_binary(cx: Converter, a, b):
     return cx.emit(op, dict(input0=ta, input1=tb), shape, "bool", layout, groups=groups)
 
 
+def _bitwise(a: Arg, b: Arg, is_and: bool) -> int | torch.Tensor:
+    """``a & b`` or ``a | b`` of numbers (folded)."""
+    if isinstance(a, (int, torch.Tensor)) and isinstance(b, (int, torch.Tensor)):
+        return (a & b) if is_and else (a | b)
+    raise Unsupported(f"& or | of a {type(a).__name__} and a {type(b).__name__}")
+
+
 @lowering("aten::logical_not", nnapi=("LOGICAL_NOT",), any_rank=True)
-def logical_not(cx: Converter, a):
+def logical_not(cx: Converter, a: Arg) -> TensorValue:
     if not isinstance(a, TensorValue) or a.dtype != "bool":
         raise Unsupported("logical_not of a non-bool tensor")
     return cx.emit_like(Op.LOGICAL_NOT, dict(input=a), a)
@@ -260,27 +173,8 @@ def logical_not(cx: Converter, a):
 
 @lowering("aten::pow", "aten::pow_", nnapi=("MUL", "SQRT", "RSQRT", "DIV", "POW"), any_rank=True,
           notes="exponents 2, 0.5, -0.5, -1 use cheaper ops; others POW")
-def power(cx: Converter, a, b):
-    if both_numbers(a, b):
-        return a ** b
-    if isinstance(a, TensorValue) and not isinstance(b, TensorValue) and (
-            not isinstance(b, torch.Tensor) or b.numel() == 1):
-        e = constant_float(b, "exponent")
-        if e == 1.0:
-            return a
-        if e == 2.0:
-            return arithmetic(cx, Op.MUL, a, a)
-        if e == 0.5:
-            return cx.emit_like(Op.SQRT, dict(input=a), a)
-        if e == -0.5:
-            return cx.emit_like(Op.RSQRT, dict(input=a), a)
-        if e == -1.0:
-            return arithmetic(cx, Op.DIV, 1.0, a)
-    dtype = result_dtype(a, b)
-    if dtype not in _FLOATS:
-        raise Unsupported("pow of integer tensors")
-    (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
-    return cx.emit(Op.POW, dict(base=ta, exponent=tb), shape, dtype, layout, groups=groups)
+def aten_pow(cx: Converter, a: Arg, b: Arg) -> Arg:
+    return power(cx, a, b)
 
 
 _CASTABLE = ("float32", "float16", "int32", "int64")
@@ -290,12 +184,12 @@ _CASTABLE = ("float32", "float16", "int32", "int64")
           nnapi=("CAST", "NOT_EQUAL", "SELECT"), any_rank=True,
           notes="dtype conversions among float32, float16, int32, int64 (CAST) and bool"
           " (x != 0; SELECT(x, 1, 0)); device moves are dropped")
-def to(cx: Converter, x, *args):
-    from ..capture.graph import DTYPE_OF_CODE
-
+def to(cx: Converter, x: Arg, *args: Arg) -> TensorValue:
     x = _tensor_arg(x)
     if cx.current_node.kind == "aten::type_as":
         other = args[0]
+        if not isinstance(other, (TensorValue, torch.Tensor)):
+            raise Unsupported(f"type_as of a {type(other).__name__}")
         target = other.dtype if isinstance(other, TensorValue) else str(other.dtype)[6:]
     else:
         codes = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
@@ -320,7 +214,7 @@ def to(cx: Converter, x, *args):
     return cx.cast(x, target)
 
 
-def _tensor_arg(x) -> TensorValue:
+def _tensor_arg(x: Arg) -> TensorValue:
     if not isinstance(x, TensorValue):
         raise Unsupported("a dtype conversion of a value that is not a model tensor")
     return x

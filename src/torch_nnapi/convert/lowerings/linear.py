@@ -3,10 +3,13 @@
 With a constant weight matrix (linear, addmm, matmul by a parameter) the product is one
 FULLY_CONNECTED, which flattens leading dimensions itself; a RESHAPE restores them. A
 product of two model tensors (attention's ``q @ k.transpose(-2, -1)``) has no batched
-matmul at feature level 3: it is one FULLY_CONNECTED or GROUPED_CONV_2D (_contraction.py).
+matmul at feature level 3: it is one FULLY_CONNECTED or GROUPED_CONV_2D
+(builder/contraction.py).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -14,30 +17,28 @@ import torch
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
+from ..builder.arithmetic import arithmetic, reduce, scaled
 from ..builder.common import constant_float, require_tensor
-from ..builder.context import Converter
+from ..builder.context import Arg, Converter
 from ..builder.contraction import contract
-from ..builder.merged import stored_layout, ungroup, view_runs
+from ..builder.merged import is_one, stored_layout, ungroup, view_runs
+from ..builder.slicing import permute
+from ..builder.spatial import ConvQuant, bias_operand, filter_operand, output_type
 from ..builder.symbolic import SymInt
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .conv import ConvQuant, bias_operand, filter_operand, output_type
-from .elementwise import arithmetic
-from .reduce import reduce
-from .shape import permute
 
 
-def _prod(dims) -> SymInt:
+def _prod(dims: Iterable[SymInt]) -> SymInt:
     out: SymInt = 1
     for d in dims:
         out = out * d
     return out
 
 
-def fully_connected(cx: Converter, x: TensorValue, weight, bias: np.ndarray | None,
-                    fuse: FuseCode = FuseCode.NONE, quant: ConvQuant | None = None) \
-        -> TensorValue:
+def fully_connected(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.ndarray | None,
+                    fuse: FuseCode = FuseCode.NONE, quant: ConvQuant | None = None) -> TensorValue:
     """``x @ weight.T + bias`` for a constant ``weight`` [O, K] (x of any rank >= 1); with
     ``quant``, a quantized layer (8-bit weights, float bias quantized here)."""
     if quant is None and not x.is_float:
@@ -71,14 +72,15 @@ def _rows_then_features(x: TensorValue) -> list[int] | None:
     """The stored order of ``x``'s other size-above-1 dimensions when its last dimension
     (the features) is stored innermost; else None."""
     last = x.rank - 1
-    stored = [d for d in x.layout if not _is_unit(x.shape[d])]
+    stored = [d for d in x.layout if not is_one(x.shape[d])]
     if x.rank < 2 or not stored or stored[-1] != last:
         return None
     return stored[:-1]
 
 
-def _fully_connected_rows(cx: Converter, x: TensorValue, rows: list[int], weight, bias,
-                          fuse: FuseCode, quant: ConvQuant | None) -> TensorValue:
+def _fully_connected_rows(cx: Converter, x: TensorValue, rows: list[int], weight: np.ndarray,
+                          bias: np.ndarray | None, fuse: FuseCode, quant: ConvQuant | None
+                          ) -> TensorValue:
     """FULLY_CONNECTED of ``x`` whose rows are permuted but whose features are innermost:
     the result's rows are stored in the same order."""
     out_features, in_features = weight.shape
@@ -88,7 +90,7 @@ def _fully_connected_rows(cx: Converter, x: TensorValue, rows: list[int], weight
                      quant)
     dtype, scale, zero_point = output_type(flat, quant)
     shape = tuple(x.shape[:-1]) + (out_features,)
-    wide = not _is_unit(out_features)
+    wide = not is_one(out_features)
     layout, groups = stored_layout(shape, rows + ([x.rank - 1] if wide else []),
                                    (len(rows), 1 if wide else 0))
     return cx.emit(Op.FULLY_CONNECTED,
@@ -96,13 +98,13 @@ def _fully_connected_rows(cx: Converter, x: TensorValue, rows: list[int], weight
                    dtype, layout, scale, zero_point, groups)
 
 
-def _const_matrix(w) -> np.ndarray:
+def _const_matrix(w: torch.Tensor) -> np.ndarray:
     return w.detach().float().contiguous().numpy()
 
 
 @lowering("aten::linear", nnapi=("FULLY_CONNECTED", "RESHAPE"), any_rank=True,
           notes="constant weight -> FULLY_CONNECTED; otherwise as matmul")
-def linear(cx: Converter, x, weight, bias=None):
+def linear(cx: Converter, x: Arg, weight: Arg, bias: Arg = None) -> TensorValue:
     x = require_tensor(x)
     if isinstance(weight, torch.Tensor):
         b = None if bias is None else _bias_array(bias)
@@ -112,11 +114,11 @@ def linear(cx: Converter, x, weight, bias=None):
     return out if bias is None else arithmetic(cx, Op.ADD, out, bias)
 
 
-def _bias_array(bias):
+def _bias_array(bias: Arg) -> np.ndarray | None:
     return _const_matrix(bias) if isinstance(bias, torch.Tensor) else None
 
 
-def _transposed(cx: Converter, w):
+def _transposed(cx: Converter, w: Arg) -> torch.Tensor | TensorValue:
     if isinstance(w, torch.Tensor):
         return w.t()
     w = require_tensor(w)
@@ -125,13 +127,13 @@ def _transposed(cx: Converter, w):
 
 @lowering("aten::addmm", nnapi=("FULLY_CONNECTED", "MUL", "ADD", "REDUCE_SUM"),
           notes="beta * bias + alpha * (a @ b); constant b -> FULLY_CONNECTED")
-def addmm(cx: Converter, bias, a, b, beta=1, alpha=1):
+def addmm(cx: Converter, bias: Arg, a: Arg, b: Arg, beta: Arg = 1, alpha: Arg = 1) -> TensorValue:
     beta = constant_float(beta, "beta")
     alpha = constant_float(alpha, "alpha")
     if isinstance(b, torch.Tensor) and isinstance(a, TensorValue) and (
             isinstance(bias, torch.Tensor) or bias is None):
         n = b.shape[1]
-        bias_vec = None
+        bias_vec: np.ndarray | None = None
         if bias is not None:
             bias_vec = np.broadcast_to(_const_matrix(bias).reshape(-1) if bias.dim() <= 1
                                        else _const_matrix(bias), (n,)) * beta
@@ -143,14 +145,13 @@ def addmm(cx: Converter, bias, a, b, beta=1, alpha=1):
     product = matmul(cx, a, b)
     if alpha != 1.0:
         product = arithmetic(cx, Op.MUL, product, alpha)
-    scaled_bias = bias if beta == 1.0 else (bias * beta if not isinstance(bias, TensorValue)
-                                            else arithmetic(cx, Op.MUL, bias, beta))
-    return arithmetic(cx, Op.ADD, product, scaled_bias)
+    return arithmetic(cx, Op.ADD, product, scaled(cx, bias, beta))
 
 
 @lowering("aten::baddbmm", nnapi=("GROUPED_CONV_2D", "MUL", "ADD"), any_rank=True,
           notes="beta * input + alpha * (batch1 @ batch2)")
-def baddbmm(cx: Converter, bias, batch1, batch2, beta=1, alpha=1):
+def baddbmm(cx: Converter, bias: Arg, batch1: Arg, batch2: Arg, beta: Arg = 1, alpha: Arg = 1
+            ) -> TensorValue:
     beta = constant_float(beta, "beta")
     alpha = constant_float(alpha, "alpha")
     product = matmul_tensors(cx, batch1, batch2)
@@ -158,9 +159,7 @@ def baddbmm(cx: Converter, bias, batch1, batch2, beta=1, alpha=1):
         product = arithmetic(cx, Op.MUL, product, alpha)
     if beta == 0.0:
         return product
-    scaled = bias if beta == 1.0 else (arithmetic(cx, Op.MUL, bias, beta)
-                                       if isinstance(bias, TensorValue) else bias * beta)
-    return arithmetic(cx, Op.ADD, product, scaled)
+    return arithmetic(cx, Op.ADD, product, scaled(cx, bias, beta))
 
 
 @lowering("aten::einsum", nnapi=("GROUPED_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE",
@@ -168,7 +167,8 @@ def baddbmm(cx: Converter, bias, batch1, batch2, beta=1, alpha=1):
           any_rank=True,
           notes="operands contracted pairwise (one contraction each); indices of one operand"
           " only summed first; no repeated index within an operand, no '...'")
-def einsum(cx: Converter, equation, operands, path=None):
+def einsum(cx: Converter, equation: Arg, operands: Sequence[Arg], path: Arg = None
+           ) -> TensorValue:
     if not isinstance(equation, str):
         raise Unsupported("einsum without a constant equation")
     spec = equation.replace(" ", "")
@@ -196,10 +196,11 @@ def einsum(cx: Converter, equation, operands, path=None):
         value = contract(cx, value, other, have, other_labels, result)
         have = result
     value, have = _sum_own(cx, value, have, set(output))
-    return permute(cx, value, [have.index(c) for c in output])
+    return permute(value, [have.index(c) for c in output])
 
 
-def _sum_own(cx: Converter, t: TensorValue, labels: str, needed: set) -> tuple:
+def _sum_own(cx: Converter, t: TensorValue, labels: str, needed: set[str]
+             ) -> tuple[TensorValue, str]:
     """``t`` with the indices nothing else needs summed away (REDUCE_SUM)."""
     summed = [d for d, c in enumerate(labels) if c not in needed]
     if not summed:
@@ -214,7 +215,7 @@ def _sum_own(cx: Converter, t: TensorValue, labels: str, needed: set) -> tuple:
           notes="constant right operand -> FULLY_CONNECTED; two model tensors -> one"
           " FULLY_CONNECTED, or one GROUPED_CONV_2D over the batch (transposes only where"
           " an operand is not stored in a usable order)")
-def matmul(cx: Converter, a, b):
+def matmul(cx: Converter, a: Arg, b: Arg) -> TensorValue:
     if isinstance(b, torch.Tensor) and isinstance(a, TensorValue):
         w = _const_matrix(b)
         if w.ndim == 2:
@@ -232,8 +233,8 @@ def matmul(cx: Converter, a, b):
     return matmul_tensors(cx, a, b)
 
 
-def matmul_tensors(cx: Converter, a, b) -> TensorValue:
-    """``a @ b`` with PyTorch's matmul broadcasting, as one contraction (_contraction.py:
+def matmul_tensors(cx: Converter, a: Arg, b: Arg) -> TensorValue:
+    """``a @ b`` with PyTorch's matmul broadcasting, as one contraction (contraction.py:
     a FULLY_CONNECTED, or a GROUPED_CONV_2D whose groups are the batch)."""
     like = a if isinstance(a, TensorValue) else b
     like = require_tensor(like)
@@ -249,13 +250,10 @@ def matmul_tensors(cx: Converter, a, b) -> TensorValue:
         ia, ib = i - (batch - (a.rank - 2)), i - (batch - (b.rank - 2))
         sa = a.shape[ia] if ia >= 0 else 1
         sb = b.shape[ib] if ib >= 0 else 1
-        if ia >= 0 and ib >= 0 and (_is_unit(sa) == _is_unit(sb)):
+        if ia >= 0 and ib >= 0 and (is_one(sa) == is_one(sb)):
             b_labels[ib] = a_labels[ia]  # the same dimension in both
-        out_labels.append(a_labels[ia] if ib < 0 or (ia >= 0 and not _is_unit(sa))
+        out_labels.append(a_labels[ia] if ib < 0 or (ia >= 0 and not is_one(sa))
                           else b_labels[ib])
     out_labels += (["m"] if a.rank >= 2 else []) + (["n"] if b.rank >= 2 else [])
     return contract(cx, a, b, a_labels, b_labels, out_labels)
 
-
-def _is_unit(d) -> bool:
-    return isinstance(d, int) and d == 1

@@ -1,8 +1,8 @@
 """Normalizations: batch_norm, layer_norm, instance_norm, group_norm.
 
 Freezing folds a batch norm that follows a convolution or linear layer into its weights
-(capture.py); one left standalone is a per-channel MUL and ADD with constants folded from
-its statistics. NNAPI (level 3) has no layer or group norm: they are composed from MEAN,
+(capture/script.py); one left standalone is a per-channel MUL and ADD with constants folded
+from its statistics. NNAPI (level 3) has no layer or group norm: they are composed from MEAN,
 SUB, MUL, ADD and RSQRT (two-pass variance). So is instance_norm: Android 10's reference
 INSTANCE_NORMALIZATION (which the conformance tests pin) divides by sqrt(mean(x^2) + eps)
 rather than by the standard deviation, and its gamma and beta are scalars anyway.
@@ -10,21 +10,22 @@ rather than by the standard deviation, and its gamma and beta are scalars anyway
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
+from ..builder.arithmetic import arithmetic, in_float, reduce
 from ..builder.common import constant_float, require_tensor, static_int
-from ..builder.context import Converter
+from ..builder.context import Arg, Converter
+from ..builder.symbolic import SymInt
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .activation import in_float
-from .elementwise import arithmetic
-from .reduce import reduce
 
 
-def _vector(v, what: str) -> np.ndarray | None:
+def _vector(v: Arg, what: str) -> np.ndarray | None:
     if v is None:
         return None
     if not isinstance(v, torch.Tensor):
@@ -46,14 +47,23 @@ def channel_affine(cx: Converter, x: TensorValue, scale: np.ndarray | None,
 @lowering("aten::batch_norm", "aten::_native_batch_norm_legit_no_training",
           nnapi=("MUL", "ADD"), notes="folded into a preceding conv/linear by freezing;"
           " otherwise per-channel MUL + ADD")
-def batch_norm(cx: Converter, x, weight, bias, mean, var, training=False, momentum=0.1,
-               eps=1e-5, *rest):
+def batch_norm(cx: Converter, x: Arg, weight: Arg, bias: Arg, mean: Arg, var: Arg,
+               training: Arg = False, momentum: Arg = 0.1, eps: Arg = 1e-5, *rest: Arg
+               ) -> TensorValue | tuple[TensorValue, None, None]:
     x = require_tensor(x)
-    if cx.current_node.kind == "aten::_native_batch_norm_legit_no_training":
+    native = cx.current_node.kind == "aten::_native_batch_norm_legit_no_training"
+    if native:
         momentum, eps = training, momentum  # (x, w, b, mean, var, momentum, eps)
         training = False
     if training is True:
         raise Unsupported("batch_norm in training mode")
+    out = batch_norm_tensor(cx, x, weight, bias, mean, var, eps)
+    return (out, None, None) if native else out
+
+
+def batch_norm_tensor(cx: Converter, x: TensorValue, weight: Arg, bias: Arg, mean: Arg,
+                      var: Arg, eps: Arg) -> TensorValue:
+    """``x`` normalized with running statistics: a per-channel MUL and ADD (in float)."""
     m = _vector(mean, "running_mean")
     v = _vector(var, "running_var")
     if m is None or v is None:
@@ -66,13 +76,10 @@ def batch_norm(cx: Converter, x, weight, bias, mean, var, training=False, moment
         scale = scale * w
     shift = -m * scale + (b if b is not None else 0.0)
 
-    def compute(f):
+    def compute(f: TensorValue) -> TensorValue:
         return channel_affine(cx, f, scale, shift)
 
-    out = in_float(cx, x, compute)
-    if cx.current_node.kind == "aten::_native_batch_norm_legit_no_training":
-        return out, None, None
-    return out
+    return in_float(cx, x, compute)
 
 
 def normalize(cx: Converter, x: TensorValue, dims: list[int], eps: float) -> TensorValue:
@@ -86,13 +93,14 @@ def normalize(cx: Converter, x: TensorValue, dims: list[int], eps: float) -> Ten
 
 @lowering("aten::layer_norm", nnapi=("MEAN", "SUB", "MUL", "ADD", "RSQRT"), any_rank=True,
           notes="composed (no LAYER_NORMALIZATION before level 4)")
-def layer_norm(cx: Converter, x, normalized_shape, weight=None, bias=None, eps=1e-5, *rest):
+def layer_norm(cx: Converter, x: Arg, normalized_shape: Sequence[SymInt], weight: Arg = None,
+               bias: Arg = None, eps: Arg = 1e-5, *rest: Arg) -> TensorValue:
     x = require_tensor(x)
     k = len(normalized_shape)
     dims = list(range(x.rank - k, x.rank))
     e = constant_float(eps, "eps")
 
-    def compute(f):
+    def compute(f: TensorValue) -> TensorValue:
         y = normalize(cx, f, dims, e)
         if weight is not None:
             y = arithmetic(cx, Op.MUL, y, weight)
@@ -106,16 +114,17 @@ def layer_norm(cx: Converter, x, normalized_shape, weight=None, bias=None, eps=1
 @lowering("aten::instance_norm", nnapi=("MEAN", "SUB", "MUL", "ADD", "RSQRT"),
           notes="composed: Android 10's INSTANCE_NORMALIZATION divides by the root mean square"
           " instead of the standard deviation")
-def instance_norm(cx: Converter, x, weight, bias, running_mean, running_var,
-                  use_input_stats=True, momentum=0.1, eps=1e-5, *rest):
+def instance_norm(cx: Converter, x: Arg, weight: Arg, bias: Arg, running_mean: Arg,
+                  running_var: Arg, use_input_stats: bool = True, momentum: Arg = 0.1,
+                  eps: Arg = 1e-5, *rest: Arg) -> TensorValue:
     x = require_tensor(x)
     e = constant_float(eps, "eps")
     if not use_input_stats:
-        return batch_norm(cx, x, weight, bias, running_mean, running_var, False, momentum, e)
+        return batch_norm_tensor(cx, x, weight, bias, running_mean, running_var, e)
     w = _vector(weight, "weight")
     b = _vector(bias, "bias")
 
-    def compute(f):
+    def compute(f: TensorValue) -> TensorValue:
         y = normalize(cx, f, list(range(2, f.rank)), e)
         return channel_affine(cx, y, w, b)
 
@@ -124,7 +133,8 @@ def instance_norm(cx: Converter, x, weight, bias, running_mean, running_var,
 
 @lowering("aten::group_norm", nnapi=("RESHAPE", "MEAN", "SUB", "MUL", "ADD", "RSQRT"),
           notes="composed over [N, groups, C/groups * spatial]")
-def group_norm(cx: Converter, x, groups, weight=None, bias=None, eps=1e-5, *rest):
+def group_norm(cx: Converter, x: Arg, groups: int, weight: Arg = None, bias: Arg = None,
+               eps: Arg = 1e-5, *rest: Arg) -> TensorValue:
     x = require_tensor(x)
     g = static_int(groups, "num_groups")
     e = constant_float(eps, "eps")
@@ -134,8 +144,8 @@ def group_norm(cx: Converter, x, groups, weight=None, bias=None, eps=1e-5, *rest
     if c % g:
         raise Unsupported(f"{c} channels in {g} groups")
 
-    def compute(f):
-        rest_size = 1
+    def compute(f: TensorValue) -> TensorValue:
+        rest_size: SymInt = 1
         for d in f.shape[2:]:
             rest_size = rest_size * d
         grouped = cx.reshape(f, (f.shape[0], g, (c // g) * rest_size))

@@ -7,23 +7,28 @@ flexible input dimension is patched into PAD's paddings when the model is loaded
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ...nnapi.codes import OperationType as Op
 from ..builder.common import constant_float, require_tensor, static_int, static_ints
-from ..builder.context import Converter
+from ..builder.context import Arg, Converter
+from ..builder.slicing import gather_indices, strided_slice
 from ..builder.symbolic import Sym, SymInt, all_static, sym_max
 from ..builder.values import QUANT_RANGES, TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .index import gather_indices, strided_slice
+
+Pads = dict[int, tuple[SymInt, SymInt]]  # PyTorch dimension -> (before, after)
 
 
-def _per_dim(x: TensorValue, pad, flexible: bool = False) -> dict[int, tuple]:
+def _per_dim(x: TensorValue, pad: Sequence[SymInt], flexible: bool = False) -> Pads:
     """PyTorch's pad list (last dimension first) -> {dim: (before, after)}. ``flexible``:
     amounts may be expressions of flexible dimensions known to be >= 0 (Swin pads its
     feature map up to a multiple of the window, ``(ws - W % ws) % ws``), patched at load."""
-    pads = [_flexible_amount(p) for p in pad] if flexible else static_ints(pad, "pad")
+    pads: Sequence[SymInt] = ([_flexible_amount(p) for p in pad] if flexible
+                              else static_ints(pad, "pad"))
     if len(pads) % 2 or len(pads) // 2 > x.rank:
         raise Unsupported(f"pad list {pads} for a {x.rank}-D tensor")
     out = {}
@@ -34,7 +39,7 @@ def _per_dim(x: TensorValue, pad, flexible: bool = False) -> dict[int, tuple]:
     return out
 
 
-def _flexible_amount(p) -> SymInt:
+def _flexible_amount(p: SymInt) -> SymInt:
     if isinstance(p, Sym):
         if not p.nonneg:
             raise Unsupported(f"pad amount {p!r} depends on a flexible input dimension and may"
@@ -47,7 +52,7 @@ def _is_zero(v: SymInt) -> bool:
     return not isinstance(v, Sym) and int(v) == 0
 
 
-def _crop_negative(cx: Converter, x: TensorValue, pads: dict) -> tuple[TensorValue, dict]:
+def _crop_negative(cx: Converter, x: TensorValue, pads: Pads) -> tuple[TensorValue, Pads]:
     crops = {}
     for d, (before, after) in pads.items():
         if isinstance(before, Sym) or isinstance(after, Sym):
@@ -60,7 +65,8 @@ def _crop_negative(cx: Converter, x: TensorValue, pads: dict) -> tuple[TensorVal
     return x, {d: (sym_max(b, 0), sym_max(a, 0)) for d, (b, a) in pads.items()}
 
 
-def constant_pad(cx: Converter, x: TensorValue, pad, value) -> TensorValue:
+def constant_pad(cx: Converter, x: TensorValue, pad: Sequence[SymInt], value: Arg
+                 ) -> TensorValue:
     pads = _per_dim(x, pad, flexible=True)
     x, pads = _crop_negative(cx, x, pads)
     pads = {d: p for d, p in pads.items() if not (_is_zero(p[0]) and _is_zero(p[1]))}
@@ -109,25 +115,27 @@ def _index_map(mode: str, n: int, before: int, after: int) -> list[int]:
     raise Unsupported(f"padding mode {mode!r}")
 
 
-def index_pad(cx: Converter, x: TensorValue, pad, mode: str) -> TensorValue:
+def index_pad(cx: Converter, x: TensorValue, pad: Sequence[SymInt], mode: str) -> TensorValue:
     pads = _per_dim(x, pad)
     x, pads = _crop_negative(cx, x, pads)
     for d, (before, after) in sorted(pads.items()):
         if before == after == 0:
             continue
         n = static_int(x.shape[d], f"{mode}-padded dimension")
-        x = gather_indices(cx, x, d, _index_map(mode, n, before, after))
+        x = gather_indices(cx, x, d, _index_map(mode, n, int(before), int(after)))
     return x
 
 
 @lowering("aten::constant_pad_nd", nnapi=("PAD", "PAD_V2", "STRIDED_SLICE"))
-def constant_pad_nd(cx: Converter, x, pad, value=0.0):
+def constant_pad_nd(cx: Converter, x: Arg, pad: Sequence[SymInt], value: Arg = 0.0
+                    ) -> TensorValue:
     return constant_pad(cx, require_tensor(x), pad, value)
 
 
 @lowering("aten::pad", nnapi=("PAD", "PAD_V2", "GATHER", "STRIDED_SLICE"),
           notes="constant, reflect, replicate, circular")
-def pad_(cx: Converter, x, pad, mode="constant", value=None):
+def pad_(cx: Converter, x: Arg, pad: Sequence[SymInt], mode: str = "constant", value: Arg = None
+         ) -> TensorValue:
     x = require_tensor(x)
     if mode == "constant":
         return constant_pad(cx, x, pad, value)
@@ -136,16 +144,16 @@ def pad_(cx: Converter, x, pad, mode="constant", value=None):
 
 @lowering("aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d",
           nnapi=("GATHER",))
-def reflection_pad(cx: Converter, x, pad):
+def reflection_pad(cx: Converter, x: Arg, pad: Sequence[SymInt]) -> TensorValue:
     return index_pad(cx, require_tensor(x), pad, "reflect")
 
 
 @lowering("aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d",
           nnapi=("GATHER",))
-def replication_pad(cx: Converter, x, pad):
+def replication_pad(cx: Converter, x: Arg, pad: Sequence[SymInt]) -> TensorValue:
     return index_pad(cx, require_tensor(x), pad, "replicate")
 
 
 @lowering("aten::_pad_circular", nnapi=("GATHER",))
-def circular_pad(cx: Converter, x, pad):
+def circular_pad(cx: Converter, x: Arg, pad: Sequence[SymInt]) -> TensorValue:
     return index_pad(cx, require_tensor(x), pad, "circular")

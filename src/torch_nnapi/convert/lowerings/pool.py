@@ -10,18 +10,21 @@ REDUCE_MAX over H and W; other output sizes dividing the input use a fixed windo
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import numpy as np
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
-from ..builder.common import require_tensor, static_int, static_ints
-from ..builder.context import Converter
+from ..builder.arithmetic import arithmetic, in_float
+from ..builder.common import Ints, require_tensor, static_int, static_ints
+from ..builder.context import Arg, Converter
+from ..builder.spatial import global_pool, spatial_input
 from ..builder.symbolic import Sym, SymInt, ceil_div, sym_max, sym_min
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .conv import spatial_input
 
 
 def pooled_size(size: SymInt, kernel: int, stride: int, pad: int, ceil_mode: bool) \
@@ -44,11 +47,10 @@ def pooled_size(size: SymInt, kernel: int, stride: int, pad: int, ceil_mode: boo
     return out, after
 
 
-def pool2d(cx: Converter, op: Op, x: TensorValue, kernel, stride, padding, ceil_mode: bool,
-           fuse: FuseCode = FuseCode.NONE) -> TensorValue:
+def pool2d(cx: Converter, op: Op, x: TensorValue, kernel: Ints, stride: Ints, padding: Ints,
+           ceil_mode: bool, fuse: FuseCode = FuseCode.NONE) -> TensorValue:
     kh, kw = static_ints(kernel, "kernel_size", 2)
-    stride = static_ints(stride, "stride", 2) if stride else [kh, kw]
-    sh, sw = stride
+    sh, sw = static_ints(stride, "stride", 2) if stride else [kh, kw]
     ph, pw = static_ints(padding, "padding", 2)
     x, nchw = spatial_input(cx, x)
     n, c, h, w = x.shape
@@ -61,20 +63,6 @@ def pool2d(cx: Converter, op: Op, x: TensorValue, kernel, stride, padding, ceil_
                    (n, c, oh, ow), x.dtype, x.layout, x.scale, x.zero_point)
 
 
-def global_pool(cx: Converter, op: Op, x: TensorValue) -> TensorValue | None:
-    """AVERAGE_POOL_2D or MAX_POOL_2D over all of H and W (any sizes, flexible ones too) of
-    a channels-last ``x``, the [N, C, 1, 1] result channels-last; None for other layouts,
-    which would need the NCHW flag (level 3) where MEAN needs level 2."""
-    if x.rank != 4 or x.layout != lay.NHWC:
-        return None
-    n, c, h, w = x.shape
-    zero, one = cx.i32(0), cx.i32(1)
-    return cx.emit(op, dict(input=x, pad_left=zero, pad_right=zero, pad_top=zero,
-                            pad_bottom=zero, stride_w=one, stride_h=one, filter_w=cx.i32(w),
-                            filter_h=cx.i32(h), fuse_code=cx.i32(int(FuseCode.NONE))),
-                   (n, c, 1, 1), x.dtype, x.layout, x.scale, x.zero_point)
-
-
 def _as_4d(cx: Converter, x: TensorValue) -> tuple[TensorValue, bool]:
     """1-D pools run as 2-D pools over a height of 1; unbatched inputs get a batch."""
     if x.rank == 3:
@@ -84,7 +72,8 @@ def _as_4d(cx: Converter, x: TensorValue) -> tuple[TensorValue, bool]:
 
 @lowering("aten::max_pool2d", "aten::max_pool1d", nnapi=("MAX_POOL_2D",),
           notes="dilation 1; padding and ceil_mode")
-def max_pool(cx: Converter, x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+def max_pool(cx: Converter, x: Arg, kernel: Ints, stride: Ints = (), padding: Ints = 0,
+             dilation: Ints = 1, ceil_mode: bool = False) -> TensorValue:
     x = require_tensor(x)
     one_d = cx.current_node.kind == "aten::max_pool1d"
     dims = 1 if one_d else 2
@@ -105,8 +94,9 @@ def max_pool(cx: Converter, x, kernel, stride=(), padding=0, dilation=1, ceil_mo
 @lowering("aten::avg_pool2d", "aten::avg_pool1d", nnapi=("AVERAGE_POOL_2D", "PAD", "MUL"),
           notes="count_include_pad with padding adds a PAD; divisor_override without"
           " padding adds a MUL")
-def avg_pool(cx: Converter, x, kernel, stride=(), padding=0, ceil_mode=False,
-             count_include_pad=True, divisor_override=None):
+def avg_pool(cx: Converter, x: Arg, kernel: Ints, stride: Ints = (), padding: Ints = 0,
+             ceil_mode: bool = False, count_include_pad: bool = True,
+             divisor_override: Arg = None) -> TensorValue:
     x = require_tensor(x)
     one_d = cx.current_node.kind == "aten::avg_pool1d"
     if one_d:
@@ -122,8 +112,9 @@ def avg_pool(cx: Converter, x, kernel, stride=(), padding=0, ceil_mode=False,
                        bool(count_include_pad), divisor_override)
 
 
-def _avg_pool2d(cx: Converter, x: TensorValue, kernel, stride, padding, ceil_mode,
-                count_include_pad, divisor_override) -> TensorValue:
+def _avg_pool2d(cx: Converter, x: TensorValue, kernel: Ints, stride: Ints, padding: Ints,
+                ceil_mode: bool, count_include_pad: bool, divisor_override: Arg
+                ) -> TensorValue:
     kh, kw = static_ints(kernel, "kernel_size", 2)
     ph, pw = static_ints(padding, "padding", 2)
     if divisor_override is not None:
@@ -131,8 +122,6 @@ def _avg_pool2d(cx: Converter, x: TensorValue, kernel, stride, padding, ceil_mod
             raise Unsupported("avg_pool2d divisor_override with padding or ceil_mode")
         y = pool2d(cx, Op.AVERAGE_POOL_2D, x, kernel, stride, padding, False)
         factor = kh * kw / static_int(divisor_override, "divisor_override")
-        from .elementwise import arithmetic
-
         return arithmetic(cx, Op.MUL, y, factor) if not y.is_quantized else _unsupported_q()
     if count_include_pad and (ph or pw):
         x = _zero_pad_hw(cx, x, ph, pw)
@@ -141,7 +130,7 @@ def _avg_pool2d(cx: Converter, x: TensorValue, kernel, stride, padding, ceil_mod
     return pool2d(cx, Op.AVERAGE_POOL_2D, x, kernel, stride, padding, ceil_mode)
 
 
-def _unsupported_q():
+def _unsupported_q() -> NoReturn:
     raise Unsupported("quantized avg_pool2d with divisor_override")
 
 
@@ -156,7 +145,7 @@ def _zero_pad_hw(cx: Converter, x: TensorValue, ph: int, pw: int) -> TensorValue
                    x.zero_point)
 
 
-def _adaptive_sizes(x: TensorValue, output_size) -> tuple[SymInt, SymInt]:
+def _adaptive_sizes(x: TensorValue, output_size: Arg) -> tuple[SymInt, SymInt]:
     """(height, width) of the output; None keeps the input's."""
     sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * 2
     if len(sizes) == 1:
@@ -183,7 +172,7 @@ def contract_axis(cx: Converter, x: TensorValue, torch_dim: int, matrix: np.ndar
     """Applies ``matrix`` along ``torch_dim``, which must be last in ``layout``."""
     x = cx.to_layout(x, layout)
     out_size = matrix.shape[0]
-    batch = 1
+    batch: SymInt = 1
     for d in x.nnapi_shape[:-1]:
         batch = batch * d
     w = cx.constant(matrix, x.dtype)
@@ -199,14 +188,13 @@ def contract_axis(cx: Converter, x: TensorValue, torch_dim: int, matrix: np.ndar
 
 def _adaptive_avg_matrices(cx: Converter, x: TensorValue, oh: int, ow: int) -> TensorValue:
     """Uneven adaptive average pooling: two products with averaging matrices."""
-    from .activation import in_float
 
-    def compute(f):
+    def compute(f: TensorValue) -> TensorValue:
         out = f
         if ow != f.shape[3]:
-            out = contract_axis(cx, out, 3, adaptive_matrix(f.shape[3], ow), (0, 1, 2, 3))
+            out = contract_axis(cx, out, 3, adaptive_matrix(int(f.shape[3]), ow), (0, 1, 2, 3))
         if oh != f.shape[2]:
-            out = contract_axis(cx, out, 2, adaptive_matrix(f.shape[2], oh), (0, 1, 3, 2))
+            out = contract_axis(cx, out, 2, adaptive_matrix(int(f.shape[2]), oh), (0, 1, 3, 2))
         return out
 
     return in_float(cx, x, compute)
@@ -240,7 +228,8 @@ def _adaptive_windows_at_load(cx: Converter, x: TensorValue, oh: SymInt, ow: Sym
           notes="1x1 (any input, flexible too); sizes dividing the input as fixed windows"
           " (flexible inputs: computed at load time, which checks the division); other"
           " average sizes as averaging-matrix products")
-def adaptive_pool(cx: Converter, x, output_size):
+def adaptive_pool(cx: Converter, x: Arg, output_size: Arg
+                  ) -> TensorValue | tuple[TensorValue, None]:
     x = require_tensor(x)
     is_max = cx.current_node.kind == "aten::adaptive_max_pool2d"
     if x.rank != 4:

@@ -15,58 +15,76 @@ level 3 cannot compute in 8 bits, run the same way in float.
 The other operand of add and mul may be a number (the ``.Scalar`` overloads, e.g. a residual sum
 that starts from 0) or a quantized constant (FX quantizes parameters such as a position
 embedding or a layer scale ahead of time).
+
+This family wraps the float families: unlike the others, which share only the building
+blocks of ``builder/``, it calls their tensor forms (``conv.conv2d_tensor`` and
+``conv_transpose``, ``linear.fully_connected`` and ``matmul_tensors``, the norms, softmax and
+leaky_relu), with quantized operands or between DEQUANTIZE and QUANTIZE; moving those into
+``builder/`` would move most of those families.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import torch
 
 from ...nnapi.codes import FeatureLevel, FuseCode
 from ...nnapi.codes import OperationType as Op
-from ..builder.common import broadcast_operands, constant_float, require_tensor, static_int
-from ..builder.context import Converter
+from ..builder.arithmetic import (
+    arithmetic,
+    composed_hardsigmoid,
+    composed_hardswish,
+    float_of,
+    quantize_as,
+)
+from ..builder.common import Ints, broadcast_operands, constant_float, require_tensor, static_int
+from ..builder.context import Arg, Converter
+from ..builder.slicing import concatenate
+from ..builder.spatial import ConvQuant
+from ..builder.symbolic import SymInt
 from ..builder.values import QUANT_DTYPES, QUANT_RANGES, TensorValue
 from ..capture.graph import SCALAR_TYPES
 from ..capture.packed import ConvParams, LinearParams, StoredWeight
 from ..errors import Unsupported
 from ..quant_policy import fixed_output
 from . import lowering
-from .activation import _hardsigmoid, float_of, quantize_as
-from .conv import ConvQuant, conv2d_tensor, conv_transpose
-from .elementwise import arithmetic
+from .activation import leaky_relu
+from .conv import conv2d_tensor, conv_transpose
 from .linear import fully_connected, matmul_tensors
-from .norm import batch_norm, group_norm, instance_norm, layer_norm
+from .norm import batch_norm_tensor, group_norm, instance_norm, layer_norm
 from .reduce import softmax
-from .shape import concatenate
 
 
-def quantized_input(x) -> TensorValue:
+def quantized_input(x: Arg) -> TensorValue:
     x = require_tensor(x)
     if not x.is_quantized:
         raise Unsupported(f"a quantized op on a {x.dtype} tensor")
     return x
 
 
-def _output_params(scale, zero_point) -> tuple[float, int]:
+def _output_params(scale: Arg, zero_point: Arg) -> tuple[float, int]:
     return constant_float(scale, "output scale"), static_int(zero_point, "output zero point")
 
 
 @lowering("aten::quantize_per_tensor", nnapi=("QUANTIZE",),
           notes="quint8; qint8 with target_level=4; a model input only quantized to quint8 is"
                 " quantized on the host")
-def quantize_per_tensor(cx: Converter, x, scale, zero_point, dtype):
+def quantize_per_tensor(cx: Converter, x: Arg, scale: Arg, zero_point: Arg, dtype: Arg
+                        ) -> TensorValue:
     x = require_tensor(x)
     name = quant_dtype_of(dtype)
     s, zp = _output_params(scale, zero_point)
     if x.is_quantized and (x.dtype, x.scale, x.zero_point) == (name, s, zp):
-        return x  # a model input the wrapper quantizes on the host (lower._quantized_on_host)
+        return x  # a model input the wrapper quantizes on the host (lowerer._quantized_on_host)
     if not x.is_float:
         raise Unsupported(f"quantize_per_tensor of a {x.dtype} tensor")
     return quantize_as(cx, x, s, zp, name)
 
 
-def quant_dtype_of(dtype) -> str:
+def quant_dtype_of(dtype: Arg) -> str:
     """The 8-bit activation type a quantize_per_tensor's ``dtype`` argument names (qint8
     makes the model need feature level 4: ``levels.model_requirements`` says so)."""
     code = static_int(dtype, "dtype")
@@ -78,7 +96,7 @@ def quant_dtype_of(dtype) -> str:
 
 
 @lowering("aten::dequantize", nnapi=("DEQUANTIZE",))
-def dequantize(cx: Converter, x):
+def dequantize(cx: Converter, x: Arg) -> TensorValue | list[TensorValue]:
     if isinstance(x, list):
         return [float_of(cx, quantized_input(t)) for t in x]
     x = require_tensor(x)
@@ -87,7 +105,8 @@ def dequantize(cx: Converter, x):
     return float_of(cx, x)
 
 
-def _weight(w: torch.Tensor | StoredWeight, dtype: str = "quint8"):
+def _weight(w: torch.Tensor | StoredWeight, dtype: str = "quint8"
+            ) -> tuple[np.ndarray, float, int] | None:
     """(weights of the activations' 8-bit ``dtype``, scale, zero point) for per-tensor
     weights, or None for per-channel. NNAPI takes the filter in the input's type, so signed
     weights move by 128 for unsigned activations (and unsigned ones back for signed)."""
@@ -117,7 +136,7 @@ def _in_type(q: np.ndarray, zero_point: int, dtype: str) -> tuple[np.ndarray, in
         zero_point + shift
 
 
-def _bias_array(b) -> np.ndarray | None:
+def _bias_array(b: torch.Tensor | None) -> np.ndarray | None:
     if b is None:
         return None
     if b.is_quantized:
@@ -125,11 +144,35 @@ def _bias_array(b) -> np.ndarray | None:
     return b.detach().float().numpy()
 
 
-def _unpack_conv(packed):
+class PackedConv(Protocol):
+    """What the converter reads of PyTorch's packed convolution parameters (a
+    ``torch.classes.quantized.Conv2dPackedParamsBase``)."""
+
+    def unpack(self) -> tuple[torch.Tensor, torch.Tensor | None]: ...
+    def stride(self) -> list[int]: ...
+    def padding(self) -> list[int]: ...
+    def dilation(self) -> list[int]: ...
+    def groups(self) -> int: ...
+    def transpose(self) -> int: ...
+    def output_padding(self) -> list[int]: ...
+
+
+class _ConvArgs(NamedTuple):
+    weight: torch.Tensor | StoredWeight
+    bias: torch.Tensor | None
+    stride: Ints
+    padding: str | Ints
+    dilation: Ints
+    groups: int
+    transposed: bool
+    output_padding: Ints
+
+
+def _unpack_conv(packed: ConvParams | PackedConv) -> _ConvArgs:
     if isinstance(packed, ConvParams):
         p = packed
-        return (p.weight, p.bias, p.stride, p.padding, p.dilation, p.groups, p.transposed,
-                list(p.output_padding))
+        return _ConvArgs(p.weight, p.bias, p.stride, p.padding, p.dilation, p.groups,
+                         p.transposed, list(p.output_padding))
     try:
         weight, bias = packed.unpack()
         stride, padding = packed.stride(), packed.padding()
@@ -138,10 +181,12 @@ def _unpack_conv(packed):
         output_padding = packed.output_padding() if transposed else [0, 0]
     except Exception as e:  # noqa: BLE001 - an unknown packed format is reported as such
         raise Unsupported(f"cannot unpack the convolution parameters ({e})") from None
-    return weight, bias, stride, padding, dilation, groups, transposed, output_padding
+    return _ConvArgs(weight, bias, stride, padding, dilation, groups, transposed,
+                     output_padding)
 
 
-def quantized_conv(cx: Converter, x, packed, scale, zero_point, fuse: FuseCode):
+def quantized_conv(cx: Converter, x: Arg, packed: ConvParams | PackedConv, scale: Arg,
+                   zero_point: Arg, fuse: FuseCode) -> TensorValue:
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
     w, b, stride, padding, dilation, groups, transposed, output_padding = _unpack_conv(packed)
@@ -170,18 +215,21 @@ def quantized_conv(cx: Converter, x, packed, scale, zero_point, fuse: FuseCode):
           nnapi=("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D", "TRANSPOSE_CONV_2D",
                  "DEQUANTIZE", "QUANTIZE"),
           notes="per-tensor weights in 8 bits; per-channel weights in float")
-def qconv2d(cx: Converter, x, packed, scale, zero_point):
+def qconv2d(cx: Converter, x: Arg, packed: ConvParams | PackedConv, scale: Arg,
+            zero_point: Arg) -> TensorValue:
     return quantized_conv(cx, x, packed, scale, zero_point, FuseCode.NONE)
 
 
 @lowering("quantized::conv2d_relu",
           nnapi=("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D", "DEQUANTIZE", "QUANTIZE"),
           notes="fused RELU")
-def qconv2d_relu(cx: Converter, x, packed, scale, zero_point):
+def qconv2d_relu(cx: Converter, x: Arg, packed: ConvParams | PackedConv, scale: Arg,
+                 zero_point: Arg) -> TensorValue:
     return quantized_conv(cx, x, packed, scale, zero_point, FuseCode.RELU)
 
 
-def quantized_linear(cx: Converter, x, packed, scale, zero_point, fuse: FuseCode):
+def quantized_linear(cx: Converter, x: Arg, packed: LinearParams | torch.ScriptObject,
+                     scale: Arg, zero_point: Arg, fuse: FuseCode) -> TensorValue:
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
     try:
@@ -200,24 +248,27 @@ def quantized_linear(cx: Converter, x, packed, scale, zero_point, fuse: FuseCode
 
 @lowering("quantized::linear", nnapi=("FULLY_CONNECTED", "DEQUANTIZE", "QUANTIZE"),
           notes="per-tensor weights in 8 bits; per-channel weights in float")
-def qlinear(cx: Converter, x, packed, scale, zero_point):
+def qlinear(cx: Converter, x: Arg, packed: LinearParams | torch.ScriptObject, scale: Arg,
+            zero_point: Arg) -> TensorValue:
     return quantized_linear(cx, x, packed, scale, zero_point, FuseCode.NONE)
 
 
 @lowering("quantized::linear_relu", nnapi=("FULLY_CONNECTED", "DEQUANTIZE", "QUANTIZE"),
           notes="fused RELU")
-def qlinear_relu(cx: Converter, x, packed, scale, zero_point):
+def qlinear_relu(cx: Converter, x: Arg, packed: LinearParams | torch.ScriptObject, scale: Arg,
+                 zero_point: Arg) -> TensorValue:
     return quantized_linear(cx, x, packed, scale, zero_point, FuseCode.RELU)
 
 
-def _binary_operand(v):
+def _binary_operand(v: Arg) -> torch.Tensor | TensorValue:
     """A quantized tensor of the model, or a quantized constant."""
     if isinstance(v, torch.Tensor) and v.is_quantized:
         return v
     return quantized_input(v)
 
 
-def quantized_binary(cx: Converter, op: Op, a, b, scale, zero_point, fuse: FuseCode):
+def quantized_binary(cx: Converter, op: Op, a: Arg, b: Arg, scale: Arg, zero_point: Arg,
+                     fuse: FuseCode) -> TensorValue:
     a, b = _binary_operand(a), _binary_operand(b)
     if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
         raise Unsupported(f"{op.name} of two constants")
@@ -228,7 +279,7 @@ def quantized_binary(cx: Converter, op: Op, a, b, scale, zero_point, fuse: FuseC
                    layout, out_scale, out_zp)
 
 
-def _scalar_in_float(cx: Converter, op: Op, a, b, fuse: FuseCode):
+def _scalar_in_float(cx: Converter, op: Op, a: Arg, b: Arg, fuse: FuseCode) -> TensorValue:
     """A quantized tensor and a number: PyTorch derives the output quantization itself."""
     a = quantized_input(a)
     out_scale, out_zp = cx.example_quant()
@@ -236,7 +287,8 @@ def _scalar_in_float(cx: Converter, op: Op, a, b, fuse: FuseCode):
     return quantize_as(cx, y, out_scale, out_zp, a.dtype)
 
 
-def _add_or_mul(cx: Converter, op: Op, fuse: FuseCode, a, b, scale, zero_point):
+def _add_or_mul(cx: Converter, op: Op, fuse: FuseCode, a: Arg, b: Arg, scale: Arg, zero_point: Arg
+                ) -> TensorValue:
     """Every overload of quantized::add/mul(_relu): (qa, qb, scale, zero_point), (qa, number)
     and (number, qa)."""
     if scale is None and zero_point is None:
@@ -249,50 +301,52 @@ _BINARY_NOTES = "the other operand may be a number or a quantized constant"
 
 
 @lowering("quantized::add", nnapi=("ADD", "DEQUANTIZE", "QUANTIZE"), notes=_BINARY_NOTES)
-def qadd(cx: Converter, a, b, scale=None, zero_point=None):
+def qadd(cx: Converter, a: Arg, b: Arg, scale: Arg = None, zero_point: Arg = None) -> TensorValue:
     return _add_or_mul(cx, Op.ADD, FuseCode.NONE, a, b, scale, zero_point)
 
 
 @lowering("quantized::add_relu", nnapi=("ADD", "DEQUANTIZE", "QUANTIZE"),
           notes="fused RELU; " + _BINARY_NOTES)
-def qadd_relu(cx: Converter, a, b, scale=None, zero_point=None):
+def qadd_relu(cx: Converter, a: Arg, b: Arg, scale: Arg = None, zero_point: Arg = None
+              ) -> TensorValue:
     return _add_or_mul(cx, Op.ADD, FuseCode.RELU, a, b, scale, zero_point)
 
 
 @lowering("quantized::mul", nnapi=("MUL", "DEQUANTIZE", "QUANTIZE"), notes=_BINARY_NOTES)
-def qmul(cx: Converter, a, b, scale=None, zero_point=None):
+def qmul(cx: Converter, a: Arg, b: Arg, scale: Arg = None, zero_point: Arg = None) -> TensorValue:
     return _add_or_mul(cx, Op.MUL, FuseCode.NONE, a, b, scale, zero_point)
 
 
 @lowering("quantized::mul_relu", nnapi=("MUL", "DEQUANTIZE", "QUANTIZE"),
           notes="fused RELU; " + _BINARY_NOTES)
-def qmul_relu(cx: Converter, a, b, scale=None, zero_point=None):
+def qmul_relu(cx: Converter, a: Arg, b: Arg, scale: Arg = None, zero_point: Arg = None
+              ) -> TensorValue:
     return _add_or_mul(cx, Op.MUL, FuseCode.RELU, a, b, scale, zero_point)
 
 
 @lowering("quantized::add_scalar", nnapi=("DEQUANTIZE", "ADD", "QUANTIZE"))
-def qadd_scalar(cx: Converter, a, b):
+def qadd_scalar(cx: Converter, a: Arg, b: Arg) -> TensorValue:
     return _scalar_in_float(cx, Op.ADD, a, b, FuseCode.NONE)
 
 
 @lowering("quantized::add_scalar_relu", nnapi=("DEQUANTIZE", "ADD", "QUANTIZE"))
-def qadd_scalar_relu(cx: Converter, a, b):
+def qadd_scalar_relu(cx: Converter, a: Arg, b: Arg) -> TensorValue:
     return _scalar_in_float(cx, Op.ADD, a, b, FuseCode.RELU)
 
 
 @lowering("quantized::mul_scalar", nnapi=("DEQUANTIZE", "MUL", "QUANTIZE"))
-def qmul_scalar(cx: Converter, a, b):
+def qmul_scalar(cx: Converter, a: Arg, b: Arg) -> TensorValue:
     return _scalar_in_float(cx, Op.MUL, a, b, FuseCode.NONE)
 
 
 @lowering("quantized::mul_scalar_relu", nnapi=("DEQUANTIZE", "MUL", "QUANTIZE"))
-def qmul_scalar_relu(cx: Converter, a, b):
+def qmul_scalar_relu(cx: Converter, a: Arg, b: Arg) -> TensorValue:
     return _scalar_in_float(cx, Op.MUL, a, b, FuseCode.RELU)
 
 
 @lowering("quantized::matmul", nnapi=("DEQUANTIZE", "MUL", "REDUCE_SUM", "QUANTIZE"),
           notes="computed in float")
-def qmatmul(cx: Converter, a, b, scale, zero_point):
+def qmatmul(cx: Converter, a: Arg, b: Arg, scale: Arg, zero_point: Arg) -> TensorValue:
     out_scale, out_zp = _output_params(scale, zero_point)
     a = quantized_input(a)
     product = matmul_tensors(cx, float_of(cx, a), float_of(cx, quantized_input(b)))
@@ -301,7 +355,8 @@ def qmatmul(cx: Converter, a, b, scale, zero_point):
 
 @lowering("quantized::cat", nnapi=("CONCATENATION",),
           notes="inputs may have different scales (requantized by NNAPI)")
-def qcat(cx: Converter, items, dim, scale, zero_point):
+def qcat(cx: Converter, items: Sequence[Arg], dim: int, scale: Arg, zero_point: Arg
+         ) -> TensorValue:
     out_scale, out_zp = _output_params(scale, zero_point)
     return concatenate(cx, [quantized_input(t) for t in items], dim, out_scale, out_zp)
 
@@ -309,56 +364,54 @@ def qcat(cx: Converter, items, dim, scale, zero_point):
 @lowering("quantized::hardswish",
           nnapi=("DEQUANTIZE", "ADD", "MUL", "DIV", "QUANTIZE", "HARD_SWISH"),
           notes="computed in float; one quantized HARD_SWISH with target_level=4")
-def qhardswish(cx: Converter, x, scale, zero_point):
+def qhardswish(cx: Converter, x: Arg, scale: Arg, zero_point: Arg) -> TensorValue:
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
     if cx.allows(FeatureLevel.ANDROID_11, x):
         return cx.emit(Op.HARD_SWISH, dict(input=x), x.shape, x.dtype, x.layout, out_scale,
                        out_zp)
-    f = float_of(cx, x)
-    shifted = arithmetic(cx, Op.ADD, f, 3.0, FuseCode.RELU6)
-    y = arithmetic(cx, Op.DIV, arithmetic(cx, Op.MUL, f, shifted), 6.0)
+    y = composed_hardswish(cx, float_of(cx, x))
     return quantize_as(cx, y, out_scale, out_zp, x.dtype)
 
 
 @lowering("quantized::hardsigmoid", nnapi=("DEQUANTIZE", "ADD", "DIV", "QUANTIZE"),
           notes="computed in float")
-def qhardsigmoid(cx: Converter, x, scale=None, zero_point=None):
+def qhardsigmoid(cx: Converter, x: Arg, scale: Arg = None, zero_point: Arg = None) -> TensorValue:
     x = quantized_input(x)
     out_scale, out_zp = cx.example_quant() if scale is None else _output_params(scale,
                                                                                   zero_point)
-    return quantize_as(cx, _hardsigmoid(cx, float_of(cx, x)), out_scale, out_zp, x.dtype)
+    return quantize_as(cx, composed_hardsigmoid(cx, float_of(cx, x)), out_scale, out_zp, x.dtype)
 
 
 @lowering("quantized::batch_norm2d", "quantized::batch_norm2d_relu", "quantized::batch_norm",
           nnapi=("DEQUANTIZE", "MUL", "ADD", "RELU", "QUANTIZE"), notes="computed in float")
-def qbatch_norm(cx: Converter, x, weight, bias, mean, var, eps, scale, zero_point):
+def qbatch_norm(cx: Converter, x: Arg, weight: Arg, bias: Arg, mean: Arg, var: Arg, eps: Arg,
+                scale: Arg, zero_point: Arg) -> TensorValue:
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
-    y = batch_norm(cx, float_of(cx, x), weight, bias, mean, var, False, 0.1, eps)
+    y = batch_norm_tensor(cx, float_of(cx, x), weight, bias, mean, var, eps)
     if cx.current_node.kind.endswith("_relu"):
         y = cx.emit_like(Op.RELU, dict(input=y), y)
     return quantize_as(cx, y, out_scale, out_zp, x.dtype)
 
 
 @lowering("quantized::relu6", nnapi=("RELU6",))
-def qrelu6(cx: Converter, x, inplace=False):
+def qrelu6(cx: Converter, x: Arg, inplace: bool = False) -> TensorValue:
     x = quantized_input(x)
     return cx.emit_like(Op.RELU6, dict(input=x), x)
 
 
 @lowering("quantized::leaky_relu", nnapi=("DEQUANTIZE", "PRELU", "QUANTIZE"),
           notes="computed in float")
-def qleaky_relu(cx: Converter, x, slope, inplace, scale, zero_point):
-    from .activation import leaky_relu
-
+def qleaky_relu(cx: Converter, x: Arg, slope: Arg, inplace: bool, scale: Arg, zero_point: Arg
+                ) -> TensorValue:
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
     return quantize_as(cx, leaky_relu(cx, float_of(cx, x), slope), out_scale, out_zp, x.dtype)
 
 
 @lowering("quantized::sigmoid", nnapi=("LOGISTIC",))
-def qsigmoid(cx: Converter, x, scale, zero_point):
+def qsigmoid(cx: Converter, x: Arg, scale: Arg, zero_point: Arg) -> TensorValue:
     x = quantized_input(x)
     out_scale, out_zp = _output_params(scale, zero_point)
     if (out_scale, out_zp) == fixed_output(Op.LOGISTIC, x.nnapi_type):
@@ -370,30 +423,34 @@ def qsigmoid(cx: Converter, x, scale, zero_point):
 
 @lowering("quantized::layer_norm", nnapi=("DEQUANTIZE", "MEAN", "SUB", "MUL", "ADD", "RSQRT",
                                           "QUANTIZE"), notes="computed in float")
-def qlayer_norm(cx: Converter, x, normalized_shape, weight, bias, eps, scale, zero_point):
+def qlayer_norm(cx: Converter, x: Arg, normalized_shape: Sequence[SymInt], weight: Arg,
+                bias: Arg, eps: Arg, scale: Arg, zero_point: Arg) -> TensorValue:
     return layer_norm(cx, quantized_input(x), normalized_shape, weight, bias, eps)
 
 
 @lowering("quantized::group_norm", nnapi=("DEQUANTIZE", "RESHAPE", "MEAN", "SUB", "MUL", "ADD",
                                           "RSQRT", "QUANTIZE"), notes="computed in float")
-def qgroup_norm(cx: Converter, x, groups, weight, bias, eps, scale, zero_point):
+def qgroup_norm(cx: Converter, x: Arg, groups: int, weight: Arg, bias: Arg, eps: Arg, scale: Arg,
+                zero_point: Arg) -> TensorValue:
     return group_norm(cx, quantized_input(x), groups, weight, bias, eps)
 
 
 @lowering("quantized::instance_norm", nnapi=("DEQUANTIZE", "MEAN", "SUB", "MUL", "ADD", "RSQRT",
                                              "QUANTIZE"), notes="computed in float")
-def qinstance_norm(cx: Converter, x, weight, bias, eps, scale, zero_point):
+def qinstance_norm(cx: Converter, x: Arg, weight: Arg, bias: Arg, eps: Arg, scale: Arg,
+                   zero_point: Arg) -> TensorValue:
     return instance_norm(cx, quantized_input(x), weight, bias, None, None, True, 0.1, eps)
 
 
 @lowering("quantized::softmax", nnapi=("SOFTMAX", "DEQUANTIZE", "QUANTIZE"),
           notes="8-bit SOFTMAX when the output has NNAPI's fixed scale 1/256, else in float")
-def qsoftmax(cx: Converter, x, dim, scale, zero_point):
+def qsoftmax(cx: Converter, x: Arg, dim: int, scale: Arg, zero_point: Arg) -> TensorValue:
     return softmax(cx, quantized_input(x), dim)
 
 
 @lowering("quantized::dropout", nnapi=(), notes="identity in eval mode")
-def qdropout(cx: Converter, x, scale, zero_point, p=0.5, training=False):
+def qdropout(cx: Converter, x: Arg, scale: Arg, zero_point: Arg, p: float = 0.5,
+             training: bool = False) -> TensorValue:
     x = quantized_input(x)
     if static_int(training, "training"):
         raise Unsupported("dropout in training mode")

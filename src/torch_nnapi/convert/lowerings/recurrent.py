@@ -41,14 +41,13 @@ import torch
 
 from ...nnapi.codes import FuseCode
 from ...nnapi.codes import OperationType as Op
+from ..builder.arithmetic import arithmetic
 from ..builder.common import require_tensor, static_int
-from ..builder.context import Converter
+from ..builder.context import Arg, Converter
+from ..builder.slicing import concatenate, split_sizes
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .elementwise import arithmetic
-from .index import split_sizes
-from .shape import concatenate
 
 State = tuple[TensorValue, ...]  # (h,) or, for an LSTM, (h, c): each [batch, size]
 Cell = Callable[[TensorValue, State], State]
@@ -77,16 +76,16 @@ class CellWeights:
 
     @property
     def output_size(self) -> int:
-        return self.w_hh.shape[1]
+        return int(self.w_hh.shape[1])
 
 
-def _array(t, what: str) -> np.ndarray:
+def _array(t: Arg, what: str) -> np.ndarray:
     if not isinstance(t, torch.Tensor):
         raise Unsupported(f"{what} computed by the model (only constant weights)")
     return t.detach().float().contiguous().numpy()
 
 
-def _cell_weights(w_ih, w_hh, b_ih, b_hh, w_hr=None) -> CellWeights:
+def _cell_weights(w_ih: Arg, w_hh: Arg, b_ih: Arg, b_hh: Arg, w_hr: Arg = None) -> CellWeights:
     wi, wh = _array(w_ih, "weights"), _array(w_hh, "weights")
     zeros = np.zeros(wi.shape[0], np.float32)
     bi = zeros if b_ih is None else _array(b_ih, "biases")
@@ -94,7 +93,7 @@ def _cell_weights(w_ih, w_hh, b_ih, b_hh, w_hr=None) -> CellWeights:
     return CellWeights(wi, wh, bi, bh, None if w_hr is None else _array(w_hr, "weights"))
 
 
-def _layer_weights(params: Sequence, has_biases: bool, cells: int) -> list[CellWeights]:
+def _layer_weights(params: Sequence[Arg], has_biases: bool, cells: int) -> list[CellWeights]:
     """The flat parameter list of aten::lstm & co. (per layer and direction: w_ih, w_hh,
     then b_ih, b_hh with biases, then an LSTM's projection) cut into ``cells`` cells."""
     per_cell = 4 if has_biases else 2
@@ -279,7 +278,7 @@ class LayerStack:
         return 1 if self.batch_first else 0
 
 
-def _float_input(x, what: str = "input") -> TensorValue:
+def _float_input(x: Arg, what: str = "input") -> TensorValue:
     x = require_tensor(x, what)
     if x.dtype != "float32":
         raise Unsupported(f"recurrent layers on {x.dtype} tensors (float32 only)")
@@ -310,7 +309,7 @@ def _joined_output(cx: Converter, outputs: list[list[TensorValue]], batch_first:
     return cx.reshape(concatenate(cx, by_direction, 1), (steps, batch, size))
 
 
-def _initial_states(cx: Converter, state, cells: int) -> list[TensorValue]:
+def _initial_states(cx: Converter, state: Arg, cells: int) -> list[TensorValue]:
     """An initial state [cells, batch, size] cut into one [batch, size] per cell."""
     if isinstance(state, torch.Tensor):
         array = state.detach().float().numpy()
@@ -334,8 +333,9 @@ def _used(cx: Converter, output: int) -> bool:
     return bool(cx.node is None or cx.users.get(cx.node.outputs[output]))
 
 
-def run_layers(cx: Converter, mode: str, x, states: Sequence, weights: Sequence[CellWeights],
-               stack: LayerStack) -> tuple:
+def run_layers(cx: Converter, mode: str, x: Arg, states: Sequence[Arg],
+               weights: Sequence[CellWeights], stack: LayerStack
+               ) -> tuple[TensorValue | None, ...]:
     """The output sequence and the final states (each None where nothing reads it) of a
     stack of recurrent layers, unrolled over time."""
     x = _float_input(x)
@@ -353,13 +353,13 @@ def run_layers(cx: Converter, mode: str, x, states: Sequence, weights: Sequence[
             k = layer * stack.directions + direction
             cell = _cell(cx, mode, weights[k])
             state = tuple(init[k] for init in initial)
-            step_outputs: list = [None] * steps
+            step_outputs: dict[int, TensorValue] = {}
             for t in (range(steps) if direction == 0 else range(steps - 1, -1, -1)):
                 state = cell(inputs[t], state)
                 step_outputs[t] = state[0]
             for kept, s in zip(finals, state, strict=False):
                 kept.append(s)
-            outputs.append(step_outputs)
+            outputs.append([step_outputs[t] for t in range(steps)])
         if layer + 1 < stack.num_layers:
             inputs = [concatenate(cx, [o[t] for o in outputs], 1) for t in range(steps)] \
                 if stack.directions == 2 else outputs[0]
@@ -368,8 +368,9 @@ def run_layers(cx: Converter, mode: str, x, states: Sequence, weights: Sequence[
                         for i, f in enumerate(finals)))
 
 
-def _recurrent(cx: Converter, mode: str, x, states: Sequence, params, has_biases, num_layers,
-               dropout, train, bidirectional, batch_first) -> tuple:
+def _recurrent(cx: Converter, mode: str, x: Arg, states: Sequence[Arg], params: Sequence[Arg],
+               has_biases: bool, num_layers: int, dropout: float, train: bool,
+               bidirectional: bool, batch_first: bool) -> tuple[TensorValue | None, ...]:
     if "batch_sizes" in getattr(cx.node, "schema", ""):
         raise Unsupported("packed sequences (pack_padded_sequence)")
     if static_int(train, "train"):
@@ -389,8 +390,9 @@ _LAYER_NOTES = ("unrolled over time (static length): {} per step; batch-first or
 @lowering("aten::lstm", nnapi=("LSTM", "SPLIT", "CONCATENATION", "RESHAPE"),
           notes=_LAYER_NOTES.format("one operation (LSTM, whose state outputs give h_n and c_n)")
           + "; proj_size")
-def lstm(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-         batch_first=False):
+def lstm(cx: Converter, x: Arg, hx: Arg, params: Sequence[Arg], has_biases: bool,
+         num_layers: int, dropout: float, train: bool, bidirectional: bool,
+         batch_first: bool = False) -> tuple[TensorValue | None, ...]:
     if not isinstance(hx, (list, tuple)) or len(hx) != 2:
         raise Unsupported("packed sequences (pack_padded_sequence)")
     return _recurrent(cx, "lstm", x, hx, params, has_biases, num_layers, dropout, train,
@@ -401,8 +403,9 @@ def lstm(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, b
                               "MUL", "ADD", "SUB", "SPLIT", "RESHAPE"),
           notes=_LAYER_NOTES.format("no NNAPI GRU: up to 32 units three operations (two LSTM"
                                     " and a CONCATENATION), above eleven"))
-def gru(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-        batch_first=False):
+def gru(cx: Converter, x: Arg, hx: Arg, params: Sequence[Arg], has_biases: bool,
+        num_layers: int, dropout: float, train: bool, bidirectional: bool,
+        batch_first: bool = False) -> tuple[TensorValue | None, ...]:
     return _recurrent(cx, "gru", x, [hx], params, has_biases, num_layers, dropout, train,
                       bidirectional, batch_first)
 
@@ -410,8 +413,9 @@ def gru(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bi
 @lowering("aten::rnn_tanh", "aten::rnn_relu",
           nnapi=("RNN", "TANH", "SPLIT", "CONCATENATION", "RESHAPE"),
           notes=_LAYER_NOTES.format("one operation (RNN; with tanh, RNN then TANH)"))
-def rnn(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-        batch_first=False):
+def rnn(cx: Converter, x: Arg, hx: Arg, params: Sequence[Arg], has_biases: bool,
+        num_layers: int, dropout: float, train: bool, bidirectional: bool,
+        batch_first: bool = False) -> tuple[TensorValue | None, ...]:
     mode = "rnn_relu" if cx.current_node.kind == "aten::rnn_relu" else "rnn_tanh"
     return _recurrent(cx, mode, x, [hx], params, has_biases, num_layers, dropout, train,
                       bidirectional, batch_first)
@@ -421,7 +425,8 @@ def rnn(cx: Converter, x, hx, params, has_biases, num_layers, dropout, train, bi
 # One-step cells (nn.LSTMCell, nn.GRUCell, nn.RNNCell)
 
 
-def _one_step(cx: Converter, mode: str, x, states: Sequence, w_ih, w_hh, b_ih, b_hh) -> State:
+def _one_step(cx: Converter, mode: str, x: Arg, states: Sequence[Arg], w_ih: Arg, w_hh: Arg,
+              b_ih: Arg, b_hh: Arg) -> State:
     x = _float_input(x)
     if x.rank != 2:
         raise Unsupported(f"a recurrent cell on a {x.rank}-D input (2-D only)")
@@ -436,18 +441,21 @@ def _one_step(cx: Converter, mode: str, x, states: Sequence, w_ih, w_hh, b_ih, b
 
 
 @lowering("aten::lstm_cell", nnapi=("LSTM",))
-def lstm_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+def lstm_cell(cx: Converter, x: Arg, hx: Sequence[Arg], w_ih: Arg, w_hh: Arg, b_ih: Arg = None,
+              b_hh: Arg = None) -> State:
     return _one_step(cx, "lstm", x, list(hx), w_ih, w_hh, b_ih, b_hh)
 
 
 @lowering("aten::gru_cell", nnapi=("LSTM", "CONCATENATION", "FULLY_CONNECTED", "SPLIT",
                                    "LOGISTIC", "TANH", "MUL", "ADD", "SUB"),
           notes="up to 32 units two LSTM and a CONCATENATION, above eleven operations")
-def gru_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+def gru_cell(cx: Converter, x: Arg, hx: Arg, w_ih: Arg, w_hh: Arg, b_ih: Arg = None,
+             b_hh: Arg = None) -> TensorValue:
     return _one_step(cx, "gru", x, [hx], w_ih, w_hh, b_ih, b_hh)[0]
 
 
 @lowering("aten::rnn_tanh_cell", "aten::rnn_relu_cell", nnapi=("RNN", "TANH"))
-def rnn_cell(cx: Converter, x, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+def rnn_cell(cx: Converter, x: Arg, hx: Arg, w_ih: Arg, w_hh: Arg, b_ih: Arg = None,
+             b_hh: Arg = None) -> TensorValue:
     mode = "rnn_relu" if cx.current_node.kind == "aten::rnn_relu_cell" else "rnn_tanh"
     return _one_step(cx, mode, x, [hx], w_ih, w_hh, b_ih, b_hh)[0]

@@ -7,24 +7,28 @@ channels-last tensors reduce in place; the result keeps the layout minus the red
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
+from ..builder.arithmetic import arithmetic, extremum, in_float, power, reduce
 from ..builder.common import constant_float, dim_index, named_args, require_tensor
-from ..builder.context import Converter
-from ..builder.merged import fit, separate
+from ..builder.context import Arg, Converter, OperandRef
+from ..builder.merged import separate
+from ..builder.slicing import unsqueeze
+from ..builder.spatial import global_pool
 from ..builder.symbolic import SymInt
 from ..builder.values import TensorValue
 from ..capture.graph import DTYPE_OF_CODE
 from ..errors import Unsupported
 from ..quant_policy import fixed_output
 from . import lowering
-from .activation import in_float
-from .elementwise import arithmetic, extremum, power
-from .pool import global_pool
-from .shape import squeeze
+
+Dims = int | Sequence[int] | None  # reduced dimensions: one, several, or (None, []) all
 
 
-def reduce_dims(x: TensorValue, dims) -> list[int]:
+def reduce_dims(x: TensorValue, dims: Arg) -> list[int]:
+    """The reduced dimensions ``dims`` names (one, several, or with None or [] all)."""
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
         return list(range(x.rank))
     if not isinstance(dims, (list, tuple)):
@@ -32,62 +36,7 @@ def reduce_dims(x: TensorValue, dims) -> list[int]:
     return sorted({dim_index(d, x.rank) for d in dims})
 
 
-def reduce(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool,
-           dtype: str | None = None) -> TensorValue:
-    """One NNAPI reduction of PyTorch dims ``dims``; MEAN takes keep_dims as INT32, the
-    REDUCE_* ops as BOOL. Merged dimensions (tensors of rank above 4) each hold reduced
-    dimensions only or kept ones only."""
-    if x.groups or x.rank > 4:
-        return _reduce_merged(cx, op, x, dims, keepdim, dtype)
-    axes = cx.int_vector([lay.axis(x.layout, d) for d in dims])
-    keep = cx.i32(int(keepdim)) if op == Op.MEAN else cx.boolean(keepdim)
-    if keepdim:
-        shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
-        layout = x.layout
-    else:
-        shape = tuple(n for i, n in enumerate(x.shape) if i not in dims)
-        layout = lay.without_dims(x.layout, dims)
-    if x.is_quantized and op == Op.MEAN:
-        scale, zero_point = cx.example_quant()
-    else:
-        scale, zero_point = x.scale, x.zero_point
-    return cx.emit(op, dict(input=x, axes=axes, keep_dims=keep), shape, dtype or x.dtype, layout,
-                   scale, zero_point)
-
-
-def _reduce_merged(cx: Converter, op: Op, x: TensorValue, dims: list[int], keepdim: bool,
-                   dtype: str | None) -> TensorValue:
-    try:
-        x = fit(cx, x, ["reduced" if d in dims else "kept" for d in range(x.rank)])
-    except Unsupported:
-        if len(dims) < 2:
-            raise
-        # reduced and kept dimensions alternate too often: one dimension at a time (exact
-        # for sums, extrema and means of equal-sized parts), the reduced ones kept as 1
-        for d in dims:
-            x = _reduce_merged(cx, op, x, [d], True, dtype)
-        return x if keepdim else squeeze(cx, x, dims)
-    runs = lay.group_runs(x.groups, x.rank)
-    reduced = [axis for axis, run in enumerate(runs) if run and x.layout[run[0]] in dims]
-    axes = cx.int_vector(reduced)
-    keep = cx.i32(int(keepdim)) if op == Op.MEAN else cx.boolean(keepdim)
-    if keepdim:
-        shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape))
-        layout, groups = x.layout, x.groups
-    else:
-        shape = tuple(n for i, n in enumerate(x.shape) if i not in dims)
-        layout = lay.without_dims(x.layout, dims)
-        sizes = [len(run) for axis, run in enumerate(runs) if axis not in reduced]
-        groups = lay.normalize_groups(sizes, len(shape)) if shape else ()
-    if x.is_quantized and op == Op.MEAN:
-        scale, zero_point = cx.example_quant()
-    else:
-        scale, zero_point = x.scale, x.zero_point
-    return cx.emit(op, dict(input=x, axes=axes, keep_dims=keep), shape, dtype or x.dtype,
-                   layout, scale, zero_point, groups)
-
-
-def _dtype_arg(x: TensorValue, dtype) -> TensorValue:
+def _dtype_arg(x: TensorValue, dtype: int | None) -> TensorValue:
     if dtype is None:
         return x
     name = DTYPE_OF_CODE.get(int(dtype))
@@ -98,21 +47,23 @@ def _dtype_arg(x: TensorValue, dtype) -> TensorValue:
 
 @lowering("aten::mean", nnapi=("MEAN", "AVERAGE_POOL_2D", "RESHAPE"), any_rank=True,
           notes="over H and W of a channels-last tensor: AVERAGE_POOL_2D (feature level 1)")
-def mean(cx: Converter, x, dims=None, keepdim=False, dtype=None):
+def mean(cx: Converter, x: Arg, dims: Dims = None, keepdim: bool = False,
+         dtype: int | None = None) -> TensorValue:
     x = _dtype_arg(require_tensor(x), dtype)
     if not (x.is_float or x.is_quantized):
         raise Unsupported(f"mean of a {x.dtype} tensor")
-    dims = reduce_dims(x, dims)
-    if x.rank == 4 and not x.groups and dims == [2, 3] and (not x.is_quantized
+    reduced = reduce_dims(x, dims)
+    if x.rank == 4 and not x.groups and reduced == [2, 3] and (not x.is_quantized
                                            or cx.example_quant() == (x.scale, x.zero_point)):
         pooled = global_pool(cx, Op.AVERAGE_POOL_2D, x)
         if pooled is not None:
             return pooled if keepdim else cx.reshape(pooled, pooled.shape[:2])
-    return reduce(cx, Op.MEAN, x, dims, bool(keepdim))
+    return reduce(cx, Op.MEAN, x, reduced, bool(keepdim))
 
 
 @lowering("aten::sum", nnapi=("REDUCE_SUM",), any_rank=True)
-def sum_(cx: Converter, x, dims=None, keepdim=False, dtype=None):
+def sum_(cx: Converter, x: Arg, dims: Dims = None, keepdim: bool = False,
+         dtype: int | None = None) -> TensorValue:
     x = require_tensor(x)
     if isinstance(dims, int) and not isinstance(dims, bool) and dtype is None \
             and len(cx.current_node.inputs) == 2:
@@ -124,7 +75,8 @@ def sum_(cx: Converter, x, dims=None, keepdim=False, dtype=None):
 
 
 @lowering("aten::prod", nnapi=("REDUCE_PROD",), any_rank=True)
-def prod(cx: Converter, x, dim=None, keepdim=False, dtype=None):
+def prod(cx: Converter, x: Arg, dim: Dims = None, keepdim: bool = False,
+         dtype: int | None = None) -> TensorValue:
     x = _dtype_arg(require_tensor(x), dtype)
     if not x.is_float:
         raise Unsupported(f"prod of a {x.dtype} tensor")
@@ -132,7 +84,7 @@ def prod(cx: Converter, x, dim=None, keepdim=False, dtype=None):
 
 
 @lowering("aten::amax", "aten::amin", nnapi=("REDUCE_MAX", "REDUCE_MIN"), any_rank=True)
-def amax(cx: Converter, x, dims=None, keepdim=False):
+def amax(cx: Converter, x: Arg, dims: Dims = None, keepdim: bool = False) -> TensorValue:
     x = require_tensor(x)
     op = Op.REDUCE_MAX if cx.current_node.kind == "aten::amax" else Op.REDUCE_MIN
     return reduce(cx, op, x, reduce_dims(x, dims), bool(keepdim))
@@ -141,7 +93,7 @@ def amax(cx: Converter, x, dims=None, keepdim=False):
 @lowering("aten::max", "aten::min",
           nnapi=("REDUCE_MAX", "REDUCE_MIN", "ARGMAX", "ARGMIN", "MAXIMUM", "MINIMUM"),
           notes="max(x), max(x, dim) -> (values, indices), max(x, other)")
-def max_min(cx: Converter, x, *args):
+def max_min(cx: Converter, x: Arg, *args: Arg) -> TensorValue | tuple[TensorValue, TensorValue]:
     is_max = cx.current_node.kind == "aten::max"
     if len(args) == 1 and (isinstance(args[0], TensorValue) or hasattr(args[0], "shape")):
         return extremum(cx, Op.MAXIMUM if is_max else Op.MINIMUM, x, args[0])
@@ -163,15 +115,13 @@ def arg_extremum(cx: Converter, x: TensorValue, d: int, keepdim: bool, is_max: b
     out = cx.emit(op, dict(input=x, axis=cx.i32(lay.axis(x.layout, d))), shape, "int64",
                   lay.without_dims(x.layout, [d]))
     if keepdim:
-        from .shape import unsqueeze
-
         out = unsqueeze(cx, out, d)
     return out
 
 
 @lowering("aten::argmax", "aten::argmin", nnapi=("ARGMAX", "ARGMIN", "RESHAPE"),
           notes="int64 results are int32 in NNAPI and cast back by the wrapper")
-def argmax(cx: Converter, x, dim=None, keepdim=False):
+def argmax(cx: Converter, x: Arg, dim: int | None = None, keepdim: bool = False) -> TensorValue:
     x = require_tensor(x)
     is_max = cx.current_node.kind == "aten::argmax"
     if dim is None:
@@ -183,7 +133,7 @@ def argmax(cx: Converter, x, dim=None, keepdim=False):
     return arg_extremum(cx, x, dim_index(dim, x.rank), bool(keepdim), is_max)
 
 
-def _numel(shape) -> SymInt:
+def _numel(shape: Sequence[SymInt]) -> SymInt:
     n: SymInt = 1
     for d in shape:
         n = n * d
@@ -192,7 +142,8 @@ def _numel(shape) -> SymInt:
 
 @lowering("aten::var", "aten::std", nnapi=("MEAN", "SUB", "MUL", "SQRT"), any_rank=True,
           notes="two-pass; correction must be static")
-def var_std(cx: Converter, x, dims=None, correction=None, keepdim=False, *rest):
+def var_std(cx: Converter, x: Arg, dims: Dims = None, correction: float | None = None,
+            keepdim: bool = False, *rest: Arg) -> TensorValue:
     x = require_tensor(x)
     if isinstance(dims, bool):  # var(x, unbiased)
         correction, dims = (1 if dims else 0), None
@@ -218,11 +169,11 @@ def var_std(cx: Converter, x, dims=None, correction=None, keepdim=False, *rest):
           nnapi=("MUL", "REDUCE_SUM", "SQRT", "ABS", "REDUCE_MAX", "REDUCE_MIN", "POW"),
           any_rank=True, notes="ord 2: sqrt of the sum of squares; 1, inf, -inf and other"
           " powers too")
-def vector_norm(cx: Converter, x, *args):
+def vector_norm(cx: Converter, x: Arg, *args: Arg) -> TensorValue:
     x = require_tensor(x)
     a = named_args(cx, (x,) + args)
-    order = a.get("ord", a.get("p", 2))
-    order = 2.0 if order is None else constant_float(order, "norm order")
+    p = a.get("ord", a.get("p", 2))
+    order = 2.0 if p is None else constant_float(p, "norm order")
     dims = reduce_dims(x, a.get("dim"))
     keepdim = bool(a.get("keepdim", False))
     if not x.is_float:
@@ -245,7 +196,8 @@ def vector_norm(cx: Converter, x, *args):
 
 @lowering("aten::softmax", "aten::_softmax", "aten::log_softmax", "aten::_log_softmax",
           nnapi=("SOFTMAX", "LOG_SOFTMAX"), any_rank=True, notes="beta 1, any axis")
-def softmax(cx: Converter, x, dim, dtype=None, *rest):
+def softmax(cx: Converter, x: Arg, dim: int, dtype: int | bool | None = None, *rest: Arg
+            ) -> TensorValue:
     x = require_tensor(x)
     if isinstance(dtype, bool):
         dtype = None  # _softmax(x, dim, half_to_float)
@@ -254,7 +206,8 @@ def softmax(cx: Converter, x, dim, dtype=None, *rest):
     log = "log_softmax" in cx.current_node.kind
     if x.groups or x.rank > 4:
         x = separate(cx, x, [d])
-    inputs = dict(input=x, beta=cx.float_scalar(1.0, x), axis=cx.i32(x.nnapi_axis(d)))
+    inputs: dict[str, OperandRef] = dict(input=x, beta=cx.float_scalar(1.0, x),
+                                         axis=cx.i32(x.nnapi_axis(d)))
     if log:
         if not x.is_float:
             raise Unsupported("log_softmax of a quantized tensor")

@@ -14,68 +14,85 @@ and a weighted ADD, in whatever layout the tensor has.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
 from ...nnapi.codes import OperationType as Op
+from ..builder.arithmetic import arithmetic, in_float
 from ..builder.common import require_tensor, static_int, tile
-from ..builder.context import Converter
-from ..builder.symbolic import Sym, hint
+from ..builder.context import Arg, Converter
+from ..builder.merged import is_one, same_dim
+from ..builder.slicing import concatenate, gather_indices, strided_slice
+from ..builder.spatial import spatial_input
+from ..builder.symbolic import Sym, SymInt, hint
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .activation import in_float
-from .conv import spatial_input
-from .elementwise import arithmetic
-from .index import gather_indices, strided_slice
-from .shape import concatenate
 
 
-def _sizes_and_scales(x: TensorValue, output_size, scales, dims: int):
+def _sizes_and_scales(x: TensorValue, output_size: Sequence[SymInt] | None, scales: Arg,
+                      dims: int) -> tuple[list[SymInt], list[float | None]]:
     """Output sizes and PyTorch's per-axis scale factors (None where not given)."""
     spatial = x.shape[2:]
     if scales is not None and not isinstance(scales, (list, tuple)):
         scales = [scales] * dims
+    sizes: list[SymInt]
     if output_size is not None:
         sizes = [s if isinstance(s, Sym) else int(s) for s in output_size]
     elif scales is not None:
         sizes = []
         for n, s in zip(spatial, scales, strict=False):
+            factor = _factor(s)
             if isinstance(n, Sym):
-                if float(s) != int(s):
+                if factor != int(factor):
                     raise Unsupported("a non-integer scale factor on a flexible dimension")
-                sizes.append(n * int(s))
+                sizes.append(n * int(factor))
             else:
-                sizes.append(int(np.floor(n * float(s))))
+                sizes.append(int(np.floor(n * factor)))
     else:
         raise Unsupported("upsampling without size or scale factor")
-    factors = [None if s is None else float(s) for s in scales] if scales is not None \
-        else [None] * dims
+    factors: list[float | None] = [None if s is None else _factor(s) for s in scales] \
+        if scales is not None else [None] * dims
     return sizes, factors
+
+
+def _factor(s: Arg) -> float:
+    """A scale factor as the float PyTorch computes with."""
+    if isinstance(s, (int, float, torch.Tensor)):
+        return float(s)
+    raise Unsupported(f"a scale factor of type {type(s).__name__}")
 
 
 def _pytorch_scale(n: int, out: int, factor: float | None, align_corners: bool) -> np.float32:
     if align_corners:
-        return np.float32((n - 1) / (out - 1)) if out > 1 else np.float32(0.0)
-    if factor is not None and factor > 0:
-        return np.float32(1.0 / factor)
-    return np.float32(n / out)
+        value = (n - 1) / (out - 1) if out > 1 else 0.0
+    elif factor is not None and factor > 0:
+        value = 1.0 / factor
+    else:
+        value = n / out
+    scale: np.float32 = np.float32(value)
+    return scale
 
 
 def nearest_map(n: int, out: int, factor: float | None) -> np.ndarray:
     """PyTorch's nearest source index for each output index (float32 arithmetic)."""
     scale = _pytorch_scale(n, out, factor, False)
     src = np.floor(np.arange(out, dtype=np.float32) * scale).astype(np.int64)
-    return np.minimum(src, n - 1)
+    indices: np.ndarray = np.minimum(src, n - 1)
+    return indices
 
 
 def _nnapi_nearest_map(n: int, out: int) -> np.ndarray:
     scale = np.float32(n) / np.float32(out)
-    return np.minimum(np.floor(np.arange(out, dtype=np.float32) * scale).astype(np.int64),
-                      n - 1)
+    indices: np.ndarray = np.minimum(
+        np.floor(np.arange(out, dtype=np.float32) * scale).astype(np.int64), n - 1)
+    return indices
 
 
-def _nearest2d(cx: Converter, x: TensorValue, sizes, factors) -> TensorValue:
+def _nearest2d(cx: Converter, x: TensorValue, sizes: Sequence[SymInt],
+               factors: Sequence[float | None]) -> TensorValue:
     oh, ow = sizes
     n, c, h, w = x.shape
     if isinstance(h, Sym) or isinstance(w, Sym) or isinstance(oh, Sym) or isinstance(ow, Sym):
@@ -105,7 +122,8 @@ def _nearest2d(cx: Converter, x: TensorValue, sizes, factors) -> TensorValue:
 @lowering("aten::upsample_nearest2d", "aten::upsample_nearest1d",
           nnapi=("RESIZE_NEAREST_NEIGHBOR", "GATHER"),
           notes="GATHER where NNAPI's pixel choice would differ")
-def upsample_nearest(cx: Converter, x, output_size=None, *scales):
+def upsample_nearest(cx: Converter, x: Arg, output_size: Sequence[SymInt] | None = None,
+                     *scales: Arg) -> TensorValue:
     x = require_tensor(x)
     one_d = cx.current_node.kind == "aten::upsample_nearest1d"
     dims = 1 if one_d else 2
@@ -120,14 +138,14 @@ def upsample_nearest(cx: Converter, x, output_size=None, *scales):
     return _nearest2d(cx, x, sizes, factors)
 
 
-def _scale_args(scales, dims: int):
+def _scale_args(scales: Sequence[Arg], dims: int) -> Arg:
     """Scale factors from either overload: (scale_factors list) or (scales_h, scales_w)."""
     if len(scales) == 1:
         return scales[0]
     if len(scales) == dims and all(s is None for s in scales):
         return None
     if len(scales) == dims:
-        return [None if s is None else float(s) for s in scales]
+        return [None if s is None else _factor(s) for s in scales]
     return None
 
 
@@ -163,7 +181,8 @@ def _interpolate_axis(cx: Converter, x: TensorValue, dim: int, n: int, out: int,
           " weighted; from 1x1: TILE; flexible sizes: RESIZE_BILINEAR's size form, by integer"
           " factors at twice the size then every other pixel (level 2), else with"
           " half_pixel_centers or align_corners (feature level 4)")
-def upsample_bilinear(cx: Converter, x, output_size, align_corners, *scales):
+def upsample_bilinear(cx: Converter, x: Arg, output_size: Sequence[SymInt] | None,
+                      align_corners: bool, *scales: Arg) -> TensorValue:
     x = require_tensor(x)
     if x.rank != 4:
         raise Unsupported("bilinear upsampling of a non-4-D tensor")
@@ -171,7 +190,7 @@ def upsample_bilinear(cx: Converter, x, output_size, align_corners, *scales):
     sizes, factors = _sizes_and_scales(x, output_size, factors, 2)
     n, c, h, w = x.shape
     corners = bool(align_corners)
-    if _is_one(h) and _is_one(w):  # every output pixel is the input pixel
+    if is_one(h) and is_one(w):  # every output pixel is the input pixel
         return tile(cx, x, [1, 1, sizes[0], sizes[1]], (n, c, sizes[0], sizes[1]))
     if any(isinstance(d, Sym) for d in (h, w, *sizes)):
         return _resize_bilinear(cx, x, sizes, corners)
@@ -179,14 +198,15 @@ def upsample_bilinear(cx: Converter, x, output_size, align_corners, *scales):
     w = static_int(w, "bilinear upsampling width")
     oh, ow = (static_int(s, "output size") for s in sizes)
 
-    def compute(f):
+    def compute(f: TensorValue) -> TensorValue:
         out = _interpolate_axis(cx, f, 3, w, ow, factors[1], corners)
         return _interpolate_axis(cx, out, 2, h, oh, factors[0], corners)
 
     return in_float(cx, x, compute)
 
 
-def _resize_bilinear(cx: Converter, x: TensorValue, sizes, corners: bool) -> TensorValue:
+def _resize_bilinear(cx: Converter, x: TensorValue, sizes: Sequence[SymInt], corners: bool
+                     ) -> TensorValue:
     """RESIZE_BILINEAR to sizes known at load time. PyTorch samples input pixel
     (dst + 0.5) * in / out - 0.5 (clamped at 0), or dst * (in - 1) / (out - 1) with
     align_corners: NNAPI's half_pixel_centers and align_corners (feature level 4; level 3
@@ -199,7 +219,7 @@ def _resize_bilinear(cx: Converter, x: TensorValue, sizes, corners: bool) -> Ten
         factors = [fh, fw]
         return in_float(cx, x, lambda f: _upsample_by_integers(cx, f, factors))
 
-    def compute(f):
+    def compute(f: TensorValue) -> TensorValue:
         g, nchw = spatial_input(cx, f)
         return cx.emit(Op.RESIZE_BILINEAR,
                        dict(input=g, width=cx.i32(ow), height=cx.i32(oh),
@@ -210,12 +230,12 @@ def _resize_bilinear(cx: Converter, x: TensorValue, sizes, corners: bool) -> Ten
     return in_float(cx, x, compute)
 
 
-def _integer_factor(size, out) -> int | None:
+def _integer_factor(size: SymInt, out: SymInt) -> int | None:
     """k when ``out`` is ``size * k`` for every input shape (k a positive integer)."""
     if hint(size) <= 0 or hint(out) % hint(size):
         return None
     k = hint(out) // hint(size)
-    return k if _same(size * k, out) else None
+    return k if same_dim(size * k, out) else None
 
 
 def _upsample_by_integers(cx: Converter, x: TensorValue, factors: list[int]) -> TensorValue:
@@ -243,13 +263,3 @@ def _upsample_by_integers(cx: Converter, x: TensorValue, factors: list[int]) -> 
         first = strided_slice(cx, out, {dim: (0, 1, 1)})
         out = concatenate(cx, [first] * copies + [kept], dim)
     return out
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, Sym) or isinstance(b, Sym):
-        return isinstance(a, Sym) and a == b
-    return int(a) == int(b)
-
-
-def _is_one(d) -> bool:
-    return not isinstance(d, Sym) and int(d) == 1

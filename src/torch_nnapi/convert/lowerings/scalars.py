@@ -4,73 +4,40 @@
 prim::NumToTensor, aten::Int, list construction and integer arithmetic. Sizes are known
 here (plain ints) or depend on flexible input dimensions (:class:`Sym`, resolved at load
 time), so all of this becomes values, never operations. Tensor-valued ops sharing a name
-with number arithmetic (aten::add, aten::mul...) call :func:`number_binary` from their own
-lowerings when both operands are numbers.
+with number arithmetic (aten::add, aten::mul...) call ``number_binary``
+(builder/arithmetic.py) from their own lowerings when both operands are numbers.
 """
 
 from __future__ import annotations
 
-import operator
+from collections.abc import Sequence, Sized
+from typing import NoReturn
 
 import torch
 
-from ..builder.context import Converter, is_number
-from ..builder.symbolic import Sym, binary, sym_max, sym_min
+from ..builder.arithmetic import as_number, number_binary
+from ..builder.context import Arg, Converter, Number
+from ..builder.symbolic import Sym, SymInt, sym_max, sym_min
 from ..builder.values import TensorValue
 from ..capture.graph import SCALAR_TYPES
 from ..errors import Unsupported
 from . import lowering
 
-
-def as_number(v):
-    """A number from a number or a one-element constant tensor (NumToTensor results)."""
-    if isinstance(v, torch.Tensor) and v.numel() == 1 and not v.is_quantized:
-        return v.item()
-    return v
-
-
-def both_numbers(a, b) -> bool:
-    """True when a binary op is number arithmetic (no tensor operand in the model)."""
-    if isinstance(a, TensorValue) or isinstance(b, TensorValue):
-        return False
-    a, b = as_number(a), as_number(b)
-    return is_number(a) and is_number(b)
-
-
-_SYM_OPS = {"add": "add", "sub": "sub", "mul": "mul", "floordiv": "floordiv",
-            "remainder": "mod"}
-_PY_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-           "floordiv": operator.floordiv, "remainder": operator.mod,
-           "div": operator.truediv}
-
-
-def number_binary(op: str, a, b):
-    """``a op b`` for numbers, either of which may be a flexible size."""
-    a, b = as_number(a), as_number(b)
-    if isinstance(a, Sym) or isinstance(b, Sym):
-        if op == "div":
-            raise Unsupported("true division of a flexible dimension (use // instead)")
-        if isinstance(a, float) or isinstance(b, float):
-            raise Unsupported("float arithmetic on a flexible dimension")
-        return binary(_SYM_OPS[op], a, b)
-    return _PY_OPS[op](a, b)
-
-
 # ------------------------------------------------------------------------ containers
 
 
 @lowering("prim::ListConstruct", notes="lists are folded at conversion time", any_rank=True)
-def list_construct(cx: Converter, *items):
+def list_construct(cx: Converter, *items: Arg) -> list[Arg]:
     return list(items)
 
 
 @lowering("prim::TupleConstruct", any_rank=True)
-def tuple_construct(cx: Converter, *items):
+def tuple_construct(cx: Converter, *items: Arg) -> tuple[Arg, ...]:
     return tuple(items)
 
 
 @lowering("prim::ListUnpack", "prim::TupleUnpack", any_rank=True)
-def unpack(cx: Converter, items):
+def unpack(cx: Converter, items: Sequence[Arg]) -> tuple[Arg, ...]:
     n = len(cx.current_node.outputs)
     if len(items) != n:
         raise Unsupported(f"unpacking {len(items)} values into {n}")
@@ -78,7 +45,8 @@ def unpack(cx: Converter, items):
 
 
 @lowering("prim::TupleIndex", "aten::__getitem__", any_rank=True)
-def getitem(cx: Converter, items, index):
+def getitem(cx: Converter, items: Sequence[Arg] | dict[object, Arg] | TensorValue,
+            index: SymInt | str) -> Arg:
     if isinstance(index, Sym) or isinstance(items, TensorValue):
         raise Unsupported("indexing needs a list and an index known at conversion time")
     if isinstance(items, dict):
@@ -87,14 +55,14 @@ def getitem(cx: Converter, items, index):
 
 
 @lowering("aten::len", any_rank=True)
-def length(cx: Converter, items):
+def length(cx: Converter, items: TensorValue | Sized) -> SymInt:
     if isinstance(items, TensorValue):
         return items.shape[0]
     return len(items)
 
 
 @lowering("aten::list", any_rank=True)
-def list_copy(cx: Converter, items):
+def list_copy(cx: Converter, items: Sequence[Arg]) -> list[Arg]:
     return list(items)
 
 
@@ -103,7 +71,8 @@ def list_copy(cx: Converter, items):
 
 @lowering("aten::size", notes="sizes are known at conversion time or resolved at load time",
           any_rank=True)
-def size(cx: Converter, t, dim=None):
+def size(cx: Converter, t: TensorValue | torch.Tensor, dim: SymInt | None = None
+         ) -> SymInt | list[SymInt]:
     if not isinstance(t, TensorValue):
         t = _as_shape_source(t)
     if dim is None:
@@ -114,31 +83,31 @@ def size(cx: Converter, t, dim=None):
 
 
 @lowering("aten::dim", any_rank=True)
-def dim(cx: Converter, t):
+def dim(cx: Converter, t: TensorValue | torch.Tensor) -> int:
     return _as_shape_source(t).rank if not isinstance(t, TensorValue) else t.rank
 
 
 @lowering("aten::numel", any_rank=True)
-def numel(cx: Converter, t):
+def numel(cx: Converter, t: TensorValue | torch.Tensor) -> SymInt:
     t = t if isinstance(t, TensorValue) else _as_shape_source(t)
-    n = 1
+    n: SymInt = 1
     for d in t.shape:
         n = n * d
     return n
 
 
 @lowering("prim::dtype", any_rank=True)
-def dtype(cx: Converter, t):
+def dtype(cx: Converter, t: TensorValue | torch.Tensor) -> int:
     name = t.dtype if isinstance(t, TensorValue) else str(t.dtype).replace("torch.", "")
     return SCALAR_TYPES[name]
 
 
 @lowering("prim::device", any_rank=True)
-def device(cx: Converter, t):
+def device(cx: Converter, t: Arg) -> str:
     return "cpu"
 
 
-def _as_shape_source(t):
+def _as_shape_source(t: Arg) -> TensorValue:
     if isinstance(t, torch.Tensor):
         return TensorValue(-1, tuple(t.shape), "float32", tuple(range(t.dim())))
     raise Unsupported(f"expected a tensor, got {type(t).__name__}")
@@ -150,7 +119,8 @@ def _as_shape_source(t):
 @lowering("prim::NumToTensor", "aten::Int", "aten::IntImplicit", "aten::ScalarImplicit",
           "aten::Float", "aten::FloatImplicit", "aten::Bool",
           notes="0-dim tensors holding sizes are kept as numbers")
-def number_cast(cx: Converter, v):
+def number_cast(cx: Converter, v: Number | torch.Tensor | TensorValue
+                ) -> Number | torch.Tensor:
     v = as_number(v)
     if isinstance(v, TensorValue):
         raise Unsupported("a tensor computed by the model cannot become a Python number")
@@ -169,49 +139,46 @@ def number_cast(cx: Converter, v):
 
 
 @lowering("aten::floordiv", "aten::__floordiv__")
-def floordiv(cx: Converter, a, b):
+def floordiv(cx: Converter, a: Arg, b: Arg) -> Number:
     return number_binary("floordiv", a, b)
 
 
 @lowering("aten::__xor__")
-def logic(cx: Converter, a, b):
+def logic(cx: Converter, a: int | TensorValue, b: int | TensorValue) -> int:
     if isinstance(a, TensorValue) or isinstance(b, TensorValue):
         raise Unsupported("bitwise operations on tensors")
-    return operator.xor(a, b)
+    return a ^ b
 
 
 @lowering("aten::__not__")
-def logical_not(cx: Converter, a):
+def logical_not(cx: Converter, a: Arg) -> bool:
     return not a
 
 
 @lowering("aten::__is__", "aten::__isnot__")
-def identity_test(cx: Converter, a, b):
+def identity_test(cx: Converter, a: Arg, b: Arg) -> bool:
     same = (a is None and b is None) or a is b
     return same if cx.current_node.kind == "aten::__is__" else not same
 
 
 @lowering("prim::max", "prim::min")
-def extremum(cx: Converter, *args):
-    items = list(args[0]) if len(args) == 1 else list(args)
-    if any(isinstance(x, TensorValue) for x in items):
+def extremum(cx: Converter, *args: SymInt | float | TensorValue
+             | Sequence[SymInt | float | TensorValue]) -> SymInt | float:
+    first = args[0]
+    items = list(first) if len(args) == 1 and isinstance(first, Sequence) else list(args)
+    numbers = [x for x in items if not isinstance(x, (TensorValue, Sequence))]
+    if len(numbers) != len(items):
         raise Unsupported("prim::max/min of tensors")
     fn = sym_max if cx.current_node.kind == "prim::max" else sym_min
-    result = items[0]
-    for x in items[1:]:
-        result = fn(result, x) if isinstance(result, Sym) or isinstance(x, Sym) else (
-            max(result, x) if cx.current_node.kind == "prim::max" else min(result, x))
+    result = numbers[0]
+    for x in numbers[1:]:
+        if isinstance(result, Sym) or isinstance(x, Sym):
+            if isinstance(result, float) or isinstance(x, float):
+                raise Unsupported("prim::max/min of a flexible dimension and a float")
+            result = fn(result, x)
+        else:
+            result = max(result, x) if cx.current_node.kind == "prim::max" else min(result, x)
     return result
-
-
-def compare_numbers(kind: str, a, b) -> bool:
-    a, b = as_number(a), as_number(b)
-    if isinstance(a, Sym) or isinstance(b, Sym):
-        if kind in ("aten::eq", "aten::ne") and isinstance(a, Sym) and a == b:
-            return kind == "aten::eq"
-        raise Unsupported("control flow that depends on a flexible dimension")
-    return {"aten::eq": operator.eq, "aten::ne": operator.ne, "aten::lt": operator.lt,
-            "aten::gt": operator.gt, "aten::le": operator.le, "aten::ge": operator.ge}[kind](a, b)
 
 
 # ------------------------------------------------------------------------ plumbing
@@ -220,34 +187,34 @@ def compare_numbers(kind: str, a, b) -> bool:
 @lowering("prim::unchecked_cast", "aten::detach", "aten::contiguous", "aten::clone",
           "aten::lift_fresh", "aten::alias", "prim::data", "aten::detach_",
           notes="identity: no NNAPI operation", any_rank=True)
-def identity(cx: Converter, x, *rest):
+def identity(cx: Converter, x: Arg, *rest: Arg) -> Arg:
     return x
 
 
 @lowering("aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::alpha_dropout",
           "aten::feature_alpha_dropout", notes="identity in eval mode", any_rank=True)
-def dropout(cx: Converter, x, p=0.0, train=False):
+def dropout(cx: Converter, x: Arg, p: float = 0.0, train: bool = False) -> Arg:
     if train is True:
         raise Unsupported("dropout in training mode")
     return x
 
 
 @lowering("aten::warn", notes="dropped", any_rank=True)
-def warn(cx: Converter, *args):
+def warn(cx: Converter, *args: Arg) -> None:
     return None
 
 
 @lowering("prim::RaiseException")
-def raise_exception(cx: Converter, *args):
+def raise_exception(cx: Converter, *args: Arg) -> NoReturn:
     raise Unsupported("the model raises an exception for the example inputs"
                       f" ({args[0] if args else ''})")
 
 
 @lowering("prim::Uninitialized")
-def uninitialized(cx: Converter):
+def uninitialized(cx: Converter) -> None:
     return None
 
 
 @lowering("aten::format")
-def format_string(cx: Converter, fmt, *args):
+def format_string(cx: Converter, fmt: Arg, *args: Arg) -> str:
     return str(fmt)

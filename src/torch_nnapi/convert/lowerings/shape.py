@@ -8,31 +8,43 @@ contiguous order unless only size-1 dimensions move; squeeze and unsqueeze keep 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, TypeGuard
+
 import torch
 
-from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
-from ..builder.common import choose_layout, dim_index, require_tensor, static_int, tile
-from ..builder.context import Converter
-from ..builder.merged import regroup, reshape_in_place, separate, with_rank
+from ..builder.common import dim_index, require_tensor, static_int, tile
+from ..builder.context import Arg, Converter
+from ..builder.merged import reshape_in_place, same_dim, with_rank
+from ..builder.slicing import (
+    concatenate,
+    gather_indices,
+    permute,
+    squeeze,
+    strided_slice,
+    unsqueeze,
+)
 from ..builder.symbolic import Sym, SymInt, sym_min
-from ..builder.values import QUANT_DTYPES, TensorValue
+from ..builder.values import TensorValue
 from ..errors import ConverterBug, Unsupported
 from . import lowering
-from .index import strided_slice
+
+if TYPE_CHECKING:
+    from ..capture.graph import Node
 
 
-def _numel(shape) -> SymInt:
+def _numel(shape: Iterable[SymInt]) -> SymInt:
     n: SymInt = 1
     for d in shape:
         n = n * d
     return n
 
 
-def resolve_shape(x: TensorValue, sizes) -> tuple[SymInt, ...]:
+def resolve_shape(x: TensorValue, target: Iterable[SymInt]) -> tuple[SymInt, ...]:
     """A reshape target with its -1 filled in."""
-    sizes = list(sizes)
+    sizes = list(target)
     unknown = [i for i, s in enumerate(sizes) if not isinstance(s, Sym) and int(s) == -1]
     if len(unknown) > 1:
         raise Unsupported(f"reshape to {sizes} has more than one -1")
@@ -50,27 +62,28 @@ def resolve_shape(x: TensorValue, sizes) -> tuple[SymInt, ...]:
 @lowering("aten::reshape", "aten::view", "aten::_reshape_alias", "aten::_unsafe_view",
           nnapi=("RESHAPE", "TRANSPOSE"), any_rank=True,
           notes="a TRANSPOSE first only if the data is not in PyTorch order")
-def reshape(cx: Converter, x, sizes, *rest):
+def reshape(cx: Converter, x: Arg, sizes: SymInt | list[SymInt] | tuple[SymInt, ...],
+            *rest: Arg) -> TensorValue:
     x = require_tensor(x)
     if not isinstance(sizes, (list, tuple)):
         sizes = [sizes]
     return view(cx, x, resolve_shape(x, sizes))
 
 
-def view(cx: Converter, x: TensorValue, shape) -> TensorValue:
+def view(cx: Converter, x: TensorValue, shape: Sequence[SymInt]) -> TensorValue:
     """``x.view(shape)``: in the storage order ``x`` has when the view only splits or merges
     dimensions stored together (no TRANSPOSE), else as a contiguous reshape."""
     return reshape_in_place(cx, x, shape) or cx.reshape(x, shape)
 
 
 @lowering("aten::view_as", "aten::reshape_as", nnapi=("RESHAPE",), any_rank=True)
-def reshape_as(cx: Converter, x, other):
+def reshape_as(cx: Converter, x: Arg, other: TensorValue | torch.Tensor) -> TensorValue:
     shape = other.shape if isinstance(other, TensorValue) else tuple(other.shape)
     return view(cx, require_tensor(x), shape)
 
 
 @lowering("aten::flatten", nnapi=("RESHAPE", "TRANSPOSE"), any_rank=True)
-def flatten(cx: Converter, x, start=0, end=-1):
+def flatten(cx: Converter, x: Arg, start: int = 0, end: int = -1) -> TensorValue:
     x = require_tensor(x)
     if x.rank == 0:
         return cx.reshape(x, (1,))
@@ -83,221 +96,135 @@ def flatten(cx: Converter, x, start=0, end=-1):
 
 
 @lowering("aten::unflatten", nnapi=("RESHAPE",), any_rank=True)
-def unflatten(cx: Converter, x, dim, sizes):
+def unflatten(cx: Converter, x: Arg, dim: int, sizes: Sequence[SymInt]) -> TensorValue:
     x = require_tensor(x)
     d = dim_index(dim, x.rank)
     inner = resolve_shape(x.with_(shape=(x.shape[d],)), sizes)
     return view(cx, x, x.shape[:d] + inner + x.shape[d + 1:])
 
 
-def relayout_reshape(cx: Converter, x: TensorValue, shape, layout) -> TensorValue:
-    """A RESHAPE that keeps the data order: only size-1 dimensions appear or vanish."""
-    if x.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
-        return cx.reshape(x, shape)
-    out = cx.new_tensor(shape, x.dtype, layout, x.scale, x.zero_point)
-    cx.operation(Op.RESHAPE, dict(input=x, shape=cx.shape_vector(out.nnapi_shape)),
-                 dict(output=out))
-    return out
-
-
 @lowering("aten::squeeze", "aten::squeeze_", nnapi=("RESHAPE",), any_rank=True,
           notes="keeps the layout (squeezed dims have size 1)")
-def squeeze(cx: Converter, x, dims=None):
+def aten_squeeze(cx: Converter, x: Arg, dims: int | list[int] | tuple[int, ...] | None = None
+                 ) -> TensorValue:
     x = require_tensor(x)
     if dims is None:
-        drop = [d for d, n in enumerate(x.shape) if not isinstance(n, Sym) and n == 1]
-    else:
-        dims = dims if isinstance(dims, (list, tuple)) else [dims]
-        drop = [dim_index(d, x.rank) for d in dims]
-        drop = [d for d in drop if not isinstance(x.shape[d], Sym) and x.shape[d] == 1]
-    if not drop:
-        return x
-    shape = tuple(n for d, n in enumerate(x.shape) if d not in drop)
-    if not shape:
-        return cx.reshape(x, ())
-    layout = lay.without_dims(x.layout, drop)
-    if x.groups:
-        return _drop_unit_dims(cx, x, drop, shape, layout)
-    return relayout_reshape(cx, x, shape, layout)
-
-
-def _drop_unit_dims(cx: Converter, x: TensorValue, drop, shape, layout) -> TensorValue:
-    """squeeze of a merged operand: the same operand, fewer PyTorch dimensions."""
-    sizes = list(lay.group_sizes(x.groups, x.rank))
-    runs = lay.group_runs(x.groups, x.rank)
-    for position, d in enumerate(x.layout):
-        if d in drop:
-            sizes[next(i for i, run in enumerate(runs) if position in run)] -= 1
-    # a merged dimension left without PyTorch dimensions stays, as a size-1 NNAPI dimension
-    return x.with_(shape=shape, layout=layout, groups=lay.normalize_groups(sizes, len(shape)))
+        return squeeze(cx, x, range(x.rank))
+    dims = dims if isinstance(dims, (list, tuple)) else [dims]
+    return squeeze(cx, x, [dim_index(d, x.rank) for d in dims])
 
 
 @lowering("aten::unsqueeze", "aten::unsqueeze_", nnapi=("RESHAPE",), any_rank=True)
-def unsqueeze(cx: Converter, x, dim):
+def aten_unsqueeze(cx: Converter, x: Arg, dim: int) -> TensorValue:
     x = require_tensor(x)
-    d = dim_index(dim, x.rank + 1)
-    shape = x.shape[:d] + (1,) + x.shape[d:]
-    renumbered = [i + 1 if i >= d else i for i in x.layout]
-    # put the new dimension where PyTorch's next dimension is stored (or last)
-    position = renumbered.index(d + 1) if d < x.rank else len(renumbered)
-    layout = tuple(renumbered[:position] + [d] + renumbered[position:])
-    if x.groups or x.rank >= 4:  # the new size-1 dimension joins a merged one
-        sizes = list(lay.group_sizes(x.groups, x.rank))
-        runs = lay.group_runs(x.groups, x.rank)
-        neighbour = max(position - 1, 0)
-        sizes[next(i for i, run in enumerate(runs) if neighbour in run)] += 1
-        return x.with_(shape=shape, layout=layout,
-                       groups=lay.normalize_groups(sizes, len(shape)))
-    return relayout_reshape(cx, x, shape, layout)
+    return unsqueeze(cx, x, dim_index(dim, x.rank + 1))
 
 
 @lowering("aten::permute", nnapi=(), notes="no operation: changes the layout", any_rank=True)
-def permute(cx: Converter, x, dims):
+def aten_permute(cx: Converter, x: Arg, dims: Sequence[int]) -> TensorValue:
     x = require_tensor(x)
-    perm = [dim_index(d, x.rank) for d in dims]
-    if sorted(perm) != list(range(x.rank)):
-        raise Unsupported(f"permute({perm}) is not a permutation")
-    return x.with_(shape=tuple(x.shape[p] for p in perm), layout=lay.compose(x.layout, perm))
+    return permute(x, [dim_index(d, x.rank) for d in dims])
 
 
 @lowering("aten::transpose", "aten::transpose_", "aten::swapaxes", "aten::swapdims",
           nnapi=(), notes="no operation: changes the layout", any_rank=True)
-def transpose(cx: Converter, x, d0, d1):
+def transpose(cx: Converter, x: Arg, d0: int, d1: int) -> TensorValue:
     x = require_tensor(x)
     a, b = dim_index(d0, x.rank), dim_index(d1, x.rank)
     perm = list(range(x.rank))
     perm[a], perm[b] = perm[b], perm[a]
-    return permute(cx, x, perm)
+    return permute(x, perm)
 
 
 @lowering("aten::t", "aten::numpy_T", nnapi=(), notes="no operation: changes the layout",
           any_rank=True)
-def t(cx: Converter, x):
+def t(cx: Converter, x: Arg) -> TensorValue:
     x = require_tensor(x)
     if x.rank < 2:
         return x
-    return permute(cx, x, list(reversed(range(x.rank))))
+    return permute(x, list(reversed(range(x.rank))))
 
 
 @lowering("aten::expand", "aten::expand_as", "aten::broadcast_to", nnapi=("TILE", "RESHAPE"),
           any_rank=True)
-def expand(cx: Converter, x, sizes, *rest):
+def expand(cx: Converter, x: Arg, sizes: Sequence[SymInt] | TensorValue | torch.Tensor,
+           *rest: Arg) -> TensorValue:
     x = require_tensor(x)
     if isinstance(sizes, TensorValue):
-        sizes = sizes.shape
+        wanted = list(sizes.shape)
     elif isinstance(sizes, torch.Tensor):
-        sizes = tuple(sizes.shape)
-    sizes = list(sizes)
-    if len(sizes) < x.rank:
+        wanted = list(tuple(sizes.shape))
+    else:
+        wanted = list(sizes)
+    if len(wanted) < x.rank:
         raise Unsupported("expand to fewer dimensions")
-    if len(sizes) > x.rank:
-        x = with_rank(cx, x, len(sizes))
+    if len(wanted) > x.rank:
+        x = with_rank(cx, x, len(wanted))
     target = tuple(x.shape[i] if not isinstance(s, Sym) and int(s) == -1 else s
-                   for i, s in enumerate(sizes))
-    multiples = []
+                   for i, s in enumerate(wanted))
+    multiples: list[SymInt] = []
     for have, want in zip(x.shape, target, strict=True):
         if isinstance(have, int) and have == 1:
             multiples.append(want)
         elif have == want or isinstance(want, Sym) or isinstance(have, Sym):
             multiples.append(1)
         else:
-            raise Unsupported(f"cannot expand {list(x.shape)} to {sizes}")
+            raise Unsupported(f"cannot expand {list(x.shape)} to {wanted}")
     return tile(cx, x, multiples, target)
 
 
 @lowering("aten::repeat", nnapi=("TILE", "RESHAPE"), any_rank=True)
-def repeat(cx: Converter, x, repeats):
+def repeat(cx: Converter, x: Arg, repeats: Sequence[SymInt]) -> TensorValue:
     x = require_tensor(x)
-    repeats = list(repeats)
-    if len(repeats) < x.rank:
+    counts = list(repeats)
+    if len(counts) < x.rank:
         raise Unsupported("repeat with fewer repeats than dimensions")
-    if len(repeats) > x.rank:
-        x = with_rank(cx, x, len(repeats))
-    shape = tuple(d * r for d, r in zip(x.shape, repeats, strict=True))
-    return tile(cx, x, repeats, shape)
-
-
-def concatenate(cx: Converter, items, dim, scale: float | None = None,
-                zero_point: int | None = None) -> TensorValue:
-    """CONCATENATION of tensors (constants materialized), in the first tensor's layout."""
-    tensors = [v for v in items if isinstance(v, TensorValue)]
-    if not tensors:
-        raise Unsupported("cat of constants only")
-    rank = tensors[0].rank
-    d = dim_index(dim, rank)
-    layout = choose_layout(tensors, rank)
-    dtype = tensors[0].dtype
-    operands = []
-    for v in items:
-        if isinstance(v, torch.Tensor) and v.numel() == 0:
-            continue
-        t = cx.tensor(v, like=TensorValue(-1, (1,) * rank, dtype, layout), dtype=dtype) \
-            if not isinstance(v, TensorValue) else v
-        if t.rank != rank:
-            raise Unsupported("cat of tensors of different ranks")
-        operands.append(cx.to_layout(t, layout))
-    if any(t.dtype != dtype for t in operands):
-        raise Unsupported("cat of tensors of different dtypes")
-    groups: lay.Groups = ()
-    if rank > 4 or any(t.groups for t in operands):
-        groups = separate(cx, operands[0], [d]).groups
-        operands = [regroup(cx, t, groups) for t in operands]
-    if len(operands) == 1 and scale is None:
-        return operands[0]
-    size: SymInt = 0
-    for t in operands:
-        size = size + t.shape[d]
-    shape = tuple(size if i == d else n for i, n in enumerate(operands[0].shape))
-    if dtype in QUANT_DTYPES:
-        if scale is None or zero_point is None:
-            ex = cx.example()
-            if getattr(ex, "scale", 0.0):  # None or a number: no scale
-                scale, zero_point = ex.scale, ex.zero_point
-            else:
-                scale, zero_point = operands[0].scale, operands[0].zero_point
-    else:
-        scale, zero_point = 0.0, 0
-    return cx.emit(Op.CONCATENATION,
-                   dict(inputs=operands, axis=cx.i32(operands[0].nnapi_axis(d))), shape, dtype,
-                   layout, scale, zero_point, groups)
+    if len(counts) > x.rank:
+        x = with_rank(cx, x, len(counts))
+    shape = tuple(d * r for d, r in zip(x.shape, counts, strict=True))
+    return tile(cx, x, counts, shape)
 
 
 @lowering("aten::cat", "aten::concat", "aten::concatenate", nnapi=("CONCATENATION",),
           any_rank=True)
-def cat(cx: Converter, items, dim=0):
+def cat(cx: Converter, items: Sequence[Arg], dim: int = 0) -> TensorValue:
     return concatenate(cx, list(items), dim)
 
 
 @lowering("aten::stack", nnapi=("RESHAPE", "CONCATENATION"), any_rank=True)
-def stack(cx: Converter, items, dim=0):
+def stack(cx: Converter, items: Sequence[Arg], dim: int = 0) -> TensorValue | torch.Tensor:
     if not items:
         raise Unsupported("stack of an empty list")
     if any(isinstance(v, Sym) for v in items):
         raise Unsupported("stack of sizes that depend on a flexible input dimension")
     # numbers are 0-dim tensors here (traced sizes: torch.stack([img.shape[0], ...]))
-    items = [torch.tensor(v) if isinstance(v, (int, float)) else v for v in items]
-    if not any(isinstance(v, TensorValue) for v in items):
-        return torch.stack(items, static_int(dim, "dim"))
-    tensors = [cx.tensor(v) if not isinstance(v, TensorValue) else v for v in items]
+    values = [torch.tensor(v) if isinstance(v, (int, float)) else v for v in items]
+    if not any(isinstance(v, TensorValue) for v in values):
+        constants = [v for v in values if isinstance(v, torch.Tensor)]
+        if len(constants) != len(values):
+            raise Unsupported("stack of values that are not tensors")
+        return torch.stack(constants, static_int(dim, "dim"))
+    tensors = [cx.tensor(v) if not isinstance(v, TensorValue) else v for v in values]
     rank = tensors[0].rank
     d = dim_index(dim, rank + 1)
-    expanded = [unsqueeze(cx, t, d) for t in tensors]
+    expanded = [aten_unsqueeze(cx, t, d) for t in tensors]
     return concatenate(cx, expanded, d)
 
 
 @lowering("aten::roll", nnapi=("STRIDED_SLICE", "CONCATENATION"), any_rank=True,
           notes="per rolled dimension: its two parts swapped (two slices, one CONCATENATION)")
-def roll(cx: Converter, x, shifts, dims=()):
+def roll(cx: Converter, x: Arg, shifts: SymInt | list[SymInt] | tuple[SymInt, ...],
+         dims: int | list[int] | tuple[int, ...] = ()) -> TensorValue:
     x = require_tensor(x)
-    shifts = list(shifts) if isinstance(shifts, (list, tuple)) else [shifts]
-    dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
-    if not dims:  # roll of the flattened tensor
+    amounts = list(shifts) if isinstance(shifts, (list, tuple)) else [shifts]
+    rolled = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+    if not rolled:  # roll of the flattened tensor
         flat = cx.reshape(x, (_numel(x.shape),))
-        return cx.reshape(roll(cx, flat, shifts, [0]), x.shape)
-    if len(shifts) != len(dims):
-        raise Unsupported(f"roll with {len(shifts)} shifts for {len(dims)} dimensions")
+        return cx.reshape(roll(cx, flat, amounts, [0]), x.shape)
+    if len(amounts) != len(rolled):
+        raise Unsupported(f"roll with {len(amounts)} shifts for {len(rolled)} dimensions")
     out = x
-    for shift, dim in zip(shifts, dims, strict=True):
+    for shift, dim in zip(amounts, rolled, strict=True):
         d = dim_index(dim, x.rank)
         size = x.shape[d]
         cut = _roll_cut(cx, size, static_int(shift, "roll shift"))
@@ -329,9 +256,7 @@ def _is_static_zero(v: SymInt) -> bool:
 
 
 @lowering("aten::flip", nnapi=("GATHER",), notes="a GATHER per flipped dimension")
-def flip(cx: Converter, x, dims):
-    from .index import gather_indices
-
+def flip(cx: Converter, x: Arg, dims: Sequence[int]) -> TensorValue:
     x = require_tensor(x)
     out = x
     for dim in dims:
@@ -344,11 +269,12 @@ def flip(cx: Converter, x, dims):
 @lowering("torch_nnapi::reshape_permute_reshape", nnapi=("CHANNEL_SHUFFLE",),
           notes="ShuffleNet's channel shuffle (a 5-D view, transpose, view back) as one"
           " CHANNEL_SHUFFLE; other such chains step by step (patterns.py)")
-def reshape_permute_reshape(cx: Converter, x, *args):
+def reshape_permute_reshape(cx: Converter, x: Arg, *args: Arg) -> Arg:
     from . import lowering_for
 
     fused = cx.current_node
-    parts, k = [], 0
+    parts: list[Sequence[Arg]] = []
+    k = 0
     for step in fused.steps:
         n = len(step.inputs) - 1
         parts.append(args[k:k + n])
@@ -359,7 +285,7 @@ def reshape_permute_reshape(cx: Converter, x, *args):
         return cx.emit(Op.CHANNEL_SHUFFLE, dict(input=x, num_groups=cx.i32(groups),
                                                 axis=cx.i32(lay.axis(x.layout, 1))),
                        x.shape, x.dtype, x.layout, x.scale, x.zero_point)
-    value = x
+    value: Arg = x
     try:
         for step, part in zip(fused.steps, parts, strict=False):
             cx.node = step
@@ -372,33 +298,34 @@ def reshape_permute_reshape(cx: Converter, x, *args):
     return value
 
 
-def _channel_shuffle_groups(x: TensorValue, steps, parts) -> int | None:
+def _channel_shuffle_groups(x: TensorValue, steps: Sequence[Node],
+                            parts: Sequence[Sequence[Arg]]) -> int | None:
     """g when the chain is view(n, g, c/g, h, w) -> swap dims 1, 2 -> view(n, c, h, w)."""
-    if x.rank != 4 or not isinstance(x.shape[1], int):
+    first, last = parts[0][0], parts[-1][0]
+    transposed = steps[1].kind == "aten::transpose"
+    dims = parts[1] if transposed else parts[1][0]
+    if x.rank != 4 or not isinstance(x.shape[1], int) or not _is_sizes(first) \
+            or not _is_sizes(last) or not _is_sizes(dims):
         return None
-    split = resolve_shape(x, parts[0][0])
+    split = resolve_shape(x, first)
     if len(split) != 5:
         return None
     groups, per_group = split[1], split[2]
     if not isinstance(groups, int) or not isinstance(per_group, int):
         return None
-    if not (_same(split[0], x.shape[0]) and groups * per_group == x.shape[1]
-            and _same(split[3], x.shape[2]) and _same(split[4], x.shape[3])):
+    if not (same_dim(split[0], x.shape[0]) and groups * per_group == x.shape[1]
+            and same_dim(split[3], x.shape[2]) and same_dim(split[4], x.shape[3])):
         return None
-    permute_step, permute_args = steps[1], parts[1]
-    if permute_step.kind == "aten::transpose":
-        swapped = sorted(int(d) % 5 for d in permute_args) == [1, 2]
-    else:
-        swapped = [int(d) % 5 for d in permute_args[0]] == [0, 2, 1, 3, 4]
+    order = [int(d) % 5 for d in dims]
+    swapped = sorted(order) == [1, 2] if transposed else order == [0, 2, 1, 3, 4]
     if not swapped:
         return None
-    merged = resolve_shape(x, parts[-1][0])
-    if len(merged) != 4 or not all(_same(a, b) for a, b in zip(merged, x.shape, strict=True)):
+    merged = resolve_shape(x, last)
+    if len(merged) != 4 or not all(same_dim(a, b) for a, b in zip(merged, x.shape, strict=True)):
         return None
     return groups
 
 
-def _same(a, b) -> bool:
-    if isinstance(a, Sym) or isinstance(b, Sym):
-        return isinstance(a, Sym) and a == b
-    return int(a) == int(b)
+def _is_sizes(v: Arg) -> TypeGuard[Sequence[SymInt]]:
+    """Whether ``v`` is a list of sizes or dimensions (ints, or sizes known at load time)."""
+    return isinstance(v, (list, tuple)) and all(isinstance(s, (int, Sym)) for s in v)

@@ -15,11 +15,11 @@ import numpy as np
 
 from ...nnapi.codes import OperationType as Op
 from ..builder.common import dim_index, require_tensor, static_int
-from ..builder.context import Converter
+from ..builder.context import Arg, Converter
+from ..builder.slicing import gather_indices
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-from .index import gather_indices
 
 
 def _last(cx: Converter, x: TensorValue, d: int) -> TensorValue:
@@ -61,7 +61,8 @@ def top_k(cx: Converter, x: TensorValue, k: int, d: int, largest: bool,
 
 @lowering("aten::topk", nnapi=("TOPK_V2", "NEG", "TRANSPOSE"),
           notes="sorted; equal values' indices in NNAPI's order (PyTorch leaves it open)")
-def topk(cx: Converter, x, k, dim=-1, largest=True, sorted=True):
+def topk(cx: Converter, x: Arg, k: int, dim: int = -1, largest: bool = True,
+         sorted: bool = True) -> tuple[TensorValue, TensorValue]:
     x = require_tensor(x)
     k = static_int(k, "k")
     if not sorted and k > 1:
@@ -69,7 +70,8 @@ def topk(cx: Converter, x, k, dim=-1, largest=True, sorted=True):
     return top_k(cx, x, k, dim_index(dim, x.rank), bool(largest), ascending_ties=False)
 
 
-def _sorted(cx: Converter, x, dim, descending) -> tuple[TensorValue, TensorValue]:
+def _sorted(cx: Converter, x: Arg, dim: Arg, descending: Arg
+            ) -> tuple[TensorValue, TensorValue]:
     x = require_tensor(x)
     if x.rank == 0:
         raise Unsupported("sorting a 0-dim tensor")
@@ -80,7 +82,7 @@ def _sorted(cx: Converter, x, dim, descending) -> tuple[TensorValue, TensorValue
 
 @lowering("aten::sort", nnapi=("TOPK_V2", "GATHER", "NEG", "TRANSPOSE"),
           notes="stable: equal values keep their order")
-def sort(cx: Converter, x, *args):
+def sort(cx: Converter, x: Arg, *args: Arg) -> tuple[TensorValue, TensorValue]:
     # sort(x, dim=-1, descending=False) or sort.stable(x, stable, dim=-1, descending=False)
     if len(args) == 3:
         args = args[1:]
@@ -90,7 +92,7 @@ def sort(cx: Converter, x, *args):
 
 @lowering("aten::argsort", nnapi=("TOPK_V2", "GATHER", "NEG", "TRANSPOSE"),
           notes="stable: equal values keep their order")
-def argsort(cx: Converter, x, *args):
+def argsort(cx: Converter, x: Arg, *args: Arg) -> TensorValue:
     # argsort(x, dim=-1, descending=False) or argsort.stable(x, stable, dim=-1, descending)
     if len(args) == 3:
         args = args[1:]
