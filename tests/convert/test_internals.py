@@ -53,6 +53,7 @@ def test_simplification_of_common_shape_arithmetic():
 def test_sizes_rounded_up_to_a_multiple_divide_by_their_window_count():
     h = input_dim(0, 2, 10)
     padded = h + (4 - h % 4) % 4  # Swin pads its feature map up to a multiple of the window
+    assert isinstance(padded, Sym)
     assert padded.multiple == 4 and padded.nonneg
     assert padded // (padded // 4) == 4  # what export writes for the window size
     assert isinstance(h // (h // 4), Sym)  # h itself need not be a multiple of 4

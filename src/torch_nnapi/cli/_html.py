@@ -179,9 +179,7 @@ def bar_plot(bars: Sequence[tuple[float, str, str]], plot_id: str, label: str) -
 
 def check_page(report, model_path: str) -> str:
     """The page for ``torch-nnapi check --report``."""
-    from .check_cmd import _verdict
-
-    verdict = _verdict(report)
+    verdict = report.verdict()
     good = report.exit_code == 0
     body = [f'<p><span class="verdict {"good" if good else "bad"}">'
             f"{_e(verdict.replace('result: ', ''))}</span></p>"]

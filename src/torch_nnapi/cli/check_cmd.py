@@ -185,7 +185,7 @@ def render(report, specs=(), worst: int = 5) -> list[str]:
         lines.extend(_numbers(report, worst))
     for error in report.errors:
         lines.append(f"error: {error}")
-    lines.append(_verdict(report))
+    lines.append(report.verdict())
     return lines
 
 
@@ -257,26 +257,3 @@ def _numbers(report, worst: int) -> list[str]:
     return lines
 
 
-def _verdict(report) -> str:
-    code = report.exit_code
-    if code == 1:
-        if report.conversion.unsupported:
-            kinds = len({u.kind for u in report.conversion.unsupported})
-            return f"result: FAIL, cannot convert ({kinds} unsupported operation" \
-                   f"{'s' if kinds != 1 else ''})"
-        return "result: FAIL, cannot convert"
-    if code == 2:
-        return "result: FAIL, the converted model does not match PyTorch"
-    if code == 3:
-        return (f"result: FAIL, converts and matches PyTorch, but needs feature level"
-                f" {report.levels.feature_level} (target {report.levels.target_level})")
-    note = ""
-    disagreements = report.accuracy.disagreements
-    if disagreements:
-        first, second = report.accuracy.engines
-        note = (f" (PyTorch's {first} and {second} kernels disagree on"
-                f" {len(disagreements)} tensors; NNAPI agrees with one of them)")
-    partition = report.conversion.partition
-    parts = f" into {partition.summary()}" if partition is not None else ""
-    return (f"result: OK, converts{parts} and matches PyTorch; needs NNAPI feature level"
-            f" {report.levels.feature_level}{note}")

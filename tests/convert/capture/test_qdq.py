@@ -192,7 +192,9 @@ def test_stored_per_channel_weights_run_in_float():
     expected = values.double() * scales.double().reshape(4, 1, 1, 1)
     assert torch.equal(weight.dequantize(), expected)
     per_tensor = StoredWeight(values, 0.5, 0)
-    q, scale, zero_point = _weight(per_tensor)
+    found = _weight(per_tensor)
+    assert found is not None
+    q, scale, zero_point = found
     assert (scale, zero_point) == (0.5, 128) and int(q.min()) >= 1
 
 
@@ -294,6 +296,8 @@ def test_signed_artifact_runs_saved_and_reloaded(tmp_path):
     (torch.tensor([0, 128, 255], dtype=torch.uint8), "qint8", ([-128, 0, 127], -128)),
 ])
 def test_per_tensor_weights_take_the_activation_type(stored, dtype, expected):
-    q, scale, zp = _weight(StoredWeight(stored, 0.5, 0), dtype)
+    found = _weight(StoredWeight(stored, 0.5, 0), dtype)
+    assert found is not None
+    q, scale, zp = found
     assert (q.tolist(), zp) == expected and scale == 0.5
     assert q.dtype == (np.int8 if dtype == "qint8" else np.uint8)

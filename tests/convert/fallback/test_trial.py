@@ -1,10 +1,12 @@
-"""fallback_trial: which nodes NNAPI can run, and which values only the CPU holds."""
+"""fallback/trial.py: which nodes NNAPI can run, and which values only the CPU holds."""
 
 from __future__ import annotations
 
 import math
 
 import torch
+
+from torch_nnapi.convert.builder.values import TensorValue
 
 from .. import fallback_models as fm
 from ..harness import check
@@ -89,6 +91,7 @@ def test_converter_errors_move_the_node_to_the_cpu(monkeypatch):
 
     def wrong(cx, x):  # a flat result where PyTorch's is 4-D
         y = original.fn(cx, x)
+        assert isinstance(y, TensorValue)
         return cx.reshape(y, (1, math.prod(y.shape)))
 
     monkeypatch.setitem(LOWERINGS, "aten::sigmoid",

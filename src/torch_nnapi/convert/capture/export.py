@@ -1,6 +1,6 @@
 """Capture through ``torch.export``: the exported ATen graph as the converter's :class:`Graph`.
 
-The second producer of the graph the lowerings walk (``capture.py`` is the TorchScript one).
+The second producer of the graph the lowerings walk (``script.py`` is the TorchScript one).
 An ``nn.Module`` is exported here (``torch.export.export``, non-strict); an
 ``ExportedProgram``, or the ``GraphModule`` that ``ExportedProgram.module()`` and PT2E
 quantization return, is taken as is. Each ``call_function`` node becomes a :class:`Node` of

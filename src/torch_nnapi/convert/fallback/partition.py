@@ -1,6 +1,6 @@
 """CPU fallback, step 2: NNAPI regions and the running order, under the policy's knobs.
 
-Regions follow from the CPU nodes the trial lowering found (``fallback_trial.py``): an
+Regions follow from the CPU nodes the trial lowering found (``trial.py``): an
 NNAPI node's *level* is the number of CPU nodes on the longest path to it, and all NNAPI
 nodes of one level form one region. No path leaves a region through the CPU and comes back,
 so every region runs as one NNAPI call: for level 0, 1, ... the region of the level runs,

@@ -1,9 +1,10 @@
-"""CPU fallback, step 2: one TorchScript module that runs the regions and the CPU nodes.
+"""CPU fallback, last step: one TorchScript module that runs the regions and the CPU nodes.
 
 The module's ``forward`` is the captured TorchScript graph itself, edited: each region's
-nodes are replaced by one call of the region's :class:`~.wrapper.NnapiProgram` submodule
-(``region_0``, ``region_1``...: a list of tensors in, a list out), the CPU nodes stay as
-they are, and everything is put in the partition's running order.
+nodes are replaced by one call of the region's
+:class:`~..torchscript.module.NnapiProgram` submodule (``region_0``, ``region_1``...: a
+list of tensors in, a list out), the CPU nodes stay as they are, and everything is put in
+the partition's running order.
 
 Why edit the graph rather than generate TorchScript source for the stitching ``forward``:
 the CPU nodes are whatever the model holds (control flow with blocks, loops, custom ops,

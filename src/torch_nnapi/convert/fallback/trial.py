@@ -19,7 +19,7 @@ found by a run on inputs grown along them.
 Nodes that emit no NNAPI operation and produce no tensor (sizes, int lists, lists of
 tensors) are *shared*: every region that reads their results lowers them again, and the
 CPU program keeps them (or the constant they fold to) where it reads them, so lists and
-numbers never cross a boundary (``fallback_partition.py``).
+numbers never cross a boundary (``partition.py``).
 """
 
 from __future__ import annotations

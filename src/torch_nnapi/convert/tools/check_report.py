@@ -267,6 +267,31 @@ class CheckReport:
             return 2
         return 0 if self.levels.fits_target else 3
 
+    def verdict(self) -> str:
+        """The check's one-line result, as the text and the HTML report print it."""
+        code = self.exit_code
+        if code == 1:
+            if self.conversion.unsupported:
+                kinds = len({u.kind for u in self.conversion.unsupported})
+                return f"result: FAIL, cannot convert ({kinds} unsupported operation" \
+                       f"{'s' if kinds != 1 else ''})"
+            return "result: FAIL, cannot convert"
+        if code == 2:
+            return "result: FAIL, the converted model does not match PyTorch"
+        if code == 3:
+            return (f"result: FAIL, converts and matches PyTorch, but needs feature level"
+                    f" {self.levels.feature_level} (target {self.levels.target_level})")
+        note = ""
+        disagreements = self.accuracy.disagreements
+        if disagreements:
+            first, second = self.accuracy.engines
+            note = (f" (PyTorch's {first} and {second} kernels disagree on"
+                    f" {len(disagreements)} tensors; NNAPI agrees with one of them)")
+        partition = self.conversion.partition
+        parts = f" into {partition.summary()}" if partition is not None else ""
+        return (f"result: OK, converts{parts} and matches PyTorch; needs NNAPI feature level"
+                f" {self.levels.feature_level}{note}")
+
     def to_json(self) -> dict[str, Any]:
         """The report as plain data: one key per fact, whatever part holds it."""
         levels, accuracy = self.levels, self.accuracy
