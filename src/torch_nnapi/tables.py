@@ -143,7 +143,7 @@ def readme_sections(tests: Iterable[tuple[str, CtsTest]] | None,
                     known_failures: Iterable[str]) -> dict[str, str]:
     """Every generated README section, by marker name; ``tests`` are the (id, test) CTS tests
     the suite runs, for the operation table's CTS column."""
-    from .cli._errors import exit_code_table
+    from .cli import exit_code_table
 
     return {
         "operations": operation_table(tests, known_failures),

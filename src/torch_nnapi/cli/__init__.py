@@ -19,6 +19,7 @@ from .. import __version__
 from ..nnapi.errors import NnapiError, OutOfMemoryError
 from ._commands import COMMANDS, ENVIRONMENT_HELP, add_threads_option, apply_threads
 from ._errors import CliError, ExitCode, exit_code_help, usage
+from ._errors import exit_code_table as exit_code_table  # public: the README's table
 
 TRACEBACK_VARIABLE = "TORCH_NNAPI_TRACEBACK"
 

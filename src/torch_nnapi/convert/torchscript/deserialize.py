@@ -23,7 +23,7 @@ from .serialize import (
     SOURCE_NUMBERED_BUFFER,
     SOURCE_NUMBERED_MEMORY,
     VERSION,
-    _padded,
+    padded_size,
 )
 
 
@@ -75,7 +75,7 @@ def deserialize(serialized: npt.ArrayLike, weights: Sequence[npt.ArrayLike] = ()
         model.add_operand(op_type, dims, scale, zero_point)
     sources = []
     for op_index, source_type, length in values:
-        data = reader.take(_padded(length))[:length]
+        data = reader.take(padded_size(length))[:length]
         if source_type == SOURCE_IMMEDIATE:
             model.set_operand_value(op_index, data)
             sources.append(ValueSource(op_index, "immediate", length))

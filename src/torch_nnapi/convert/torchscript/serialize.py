@@ -60,7 +60,9 @@ class SerializedModel:
     patches: list[Patch] = field(default_factory=list)
 
 
-def _padded(n: int) -> int:
+def padded_size(n: int) -> int:
+    """``n`` bytes rounded up to whole 32-bit words, as the format stores every buffer (the
+    reader skips the same padding)."""
     return (n + 3) & ~3
 
 
@@ -99,7 +101,7 @@ def serialize(model: Model, sym_dims: Mapping[int, Sequence[SymInt]] | None = No
         if len(raw) <= immediate_limit or index in sym_values:
             value_records += struct.pack("<iiI", index, SOURCE_IMMEDIATE, len(raw))
             immediate_at[index] = data_bytes
-            chunk = raw + b"\0" * (_padded(len(raw)) - len(raw))
+            chunk = raw + b"\0" * (padded_size(len(raw)) - len(raw))
         else:
             value_records += struct.pack("<iiI", index, SOURCE_NUMBERED_BUFFER, 12)
             chunk = struct.pack("<III", len(weights), 0, len(raw))

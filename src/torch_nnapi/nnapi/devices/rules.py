@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from ..codes import OperandType, OperationType
 from ..model import Lifetime, Model, Operand
-from ..signatures import SIGNATURES, RuleContext, SignatureMatch, signature_of
-from ..signatures._dsl import Arg
+from ..signatures import SIGNATURES, Arg, RuleContext, SignatureMatch, signature_of
 from ._fields import Field
 
 LAYOUTS = ("NHWC", "NCHW")
