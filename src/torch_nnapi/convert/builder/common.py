@@ -12,7 +12,7 @@ from ...nnapi.codes import OperationType as Op
 from ..errors import Unsupported
 from . import layout as lay
 from .context import Arg, Converter, is_number
-from .merged import fit, regroup, with_rank
+from .merged import fit, is_one, regroup, with_rank
 from .symbolic import Sym, SymInt, hint, hints
 from .values import TensorValue, dtype_name
 
@@ -186,7 +186,7 @@ def broadcast(cx: Converter, values: Sequence[Arg], dtype: str | Sequence[str]) 
     if rank <= 4 and not any(isinstance(v, TensorValue) and v.groups for v in values):
         aligned = [align(cx, v, rank, layout, d) for v, d in zip(values, dtypes, strict=False)]
         return Broadcast(aligned, out_shape, layout, ())
-    classes = [None if _unit(n) else tuple(not _unit(_aligned(s, rank)[d]) for s in shapes)
+    classes = [None if is_one(n) else tuple(not is_one(_aligned(s, rank)[d]) for s in shapes)
                for d, n in enumerate(out_shape)]
     stored = [classes[d] for d in layout]
     groups = lay.coarsest_groups(stored)
@@ -220,7 +220,7 @@ def _expanded(cx: Converter, v: Arg, shape: tuple[SymInt, ...]) -> Arg:
 def _tiled(cx: Converter, v: TensorValue, shape: tuple[SymInt, ...]) -> TensorValue:
     """Model tensor ``v`` repeated to ``shape`` (a TILE)."""
     v = with_rank(cx, v, len(shape))
-    multiples = [want if _unit(have) else 1 for have, want in zip(v.shape, shape, strict=False)]
+    multiples = [want if is_one(have) else 1 for have, want in zip(v.shape, shape, strict=False)]
     return tile(cx, v, multiples, shape)
 
 
@@ -233,7 +233,7 @@ def tile(cx: Converter, x: TensorValue, multiples: Sequence[SymInt],
         # merged dimensions either all repeat (then all have size 1) or none does
         repeated = [not (isinstance(m, int) and m == 1) for m in multiples]
         try:
-            x = fit(cx, x, ["tiled" if r else None if _unit(n) else "kept"
+            x = fit(cx, x, ["tiled" if r else None if is_one(n) else "kept"
                            for r, n in zip(repeated, x.shape, strict=False)])
         except Unsupported:  # too many alternations: one repeated dimension at a time
             for d in [d for d, r in enumerate(repeated) if r]:
@@ -249,10 +249,6 @@ def tile(cx: Converter, x: TensorValue, multiples: Sequence[SymInt],
         nnapi_multiples.append(product)
     return cx.emit(Op.TILE, dict(input=x, multiples=cx.int_vector(nnapi_multiples)), shape,
                    x.dtype, x.layout, x.scale, x.zero_point, x.groups)
-
-
-def _unit(d: SymInt) -> bool:
-    return not isinstance(d, Sym) and int(d) == 1
 
 
 def _aligned(shape: Sequence[T], rank: int) -> tuple[T | int, ...]:

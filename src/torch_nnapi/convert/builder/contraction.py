@@ -17,7 +17,7 @@ a row (first operand) or column (second operand) of the product.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,8 +27,8 @@ from ..errors import Unsupported
 from . import layout as lay
 from .common import tile
 from .context import Converter, OperandRef
-from .merged import stored_layout, view_runs
-from .symbolic import Sym, SymInt, hint
+from .merged import is_one, same_dim, stored_layout, view_runs
+from .symbolic import Sym, SymInt, hint, numel
 from .values import TensorValue
 
 Labels = tuple[str, ...]  # one label per dimension, as in einsum
@@ -55,7 +55,7 @@ def contract(cx: Converter, a: TensorValue, b: TensorValue, a_labels: Sequence[s
     a_labels, b_labels, out_labels = tuple(a_labels), tuple(b_labels), tuple(out_labels)
     sizes = _label_sizes((a, a_labels), (b, b_labels))
     for label in set(a_labels) ^ set(b_labels):
-        if label not in out_labels and not _unit(sizes[label]):
+        if label not in out_labels and not is_one(sizes[label]):
             raise Unsupported(f"contraction: dimension {label!r} is summed in one operand only")
     if not a.is_float or a.dtype != b.dtype:
         raise Unsupported(f"products of {a.dtype} and {b.dtype} tensors")
@@ -74,7 +74,7 @@ def _label_sizes(*operands: tuple[TensorValue, Labels]) -> dict[str, SymInt]:
             seen = sizes.get(label)
             if seen is None:
                 sizes[label] = n
-            elif not _same(seen, n):  # (a size-1 side would broadcast: not handled here)
+            elif not same_dim(seen, n):  # (a size-1 side would broadcast: not handled here)
                 raise Unsupported(f"dimension {label!r} has sizes {hint(seen)} and {hint(n)}")
     return sizes
 
@@ -82,7 +82,7 @@ def _label_sizes(*operands: tuple[TensorValue, Labels]) -> dict[str, SymInt]:
 def _place(inp: TensorValue, inp_labels: Labels, filt: TensorValue, filt_labels: Labels,
            out_labels: Labels, sizes: dict[str, SymInt]) -> _Placement:
     big = [label for label in dict.fromkeys(inp_labels + filt_labels)
-           if not _unit(sizes[label])]
+           if not is_one(sizes[label])]
     shared = [label for label in big if label in inp_labels and label in filt_labels]
     batch = [label for label in shared if label in out_labels]
     contracted = [label for label in shared if label not in out_labels]
@@ -95,7 +95,7 @@ def _place(inp: TensorValue, inp_labels: Labels, filt: TensorValue, filt_labels:
     if found_in and found_filt and found_in[2] == found_filt[0] and found_in[3] == found_filt[2]:
         before, after, g, k = found_in
         return _Placement(before, after, g, k, found_filt[1], None, None, 0)
-    in_size, filt_size = hint(_numel(inp.shape)), hint(_numel(filt.shape))
+    in_size, filt_size = hint(numel(inp.shape)), hint(numel(filt.shape))
     candidates = []
     if found_filt:  # move the input to the filter's order
         g, c, k = found_filt
@@ -115,7 +115,7 @@ def _place(inp: TensorValue, inp_labels: Labels, filt: TensorValue, filt_labels:
 
 def _stored(t: TensorValue, labels: Labels, sizes: dict[str, SymInt]) -> Labels:
     """The labels of ``t``'s size-above-1 dimensions, in the order they are stored."""
-    return tuple(labels[d] for d in t.layout if not _unit(sizes[labels[d]]))
+    return tuple(labels[d] for d in t.layout if not is_one(sizes[labels[d]]))
 
 
 def _input_pattern(stored: Labels, batch: Sequence[str], contracted: Sequence[str],
@@ -161,8 +161,8 @@ def _emit(cx: Converter, place: _Placement, inp: TensorValue, inp_labels: Labels
                                                      for x in place.filter_order]))
     before, after, g, k, c = (place.rows_before, place.rows_after, place.batch,
                               place.contracted, place.columns)
-    groups = _numel(sizes[x] for x in g)
-    units = _numel(sizes[x] for x in g + c)
+    groups = numel(sizes[x] for x in g)
+    units = numel(sizes[x] for x in g + c)
     dtype = inp.dtype
     if isinstance(units, Sym):
         if not g:
@@ -206,19 +206,3 @@ def _full_layout(t: TensorValue, order: Sequence[int]) -> lay.Layout:
     """A layout storing ``t``'s dimensions ``order`` first (its size-1 ones after)."""
     return tuple(order) + tuple(d for d in range(t.rank) if d not in order)
 
-
-def _numel(dims: Iterable[SymInt]) -> SymInt:
-    n: SymInt = 1
-    for d in dims:
-        n = n * d
-    return n
-
-
-def _unit(d: SymInt) -> bool:
-    return not isinstance(d, Sym) and int(d) == 1
-
-
-def _same(a: SymInt, b: SymInt) -> bool:
-    if isinstance(a, Sym) or isinstance(b, Sym):
-        return isinstance(a, Sym) and a == b
-    return int(a) == int(b)

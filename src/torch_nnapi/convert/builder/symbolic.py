@@ -16,7 +16,7 @@ binary operators pop b then a and push ``a op b``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 CONST, DIM, ADD, SUB, MUL, FLOORDIV, MOD, MAX, MIN = range(9)
 
@@ -274,6 +274,14 @@ def sym_min(a: SymInt, b: SymInt) -> SymInt:
 
 def ceil_div(a: SymInt, b: SymInt) -> SymInt:
     return -((-a) // b)
+
+
+def numel(dims: Iterable[SymInt]) -> SymInt:
+    """The product of sizes: a number, or an expression when one is flexible."""
+    n: SymInt = 1
+    for d in dims:
+        n = n * d
+    return n
 
 
 def hint(v: SymInt) -> int:

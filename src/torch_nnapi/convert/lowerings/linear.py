@@ -9,7 +9,7 @@ matmul at feature level 3: it is one FULLY_CONNECTED or GROUPED_CONV_2D
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -24,17 +24,10 @@ from ..builder.contraction import contract
 from ..builder.merged import is_one, stored_layout, ungroup, view_runs
 from ..builder.slicing import permute
 from ..builder.spatial import ConvQuant, bias_operand, filter_operand, output_type
-from ..builder.symbolic import SymInt
+from ..builder.symbolic import numel
 from ..builder.values import TensorValue
 from ..errors import Unsupported
 from . import lowering
-
-
-def _prod(dims: Iterable[SymInt]) -> SymInt:
-    out: SymInt = 1
-    for d in dims:
-        out = out * d
-    return out
 
 
 def fully_connected(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.ndarray | None,
@@ -58,7 +51,7 @@ def fully_connected(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.
     w = filter_operand(cx, np.ascontiguousarray(weight), x, quant)
     b = bias_operand(cx, np.zeros(out_features, np.float32) if bias is None else bias, x, quant)
     dtype, scale, zero_point = output_type(x, quant)
-    batch = _prod(x.shape[:-1])
+    batch = numel(x.shape[:-1])
     out = cx.emit(Op.FULLY_CONNECTED,
                   dict(input=x, weights=w, bias=b, fuse_code=cx.i32(int(fuse))),
                   (batch, out_features), dtype, None, scale, zero_point)

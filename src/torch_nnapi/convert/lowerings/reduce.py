@@ -17,7 +17,7 @@ from ..builder.context import Arg, Converter, OperandRef
 from ..builder.merged import separate
 from ..builder.slicing import unsqueeze
 from ..builder.spatial import global_pool
-from ..builder.symbolic import SymInt
+from ..builder.symbolic import SymInt, numel
 from ..builder.values import TensorValue
 from ..capture.graph import DTYPE_OF_CODE
 from ..errors import Unsupported
@@ -125,19 +125,12 @@ def argmax(cx: Converter, x: Arg, dim: int | None = None, keepdim: bool = False)
     x = require_tensor(x)
     is_max = cx.current_node.kind == "aten::argmax"
     if dim is None:
-        flat = cx.reshape(x, (_numel(x.shape),))
+        flat = cx.reshape(x, (numel(x.shape),))
         out = arg_extremum(cx, flat, 0, False, is_max)
         if keepdim:
             out = cx.reshape(out, (1,) * x.rank)
         return out
     return arg_extremum(cx, x, dim_index(dim, x.rank), bool(keepdim), is_max)
-
-
-def _numel(shape: Sequence[SymInt]) -> SymInt:
-    n: SymInt = 1
-    for d in shape:
-        n = n * d
-    return n
 
 
 @lowering("aten::var", "aten::std", nnapi=("MEAN", "SUB", "MUL", "SQRT"), any_rank=True,

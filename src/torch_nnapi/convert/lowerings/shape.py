@@ -26,20 +26,13 @@ from ..builder.slicing import (
     strided_slice,
     unsqueeze,
 )
-from ..builder.symbolic import Sym, SymInt, sym_min
+from ..builder.symbolic import Sym, SymInt, numel, sym_min
 from ..builder.values import TensorValue
 from ..errors import ConverterBug, Unsupported
 from . import lowering
 
 if TYPE_CHECKING:
     from ..capture.graph import Node
-
-
-def _numel(shape: Iterable[SymInt]) -> SymInt:
-    n: SymInt = 1
-    for d in shape:
-        n = n * d
-    return n
 
 
 def resolve_shape(x: TensorValue, target: Iterable[SymInt]) -> tuple[SymInt, ...]:
@@ -49,9 +42,9 @@ def resolve_shape(x: TensorValue, target: Iterable[SymInt]) -> tuple[SymInt, ...
     if len(unknown) > 1:
         raise Unsupported(f"reshape to {sizes} has more than one -1")
     if unknown:
-        known = _numel([s for i, s in enumerate(sizes) if i != unknown[0]])
-        sizes[unknown[0]] = _numel(x.shape) // known
-    elif isinstance(_numel(x.shape), Sym) and not any(isinstance(s, Sym) for s in sizes):
+        known = numel([s for i, s in enumerate(sizes) if i != unknown[0]])
+        sizes[unknown[0]] = numel(x.shape) // known
+    elif isinstance(numel(x.shape), Sym) and not any(isinstance(s, Sym) for s in sizes):
         # MaxViT's grid partition: the sizes a model was built for, whatever the input
         raise Unsupported(f"a tensor whose size depends on a flexible dimension is reshaped"
                           f" to the fixed shape {[int(s) for s in sizes]}, so this model runs"
@@ -91,7 +84,7 @@ def flatten(cx: Converter, x: Arg, start: int = 0, end: int = -1) -> TensorValue
     e = dim_index(end, x.rank, "end_dim")
     if s > e:
         raise Unsupported("flatten with start_dim > end_dim")
-    shape = x.shape[:s] + (_numel(x.shape[s:e + 1]),) + x.shape[e + 1:]
+    shape = x.shape[:s] + (numel(x.shape[s:e + 1]),) + x.shape[e + 1:]
     return view(cx, x, shape)
 
 
@@ -219,7 +212,7 @@ def roll(cx: Converter, x: Arg, shifts: SymInt | list[SymInt] | tuple[SymInt, ..
     amounts = list(shifts) if isinstance(shifts, (list, tuple)) else [shifts]
     rolled = list(dims) if isinstance(dims, (list, tuple)) else [dims]
     if not rolled:  # roll of the flattened tensor
-        flat = cx.reshape(x, (_numel(x.shape),))
+        flat = cx.reshape(x, (numel(x.shape),))
         return cx.reshape(roll(cx, flat, amounts, [0]), x.shape)
     if len(amounts) != len(rolled):
         raise Unsupported(f"roll with {len(amounts)} shifts for {len(rolled)} dimensions")
