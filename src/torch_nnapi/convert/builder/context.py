@@ -349,8 +349,8 @@ class Converter:
         """Folds RELU/RELU1/RELU6 into the operation that computed ``t`` (through its
         fuse-code input) when nothing else reads ``t``; None when that is not possible."""
         node = self.node
-        if node is None or not node.inputs:
-            return None
+        if node is None or not node.inputs or t.nnapi_type == OperandType.TENSOR_INT32:
+            return None  # (integer arithmetic takes no activation)
         readers = self.users.get(node.inputs[0], [])
         in_place = node.kind.endswith("_") and not node.kind.endswith("__")
         alone = readers[:1] == [node] if in_place else readers == [node]

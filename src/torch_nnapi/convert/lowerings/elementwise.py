@@ -16,6 +16,7 @@ from ..builder.arithmetic import (
     both_numbers,
     compare_numbers,
     extremum,
+    floor_divide,
     number_binary,
     power,
     scaled,
@@ -78,18 +79,17 @@ def div(cx: Converter, a: Arg, b: Arg, rounding_mode: str | None = None) -> Arg:
         return number_binary("div", a, b)
     if rounding_mode not in (None, "floor"):
         raise Unsupported(f"division with rounding_mode={rounding_mode!r}")
-    out = arithmetic(cx, Op.DIV, a, b)
     if rounding_mode == "floor":
-        out = cx.emit_like(Op.FLOOR, dict(input=out), out)
-    return out
+        return floor_divide(cx, a, b)
+    return arithmetic(cx, Op.DIV, a, b)
 
 
-@lowering("aten::floor_divide", "aten::floor_divide_", nnapi=("DIV", "FLOOR"), any_rank=True)
-def floor_divide(cx: Converter, a: Arg, b: Arg) -> Arg:
+@lowering("aten::floor_divide", "aten::floor_divide_", nnapi=("DIV", "FLOOR"), any_rank=True,
+          notes="integers: one DIV (feature level 4)")
+def floor_divide_(cx: Converter, a: Arg, b: Arg) -> Arg:
     if both_numbers(a, b):
         return number_binary("floordiv", a, b)
-    out = arithmetic(cx, Op.DIV, a, b)
-    return cx.emit_like(Op.FLOOR, dict(input=out), out)
+    return floor_divide(cx, a, b)
 
 
 @lowering("aten::remainder", nnapi=("DIV", "FLOOR", "MUL", "SUB"), any_rank=True,
@@ -97,8 +97,7 @@ def floor_divide(cx: Converter, a: Arg, b: Arg) -> Arg:
 def remainder(cx: Converter, a: Arg, b: Arg) -> Arg:
     if both_numbers(a, b):
         return number_binary("remainder", a, b)
-    q = arithmetic(cx, Op.DIV, a, b)
-    q = cx.emit_like(Op.FLOOR, dict(input=q), q)
+    q = floor_divide(cx, a, b)
     return arithmetic(cx, Op.SUB, a, arithmetic(cx, Op.MUL, q, b))
 
 
