@@ -236,15 +236,39 @@ class Lowerer:
             self.cx.node = None
         self._bind(node, result)
         baked.guard_decisions(self.cx, node, args, result)
-        if low.in_place and node.inputs and isinstance(args[0], TensorValue):
+        if low.in_place and node.inputs and (
+                isinstance(args[0], TensorValue)
+                or isinstance(args[0], torch.Tensor) and isinstance(result, TensorValue)):
+            # (a constant the model writes its own values into is that tensor afterwards)
             self.env[node.inputs[0]] = self.env[node.outputs[0]]
+            written = node.inputs[0]
+            while (producer := self._whole_view(written)) is not None:
+                written = producer.inputs[0]  # ``y[:, i, j] = v`` writes into y itself
+                self.env[written] = self.env[node.outputs[0]]
+
+    def _whole_view(self, value: Value) -> Node | None:
+        """The ``aten::slice`` producing ``value`` when it takes the whole of its input
+        (``y[:, ...]``: the same tensor), else None."""
+        producer = self._producers.get(value)
+        if producer is None or producer.kind != "aten::slice" or len(producer.inputs) != 5:
+            return None
+        x, dim, start, end, step = (self.resolve(v) for v in producer.inputs)
+        if not isinstance(x, TensorValue) or not isinstance(dim, int) or step != 1 \
+                or start not in (None, 0):
+            return None
+        size = x.shape[dim % x.rank] if x.rank else None
+        whole = end is None or (isinstance(end, int) and isinstance(size, int) and end >= size)
+        return producer if whole else None
 
     def _check_not_a_shared_view(self, node: Node) -> None:
         """An in-place op writes through a view (a slice, a reshape...) into the tensor it
         views in PyTorch; the NNAPI model holds values, not views, so that write is lost
-        when the viewed tensor is read afterwards: refuse rather than answer wrongly."""
+        when the viewed tensor is read afterwards: refuse rather than answer wrongly. A
+        slice of the whole tensor is the tensor: the write goes to it (``_lower_node``)."""
         position = self._order[id(node)]
         value = node.inputs[0]
+        while (whole := self._whole_view(value)) is not None:
+            value = whole.inputs[0]
         producer = self._producers.get(value)
         while producer is not None and producer.kind in _VIEWS:
             base = producer.inputs[0]
