@@ -8,6 +8,8 @@ operations themselves are building blocks in ``builder/arithmetic.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from ...nnapi.codes import OperationType as Op
@@ -183,25 +185,15 @@ _CASTABLE = ("float32", "float16", "int32", "int64")
           nnapi=("CAST", "NOT_EQUAL", "SELECT"), any_rank=True,
           notes="dtype conversions among float32, float16, int32, int64 (CAST) and bool"
           " (x != 0; SELECT(x, 1, 0)); device moves are dropped")
-def to(cx: Converter, x: Arg, *args: Arg) -> TensorValue:
+def to(cx: Converter, x: Arg, *args: Arg) -> TensorValue | torch.Tensor:
+    target = _target_dtype(cx, args)
+    if isinstance(x, torch.Tensor) and not x.is_quantized:
+        # a constant (torch.export keeps the device moves of constants: a torch.device is
+        # no constant to the fold)
+        return x if target is None else x.to(getattr(torch, target))
     x = _tensor_arg(x)
-    if cx.current_node.kind == "aten::type_as":
-        other = args[0]
-        if not isinstance(other, (TensorValue, torch.Tensor)):
-            raise Unsupported(f"type_as of a {type(other).__name__}")
-        target = other.dtype if isinstance(other, TensorValue) else str(other.dtype)[6:]
-    else:
-        codes = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
-        others = [a for a in args if isinstance(a, (TensorValue, torch.Tensor))]
-        if others:
-            o = others[0]
-            target = o.dtype if isinstance(o, TensorValue) else str(o.dtype)[6:]
-        elif codes and codes[0] in DTYPE_OF_CODE:
-            target = DTYPE_OF_CODE[codes[0]]
-        else:
-            return x  # a device or memory-format change only
-    if target == x.dtype:
-        return x
+    if target is None or target == x.dtype:
+        return x  # a device or memory-format change only
     if target == "bool" and x.dtype in _CASTABLE:  # NNAPI's CAST takes no bool: x != 0
         (t, zero), shape, layout, groups = broadcast(cx, [x, 0], x.dtype)
         return cx.emit(Op.NOT_EQUAL, dict(input0=t, input1=zero), shape, "bool", layout,
@@ -211,6 +203,23 @@ def to(cx: Converter, x: Arg, *args: Arg) -> TensorValue:
     if target not in _CASTABLE or x.dtype not in _CASTABLE:
         raise Unsupported(f"conversion from {x.dtype} to {target}")
     return cx.cast(x, target)
+
+
+def _target_dtype(cx: Converter, args: Sequence[Arg]) -> str | None:
+    """The dtype ``to``/``type_as`` converts to (None: a device or memory-format change)."""
+    if cx.current_node.kind == "aten::type_as":
+        other = args[0]
+        if not isinstance(other, (TensorValue, torch.Tensor)):
+            raise Unsupported(f"type_as of a {type(other).__name__}")
+        return other.dtype if isinstance(other, TensorValue) else str(other.dtype)[6:]
+    codes = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+    others = [a for a in args if isinstance(a, (TensorValue, torch.Tensor))]
+    if others:
+        o = others[0]
+        return o.dtype if isinstance(o, TensorValue) else str(o.dtype)[6:]
+    if codes and codes[0] in DTYPE_OF_CODE:
+        return DTYPE_OF_CODE[codes[0]]
+    return None
 
 
 def _tensor_arg(x: Arg) -> TensorValue:
