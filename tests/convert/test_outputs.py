@@ -138,7 +138,7 @@ def test_torchscript_returns_the_structure_saved_and_in_the_lite_interpreter(nam
 def test_named_tuples_of_one_name_and_other_fields_coexist():
     """Each structure's named tuple is TorchScript class of its own."""
     first = _scripted_with_structure(structure_of(Pair(_t(0), _t(1))))
-    other = collections.namedtuple("Pair", "a b c")
+    other = collections.namedtuple("Pair", "a b c")  # type: ignore[name-match]  # on purpose
     second = _scripted_with_structure(structure_of(other(_t(0), _t(1), _t(2))))
     assert first.nested(torch.zeros(2))._fields == ("out", "state")
     assert second.nested(torch.zeros(2))._fields == ("a", "b", "c")

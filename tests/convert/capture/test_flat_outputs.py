@@ -52,7 +52,7 @@ def test_a_traced_model_returns_its_tensors_flat():
     x = torch.randn(2, 4)
     captured = capture_script(Nested().eval(), (x,))
     graph = captured.graph
-    assert graph.structure.describe() == NESTED
+    assert graph.structure is not None and graph.structure.describe() == NESTED
     assert len(_returned_flat(graph)) == 5
     assert [v.name for v in graph.inputs] == ["x"]  # named after forward's parameter
     locations = [n.location for n in graph.nodes]
@@ -64,8 +64,9 @@ def test_a_scripted_model_returning_a_dict_is_flattened_and_keeps_its_graph():
     x = torch.randn(2, 4)
     frozen = torch.jit.freeze(torch.jit.script(Scripted().eval()))
     captured = capture_script(frozen, (x,))
-    assert captured.graph.structure.describe() == \
-        "{'parts': (output 0, [output 1, output 2])}"
+    structure = captured.graph.structure
+    assert structure is not None
+    assert structure.describe() == "{'parts': (output 0, [output 1, output 2])}"
     assert len(_returned_flat(captured.graph)) == 3
     kinds = {n.kind for n in captured.graph.nodes}
     assert "prim::DictConstruct" not in kinds
@@ -76,7 +77,7 @@ def test_an_exported_program_returns_its_tensors_flat():
     x = torch.randn(2, 4)
     program = export_module(Nested(), (x,))
     graph = capture_exported(program, (x,))
-    assert graph.structure.describe() == NESTED
+    assert graph.structure is not None and graph.structure.describe() == NESTED
     assert len(_returned_flat(graph)) == 5
 
 
