@@ -6,49 +6,19 @@ is a process of its own (several seconds): the export variants and check/bench a
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from ..conftest import package_env
+from ..convert import structured_models as sm
 
-MODELS = textwrap.dedent("""
-    import collections
-
-    import torch
-    from torch import nn
-
-    Pair = collections.namedtuple("Pair", "out state")
-
-
-    class Recurrent(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lstm = nn.LSTM(4, 5, batch_first=True)
-
-        def forward(self, x):
-            return self.lstm(x)
-
-
-    class Dictionary(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc = nn.Linear(4, 3)
-
-        def forward(self, x):
-            y = self.fc(x)
-            return {"logits": y, "extra": Pair(torch.relu(y), (y * 2, None)),
-                    "again": [y, torch.cumsum(y, 1)]}
-
-
-    class WithCount(nn.Module):
-        def forward(self, x):
-            return x * 2, {"count": 3}
-""")
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 DICT_PLACES = ["['logits']", "['extra'].out", "['extra'].state[0]", "['again'][0]",
                "['again'][1]"]
@@ -56,20 +26,21 @@ DICT_PLACES = ["['logits']", "['extra'].out", "['extra'].state[0]", "['again'][0
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> Path:
-    """Pickled nn.Modules whose classes live next to them (as a user's model.py)."""
+    """Pickled nn.Modules, whose classes the commands import from the tests package as a
+    user's commands import them from the model's own code."""
     d = tmp_path_factory.mktemp("structured")
-    (d / "structured_models.py").write_text(MODELS)
-    script = ("import torch, structured_models as m; torch.manual_seed(0);"
-              " [torch.save(getattr(m, n)(), n + '.pt')"
-              " for n in ('Recurrent', 'Dictionary', 'WithCount')]")
-    subprocess.run([sys.executable, "-c", script], cwd=d, check=True, timeout=300,
-                   env=package_env())
+    torch.manual_seed(0)
+    for model in (sm.Recurrent(), sm.Nested(), sm.WithCount()):
+        torch.save(model, d / f"{type(model).__name__}.pt")
     return d
 
 
 def _cli(d: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The command in a process of its own, in ``d``, with the tests package importable."""
+    env = package_env()
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(REPOSITORY)])
     return subprocess.run([sys.executable, "-m", "torch_nnapi.cli", *argv], cwd=d,
-                          capture_output=True, text=True, env=package_env(), timeout=300)
+                          capture_output=True, text=True, env=env, timeout=300)
 
 
 def _ok(d: Path, *argv: str) -> str:
@@ -94,7 +65,7 @@ def test_an_lstm_returning_out_h_c(models):
 @pytest.mark.parametrize("capture", ["trace", pytest.param("export", marks=pytest.mark.slow)])
 def test_a_dict_with_a_named_tuple_a_list_and_none_through_the_fallback(models, capture):
     saved = f"dict_{capture}.pt"
-    out = _ok(models, "convert", "Dictionary.pt", "-o", saved, "--input", "2x4", "--fallback",
+    out = _ok(models, "convert", "Nested.pt", "-o", saved, "--input", "2x4", "--fallback",
               "--check", "--capture", capture)
     assert "result: OK, the saved module matches the model" in out
     for i, place in enumerate(DICT_PLACES):
@@ -110,10 +81,10 @@ def test_a_dict_with_a_named_tuple_a_list_and_none_through_the_fallback(models, 
 
 @pytest.mark.slow
 def test_check_and_bench_take_the_dict_apart(models):
-    check = _ok(models, "check", "Dictionary.pt", "--input", "2x4", "--fallback")
+    check = _ok(models, "check", "Nested.pt", "--input", "2x4", "--fallback")
     assert "output 2 ['extra'].state[0] [2, 3]:" in check
     assert "result: OK, converts into 1 NNAPI region" in check
-    _ok(models, "convert", "Dictionary.pt", "-o", "bench.pt", "--input", "2x4", "--fallback")
+    _ok(models, "convert", "Nested.pt", "-o", "bench.pt", "--input", "2x4", "--fallback")
     bench = _ok(models, "bench", "bench.pt", "--input", "2x4", "--runs", "3")
     assert "FULLY_CONNECTED" in bench
 

@@ -3,8 +3,6 @@ TorchScript modules (scripted, or traced by their author) and exported programs.
 
 from __future__ import annotations
 
-import collections
-
 import pytest
 import torch
 from torch import nn
@@ -13,24 +11,7 @@ from torch_nnapi.convert.capture.export import capture_exported, export_module
 from torch_nnapi.convert.capture.script import capture_script
 from torch_nnapi.convert.errors import CaptureError
 
-Pair = collections.namedtuple("Pair", "out state")
-
-
-class Nested(nn.Module):
-    """A dict holding a named tuple, a list with None, and a tensor returned twice."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 3)
-
-    def forward(self, x):
-        y = self.fc(x)
-        return {"logits": y, "extra": Pair(torch.relu(y), (y * 2, None)),
-                "again": [y, torch.tanh(y)]}
-
-
-NESTED = ("{'logits': output 0, 'extra': Pair(out=output 1, state=(output 2, None)),"
-          " 'again': [output 3, output 4]}")
+from ..structured_models import NESTED, Nested
 
 
 class Scripted(nn.Module):
