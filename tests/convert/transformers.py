@@ -46,11 +46,15 @@ class DecoderBlock(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"),
                                  nn.Linear(4 * dim, dim))
 
-    def forward(self, x):
+    def forward(self, x, allowed=None):
+        """Causal attention, or where a [B, 1, Q, K] bool mask ``allowed`` allows."""
         b, t, d = x.shape
         q, k, v = self.qkv(self.norm1(x)).split(d, dim=-1)
         q, k, v = (y.view(b, t, self.heads, d // self.heads).transpose(1, 2) for y in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if allowed is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
         x = x + self.out(y.transpose(1, 2).contiguous().view(b, t, d))
         return x + self.mlp(self.norm2(x))
 
@@ -150,27 +154,6 @@ def indexed_attention_mask(padding: torch.Tensor, queries: int, causal: bool) ->
     return allowed.expand(batch, 1, queries, keys)
 
 
-class MaskedBlock(nn.Module):
-    """A pre-norm transformer block attending where a [B, 1, Q, K] bool mask allows."""
-
-    def __init__(self, dim: int, heads: int):
-        super().__init__()
-        self.heads = heads
-        self.norm1 = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.out = nn.Linear(dim, dim)
-        self.norm2 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
-
-    def forward(self, x: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).split(d, dim=-1)
-        q, k, v = (y.view(b, t, self.heads, d // self.heads).transpose(1, 2) for y in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
-        x = x + self.out(y.transpose(1, 2).reshape(b, t, d))
-        return x + self.mlp(self.norm2(x))
-
-
 class PaddedTransformer(nn.Module):
     """Token ids [B, T] and a padding mask [B, T] (1: token, 0: padding; padding at the end)
     -> a dict, as such libraries return: BERT-style (``causal=False``: the last hidden state
@@ -182,7 +165,7 @@ class PaddedTransformer(nn.Module):
         self.causal = causal
         self.tokens = nn.Embedding(vocab, dim)
         self.positions = nn.Embedding(max_len, dim)
-        self.blocks = nn.ModuleList(MaskedBlock(dim, heads) for _ in range(layers))
+        self.blocks = nn.ModuleList(DecoderBlock(dim, heads) for _ in range(layers))
         self.norm = nn.LayerNorm(dim)
         self.pooler = nn.Linear(dim, dim)
 
