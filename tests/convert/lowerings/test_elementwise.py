@@ -150,3 +150,21 @@ def test_true_division_of_integers_is_unsupported():
     a = torch.tensor([1, 2, 7], dtype=torch.int32)
     with pytest.raises(ConversionError, match="aten::div"):
         torch_nnapi.convert(Fn(lambda a: a / (a + 1)), a, target_level=4)
+
+
+class _MovesItsConstants(nn.Module):
+    """Constants moved to the input's device, as Hugging Face models move their buffers and
+    aranges: torch.export keeps those moves."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor([1.0, 2.0, 3.0, 4.0]))
+
+    def forward(self, x):
+        positions = torch.arange(4, device=x.device).to(x.device)
+        return x * self.scale.to(x.device) + positions.to(torch.float32)
+
+
+@pytest.mark.parametrize("capture", ["trace", "export"])
+def test_device_moves_and_casts_of_constants_fold(capture):
+    check(_MovesItsConstants(), torch.randn(2, 4), capture=capture)
