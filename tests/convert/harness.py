@@ -16,6 +16,7 @@ import torch
 import torch.nn as nn
 
 from torch_nnapi.convert.api import convert_with_details
+from torch_nnapi.convert.outputs import leaves_of, structure_of
 from torch_nnapi.convert.tools.host import run_on_host
 
 FLOAT_TOLERANCE = 1e-5  # relative to the output's magnitude
@@ -60,14 +61,18 @@ def run(module, inputs, host: bool | None = None):
 
 
 def as_list(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
+    """The tensors a model returns (nested in tuples, lists, dicts...), in order."""
+    return leaves_of(out)
 
 
 def assert_close(actual, expected, what: str = "output",
                  tolerance: float = FLOAT_TOLERANCE) -> float:
-    """Float within ``tolerance`` (1e-5) of the output's magnitude; quantized within one
-    quantum."""
+    """The same structure (dicts, tuples...: dict subclasses aside, as TorchScript returns
+    them), each float within ``tolerance`` (1e-5) of the output's magnitude, each quantized
+    tensor within one quantum."""
     worst = 0.0
+    got, want = structure_of(actual), structure_of(expected)
+    assert got.same_as(want), f"returns {got.describe()}, expected {want.describe()}"
     actual, expected = as_list(actual), as_list(expected)
     assert len(actual) == len(expected), f"{len(actual)} outputs, expected {len(expected)}"
     for i, (a, e) in enumerate(zip(actual, expected, strict=True)):

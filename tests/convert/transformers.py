@@ -46,11 +46,15 @@ class DecoderBlock(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"),
                                  nn.Linear(4 * dim, dim))
 
-    def forward(self, x):
+    def forward(self, x, allowed=None):
+        """Causal attention, or where a [B, 1, Q, K] bool mask ``allowed`` allows."""
         b, t, d = x.shape
         q, k, v = self.qkv(self.norm1(x)).split(d, dim=-1)
         q, k, v = (y.view(b, t, self.heads, d // self.heads).transpose(1, 2) for y in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if allowed is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
         x = x + self.out(y.transpose(1, 2).contiguous().view(b, t, d))
         return x + self.mlp(self.norm2(x))
 
@@ -132,3 +136,47 @@ class MaskedAttention(nn.Module):
         scaled = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=0.3)
         masked = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
         return (scaled + masked).transpose(1, 2).reshape(b, t, d)
+
+
+def indexed_attention_mask(padding: torch.Tensor, queries: int, causal: bool) -> torch.Tensor:
+    """[B, 1, Q, K] bool, built the way widely used transformer libraries build it: index
+    tensors for batch, head, query and key made by arange and broadcast against each other,
+    the padding mask [B, K] indexed with the batch and key ones (advanced indexing with two
+    index tensors), and the causal rule as a comparison of key and query positions."""
+    batch, keys = padding.shape
+    batch_index = torch.arange(batch)[:, None, None, None]
+    head_index = torch.arange(1)[None, :, None, None]
+    query_index = torch.arange(keys - queries, keys)[None, None, :, None]
+    key_index = torch.arange(keys)[None, None, None, :]
+    allowed = padding.bool()[batch_index, key_index] & (head_index >= 0)
+    if causal:
+        allowed = allowed & (key_index <= query_index)
+    return allowed.expand(batch, 1, queries, keys)
+
+
+class PaddedTransformer(nn.Module):
+    """Token ids [B, T] and a padding mask [B, T] (1: token, 0: padding; padding at the end)
+    -> a dict, as such libraries return: BERT-style (``causal=False``: the last hidden state
+    and a pooled first token) or GPT-style (``causal=True``: next-token logits through the
+    tied embedding, and the hidden states of every layer)."""
+
+    def __init__(self, causal: bool, vocab=100, dim=32, heads=4, layers=2, max_len=64):
+        super().__init__()
+        self.causal = causal
+        self.tokens = nn.Embedding(vocab, dim)
+        self.positions = nn.Embedding(max_len, dim)
+        self.blocks = nn.ModuleList(DecoderBlock(dim, heads) for _ in range(layers))
+        self.norm = nn.LayerNorm(dim)
+        self.pooler = nn.Linear(dim, dim)
+
+    def forward(self, ids: torch.Tensor, padding: torch.Tensor) -> dict[str, object]:
+        allowed = indexed_attention_mask(padding, ids.shape[1], self.causal)
+        x = self.tokens(ids) + self.positions(torch.arange(ids.shape[1]))
+        states = [x]
+        for block in self.blocks:
+            x = block(x, allowed)
+            states.append(x)
+        x = self.norm(x)
+        if self.causal:
+            return {"logits": x @ self.tokens.weight.t(), "hidden_states": tuple(states)}
+        return {"last_hidden_state": x, "pooler_output": torch.tanh(self.pooler(x[:, 0]))}

@@ -37,12 +37,28 @@ def describe(module) -> dict:
 
     report = report_of(module) if is_partitioned(module) else None
     if report is None:
-        return describe_program(program_of(module))
+        return dict(describe_program(program_of(module)), **_returns(module))
     regions = [describe_program(p) for p in region_programs(module)]
     level = FeatureLevel(max(r["feature_level"] for r in regions))
     return {"partitioned": True, "feature_level": int(level), "android": level.android,
             "api_level": level.api_level, "partition": report.to_json(),
-            "regions": regions}
+            "regions": regions, **_returns(module)}
+
+
+def _returns(module) -> dict:
+    """How the module nests the tensors it returns (``returns``, as Python prints it, each
+    tensor ``output <n>``; ``nested``: more than a tensor or a flat tuple); nothing for a
+    module converted before modules recorded it."""
+    from ..convert.outputs import OutputStructure
+
+    text = getattr(module, "output_structure", None)
+    if not isinstance(text, str):
+        return {}
+    try:
+        structure = OutputStructure.from_json(text)
+    except ValueError:
+        return {}
+    return {"returns": structure.describe(), "nested": structure.nested}
 
 
 def describe_program(prog) -> dict:
@@ -136,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
     report = PartitionReport.from_json(info["partition"])
     print(f"NNAPI feature level {info['feature_level']} (Android {info['android']}, API"
           f" {info['api_level']}), {report.summary()}")
+    if info.get("nested"):
+        print(f"returns {info['returns']}")
     print("\n".join(report.render()[1:]))
     for k, region in enumerate(info["regions"]):
         print(f"region {k}:")
@@ -159,6 +177,8 @@ def _render_program(info: dict, summary: bool) -> list[str]:
                      f" {entry['pytorch_shape']}{flexible})")
     for i, entry in enumerate(info["outputs"]):
         lines.append(f"output {i}: {_short(entry)}")
+    if info.get("nested"):
+        lines.append(f"returns {info['returns']}")
     for message in info["guards"]:
         lines.append(f"load-time check: {message}")
     lines.append("operations: " + ", ".join(f"{n} {name}" for name, n in counts.most_common()))

@@ -198,9 +198,9 @@ def run(args: argparse.Namespace) -> int:
     timings = None
     if args.profile:
         out, timings = out
-    outputs = list(out) if isinstance(out, (tuple, list)) else [out]
-    for i, o in enumerate(outputs):
-        print(f"output {i}: {_summary(o)}")
+    outputs, names = named_outputs(out)
+    for name, o in zip(names, outputs, strict=True):
+        print(f"{name}: {_summary(o)}")
     print(f"latency ({backend}, {len(times)} runs): median {statistics.median(times) * 1e3:.2f}"
           f" ms, min {min(times) * 1e3:.2f} ms")
     if timings:
@@ -213,6 +213,17 @@ def run(args: argparse.Namespace) -> int:
         save_outputs(args.save_outputs, outputs)
         print(f"saved outputs to {args.save_outputs}")
     return int(ExitCode.OK)
+
+
+def named_outputs(out) -> tuple[list, list[str]]:
+    """A module's return taken apart: its tensors, and each one's name (``output <n>``,
+    with its place in a nested return: ``output 1 ['hidden'][0]``)."""
+    from ..convert.outputs import leaves_of, structure_of
+
+    structure = structure_of(out)
+    names = [f"output {i}" + (f" {path}" if structure.nested else "")
+             for i, path in enumerate(structure.paths())]
+    return leaves_of(out), names
 
 
 def _summary(o) -> str:

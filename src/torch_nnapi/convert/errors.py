@@ -30,6 +30,13 @@ def one_line(error: BaseException) -> str:
     return " ".join(lines)
 
 
+def first_line(error: BaseException) -> str:
+    """An exception's first line: PyTorch's own errors (torch.export's, the tracer's) run
+    to paragraphs, with tensors printed in full."""
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    return lines[0].strip() if lines else type(error).__name__
+
+
 class CaptureError(ValueError):
     """The model cannot be captured as asked: torch.export fails on it, a flexible dimension
     the model fixes, a front-end that does not fit the model."""

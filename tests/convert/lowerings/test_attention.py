@@ -115,3 +115,17 @@ def test_explicit_masks_and_rank_5_head_split():
     torch.manual_seed(0)
     keep = torch.tensor([[1, 1, 0, 1, 1, 1], [1, 1, 1, 1, 1, 0]])
     check(transformers.MaskedAttention().eval(), (torch.randn(2, 6, 16), keep))
+
+
+@pytest.mark.parametrize("capture", ["trace", "export"])
+@pytest.mark.parametrize("causal", [False, True], ids=["bert_style", "gpt_style"])
+def test_padding_masks_built_by_advanced_indexing_convert_whole(causal, capture):
+    """The padding mask indexed with broadcast arange index tensors, as text transformer
+    libraries build attention masks: whole on NNAPI (no fallback), the dict returned."""
+    torch.manual_seed(0)
+    model = transformers.PaddedTransformer(causal).eval()
+    ids = torch.randint(0, 100, (2, 9))
+    padding = torch.ones(2, 9, dtype=torch.long)
+    padding[1, 6:] = 0
+    conversion, _ = check(model, (ids, padding), capture=capture)  # compares the dicts
+    assert "FULLY_CONNECTED" in nnapi_ops(conversion)

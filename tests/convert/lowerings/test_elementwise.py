@@ -120,3 +120,51 @@ def test_a_power_of_a_flexible_size_is_reported_unsupported():
     with pytest.raises(ConversionError, match="aten::pow"):
         torch_nnapi.convert(torch.jit.script(_SquaredSize()), torch.randn(2, 3),
                             flexible={0: [0]})
+
+
+INTEGER_ARITHMETIC = {
+    "add_sub_mul": lambda a, b: a * 3 + b - 1,
+    "floor_divide": lambda a, b: a // (b.abs() + 1),
+    "negative_floor_divide": lambda a, b: (a - 10) // (b.abs() + 1),
+    "broadcast": lambda a, b: a[:, None] * b[None, :],
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+@pytest.mark.parametrize("name", sorted(INTEGER_ARITHMETIC))
+def test_integer_arithmetic_at_feature_level_4(name, dtype):
+    """NNAPI 1.3's int32 ADD, SUB, MUL and DIV (which rounds down, as // does)."""
+    a = torch.tensor([0, 2, 7, -3, 5], dtype=dtype)
+    b = torch.tensor([1, -4, 2, 6, 3], dtype=dtype)
+    conversion, _ = check(Fn(INTEGER_ARITHMETIC[name]), (a, b), target_level=4)
+    assert set(nnapi_ops(conversion)) & {"ADD", "SUB", "MUL", "DIV"}
+
+
+def test_integer_arithmetic_below_feature_level_4_names_the_level():
+    a = torch.tensor([0, 2, 7], dtype=torch.int32)
+    with pytest.raises(ConversionError, match="feature level 4"):
+        torch_nnapi.convert(Fn(lambda a: a + a), a, target_level=3)
+
+
+def test_true_division_of_integers_is_unsupported():
+    a = torch.tensor([1, 2, 7], dtype=torch.int32)
+    with pytest.raises(ConversionError, match="aten::div"):
+        torch_nnapi.convert(Fn(lambda a: a / (a + 1)), a, target_level=4)
+
+
+class _MovesItsConstants(nn.Module):
+    """Constants moved to the input's device, as Hugging Face models move their buffers and
+    aranges: torch.export keeps those moves."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor([1.0, 2.0, 3.0, 4.0]))
+
+    def forward(self, x):
+        positions = torch.arange(4, device=x.device).to(x.device)
+        return x * self.scale.to(x.device) + positions.to(torch.float32)
+
+
+@pytest.mark.parametrize("capture", ["trace", "export"])
+def test_device_moves_and_casts_of_constants_fold(capture):
+    check(_MovesItsConstants(), torch.randn(2, 4), capture=capture)

@@ -111,3 +111,12 @@ def test_roll_of_flexible_dimensions_cuts_at_load_time():
                           run_inputs=[torch.randn(1, 8, 8, 5), torch.randn(1, 3, 11, 5)])
     with pytest.raises(Exception, match="roll by 3 needs the rolled dimension larger than 3"):
         run(conversion.module, (torch.randn(1, 8, 3, 5),))
+
+
+@pytest.mark.parametrize("nhwc", LAYOUTS)
+def test_expanding_a_bool_tensor(nhwc):
+    """TILE takes no bool tensors (it was emitted, an invalid model): a LOGICAL_AND with true
+    repeats them, as when an attention mask [B, 1, 1, K] is expanded over the queries."""
+    conversion, _ = check(Fn(lambda x: (x > 0).expand(2, 3, 4, 5)), torch.randn(2, 1, 4, 5),
+                          nhwc=nhwc)
+    assert "TILE" not in nnapi_ops(conversion)

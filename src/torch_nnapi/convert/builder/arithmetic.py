@@ -30,6 +30,7 @@ from .symbolic import Sym, binary
 from .values import TensorValue
 
 _FLOATS = ("float32", "float16")
+_INTEGERS = ("int32", "int64")
 A = TypeVar("A", bound="Arg")
 
 
@@ -102,13 +103,19 @@ def arithmetic(cx: Converter, op: Op, a: Arg, b: Arg, fuse: FuseCode = FuseCode.
 
     Subtracting a constant is adding its negation and dividing by a power of two is
     multiplying by its reciprocal, bit for bit: ADD and MUL need feature level 1, SUB and
-    DIV level 2."""
+    DIV level 2. Integer (int32, and int64 held as int32) ADD, SUB and MUL need level 4 and
+    take no activation; integer division is :func:`floor_divide`."""
     if any(isinstance(v, TensorValue) and v.is_quantized for v in (a, b)):
         raise Unsupported(f"{op.name} of quantized tensors through aten ops (use the"
                           " quantized:: ops of a quantized model)")
     dtype = result_dtype(a, b)
-    if dtype not in _FLOATS:
-        raise Unsupported(f"{op.name} of {dtype} tensors needs NNAPI feature level 4")
+    if dtype in _INTEGERS:
+        if op == Op.DIV:  # PyTorch's quotient of integers is a float
+            raise Unsupported("true division of integer tensors (divide floats, or use //)")
+        if fuse != FuseCode.NONE:
+            raise Unsupported(f"{op.name} of {dtype} tensors takes no fused activation")
+    elif dtype not in _FLOATS:
+        raise Unsupported(f"{op.name} of {dtype} tensors")
     if op == Op.SUB and _is_constant(b):
         op, b = Op.ADD, _negated(b)
     elif op == Op.DIV and _is_constant(b):
@@ -118,6 +125,18 @@ def arithmetic(cx: Converter, op: Op, a: Arg, b: Arg, fuse: FuseCode = FuseCode.
     (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
     return cx.emit(op, dict(input0=ta, input1=tb, fuse_code=cx.i32(int(fuse))), shape, dtype,
                    layout, groups=groups)
+
+
+def floor_divide(cx: Converter, a: Arg, b: Arg) -> TensorValue:
+    """``a // b``: for integers one DIV (NNAPI's int32 DIV rounds down, as ``//`` does;
+    feature level 4), for floats a DIV and a FLOOR."""
+    if result_dtype(a, b) in _INTEGERS:
+        dtype = result_dtype(a, b)
+        (ta, tb), shape, layout, groups = broadcast(cx, [a, b], dtype)
+        return cx.emit(Op.DIV, dict(input0=ta, input1=tb, fuse_code=cx.i32(0)), shape, dtype,
+                       layout, groups=groups)
+    quotient = arithmetic(cx, Op.DIV, a, b)
+    return cx.emit_like(Op.FLOOR, dict(input=quotient), quotient)
 
 
 def _is_constant(v: Arg) -> TypeGuard[torch.Tensor | int | float]:

@@ -229,6 +229,8 @@ def tile(cx: Converter, x: TensorValue, multiples: Sequence[SymInt],
     """TILE of ``x`` by ``multiples`` (per PyTorch dimension) to ``shape``."""
     if all(not isinstance(m, Sym) and int(m) == 1 for m in multiples):
         return x
+    if x.dtype == "bool":
+        return _repeated_bools(cx, x, shape)
     if x.groups or x.rank > 4:
         # merged dimensions either all repeat (then all have size 1) or none does
         repeated = [not (isinstance(m, int) and m == 1) for m in multiples]
@@ -249,6 +251,17 @@ def tile(cx: Converter, x: TensorValue, multiples: Sequence[SymInt],
         nnapi_multiples.append(product)
     return cx.emit(Op.TILE, dict(input=x, multiples=cx.int_vector(nnapi_multiples)), shape,
                    x.dtype, x.layout, x.scale, x.zero_point, x.groups)
+
+
+def _repeated_bools(cx: Converter, x: TensorValue, shape: Sequence[SymInt]) -> TensorValue:
+    """TILE takes no bool tensors: a LOGICAL_AND with a constant true of ``shape``
+    broadcasts ``x`` to it (an attention mask expanded over the queries)."""
+    if any(isinstance(d, Sym) for d in shape):
+        raise Unsupported("repeating a bool tensor over flexible dimensions")
+    true = torch.ones(hints(tuple(shape)), dtype=torch.bool)
+    (a, b), out_shape, layout, groups = broadcast(cx, [x, true], "bool")
+    return cx.emit(Op.LOGICAL_AND, dict(input0=a, input1=b), out_shape, "bool", layout,
+                   groups=groups)
 
 
 def _aligned(shape: Sequence[T], rank: int) -> tuple[T | int, ...]:

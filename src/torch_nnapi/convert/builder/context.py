@@ -349,8 +349,8 @@ class Converter:
         """Folds RELU/RELU1/RELU6 into the operation that computed ``t`` (through its
         fuse-code input) when nothing else reads ``t``; None when that is not possible."""
         node = self.node
-        if node is None or not node.inputs:
-            return None
+        if node is None or not node.inputs or t.nnapi_type == OperandType.TENSOR_INT32:
+            return None  # (integer arithmetic takes no activation)
         readers = self.users.get(node.inputs[0], [])
         in_place = node.kind.endswith("_") and not node.kind.endswith("__")
         alone = readers[:1] == [node] if in_place else readers == [node]
@@ -496,8 +496,8 @@ class Converter:
         dimensions are added, else a round trip through float32 (exact below 2**24, which
         covers indices). A 0-D value also goes through float32: the operation that made it
         gives [] on Android 10 but [1] on Android 11, which EXPAND_DIMS would grow apart."""
-        if lay.is_identity(t.layout) and t.rank > 0:
-            inserted, k = [], 0
+        if lay.is_identity(t.layout) and t.rank > 0 and t.dtype != "bool":  # (EXPAND_DIMS
+            inserted, k = [], 0                                               # takes no bool)
             for i, d in enumerate(shape):
                 if k < t.rank and same_dim(t.shape[k], d):
                     k += 1

@@ -22,14 +22,16 @@ import inspect
 import operator
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeAlias, TypeGuard
 
 import torch
 from torch.fx.node import Argument
-from torch.utils._pytree import TreeSpec
+from torch.utils._pytree import TreeSpec, tree_unflatten
 
-from ..errors import CaptureError, ConverterBug
+from ..errors import CaptureError, ConverterBug, first_line
+from ..outputs import TENSOR, OutputStructure, structure_of
+from .flat_outputs import checked
 from .graph import NO_CONSTANT, SCALAR_TYPES, Graph, Node, Value
 from .script import example_of
 
@@ -105,7 +107,7 @@ def export_module(model: object, examples: tuple[torch.Tensor, ...],
         if fixed is not None:
             raise CaptureError(f"input {fixed[0]} dimension {fixed[1]} cannot be flexible: the"
                                " model fixes it") from e
-        raise CaptureError(f"torch.export could not capture the model: {_first_line(e)}")\
+        raise CaptureError(f"torch.export could not capture the model: {first_line(e)}")\
             from e
     found = flexible_dims(program)
     for i, (x, dims) in enumerate(zip(examples, flexible, strict=False)):
@@ -192,7 +194,8 @@ class _Copier:
                     submodule = type(self.module.get_submodule(n.target)).__name__
                     self._node(n, f"call_module::{submodule}", [self.value(a, n) for a in n.args])
             elif n.op == "output":
-                return Graph(self.inputs, self.nodes, self._output(n))
+                output, structure = self._output(n)
+                return Graph(self.inputs, self.nodes, output, structure)
         raise CaptureError("the exported graph has no output")
 
     def _placeholder(self, n: torch.fx.Node) -> None:
@@ -280,31 +283,30 @@ class _Copier:
         self.nodes.append(Node("prim::ListConstruct", items, [out], source_location(user)))
         return out
 
-    def _output(self, n: torch.fx.Node) -> Value:
+    def _output(self, n: torch.fx.Node) -> tuple[Value, OutputStructure]:
+        """The graph's return, flat (one tensor, or a tuple of them), and how the model
+        nests those tensors."""
         leaves = list(n.args[0]) if isinstance(n.args[0], (tuple, list)) else [n.args[0]]
         if self.signature is not None:
             kinds = [spec.kind.name for spec in self.signature.output_specs]
             leaves = [v for v, k in zip(leaves, kinds, strict=False) if k == "USER_OUTPUT"]
-        values = [self.value(v, n) for v in leaves]
+        stand_ins = [_stand_in(a) for a in leaves]
         if self.out_spec is None:
-            return values[0] if len(values) == 1 else self._construct("tuple", values)
-        return self._structure(self.out_spec, iter(values))
-
-    def _structure(self, spec: TreeSpec, leaves: Iterator[Value]) -> Value:
-        if spec.is_leaf():
-            return next(leaves)
-        children = [self._structure(child, leaves) for child in spec.children()]
-        container = "list" if spec.type is list else "tuple"
-        if spec.type not in (list, tuple) and not _is_namedtuple(spec.type):
-            container = f"{getattr(spec.type, '__name__', spec.type)}"
-        return self._construct(container, children)
-
-    def _construct(self, container: str, items: list[Value]) -> Value:
-        kind = {"tuple": "prim::TupleConstruct", "list": "prim::ListConstruct"}.get(
-            container, f"python::{container}")
-        out = Value(f"output{len(self.nodes)}", container, "")
-        self.nodes.append(Node(kind, items, [out], "the model's return statement"))
-        return out
+            returned = stand_ins[0] if len(stand_ins) == 1 else tuple(stand_ins)
+        else:
+            try:
+                returned = tree_unflatten(stand_ins, self.out_spec)
+            except Exception as e:  # noqa: BLE001 - a class's own unflattening
+                raise CaptureError(f"the model's output cannot be rebuilt from the exported"
+                                   f" graph's: {first_line(e)}") from None
+        structure = checked(structure_of(returned))
+        values = [self.value(v, n) for v in leaves if v is not None]
+        if structure.kind == TENSOR:
+            return values[0], structure
+        out = Value(f"output{len(self.nodes)}", "tuple", "")
+        self.nodes.append(Node("prim::TupleConstruct", values, [out],
+                               "the model's return statement"))
+        return out, structure
 
     # -------------------------------------------------------------------------- probing
 
@@ -335,6 +337,16 @@ class _Copier:
                     produced if isinstance(produced, list) else [produced], items, strict=False):
                 if not value.is_constant:
                     value.example, value.tensor = example, tensor
+
+
+def _stand_in(a: Argument) -> object:
+    """What an output of the graph stands for in the model's own containers: a tensor for
+    a node computing one (or not saying what it computes), else what it is."""
+    if isinstance(a, torch.fx.Node):
+        val = a.meta.get("val")
+        return val if val is not None and not isinstance(val, torch.Tensor) else \
+            torch.empty(0)
+    return a
 
 
 def aten_overload(target: Any) -> Any:
@@ -404,10 +416,6 @@ def _returns_list(n: torch.fx.Node) -> bool:
         return False
     returns = target._schema.returns
     return len(returns) == 1 and returns[0].type.kind() == "ListType"
-
-
-def _is_namedtuple(t: object) -> bool:
-    return isinstance(t, type) and issubclass(t, tuple) and hasattr(t, "_fields")
 
 
 def _type_of(val: object) -> str:
@@ -525,8 +533,3 @@ def _fixed_dimension(e: BaseException, model: torch.nn.Module) -> tuple[int, int
         return None
     name, dim = found.group(1), int(found.group(2))
     return (names.index(name), dim) if name in names else None
-
-
-def _first_line(e: BaseException) -> str:
-    lines = [line for line in str(e).splitlines() if line.strip()]
-    return lines[0] if lines else type(e).__name__

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import CaptureError
+from ..errors import CaptureError, first_line
 from ..options import Flexible
 from . import qdq
 from .export import Exported, capture_exported, export_module, flexible_dims, is_exported
@@ -140,11 +140,12 @@ def script_capture(front: CapturedModel) -> Captured:
                                " convert the nn.Module with capture='trace'")
     try:
         # traced as is: an exported module refuses .eval() and has no training mode
-        traced = trace(module, front.examples)
+        traced, structure = trace(module, front.examples)
     except Exception as e:  # noqa: BLE001 - tracing fails in many ways; say which
         raise CaptureError("the CPU fallback runs the model as TorchScript, and tracing the"
-                           f" exported program failed: {type(e).__name__}: {e}") from None
-    script = capture_script(traced, front.examples)
+                           f" exported program failed: {type(e).__name__}: {first_line(e)}")\
+            from None
+    script = capture_script(traced, front.examples, structure=structure)
     qdq.fold(script.graph)
     return script
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..outputs import OutputStructure
+
 NO_CONSTANT = object()
 
 
@@ -74,6 +76,9 @@ class Graph:
     inputs: list[Value]
     nodes: list[Node]
     output: Value  # what forward returns: a tensor, or a tuple/list built by a node
+    # how the model nests the tensors ``output`` holds (a front-end returns them flat: one
+    # tensor, or a tuple); None: as ``output`` is (a part of a graph)
+    structure: OutputStructure | None = None
 
     def walk(self) -> Iterator[Node]:
         """Every node, including those nested in blocks, in program order."""

@@ -25,6 +25,15 @@ from typing import Any
 
 import torch
 
+from ..outputs import OutputStructure
+from .flat_outputs import (
+    WRAPPED,
+    FlatOutputs,
+    argument_names,
+    flatten_return,
+    is_flat_return,
+    script_structure,
+)
 from .graph import Block, ExampleTensor, Graph, Node, Value
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -45,37 +54,48 @@ def as_example_tuple(example_inputs: object) -> tuple[torch.Tensor, ...]:
 
 
 def freeze(model: object, example_inputs: tuple[torch.Tensor, ...]
-           ) -> torch.jit.ScriptModule:
-    """Traces (unless already TorchScript) and freezes ``model`` in eval mode."""
+           ) -> tuple[torch.jit.ScriptModule, OutputStructure | None]:
+    """Traces (unless already TorchScript) and freezes ``model`` in eval mode; a traced
+    model returns its tensors flat, and its output structure comes with it (None for a
+    TorchScript model, whose graph returns its structure)."""
+    structure = None
     if isinstance(model, torch.jit.ScriptModule):
         script = model
     elif isinstance(model, torch.nn.Module):
         model = model.eval()
         with _without_fused_attention():
-            script = trace(model, example_inputs)
+            script, structure = trace(model, example_inputs)
     else:
         raise TypeError(f"expected an nn.Module or a ScriptModule, got {type(model).__name__}")
     if _is_frozen(script):
-        return script
+        return script, structure
     if script.training:
         script = script.eval()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         frozen: torch.jit.ScriptModule = torch.jit.freeze(script)
-    return frozen
+    return frozen, structure
 
 
 def trace(module: torch.nn.Module, example_inputs: tuple[torch.Tensor, ...]
-          ) -> torch.jit.ScriptModule:
+          ) -> tuple[torch.jit.ScriptModule, OutputStructure]:
     """``torch.jit.trace`` without its check (the capture probes the graph itself) and its
-    warnings."""
+    warnings, of ``module`` returning its tensors flat (:class:`FlatOutputs`): the traced
+    module and how its outputs nest."""
+    flat = FlatOutputs(module)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
         # torch.jit.trace has no annotations
         traced: torch.jit.ScriptModule = torch.jit.trace(  # type: ignore[no-untyped-call]
-            module, example_inputs, check_trace=False)
-    return traced
+            flat, example_inputs, check_trace=False)
+    names = argument_names(module)
+    inputs = list(traced.graph.inputs())[1:]
+    if len(names) == len(inputs):
+        for value, name in zip(inputs, names, strict=True):
+            value.setDebugName(name)
+    assert flat.structure is not None, "tracing runs forward"
+    return traced, flat.structure
 
 
 @contextlib.contextmanager
@@ -158,7 +178,7 @@ class Captured:
         if not _has_mutation(self.script):
             return self
         return _captured(self.script.copy(), self.examples, keep_values=False,
-                         remove_mutation=True)
+                         remove_mutation=True, structure=self.graph.structure)
 
     def probe(self, inputs: tuple[torch.Tensor, ...]
               ) -> dict[Value, ExampleTensor | bool | int | float | None] | None:
@@ -173,19 +193,31 @@ class Captured:
 
 
 def capture_script(model: object, example_inputs: object, keep_values: bool = False,
-                   remove_mutation: bool = False, alternate: str | None = None) -> Captured:
+                   remove_mutation: bool = False, alternate: str | None = None,
+                   structure: OutputStructure | None = None) -> Captured:
     """:func:`capture`, keeping the TorchScript graph; ``remove_mutation`` first rewrites
-    in-place operations as functional ones where TorchScript can prove it safe."""
+    in-place operations as functional ones where TorchScript can prove it safe.
+    ``structure``: how the outputs of a module traced by :func:`trace` nest (found
+    otherwise)."""
     examples = as_example_tuple(example_inputs)
     for i, x in enumerate(examples):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"example input {i} must be a tensor, got {type(x).__name__}")
-    frozen = freeze(model, examples)
-    if frozen is model:  # the caller's frozen module: its graph is left as it is
-        return _captured(frozen.graph, examples, keep_values, remove_mutation, alternate)
+    frozen, traced_structure = freeze(model, examples)
+    structure = structure or traced_structure  # traced flat
+    nested = structure is None  # TorchScript's own: its graph returns the structure
+    if structure is None:
+        structure = script_structure(frozen, frozen.graph, examples)
+    if frozen is model and (not nested or is_flat_return(frozen.graph, structure)):
+        # the caller's frozen module: its graph is left as it is
+        return _captured(frozen.graph, examples, keep_values, remove_mutation, structure,
+                         alternate)
     script = frozen.graph.copy()
-    _release(frozen.graph)
-    return _captured(script, examples, keep_values, remove_mutation, alternate)
+    if frozen is not model:
+        _release(frozen.graph)
+    if nested:
+        flatten_return(script, structure)
+    return _captured(script, examples, keep_values, remove_mutation, structure, alternate)
 
 
 def _release(graph: torch._C.Graph) -> None:
@@ -199,7 +231,8 @@ def _release(graph: torch._C.Graph) -> None:
 
 
 def _captured(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], keep_values: bool,
-              remove_mutation: bool, alternate: str | None = None) -> Captured:
+              remove_mutation: bool, structure: OutputStructure | None,
+              alternate: str | None = None) -> Captured:
     torch._C._jit_pass_inline(ts_graph)
     if remove_mutation:
         torch._C._jit_pass_remove_mutation(ts_graph)
@@ -211,6 +244,7 @@ def _captured(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], keep
                         f" {len(examples)} example inputs were given")
     copier = _Copier()
     graph = copier.copy(ts_graph)
+    graph.structure = structure
     _probe(ts_graph, examples, graph, copier, keep_values)
     if keep_values and alternate is not None:
         with quantized_engine(alternate):
@@ -311,7 +345,9 @@ def source_location(node: torch._C.Node) -> str:
     except RuntimeError:
         scope_name = ""
     if scope_name:
-        parts = [p for p in scope_name.replace("__module.", "").split("/") if p]
+        # the model's own scopes, not those of the FlatOutputs it was traced in
+        parts = [p.removeprefix(f"{WRAPPED}.") for p in
+                 scope_name.replace("__module.", "").split("/") if p and p != WRAPPED]
         if parts:
             scope = f", module {parts[-1]}"
     frames = [m for line in text.splitlines() if (m := _TRACED_FRAME.match(line.strip()))]

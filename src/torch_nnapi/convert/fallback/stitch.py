@@ -29,6 +29,13 @@ import torch
 from ..capture.graph import Node, Value
 from ..capture.script import Captured
 from ..errors import ConverterBug
+from ..outputs import (
+    STRUCTURE_METHOD,
+    TENSOR,
+    OutputStructure,
+    define_method,
+    define_structure_method,
+)
 from ..torchscript.module import NnapiProgram
 from .partition import Partition, Region
 
@@ -43,7 +50,10 @@ def build_partitioned_module(captured: Captured, part: Partition,
                              programs: Sequence[NnapiProgram], report: str
                              ) -> torch.jit.ScriptModule:
     """The module running ``part``: ``programs[i]`` runs ``part.regions[i]``; ``report``
-    (JSON) is kept as the module's ``partition`` attribute for ``torch-nnapi inspect``."""
+    (JSON) is kept as the module's ``partition`` attribute for ``torch-nnapi inspect``. The
+    captured graph returns the model's tensors flat: ``forward`` nests them again as the
+    model did (the module's ``structure_outputs``, inlined)."""
+    structure = captured.graph.structure or OutputStructure(TENSOR)
 
     # A new class per conversion: ``define`` adds the method to the class.
     class PartitionedModule(torch.nn.Module):
@@ -54,6 +64,7 @@ def build_partitioned_module(captured: Captured, part: Partition,
             for i, program in enumerate(programs):
                 self.add_module(region_name(i), program)
             self.partition = report
+            self.output_structure = structure.to_json()
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -61,12 +72,41 @@ def build_partitioned_module(captured: Captured, part: Partition,
     script = captured.script
     inputs = list(script.inputs())[1:]
     params = ", ".join(f"input_{i}: {v.type().annotation_str}" for i, v in enumerate(inputs))
-    returns = next(iter(script.outputs())).type().annotation_str
-    module.define(f"def forward(self, {params}) -> {returns}:\n"
-                  "    raise RuntimeError('replaced by the partitioned graph')\n")
+    ret = define_structure_method(module, structure)
+    define_method(module, f"def forward(self, {params}) -> {ret.annotation}:\n"
+                          "    raise RuntimeError('replaced by the partitioned graph')\n",
+                  ret.names)
     stitched = _stitch(captured, part, module)
+    _nest_outputs(stitched, structure, getattr(module, STRUCTURE_METHOD).graph)
     _replace_body(module.graph, stitched)
     return _reloaded(module)
+
+
+def _nest_outputs(graph: torch._C.Graph, structure: OutputStructure,
+                  nesting: torch._C.Graph) -> None:
+    """Makes ``graph``, returning the model's tensors flat, return them nested: the graph
+    of ``structure_outputs`` (``nesting``) inlined on a list of them."""
+    out = next(iter(graph.outputs()))
+    end = graph.return_node()
+    if structure.kind == TENSOR:
+        leaves = [out]
+    elif out.node().kind() == "prim::TupleConstruct":
+        leaves = list(out.node().inputs())
+    else:
+        unpack = graph.create("prim::TupleUnpack", [out], structure.leaf_count)
+        unpack.insertBefore(end)
+        leaves = list(unpack.outputs())
+        for v in leaves:
+            v.setType(torch._C.TensorType.get())
+    pack = graph.create("prim::ListConstruct", leaves, 1)
+    pack.output().setType(torch._C.ListType(torch._C.TensorType.get()))
+    pack.insertBefore(end)
+    graph.eraseOutput(0)
+    graph.setInsertPoint(end)
+    (nested,) = graph.insertGraph(nesting, [list(graph.inputs())[0], pack.output()])
+    graph.registerOutput(nested)
+    torch._C._jit_pass_dce(graph)
+    graph.lint()
 
 
 def _stitch(captured: Captured, part: Partition, module: torch.jit.RecursiveScriptModule

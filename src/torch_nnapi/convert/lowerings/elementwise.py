@@ -8,6 +8,8 @@ operations themselves are building blocks in ``builder/arithmetic.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from ...nnapi.codes import OperationType as Op
@@ -16,6 +18,7 @@ from ..builder.arithmetic import (
     both_numbers,
     compare_numbers,
     extremum,
+    floor_divide,
     number_binary,
     power,
     scaled,
@@ -78,18 +81,17 @@ def div(cx: Converter, a: Arg, b: Arg, rounding_mode: str | None = None) -> Arg:
         return number_binary("div", a, b)
     if rounding_mode not in (None, "floor"):
         raise Unsupported(f"division with rounding_mode={rounding_mode!r}")
-    out = arithmetic(cx, Op.DIV, a, b)
     if rounding_mode == "floor":
-        out = cx.emit_like(Op.FLOOR, dict(input=out), out)
-    return out
+        return floor_divide(cx, a, b)
+    return arithmetic(cx, Op.DIV, a, b)
 
 
-@lowering("aten::floor_divide", "aten::floor_divide_", nnapi=("DIV", "FLOOR"), any_rank=True)
-def floor_divide(cx: Converter, a: Arg, b: Arg) -> Arg:
+@lowering("aten::floor_divide", "aten::floor_divide_", nnapi=("DIV", "FLOOR"), any_rank=True,
+          notes="integers: one DIV (feature level 4)")
+def floor_divide_(cx: Converter, a: Arg, b: Arg) -> Arg:
     if both_numbers(a, b):
         return number_binary("floordiv", a, b)
-    out = arithmetic(cx, Op.DIV, a, b)
-    return cx.emit_like(Op.FLOOR, dict(input=out), out)
+    return floor_divide(cx, a, b)
 
 
 @lowering("aten::remainder", nnapi=("DIV", "FLOOR", "MUL", "SUB"), any_rank=True,
@@ -97,8 +99,7 @@ def floor_divide(cx: Converter, a: Arg, b: Arg) -> Arg:
 def remainder(cx: Converter, a: Arg, b: Arg) -> Arg:
     if both_numbers(a, b):
         return number_binary("remainder", a, b)
-    q = arithmetic(cx, Op.DIV, a, b)
-    q = cx.emit_like(Op.FLOOR, dict(input=q), q)
+    q = floor_divide(cx, a, b)
     return arithmetic(cx, Op.SUB, a, arithmetic(cx, Op.MUL, q, b))
 
 
@@ -184,25 +185,15 @@ _CASTABLE = ("float32", "float16", "int32", "int64")
           nnapi=("CAST", "NOT_EQUAL", "SELECT"), any_rank=True,
           notes="dtype conversions among float32, float16, int32, int64 (CAST) and bool"
           " (x != 0; SELECT(x, 1, 0)); device moves are dropped")
-def to(cx: Converter, x: Arg, *args: Arg) -> TensorValue:
+def to(cx: Converter, x: Arg, *args: Arg) -> TensorValue | torch.Tensor:
+    target = _target_dtype(cx, args)
+    if isinstance(x, torch.Tensor) and not x.is_quantized:
+        # a constant (torch.export keeps the device moves of constants: a torch.device is
+        # no constant to the fold)
+        return x if target is None else x.to(getattr(torch, target))
     x = _tensor_arg(x)
-    if cx.current_node.kind == "aten::type_as":
-        other = args[0]
-        if not isinstance(other, (TensorValue, torch.Tensor)):
-            raise Unsupported(f"type_as of a {type(other).__name__}")
-        target = other.dtype if isinstance(other, TensorValue) else str(other.dtype)[6:]
-    else:
-        codes = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
-        others = [a for a in args if isinstance(a, (TensorValue, torch.Tensor))]
-        if others:
-            o = others[0]
-            target = o.dtype if isinstance(o, TensorValue) else str(o.dtype)[6:]
-        elif codes and codes[0] in DTYPE_OF_CODE:
-            target = DTYPE_OF_CODE[codes[0]]
-        else:
-            return x  # a device or memory-format change only
-    if target == x.dtype:
-        return x
+    if target is None or target == x.dtype:
+        return x  # a device or memory-format change only
     if target == "bool" and x.dtype in _CASTABLE:  # NNAPI's CAST takes no bool: x != 0
         (t, zero), shape, layout, groups = broadcast(cx, [x, 0], x.dtype)
         return cx.emit(Op.NOT_EQUAL, dict(input0=t, input1=zero), shape, "bool", layout,
@@ -212,6 +203,23 @@ def to(cx: Converter, x: Arg, *args: Arg) -> TensorValue:
     if target not in _CASTABLE or x.dtype not in _CASTABLE:
         raise Unsupported(f"conversion from {x.dtype} to {target}")
     return cx.cast(x, target)
+
+
+def _target_dtype(cx: Converter, args: Sequence[Arg]) -> str | None:
+    """The dtype ``to``/``type_as`` converts to (None: a device or memory-format change)."""
+    if cx.current_node.kind == "aten::type_as":
+        other = args[0]
+        if not isinstance(other, (TensorValue, torch.Tensor)):
+            raise Unsupported(f"type_as of a {type(other).__name__}")
+        return other.dtype if isinstance(other, TensorValue) else str(other.dtype)[6:]
+    codes = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+    others = [a for a in args if isinstance(a, (TensorValue, torch.Tensor))]
+    if others:
+        o = others[0]
+        return o.dtype if isinstance(o, TensorValue) else str(o.dtype)[6:]
+    if codes and codes[0] in DTYPE_OF_CODE:
+        return DTYPE_OF_CODE[codes[0]]
+    return None
 
 
 def _tensor_arg(x: Arg) -> TensorValue:

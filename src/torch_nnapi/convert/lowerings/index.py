@@ -1,5 +1,6 @@
 """Slicing and gathering: slice, select, narrow, chunk, split, unbind, index_select,
-embedding and single-tensor indexing.
+embedding, advanced indexing with index tensors (``x[i, j]``, builder/gather.py) and writes
+at constant positions (``x[i, j] = v``, ``index_copy_``).
 
 Slices are STRIDED_SLICE (builder/slicing.py) with begin/end masks for untouched dimensions,
 so slicing keeps working on flexible dimensions (bounds that depend on them are patched at
@@ -14,8 +15,9 @@ import torch
 
 from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
-from ..builder.common import dim_index, require_tensor, static_int
+from ..builder.common import dim_index, require_tensor, shape_of, static_int
 from ..builder.context import Arg, Converter
+from ..builder.gather import gather_indexed, indexing, put_indexed
 from ..builder.slicing import slice_bound, split_sizes, strided_slice
 from ..builder.symbolic import Sym, SymInt
 from ..builder.values import TensorValue
@@ -129,16 +131,37 @@ def embedding(cx: Converter, weight: Arg, indices: Arg, *rest: Arg) -> TensorVal
     return cx.emit(Op.GATHER, dict(input=w, axis=cx.i32(0), indices=idx), shape, w.dtype)
 
 
-@lowering("aten::index", nnapi=("GATHER",), notes="one index tensor (x[idx] or x[:, idx])")
+@lowering("aten::index", nnapi=("GATHER", "RESHAPE", "ADD", "MUL", "LESS", "SELECT"),
+          notes="index tensors, broadcast, with slices between; several: one GATHER of the"
+                " merged dimensions by a linear index (computed: int32, feature level 4)")
 def index(cx: Converter, x: Arg, indices: Sequence[Arg]) -> TensorValue:
     x = require_tensor(x)
-    present = [(d, i) for d, i in enumerate(indices) if i is not None]
-    if len(present) != 1:
-        raise Unsupported("advanced indexing with more than one index tensor")
-    d, idx = present[0]
-    if isinstance(idx, torch.Tensor) and idx.dtype == torch.bool:
-        raise Unsupported("boolean mask indexing (data-dependent shape)")
-    operand = _index_operand(cx, idx)
-    if operand.rank != 1:
-        raise Unsupported("indexing with a multi-dimensional index tensor")
-    return index_select(cx, x, d, operand)
+    plan = indexing(x, indices)
+    only = plan.indices[0]
+    if len(plan.dims) == 1 and len(shape_of(only)) == 1:
+        return index_select(cx, x, plan.dims[0], only)
+    return gather_indexed(cx, x, plan)
+
+
+@lowering("aten::index_put", "aten::index_put_", nnapi=("GATHER", "SELECT", "ADD", "RESHAPE"),
+          notes="x[i, j] = v at constant positions: a SELECT of the written elements")
+def index_put(cx: Converter, x: Arg, indices: Sequence[Arg], values: Arg,
+              accumulate: bool = False) -> TensorValue:
+    x = _written_tensor(cx, x, values)
+    return put_indexed(cx, x, indexing(x, indices), values, bool(accumulate))
+
+
+@lowering("aten::index_copy", "aten::index_copy_", nnapi=("GATHER", "SELECT", "RESHAPE"),
+          notes="at constant positions: a SELECT of the written elements")
+def index_copy(cx: Converter, x: Arg, dim: int, index: Arg, source: Arg) -> TensorValue:
+    x = _written_tensor(cx, x, source)
+    d = dim_index(dim, x.rank)
+    return put_indexed(cx, x, indexing(x, [None] * d + [index]), source)
+
+
+def _written_tensor(cx: Converter, x: Arg, values: Arg) -> TensorValue:
+    """The tensor a write goes into: a model tensor, or a constant the model writes its own
+    values into (``torch.zeros(...)[i] = y``)."""
+    if isinstance(x, torch.Tensor) and isinstance(values, TensorValue):
+        return cx.torch_constant(x)
+    return require_tensor(x)

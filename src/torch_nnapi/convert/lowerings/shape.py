@@ -138,8 +138,8 @@ def t(cx: Converter, x: Arg) -> TensorValue:
     return permute(x, list(reversed(range(x.rank))))
 
 
-@lowering("aten::expand", "aten::expand_as", "aten::broadcast_to", nnapi=("TILE", "RESHAPE"),
-          any_rank=True)
+@lowering("aten::expand", "aten::expand_as", "aten::broadcast_to",
+          nnapi=("TILE", "RESHAPE", "LOGICAL_AND"), any_rank=True)
 def expand(cx: Converter, x: Arg, sizes: Sequence[SymInt] | TensorValue | torch.Tensor,
            *rest: Arg) -> TensorValue:
     x = require_tensor(x)

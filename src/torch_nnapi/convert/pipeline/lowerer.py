@@ -30,6 +30,7 @@ from ..builder.values import RUNTIME_DTYPES, TensorValue, dtype_name
 from ..capture.graph import FUSED_KIND, ExampleTensor, Graph, Node, Value
 from ..errors import ConversionError, ConverterBug, Unsupported, UnsupportedUse
 from ..lowerings import lowering_for
+from ..outputs import LIST, TENSOR, TUPLE, OutputStructure
 from . import baked, patterns
 
 
@@ -64,7 +65,7 @@ class Lowered:
     inputs: list[TensorValue]
     outputs: list[TensorValue]  # distinct NNAPI model outputs
     output_map: list[int]  # returned tensor i is NNAPI output output_map[i]
-    returns: str  # "tensor", "tuple" or "list"
+    structure: OutputStructure  # how the returned tensors nest
     output_ranks: list[int] = field(default_factory=list)  # PyTorch ranks of ``outputs``
     values: dict[Value, Any] = field(default_factory=dict)  # graph Value -> what it was
     # lowered to (a TensorValue, a constant tensor, a number or Sym, a list of those...)
@@ -121,7 +122,7 @@ class Lowerer:
         self._lower_nodes(self.graph.nodes)
         self.unsupported.extend(self._missing.values())
         returned = self.resolve(self.graph.output)
-        outputs, output_map, returns = self._outputs(returned)
+        outputs, output_map, structure = self._outputs(returned)
         # PyTorch's NNAPI runtime cannot read back the dimensions of a 0-D output (it passes
         # no array): 0-D results leave NNAPI as [1] and the wrapper makes them 0-D again.
         ranks = [t.rank for t in outputs]
@@ -137,7 +138,7 @@ class Lowerer:
             model.finish()
         except BadDataError as e:
             raise ConverterBug(f"the converted NNAPI model is invalid: {e}") from e
-        return Lowered(self.cx, inputs, outputs, output_map, returns, ranks, self.produced,
+        return Lowered(self.cx, inputs, outputs, output_map, structure, ranks, self.produced,
                        self.specs)
 
     def _add_input(self, index: int, value: Value, spec: InputSpec) -> TensorValue:
@@ -235,15 +236,39 @@ class Lowerer:
             self.cx.node = None
         self._bind(node, result)
         baked.guard_decisions(self.cx, node, args, result)
-        if low.in_place and node.inputs and isinstance(args[0], TensorValue):
+        if low.in_place and node.inputs and (
+                isinstance(args[0], TensorValue)
+                or isinstance(args[0], torch.Tensor) and isinstance(result, TensorValue)):
+            # (a constant the model writes its own values into is that tensor afterwards)
             self.env[node.inputs[0]] = self.env[node.outputs[0]]
+            written = node.inputs[0]
+            while (producer := self._whole_view(written)) is not None:
+                written = producer.inputs[0]  # ``y[:, i, j] = v`` writes into y itself
+                self.env[written] = self.env[node.outputs[0]]
+
+    def _whole_view(self, value: Value) -> Node | None:
+        """The ``aten::slice`` producing ``value`` when it takes the whole of its input
+        (``y[:, ...]``: the same tensor), else None."""
+        producer = self._producers.get(value)
+        if producer is None or producer.kind != "aten::slice" or len(producer.inputs) != 5:
+            return None
+        x, dim, start, end, step = (self.resolve(v) for v in producer.inputs)
+        if not isinstance(x, TensorValue) or not isinstance(dim, int) or step != 1 \
+                or start not in (None, 0):
+            return None
+        size = x.shape[dim % x.rank] if x.rank else None
+        whole = end is None or (isinstance(end, int) and isinstance(size, int) and end >= size)
+        return producer if whole else None
 
     def _check_not_a_shared_view(self, node: Node) -> None:
         """An in-place op writes through a view (a slice, a reshape...) into the tensor it
         views in PyTorch; the NNAPI model holds values, not views, so that write is lost
-        when the viewed tensor is read afterwards: refuse rather than answer wrongly."""
+        when the viewed tensor is read afterwards: refuse rather than answer wrongly. A
+        slice of the whole tensor is the tensor: the write goes to it (``_lower_node``)."""
         position = self._order[id(node)]
         value = node.inputs[0]
+        while (whole := self._whole_view(value)) is not None:
+            value = whole.inputs[0]
         producer = self._producers.get(value)
         while producer is not None and producer.kind in _VIEWS:
             base = producer.inputs[0]
@@ -365,13 +390,23 @@ class Lowerer:
 
     # ------------------------------------------------------------------ outputs
 
-    def _outputs(self, returned: Any) -> tuple[list[TensorValue], list[int], str]:
+    def _outputs(self, returned: Any) -> tuple[list[TensorValue], list[int], OutputStructure]:
+        """The distinct NNAPI outputs, which of them each returned tensor is, and how the
+        returned tensors nest (the graph's structure, else a flat tuple, list or tensor)."""
         if _poisoned(returned):
-            return [], [], "tensor"
+            return [], [], OutputStructure(TENSOR)
         if isinstance(returned, (tuple, list)):
-            items, returns = list(returned), "tuple" if isinstance(returned, tuple) else "list"
+            items = list(returned)
+            structure = OutputStructure.flat(len(items), TUPLE if isinstance(
+                returned, tuple) else LIST)
         else:
-            items, returns = [returned], "tensor"
+            items, structure = [returned], OutputStructure(TENSOR)
+        if self.graph.structure is not None:
+            if self.graph.structure.leaf_count != len(items):
+                raise ConverterBug(f"the graph returns {len(items)} values for the"
+                                   f" {self.graph.structure.leaf_count} tensors of"
+                                   f" {self.graph.structure.describe()}")
+            structure = self.graph.structure
         outputs: list[TensorValue] = []
         output_map: list[int] = []
         for i, item in enumerate(items):
@@ -408,7 +443,7 @@ class Lowerer:
             else:
                 outputs.append(item)
                 output_map.append(len(outputs) - 1)
-        return outputs, output_map, returns
+        return outputs, output_map, structure
 
     def _fresh_copy(self, t: TensorValue) -> TensorValue:
         """``t`` in a new operand: a TRANSPOSE to PyTorch's order, or a same-shape RESHAPE."""

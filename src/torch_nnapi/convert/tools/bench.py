@@ -27,6 +27,7 @@ import torch
 from ...nnapi.model import Lifetime, Model
 from ...runtime.threads import get_num_threads
 from ..fallback.run import Trace, cpu_program, is_partitioned, region_programs, run_apart
+from ..outputs import leaves_of
 from .check import loaded_nnapi_library, tensor_error
 from .host import model_for, program_of
 from .threads import num_threads
@@ -346,9 +347,8 @@ def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
             expected = original(*inputs)
             latency.eager = time_calls(lambda: original(*inputs), runs)
             actual = module(*inputs)
-            expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
-            actual = list(actual) if isinstance(actual, (tuple, list)) else [actual]
-            for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
+            for i, (a, e) in enumerate(zip(leaves_of(actual), leaves_of(expected),
+                                           strict=False)):
                 error, unit = tensor_error(a, e)
                 report.output_errors.append({"output": i, "error": error, "unit": unit})
         if profile_runs > 0:

@@ -33,7 +33,7 @@ The report and its parts are in ``check_report.py``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -44,10 +44,11 @@ from ...nnapi.model import Model
 from ..api import Conversion, convert_with_details
 from ..capture.frontend import example_inputs_of
 from ..capture.script import alternate_engine, quantized_engine
-from ..errors import ConversionError, ConverterBug, one_line
+from ..errors import CaptureError, ConversionError, ConverterBug, one_line
 from ..fallback.convert import PartitionedConversion, output_quantum
 from ..levels import OperationLevel, Requirement, model_requirements, operation_levels, origin_of
 from ..options import Flexible, NhwcRequest
+from ..outputs import leaves_of, structure_of
 from ..pipeline.lowerer import dequantized_scale
 from .check_report import (
     FLOAT_TOLERANCE,
@@ -161,10 +162,6 @@ def tensor_error(actual: torch.Tensor, expected: torch.Tensor, quantum: float = 
     return float((a - e).abs().max()) / scale, "relative"
 
 
-def _as_list(out: object) -> list[Any]:
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
 def _layer(diff: LayerDiff, accuracy: Accuracy) -> TensorCheck:
     alternate = None
     if diff.alternate_error is not None and diff.reference_gap is not None:
@@ -262,11 +259,11 @@ def _check(report: CheckReport, model: torch.nn.Module | torch.export.ExportedPr
 
 
 def _eager(model: torch.nn.Module | torch.export.ExportedProgram,
-           examples: tuple[torch.Tensor, ...]) -> list[Any]:
+           examples: tuple[torch.Tensor, ...]) -> Any:
     if isinstance(model, torch.export.ExportedProgram):
         model = model.module()
     with torch.no_grad():
-        return _as_list(model(*[x.clone() for x in examples]))
+        return model(*[x.clone() for x in examples])
 
 
 def _describe(report: CheckReport, conversion: Conversion) -> None:
@@ -309,7 +306,7 @@ def _describe_partitioned(report: CheckReport, conversion: PartitionedConversion
     facts.operation_counts = dict(counts.most_common())
 
 
-def _check_outputs(report: CheckReport, expected: list[Any],
+def _check_outputs(report: CheckReport, expected: Any,
                    conversion: Conversion | PartitionedConversion,
                    examples: tuple[torch.Tensor, ...], host: bool, alternate: str | None,
                    model: torch.nn.Module | torch.export.ExportedProgram) -> None:
@@ -320,7 +317,7 @@ def _check_outputs(report: CheckReport, expected: list[Any],
     accuracy.backend = "host runtime" if host else "PyTorch's NNAPI runtime"
     try:
         with torch.no_grad():
-            actual = _as_list(run_on_host(module, *examples) if host else module(*examples))
+            actual = run_on_host(module, *examples) if host else module(*examples)
     except Exception as e:  # noqa: BLE001 - reported, the rest of the check stands
         report.errors.append(f"running the converted module ({accuracy.backend}) failed:"
                              f" {one_line(e)}")
@@ -341,33 +338,46 @@ def _check_outputs(report: CheckReport, expected: list[Any],
     report.errors.extend(errors)
 
 
-def compare_outputs(actual: Sequence[torch.Tensor], expected: Sequence[torch.Tensor],
+def compare_outputs(actual: object, expected: object,
                     conversion: Conversion | PartitionedConversion,
                     float_tolerance: float = FLOAT_TOLERANCE,
                     quanta_tolerance: float = QUANTA_TOLERANCE,
-                    alternate: Sequence[torch.Tensor] | None = None
-                    ) -> tuple[list[TensorCheck], list[str]]:
+                    alternate: object = None) -> tuple[list[TensorCheck], list[str]]:
     """Each converted output against PyTorch's (and ``alternate``, the outputs another
-    quantized engine computes): the checks, and the errors that prevent a comparison."""
-    actual, expected = _as_list(actual), _as_list(expected)
-    if len(actual) != len(expected):
-        return [], [f"the converted module returned {len(actual)} outputs, PyTorch"
-                    f" {len(expected)}"]
+    quantized engine computes), as the modules return them (a tensor, or tensors in tuples,
+    lists, dicts...; the structures must agree): the checks, and the errors that prevent a
+    comparison."""
+    try:
+        got, want = structure_of(actual), structure_of(expected)
+    except CaptureError as e:
+        return [], [str(e)]
+    if not got.same_as(want):
+        return [], [f"the converted module returns {got.describe()}, PyTorch"
+                    f" {want.describe()}"]
+    actual_leaves, expected_leaves = leaves_of(actual), leaves_of(expected)
+    others: list[torch.Tensor] = []
+    if alternate is not None:
+        try:
+            others = leaves_of(alternate)
+        except CaptureError:
+            others = []
     checks, errors = [], []
-    for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
-        if tuple(a.shape) != tuple(e.shape):
-            errors.append(f"output {i} has shape {list(a.shape)}, PyTorch's {list(e.shape)}")
+    for i, (path, a, ref) in enumerate(zip(want.paths(), actual_leaves, expected_leaves,
+                                           strict=True)):
+        name = f"output {i}" + (f" {path}" if want.nested else "")
+        if tuple(a.shape) != tuple(ref.shape):
+            errors.append(f"{name} has shape {list(a.shape)}, PyTorch's {list(ref.shape)}")
             continue
         quantum = output_quantum(conversion, i) if isinstance(
             conversion, PartitionedConversion) else dequantized_scale(conversion.lowered, i)
-        error, unit = tensor_error(a, e, quantum)
-        other = _as_list(alternate)[i] if alternate is not None else None
+        error, unit = tensor_error(a, ref, quantum)
+        other = others[i] if i < len(others) else None
         reference = None
-        if isinstance(other, torch.Tensor) and other.shape == e.shape:
+        if isinstance(other, torch.Tensor) and other.shape == ref.shape:
             reference = AlternateReference(error=tensor_error(a, other, quantum)[0],
-                                           gap=tensor_error(other, e, quantum)[0])
+                                           gap=tensor_error(other, ref, quantum)[0])
         checks.append(TensorCheck(
-            name=f"output {i}", shape=list(e.shape), error=error, unit=unit,
+            name=name, shape=list(ref.shape), error=error, unit=unit,
             tolerance=quanta_tolerance if unit == "quanta" else float_tolerance,
             alternate=reference))
     return checks, errors

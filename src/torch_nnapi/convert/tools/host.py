@@ -14,6 +14,7 @@ import torch
 from ...nnapi.codes import OperandType
 from ...nnapi.model import Model
 from ...runtime import Compilation, OperationTiming
+from ..outputs import STRUCTURE_METHOD
 from ..torchscript.deserialize import deserialize
 
 
@@ -101,9 +102,11 @@ def _to_torch(a: np.ndarray, op_type: OperandType, scale: float, zero_point: int
     return torch.from_numpy(np.array(a, copy=True))
 
 
-def _shape_like_forward(module: torch.jit.ScriptModule, outs: list[torch.Tensor]
-                        ) -> torch.Tensor | tuple[torch.Tensor, ...] | list[torch.Tensor]:
-    """A single tensor or a tuple/list, as the module's forward returns."""
+def _shape_like_forward(module: torch.jit.ScriptModule, outs: list[torch.Tensor]) -> Any:
+    """The outputs nested as the module's forward returns them (its ``structure_outputs``;
+    a module converted before it had one returns a tensor, a tuple or a list)."""
+    if hasattr(module, STRUCTURE_METHOD):
+        return getattr(module, STRUCTURE_METHOD)(outs)
     schema = str(module.forward.schema) if hasattr(module.forward, "schema") else ""
     ret = schema.rsplit("->", 1)[-1].strip()
     if ret.startswith("Tensor[]") or ret.startswith("List"):

@@ -26,6 +26,7 @@ from typing import Optional, ParamSpec, TypeVar
 
 import torch
 
+from ..outputs import STRUCTURE_METHOD, OutputStructure, define_method, define_structure_method
 from .spec import ProgramSpec
 
 # 2: input_casts may quantize (CAST_QUANTIZE, input_scales/zero_points); 3: the compilation
@@ -455,9 +456,11 @@ class NnapiProgram(torch.nn.Module):
         return self.finish_outputs(outs, self.compiled.output_dims)
 
 
-def build_module(program: NnapiProgram, input_count: int, returns: str,
-                 output_count: int) -> torch.jit.ScriptModule:
-    """The user-facing module: ``forward(input_0, ...)`` returning a tensor or a tuple."""
+def build_module(program: NnapiProgram, input_count: int, structure: OutputStructure
+                 ) -> torch.jit.ScriptModule:
+    """The user-facing module: ``forward(input_0, ...)`` returning the program's outputs
+    nested as the model nested them (``structure``), through its method
+    ``structure_outputs``; ``output_structure`` holds the structure's JSON for the tools."""
 
     # A new class per conversion: ``define`` adds the method to the class.
     class NnapiModule(torch.nn.Module):
@@ -466,19 +469,13 @@ def build_module(program: NnapiProgram, input_count: int, returns: str,
         def __init__(self, nnapi: NnapiProgram) -> None:
             super().__init__()
             self.nnapi = nnapi
+            self.output_structure = structure.to_json()
 
     module = _script_module(NnapiModule(program))
     names = [f"input_{i}" for i in range(input_count)]
     params = ", ".join(f"{n}: Tensor" for n in names)
-    if returns == "tensor":
-        ret_type, ret = "Tensor", "outs[0]"
-    elif returns == "list":
-        ret_type = "List[Tensor]"
-        ret = "[" + ", ".join(f"outs[{i}]" for i in range(output_count)) + "]"
-    else:
-        ret_type = "Tuple[" + ", ".join(["Tensor"] * output_count) + "]"
-        ret = "(" + "".join(f"outs[{i}], " for i in range(output_count)) + ")"
-    module.define(f"def forward(self, {params}) -> {ret_type}:\n"
-                  f"    outs = self.nnapi([{', '.join(names)}])\n"
-                  f"    return {ret}\n")
+    ret = define_structure_method(module, structure)
+    define_method(module, f"def forward(self, {params}) -> {ret.annotation}:\n"
+                          f"    return self.{STRUCTURE_METHOD}(self.nnapi([{', '.join(names)}]))\n",
+                  ret.names)
     return module

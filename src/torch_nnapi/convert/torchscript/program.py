@@ -49,11 +49,11 @@ class TorchScriptModel:
 
 def torchscript_model(lowered: Lowered, compile: CompileOptions,
                       return_shapes: ReturnShapes = None) -> TorchScriptModel:
-    """The user-facing module running ``lowered``: ``forward(input_0, ...)`` returning a
-    tensor, tuple or list as the original model did."""
+    """The user-facing module running ``lowered``: ``forward(input_0, ...)`` returning its
+    tensors nested as the original model did (a tensor, tuples, lists, dicts...)."""
     serialized = serialize_lowered(lowered)
     prog = nnapi_program(lowered, serialized, compile, return_shapes)
-    module = build_module(prog, len(lowered.specs), lowered.returns, len(lowered.output_map))
+    module = build_module(prog, len(lowered.specs), lowered.structure)
     return TorchScriptModel(module, serialized)
 
 
