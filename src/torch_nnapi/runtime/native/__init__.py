@@ -89,6 +89,7 @@ from . import (  # noqa: E402, F401
     blas,
     conv_kernels,
     elementwise,
+    fused,
     fusions,
     normalization,
     pooling,

@@ -62,7 +62,7 @@ PyMODINIT_FUNC PyInit__kernels(void) {
     PyObject *m = PyModule_Create(&module);
     PyMethodDef *tables[] = {process_methods, tnn_conv_methods, tnn_elementwise_methods,
                              tnn_pooling_methods, tnn_normalization_methods,
-                             tnn_recurrent_methods};
+                             tnn_recurrent_methods, tnn_fused_methods};
     for (size_t t = 0; m && t < sizeof tables / sizeof *tables; t++)
         if (PyModule_AddFunctions(m, tables[t]) < 0) Py_CLEAR(m);
     return m;
