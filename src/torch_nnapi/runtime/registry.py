@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -71,6 +71,8 @@ KERNELS: dict[OperationType, Kernel] = {}
 NATIVE_KERNELS: dict[OperationType, PlanFn] = {}
 FUSIONS: dict[tuple[OperationType, OperationType], FusionPlanFn] = {}
 GROUP_MEMBERS: dict[OperationType, MemberFn] = {}
+# What _registrar enters in a table: a planner or a member predicate.
+_Registered = TypeVar("_Registered", PlanFn, MemberFn)
 GROUP_PLANNERS: list[GroupPlanFn] = []
 
 
@@ -102,14 +104,7 @@ def register_native(*operations: OperationType) -> Callable[[PlanFn], PlanFn]:
     """Registers the decorated planner as the native kernel of ``operations`` (see the module
     docstring); the reference kernel's prepare still gives the shapes and checks."""
 
-    def wrap(planner: PlanFn) -> PlanFn:
-        for op in operations:
-            if op in NATIVE_KERNELS:
-                raise ValueError(f"a native kernel for {op.name} is already registered")
-            NATIVE_KERNELS[op] = planner
-        return planner
-
-    return wrap
+    return _registrar(NATIVE_KERNELS, operations, "already has a native kernel")
 
 
 def register_fusion(producer: OperationType,
@@ -129,12 +124,20 @@ def register_group_member(*operations: OperationType) -> Callable[[MemberFn], Me
     """Registers the decorated predicate: whether an operation of ``operations`` may join a
     group fusion (its types and constant parameters are ones the group planner computes)."""
 
-    def wrap(member: MemberFn) -> MemberFn:
+    return _registrar(GROUP_MEMBERS, operations, "is already a group member")
+
+
+def _registrar(table: dict[OperationType, _Registered], operations: tuple[OperationType, ...],
+               taken: str) -> Callable[[_Registered], _Registered]:
+    """A decorator entering its function in ``table`` under each of ``operations``, refusing
+    an operation already there ("ADD <taken>")."""
+
+    def wrap(function: _Registered) -> _Registered:
         for op in operations:
-            if op in GROUP_MEMBERS:
-                raise ValueError(f"{op.name} is already a group member")
-            GROUP_MEMBERS[op] = member
-        return member
+            if op in table:
+                raise ValueError(f"{op.name} {taken}")
+            table[op] = function
+        return function
 
     return wrap
 

@@ -18,6 +18,20 @@ TNN_VECTOR_INLINE tnn_f32x16 tnn_select_f32x16(tnn_i32x16 mask, tnn_f32x16 a, tn
     return (tnn_f32x16)(((tnn_i32x16)a & mask) | ((tnn_i32x16)b & ~mask));
 }
 
+/* e^(x - n ln 2) for n = round(x / ln 2), given as a float: Cody-Waite reduction by ln 2 in
+ * two parts and Cephes' degree-6 polynomial (the caller scales by 2^n). softmax.c and
+ * tnn_exp_f32x16 share it. */
+TNN_VECTOR_INLINE tnn_f32x16 tnn_exp_reduced_f32x16(tnn_f32x16 x, tnn_f32x16 nf) {
+    tnn_f32x16 r = x - nf * 0.693359375f - nf * -2.12194440e-4f;
+    tnn_f32x16 z = r * r;
+    tnn_f32x16 y = 1.9875691500e-4f * r + 1.3981999507e-3f;
+    y = y * r + 8.3334519073e-3f;
+    y = y * r + 4.1665795894e-2f;
+    y = y * r + 1.6666665459e-1f;
+    y = y * r + 5.0000001201e-1f;
+    return y * z + r + 1.0f;
+}
+
 TNN_VECTOR_INLINE tnn_f32x16 tnn_exp_f32x16(tnn_f32x16 x) {
     const tnn_i32x16 nan = x != x;
     const tnn_f32x16 zero = {0};
@@ -29,15 +43,7 @@ TNN_VECTOR_INLINE tnn_f32x16 tnn_exp_f32x16(tnn_f32x16 x) {
     tnn_f32x16 t = v * 1.44269504088896341f + 0.5f;
     tnn_i32x16 n = __builtin_convertvector(t, tnn_i32x16); /* toward zero... */
     n -= (tnn_i32x16)(__builtin_convertvector(n, tnn_f32x16) > t) & 1; /* ...then floor */
-    tnn_f32x16 nf = __builtin_convertvector(n, tnn_f32x16);
-    tnn_f32x16 r = v - nf * 0.693359375f - nf * -2.12194440e-4f;
-    tnn_f32x16 z = r * r;
-    tnn_f32x16 y = 1.9875691500e-4f * r + 1.3981999507e-3f;
-    y = y * r + 8.3334519073e-3f;
-    y = y * r + 4.1665795894e-2f;
-    y = y * r + 1.6666665459e-1f;
-    y = y * r + 5.0000001201e-1f;
-    y = y * z + r + 1.0f;
+    tnn_f32x16 y = tnn_exp_reduced_f32x16(v, __builtin_convertvector(n, tnn_f32x16));
     /* 2^n as 2^half * 2^(n - half): each factor a normal float for n in [-150, 129]. */
     tnn_i32x16 half = n >> 1;
     tnn_f32x16 first = (tnn_f32x16)((half + 127) << 23);
