@@ -42,13 +42,18 @@ static Py_ssize_t parse_sizes(PyObject *tuple, ptrdiff_t *out, Py_ssize_t limit,
     return PyTuple_GET_SIZE(tuple);
 }
 
+/* count zeroed items of `size` bytes (at least one, so that calloc never returns NULL for
+ * an empty list); NULL with MemoryError set when memory runs out. */
+static void *zeroed_items(int count, size_t size) {
+    void *items = calloc((size_t)(count ? count : 1), size);
+    if (!items) PyErr_NoMemory();
+    return items;
+}
+
 static int parse_inputs(PyObject *list, tnn_fused_program *p) {
     p->inputs = (int)PyTuple_GET_SIZE(list);
-    p->input = calloc((size_t)(p->inputs ? p->inputs : 1), sizeof *p->input);
-    if (!p->input) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    p->input = zeroed_items(p->inputs, sizeof *p->input);
+    if (!p->input) return -1;
     for (int s = 0; s < p->inputs; s++) {
         tnn_fused_input *in = &p->input[s];
         PyObject *strides;
@@ -75,11 +80,8 @@ static int parse_inputs(PyObject *list, tnn_fused_program *p) {
 
 static int parse_code(PyObject *list, tnn_fused_program *p) {
     p->length = (int)PyTuple_GET_SIZE(list);
-    p->code = calloc((size_t)(p->length ? p->length : 1), sizeof *p->code);
-    if (!p->code) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    p->code = zeroed_items(p->length, sizeof *p->code);
+    if (!p->code) return -1;
     for (int c = 0; c < p->length; c++) {
         tnn_fused_instruction *in = &p->code[c];
         if (!PyArg_ParseTuple(PyTuple_GET_ITEM(list, c), "iiiiff;fused instruction: (op, dst,"
