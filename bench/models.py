@@ -7,8 +7,12 @@ then the median latency of the converted model through PyTorch's NNAPI runtime o
 torch-nnapi's libneuralnetworks.so (the host runtime directly when the library is not
 built) against eager PyTorch, both on 2 threads, and the output's error relative to its
 magnitude. Random weights with non-trivial batch norms (tests/realmodels/checks.py).
+``--threads`` sets every pool (PyTorch's, the runtime's, OpenBLAS's) to the same count;
+``--gemm`` picks what the runtime's float convolutions multiply with (oneDNN's sgemm when
+installed, else NumPy's OpenBLAS), to compare the two in one process.
 
-    PYTHONPATH=src python3 bench/models.py [--runs 3] [--models swin_t,text_encoder]
+    PYTHONPATH=src python3 bench/models.py [--runs 3] [--threads 2] [--gemm onednn|numpy]
+        [--models swin_t,text_encoder]
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from tests.realmodels.checks import nontrivial_weights  # noqa: E402
 from tests.realmodels.torchvision_support import load_torchvision  # noqa: E402
 from torch_nnapi.convert.api import Conversion, convert_with_details  # noqa: E402
 from torch_nnapi.convert.tools.host import run_on_host  # noqa: E402
+from torch_nnapi.convert.tools.threads import set_num_threads  # noqa: E402
+from torch_nnapi.runtime import native  # noqa: E402
 
 THREADS = 2
 
@@ -93,8 +99,6 @@ FAMILIES: dict[str, dict[str, Callable[[], Example]]] = {
 }
 
 
-
-
 def _measure(model: nn.Module, module: torch.jit.ScriptModule,
              inputs: tuple[torch.Tensor, ...], runs: int, through_torch: bool
              ) -> tuple[float, float, torch.Tensor, torch.Tensor]:
@@ -110,13 +114,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="timed runs per latency")
     parser.add_argument("--models", default="", help="comma-separated names (default: all)")
+    parser.add_argument("--threads", type=int, default=THREADS,
+                        help=f"threads of eager and of the runtime (default {THREADS})")
+    parser.add_argument("--gemm", choices=native.SGEMM_LIBRARIES,
+                        help="the runtime's float sgemm (default: oneDNN when installed)")
     args = parser.parse_args()
-    torch.set_num_threads(THREADS)
+    if args.threads < 1:
+        parser.error(f"--threads must be at least 1, got {args.threads}")
+    set_num_threads(args.threads)
+    if args.gemm:
+        try:
+            native.select_sgemm(args.gemm)
+        except ValueError as refused:
+            parser.error(str(refused))
     warnings.simplefilter("ignore")
     wanted = set(filter(None, args.models.split(",")))
     through_torch = torch_runtime_available()
-    print(f"{THREADS} threads; converted models run on the"
-          f" {backend_name(through_torch)}")
+    print(f"{args.threads} threads; converted models run on the"
+          f" {backend_name(through_torch)}; float sgemm: {native.sgemm_library()}")
     header = (f"{'family':18} {'model':28} {'ops':>5} {'level':>5} {'convert s':>9}"
               f" {'eager ms':>9} {'nnapi ms':>9} {'ratio':>6} {'error':>8}")
     print(header)

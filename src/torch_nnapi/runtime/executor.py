@@ -35,7 +35,7 @@ from ..nnapi.errors import (
 )
 from ..nnapi.model import Lifetime, Model, Operation
 from ..nnapi.signatures import MatchFailure, SignatureMatch, match_signature, signature_of
-from . import native, ops  # noqa: F401 - importing the packages registers every kernel
+from . import fusing, native, ops  # noqa: F401 - native and ops register every kernel
 from .context import OMITTED, Binding, KernelContext, Shape, ValueNotKnown
 from .inputs import input_array
 from .limits import check_tensor_sizes
@@ -196,33 +196,19 @@ class Compilation:
             raise prefixed(e, step.where) from None
 
     def _find_fusions(self) -> None:
-        """Pairs each step of one output with the step it can be fused with: one whose only
-        output is read by this step alone and is no model output."""
-        producers: dict[int, Step] = {}
-        readers: dict[int, set[int]] = {}
-        for step in self.steps:
-            for i in step.operation.inputs:
-                readers.setdefault(i, set()).add(step.position)
-            for o in step.operation.outputs:
-                producers[o] = step
+        """The pairs and groups native runners compute together (runtime/fusing.py); groups
+        are planned now, from the compile-time shapes."""
         model_outputs = set(self.model.outputs)
-        for step in self.steps:
-            if len(step.operation.outputs) != 1:
-                continue
-            for i in step.operation.inputs:
-                producer = producers.get(i)
-                if producer is not None and len(producer.operation.outputs) == 1 and \
-                        i not in model_outputs and readers[i] == {step.position} and \
-                        fusion_for(producer.operation.type, step.operation.type) is not None:
-                    step.fusion = producer
-                    break
+        fusing.find_groups(self.steps, model_outputs, lambda step: KernelContext(
+            step.binding, self._constants, self.shapes, step.memo))
+        fusing.find_pairs(self.steps, model_outputs)
 
     def _plan_frees(self) -> None:
         """Drops each temporary after its last reader, so big models run in little memory.
         A step fused with an earlier one reads that one's inputs."""
         last_use: dict[int, int] = {}
         for step in self.steps:
-            fused_inputs = step.fusion.operation.inputs if step.fusion is not None else []
+            fused_inputs = step.fusion.inputs if step.fusion is not None else ()
             for i in [*step.operation.inputs, *fused_inputs]:
                 last_use[i] = step.position
             for o in step.operation.outputs:
@@ -389,7 +375,7 @@ class Compilation:
             # runners reading them next take C-contiguous arrays.
             values[o] = _contiguous(array)
         if run.static and step.fusion is not None and step.fused_runner is None and \
-                not any(step.rounded) and not any(step.fusion.rounded):
+                not any(step.rounded) and not any(step.fusion.steps[0].rounded):
             self._plan_fusion(step, ctx, values)
 
     def _compute(self, step: Step, ctx: KernelContext, values: list[Any],
@@ -442,8 +428,8 @@ class Compilation:
             self._checked = None
 
     def _plan_fusion(self, step: Step, ctx: KernelContext, values: list[Any]) -> None:
-        producer = step.fusion
-        assert producer is not None
+        assert step.fusion is not None
+        producer = step.fusion.steps[0]
         op = producer.operation
         producer_ctx = KernelContext(producer.binding, values, None, producer.memo)
         planner = fusion_for(op.type, step.operation.type)

@@ -10,20 +10,23 @@ inputs keep their shapes; or None to leave the operation to the reference execut
 executor keeps each step's runner and calls it directly on later executions; a runner
 returning None hands that execution to the reference execute (GATHER's, for indices out of
 range, which the reference reports). A native fusion
-(``register_fusion``) plans one runner for two operations.
+(``register_fusion``) plans one runner for two operations; a group fusion
+(``register_group_member``, ``register_group_planner``) one runner for a chain of operations
+whose intermediate results nothing else reads (float element-wise ones: GELU, layer norm).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from ..nnapi.codes import OperationType
 
 if TYPE_CHECKING:
+    from ..nnapi.model import Operation
     from .context import KernelContext
 
 Shape = tuple[int, ...]
@@ -35,6 +38,22 @@ PlanFn = Callable[["KernelContext"], Runner | None]
 # (producer's context, consumer's context) -> runner on the producer's inputs giving the
 # consumer's outputs, or None.
 FusionPlanFn = Callable[["KernelContext", "KernelContext"], Runner | None]
+# Whether an operation (its context at the compile-time shapes) may join a group fusion.
+MemberFn = Callable[["KernelContext"], bool]
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """A group fusion's runner and the operands it takes, in order (the group's inputs that
+    are not constants of the model, which the plan keeps)."""
+
+    runner: Runner
+    inputs: tuple[int, ...]
+
+
+# The group's operations in model order, the last one giving the group's result, each with
+# its context at the compile-time shapes -> the plan, or None (the operations run one by one).
+GroupPlanFn = Callable[[Sequence[tuple["Operation", "KernelContext"]]], GroupPlan | None]
 
 
 @dataclass(frozen=True)
@@ -51,6 +70,10 @@ class Kernel:
 KERNELS: dict[OperationType, Kernel] = {}
 NATIVE_KERNELS: dict[OperationType, PlanFn] = {}
 FUSIONS: dict[tuple[OperationType, OperationType], FusionPlanFn] = {}
+GROUP_MEMBERS: dict[OperationType, MemberFn] = {}
+# What _registrar enters in a table: a planner or a member predicate.
+_Registered = TypeVar("_Registered", PlanFn, MemberFn)
+GROUP_PLANNERS: list[GroupPlanFn] = []
 
 
 def register(*operations: OperationType, prepare: PrepareFn,
@@ -81,14 +104,7 @@ def register_native(*operations: OperationType) -> Callable[[PlanFn], PlanFn]:
     """Registers the decorated planner as the native kernel of ``operations`` (see the module
     docstring); the reference kernel's prepare still gives the shapes and checks."""
 
-    def wrap(planner: PlanFn) -> PlanFn:
-        for op in operations:
-            if op in NATIVE_KERNELS:
-                raise ValueError(f"a native kernel for {op.name} is already registered")
-            NATIVE_KERNELS[op] = planner
-        return planner
-
-    return wrap
+    return _registrar(NATIVE_KERNELS, operations, "already has a native kernel")
 
 
 def register_fusion(producer: OperationType,
@@ -102,6 +118,37 @@ def register_fusion(producer: OperationType,
         return planner
 
     return wrap
+
+
+def register_group_member(*operations: OperationType) -> Callable[[MemberFn], MemberFn]:
+    """Registers the decorated predicate: whether an operation of ``operations`` may join a
+    group fusion (its types and constant parameters are ones the group planner computes)."""
+
+    return _registrar(GROUP_MEMBERS, operations, "is already a group member")
+
+
+def _registrar(table: dict[OperationType, _Registered], operations: tuple[OperationType, ...],
+               taken: str) -> Callable[[_Registered], _Registered]:
+    """A decorator entering its function in ``table`` under each of ``operations``, refusing
+    an operation already there ("ADD <taken>")."""
+
+    def wrap(function: _Registered) -> _Registered:
+        for op in operations:
+            if op in table:
+                raise ValueError(f"{op.name} {taken}")
+            table[op] = function
+        return function
+
+    return wrap
+
+
+def register_group_planner(planner: GroupPlanFn) -> GroupPlanFn:
+    """Registers the planner of group fusions (one: the groups are made of the operations
+    register_group_member accepts)."""
+    if GROUP_PLANNERS:
+        raise ValueError("a group planner is already registered")
+    GROUP_PLANNERS.append(planner)
+    return planner
 
 
 # The tables are filled by importing runtime.ops and runtime.native (the executor imports
@@ -119,3 +166,11 @@ def native_kernel_for(operation: OperationType) -> PlanFn | None:
 
 def fusion_for(producer: OperationType, consumer: OperationType) -> FusionPlanFn | None:
     return FUSIONS.get((producer, consumer))
+
+
+def group_member_for(operation: OperationType) -> MemberFn | None:
+    return GROUP_MEMBERS.get(operation)
+
+
+def group_planner() -> GroupPlanFn | None:
+    return GROUP_PLANNERS[0] if GROUP_PLANNERS else None

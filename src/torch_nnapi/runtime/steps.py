@@ -101,6 +101,16 @@ class NativeRunners:
         self.shapes, self.runner = None, None
 
 
+@dataclass(frozen=True)
+class Fusion:
+    """What a step computes together with itself: the earlier ``steps`` whose results only it
+    (or they, among themselves) reads, skipped once the fused runner is planned, and the
+    operands that runner takes."""
+
+    steps: tuple[Step, ...]
+    inputs: tuple[int, ...]
+
+
 @dataclass
 class Step:
     """One operation of a compiled model: what the constructor takes is known from the
@@ -118,10 +128,11 @@ class Step:
     settled: SettledShapes | None = field(default=None, init=False)
     # The temporaries no later step reads, dropped once this step has run.
     frees: tuple[int, ...] = field(default=(), init=False)
-    # A native fusion (registry.register_fusion): the step whose only reader this step is,
-    # and, once planned for the compile-time shapes, the runner computing this step from that
-    # step's inputs; the fused step is then skipped (``fused_away``) when shapes are those.
-    fusion: Step | None = field(default=None, init=False)
+    # A native fusion (registry.register_fusion, a group fusion): the steps this step computes
+    # together with itself and, once planned for the compile-time shapes, the runner computing
+    # this step from the fusion's inputs; the fused steps are then skipped (``fused_away``)
+    # when shapes are those.
+    fusion: Fusion | None = field(default=None, init=False)
     fused_runner: Runner | None = field(default=None, init=False)
     fused_away: bool = field(default=False, init=False)
     # Per-operation values kernels derive once (see runtime.ops._memo); owned by this step so
@@ -187,7 +198,7 @@ class StepCall:
         if step.fused_away:
             return StepCall.of(step, skip=True)
         if step.fusion is not None and step.fused_runner is not None:
-            return StepCall.of(step, step.fused_runner, inputs=step.fusion.operation.inputs)
+            return StepCall.of(step, step.fused_runner, inputs=step.fusion.inputs)
         return StepCall.of(step, step.native.static_runner if step.native is not None else None)
 
     @staticmethod

@@ -74,14 +74,37 @@ def execution_scope() -> contextlib.AbstractContextManager[object]:
     return contextlib.nullcontext()
 
 
+SGEMM_LIBRARIES = ("onednn", "numpy")
+
+
+def sgemm_library() -> str:
+    """What the float convolutions multiply with: "onednn", "numpy" (NumPy's OpenBLAS) or
+    "none" (np.matmul from Python)."""
+    return str(module().sgemm_library()) if _loaded is not None else "none"
+
+
+def select_sgemm(library: str) -> None:
+    """Multiplies with ``library`` (one of SGEMM_LIBRARIES; "onednn" only when it is
+    installed), to compare them (bench/models.py --gemm, the tests)."""
+    if library not in SGEMM_LIBRARIES:
+        raise ValueError(f"sgemm library must be one of {', '.join(SGEMM_LIBRARIES)}")
+    functions = onednn.sgemm_functions() if library == "onednn" else None
+    if library == "onednn" and functions is None:
+        raise ValueError("oneDNN is not installed (pip install onednn-cpu-gomp)")
+    module().set_onednn(*(functions or (0, 0, 0)))
+
+
 def _configure() -> None:
-    """Gives the C kernels NumPy's sgemm (when NumPy's BLAS is OpenBLAS) and the default
-    thread count (runtime.threads)."""
+    """Gives the C kernels oneDNN's sgemm when it is installed, NumPy's (when NumPy's BLAS
+    is OpenBLAS) behind it."""
     if _loaded is None:
         return
     sgemm = blas.numpy_sgemm()
     if sgemm is not None:
         _loaded.set_sgemm(*sgemm)
+    functions = onednn.sgemm_functions()
+    if functions is not None:
+        _loaded.set_onednn(*functions)
 
 
 # Last: they use module(); importing each family registers its kernels.
@@ -89,8 +112,10 @@ from . import (  # noqa: E402, F401
     blas,
     conv_kernels,
     elementwise,
+    fused,
     fusions,
     normalization,
+    onednn,
     pooling,
     recurrent,
     reduction,

@@ -30,5 +30,6 @@ extern PyMethodDef tnn_elementwise_methods[];
 extern PyMethodDef tnn_pooling_methods[];
 extern PyMethodDef tnn_normalization_methods[];
 extern PyMethodDef tnn_recurrent_methods[];
+extern PyMethodDef tnn_fused_methods[];
 
 #endif

@@ -6,9 +6,13 @@
 #include "conv.h"
 
 /* blas.c: C[m][n] (row stride ldc) = A[m][k] (lda) times B[n][k] (ldb) transposed, through
- * the sgemm of NumPy's BLAS set by tnn_set_sgemm (check tnn_has_sgemm first). */
+ * oneDNN's sgemm when tnn_set_onednn gave it, else the sgemm of NumPy's BLAS set by
+ * tnn_set_sgemm (check tnn_has_sgemm first). */
 void tnn_set_sgemm(void *function, int ilp64);
+void tnn_set_onednn(void *function, void *set_threads, void *get_threads);
 int tnn_has_sgemm(void);
+/* 0: none, 1: NumPy's BLAS, 2: oneDNN */
+int tnn_sgemm_library(void);
 void tnn_sgemm_nt(ptrdiff_t m, ptrdiff_t n, ptrdiff_t k, const float *a, ptrdiff_t lda,
                   const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc);
 

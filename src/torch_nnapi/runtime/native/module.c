@@ -37,6 +37,22 @@ static PyObject *set_sgemm(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *set_onednn(PyObject *self, PyObject *args) {
+    unsigned long long function, set_threads, get_threads;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "KKK", &function, &set_threads, &get_threads)) return NULL;
+    tnn_set_onednn((void *)(uintptr_t)function, (void *)(uintptr_t)set_threads,
+                   (void *)(uintptr_t)get_threads);
+    Py_RETURN_NONE;
+}
+
+static PyObject *sgemm_library(PyObject *self, PyObject *args) {
+    static const char *names[] = {"none", "numpy", "onednn"};
+    (void)self;
+    (void)args;
+    return PyUnicode_FromString(names[tnn_sgemm_library()]);
+}
+
 static PyObject *has_sgemm(PyObject *self, PyObject *args) {
     (void)self;
     (void)args;
@@ -50,7 +66,12 @@ static PyMethodDef process_methods[] = {
     {"get_threads", get_threads, METH_NOARGS, "get_threads() -> n"},
     {"set_sgemm", set_sgemm, METH_VARARGS,
      "set_sgemm(address, ilp64): the cblas_sgemm the float convolutions call (0: none)"},
-    {"has_sgemm", has_sgemm, METH_NOARGS, "has_sgemm() -> whether set_sgemm gave one"},
+    {"has_sgemm", has_sgemm, METH_NOARGS, "has_sgemm() -> whether an sgemm was given"},
+    {"set_onednn", set_onednn, METH_VARARGS,
+     "set_onednn(dnnl_sgemm, omp_set_num_threads, omp_get_max_threads): oneDNN's sgemm for the"
+     " float convolutions, before NumPy's (0, 0, 0: none)"},
+    {"sgemm_library", sgemm_library, METH_NOARGS,
+     "sgemm_library() -> 'onednn', 'numpy' or 'none': what the float convolutions multiply with"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -62,7 +83,7 @@ PyMODINIT_FUNC PyInit__kernels(void) {
     PyObject *m = PyModule_Create(&module);
     PyMethodDef *tables[] = {process_methods, tnn_conv_methods, tnn_elementwise_methods,
                              tnn_pooling_methods, tnn_normalization_methods,
-                             tnn_recurrent_methods};
+                             tnn_recurrent_methods, tnn_fused_methods};
     for (size_t t = 0; m && t < sizeof tables / sizeof *tables; t++)
         if (PyModule_AddFunctions(m, tables[t]) < 0) Py_CLEAR(m);
     return m;

@@ -7,6 +7,7 @@
  * bits as C++ does) and, given each row's fixed-point reciprocal of the sum, scales them. */
 
 #include "kernels.h"
+#include "vecmath.h"
 
 #include <math.h>
 
@@ -33,14 +34,7 @@ TNN_VECTOR_INLINE tnn_f32x16 exp_nonpositive(tnn_f32x16 x) {
     n += nf > t; /* ... so floor(t) = trunc(t) - 1 where trunc(t) > t (true is -1) */
     nf = __builtin_convertvector(n, tnn_f32x16) + 1.0f; /* round(x / ln 2) */
     n += 1;
-    tnn_f32x16 r = x - nf * 0.693359375f - nf * -2.12194440e-4f;
-    tnn_f32x16 z = r * r;
-    tnn_f32x16 y = 1.9875691500e-4f * r + 1.3981999507e-3f;
-    y = y * r + 8.3334519073e-3f;
-    y = y * r + 4.1665795894e-2f;
-    y = y * r + 1.6666665459e-1f;
-    y = y * r + 5.0000001201e-1f;
-    y = y * z + r + 1.0f;
+    tnn_f32x16 y = tnn_exp_reduced_f32x16(x, nf);
     tnn_f32x16 scale = (tnn_f32x16)((n + 127) << 23);
     return (tnn_f32x16)((tnn_i32x16)(y * scale) & ~tiny);
 }

@@ -1,0 +1,243 @@
+/* Fused element-wise programs over float32 rows (see fused.h).
+ *
+ * Each thread takes ranges of work items (a row, or a chunk of one), points every slot at its
+ * data for the item (inputs through their outer strides, registers into the thread's scratch,
+ * the output) and runs the instructions in order, each as one loop the compiler vectorizes
+ * (exp, tanh and logistic sixteen lanes at a time). */
+
+#include "fused.h"
+
+#include "tnn.h"
+#include "vecmath.h"
+
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LANES 16
+
+/* Where one operand of an instruction is for the current item: its values and whether they
+ * run along the item (a vector) or are one value (a scalar). */
+typedef struct {
+    float *at;
+    int vector;
+} Slot;
+
+#define FORCE_INLINE static inline __attribute__((always_inline))
+
+/* dst[i] = expr(a, b), each of a and b a vector or a scalar; n is 1 when both are scalars. */
+#define BINARY_LOOP(expr)                                                                     \
+    do {                                                                                      \
+        if (va && vb)                                                                         \
+            for (ptrdiff_t i = 0; i < n; i++) { float a = x[i], b = y[i]; d[i] = (expr); }   \
+        else if (va) {                                                                        \
+            const float b = y[0];                                                             \
+            for (ptrdiff_t i = 0; i < n; i++) { float a = x[i]; d[i] = (expr); }             \
+        } else if (vb) {                                                                      \
+            const float a = x[0];                                                             \
+            for (ptrdiff_t i = 0; i < n; i++) { float b = y[i]; d[i] = (expr); }             \
+        } else {                                                                              \
+            const float a = x[0], b = y[0];                                                   \
+            d[0] = (expr);                                                                    \
+        }                                                                                     \
+    } while (0)
+
+FORCE_INLINE void binary(int op, float *d, const float *x, int va, const float *y, int vb,
+                         ptrdiff_t n) {
+    switch (op) {
+    case TNN_FUSED_ADD: BINARY_LOOP(a + b); break;
+    case TNN_FUSED_SUB: BINARY_LOOP(a - b); break;
+    case TNN_FUSED_MUL: BINARY_LOOP(a * b); break;
+    case TNN_FUSED_DIV: BINARY_LOOP(a / b); break;
+    /* the reference's np.where(a < b, b, a) and np.where(b < a, b, a) */
+    case TNN_FUSED_MAXIMUM: BINARY_LOOP(a < b ? b : a); break;
+    default: BINARY_LOOP(b < a ? b : a); break;
+    }
+}
+
+/* d[i] = f(x[i]) sixteen at a time, the last partial group through a padded copy. */
+#define VECTOR_MAP(f)                                                                         \
+    do {                                                                                      \
+        ptrdiff_t i = 0;                                                                      \
+        for (; i + LANES <= n; i += LANES) tnn_store_f32x16(d + i, f(tnn_load_f32x16(x + i))); \
+        if (i < n) {                                                                          \
+            float t[LANES] = {0};                                                             \
+            memcpy(t, x + i, (size_t)(n - i) * sizeof *t);                                    \
+            tnn_store_f32x16(t, f(tnn_load_f32x16(t)));                                       \
+            memcpy(d + i, t, (size_t)(n - i) * sizeof *t);                                    \
+        }                                                                                     \
+    } while (0)
+
+FORCE_INLINE void unary(const tnn_fused_instruction *in, float *d, const float *x, ptrdiff_t n) {
+    const float lo = in->lo, hi = in->hi;
+    switch (in->op) {
+    case TNN_FUSED_NEG: for (ptrdiff_t i = 0; i < n; i++) d[i] = -x[i]; break;
+    case TNN_FUSED_ABS: for (ptrdiff_t i = 0; i < n; i++) d[i] = __builtin_fabsf(x[i]); break;
+    case TNN_FUSED_SQRT: for (ptrdiff_t i = 0; i < n; i++) d[i] = __builtin_sqrtf(x[i]); break;
+    case TNN_FUSED_RSQRT:
+        for (ptrdiff_t i = 0; i < n; i++) d[i] = 1.0f / __builtin_sqrtf(x[i]);
+        break;
+    case TNN_FUSED_EXP: VECTOR_MAP(tnn_exp_f32x16); break;
+    case TNN_FUSED_TANH: VECTOR_MAP(tnn_tanh_f32x16); break;
+    case TNN_FUSED_LOGISTIC: VECTOR_MAP(tnn_logistic_f32x16); break;
+    case TNN_FUSED_CLIP: /* np.clip: NaN stays NaN */
+        for (ptrdiff_t i = 0; i < n; i++) {
+            float v = x[i] < lo ? lo : x[i];
+            d[i] = v > hi ? hi : v;
+        }
+        break;
+    default: /* TNN_FUSED_RELU: std::min(std::max(lo, x), hi), NaN becomes lo */
+        for (ptrdiff_t i = 0; i < n; i++) {
+            float v = x[i] > lo ? x[i] : lo;
+            d[i] = v > hi ? hi : v;
+        }
+        break;
+    }
+}
+
+/* A row's sum: sixteen float32 lanes per block of 256 values, the blocks' sums in double. */
+FORCE_INLINE float row_sum(const float *x, ptrdiff_t n) {
+    double total = 0;
+    ptrdiff_t i = 0;
+    while (i + LANES <= n) {
+        tnn_f32x16 acc = tnn_load_f32x16(x + i);
+        ptrdiff_t end = TNN_MIN(n, i + 256);
+        for (i += LANES; i + LANES <= end; i += LANES) acc += tnn_load_f32x16(x + i);
+        for (int k = 0; k < LANES; k++) total += acc[k];
+    }
+    for (; i < n; i++) total += x[i];
+    return (float)total;
+}
+
+/* REDUCE_MAX / REDUCE_MIN from NumPy's initial value (the largest finite float32), NaN
+ * when a value is NaN. */
+FORCE_INLINE float row_extreme(const float *x, ptrdiff_t n, int largest) {
+    float best = largest ? -FLT_MAX : FLT_MAX;
+    int nan = 0;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        float v = x[i];
+        nan |= v != v;
+        best = largest ? (v > best ? v : best) : (v < best ? v : best);
+    }
+    return nan ? __builtin_nanf("") : best;
+}
+
+FORCE_INLINE void reduce(int op, float *d, const float *x, int vector, ptrdiff_t n) {
+    ptrdiff_t count = vector ? n : 1;
+    switch (op) {
+    case TNN_FUSED_SUM: d[0] = row_sum(x, count); break;
+    case TNN_FUSED_MEAN: d[0] = row_sum(x, count) / (float)count; break;
+    case TNN_FUSED_MAX: d[0] = row_extreme(x, count, 1); break;
+    default: d[0] = row_extreme(x, count, 0); break;
+    }
+}
+
+typedef struct {
+    const tnn_fused_program *p;
+    const float *const *inputs;
+    float *out;
+    ptrdiff_t chunks, width;
+    int failed;
+} Job;
+
+TNN_VECTOR_CLONES
+static void run_items(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
+    (void)thread;
+    Job *job = arg;
+    const tnn_fused_program *p = job->p;
+    const int inputs = p->inputs, slots = p->inputs + p->registers + 1;
+    Slot stack_slots[32];
+    Slot *slot = slots <= 32 ? stack_slots : malloc((size_t)slots * sizeof *slot);
+    float *scratch = malloc((size_t)(p->registers ? p->registers : 1) * (size_t)job->width *
+                            sizeof *scratch);
+    if (!slot || !scratch) {
+        job->failed = 1;
+        if (slot != stack_slots) free(slot);
+        free(scratch);
+        return;
+    }
+    for (int r = 0; r < p->registers; r++)
+        slot[inputs + r] = (Slot){scratch + (ptrdiff_t)r * job->width, p->register_vector[r]};
+    for (ptrdiff_t item = start; item < stop; item++) {
+        const ptrdiff_t row = item / job->chunks, first = (item % job->chunks) * p->chunk;
+        const ptrdiff_t n = TNN_MIN(p->chunk, p->inner - first);
+        ptrdiff_t index[TNN_FUSED_MAX_OUTER], rest = row;
+        for (int k = p->outer_rank - 1; k >= 0; k--) {
+            index[k] = rest % p->outer[k];
+            rest /= p->outer[k];
+        }
+        for (int s = 0; s < inputs; s++) {
+            const tnn_fused_input *in = &p->input[s];
+            ptrdiff_t at = in->vector ? first : 0;
+            for (int k = 0; k < p->outer_rank; k++) at += index[k] * in->strides[k];
+            slot[s] = (Slot){(float *)job->inputs[s] + at, in->vector};
+        }
+        slot[slots - 1] = (Slot){job->out + (p->output_vector ? row * p->inner + first : row),
+                                 p->output_vector};
+        for (int c = 0; c < p->length; c++) {
+            const tnn_fused_instruction *in = &p->code[c];
+            const Slot d = slot[in->dst], a = slot[in->a];
+            const ptrdiff_t length = d.vector ? n : 1;
+            if (in->op <= TNN_FUSED_MINIMUM) {
+                const Slot b = slot[in->b];
+                binary(in->op, d.at, a.at, a.vector, b.at, b.vector, length);
+            } else if (in->op < TNN_FUSED_SUM) {
+                unary(in, d.at, a.at, length);
+            } else {
+                reduce(in->op, d.at, a.at, a.vector, n);
+            }
+        }
+    }
+    if (slot != stack_slots) free(slot);
+    free(scratch);
+}
+
+const char *tnn_fused_check(const tnn_fused_program *p) {
+    const int slots = p->inputs + p->registers + 1;
+    if (p->outer_rank < 0 || p->outer_rank > TNN_FUSED_MAX_OUTER) return "too many dimensions";
+    if (p->inner < 1 || p->chunk < 1 || p->chunk > p->inner) return "bad row or chunk length";
+    for (int k = 0; k < p->outer_rank; k++)
+        if (p->outer[k] < 1) return "an empty dimension";
+    if (p->length < 1) return "no instruction";
+    int reduces = 0;
+    for (int c = 0; c < p->length; c++) {
+        const tnn_fused_instruction *in = &p->code[c];
+        if (in->op < 0 || in->op >= TNN_FUSED_OPCODES) return "unknown operation";
+        int binary_op = in->op <= TNN_FUSED_MINIMUM, reduction = in->op >= TNN_FUSED_SUM;
+        if (in->a < 0 || in->a >= slots - 1 || (binary_op && (in->b < 0 || in->b >= slots - 1)))
+            return "an operand out of range";
+        if (in->dst < p->inputs || in->dst >= slots) return "a destination out of range";
+        if ((in->dst == slots - 1) != (c == p->length - 1))
+            return "only the last instruction writes the output";
+        int dst_vector = in->dst == slots - 1 ? p->output_vector
+                                              : p->register_vector[in->dst - p->inputs];
+        int a_vector = in->a < p->inputs ? p->input[in->a].vector
+                                         : p->register_vector[in->a - p->inputs];
+        int b_vector = !binary_op ? 0
+                       : in->b < p->inputs ? p->input[in->b].vector
+                                           : p->register_vector[in->b - p->inputs];
+        int expected = reduction ? 0 : (a_vector || b_vector);
+        if (dst_vector != expected) return "a destination of the wrong kind";
+        if (!reduction && (in->dst == in->a || (binary_op && in->dst == in->b)) &&
+            (a_vector != dst_vector || (binary_op && b_vector != dst_vector)))
+            return "a destination overwriting a scalar operand";
+        reduces |= reduction;
+    }
+    if (reduces && p->chunk != p->inner) return "reductions need whole rows";
+    return NULL;
+}
+
+int tnn_fused_run(const tnn_fused_program *p, const float *const *inputs, float *out) {
+    ptrdiff_t rows = 1;
+    for (int k = 0; k < p->outer_rank; k++) rows *= p->outer[k];
+    const ptrdiff_t chunks = (p->inner + p->chunk - 1) / p->chunk;
+    /* Registers rounded up to whole vectors (the padded tails write into them). */
+    Job job = {p, inputs, out, chunks, (p->chunk + LANES - 1) / LANES * LANES, 0};
+    const ptrdiff_t items = rows * chunks;
+    const int threads = tnn_get_threads();
+    /* At least some 16K values of work per range. */
+    const ptrdiff_t per_item = TNN_MIN(p->chunk, p->inner) * (p->length + 1);
+    tnn_parallel_for(items, tnn_grain(items, 1 + (1 << 16) / per_item, threads), threads,
+                     run_items, &job);
+    return job.failed ? -1 : 0;
+}
