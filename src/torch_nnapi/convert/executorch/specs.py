@@ -14,7 +14,7 @@ from typing import Protocol
 
 from ...nnapi.codes import FeatureLevel, PriorityCode
 from ..options import preference_code
-from .blob import CompileSettings, Flag
+from .blob import CompileSettings, Flag, Timeouts
 from .encode import DEFAULT_NAMED_THRESHOLD
 
 PRIORITIES = {"low": int(PriorityCode.LOW), "medium": int(PriorityCode.MEDIUM),
@@ -60,8 +60,8 @@ class EtOptions:
         level = None if target_level is None else int(FeatureLevel(int(target_level)))
         settings = CompileSettings(
             preference=preference_code(compilation_preference), priority=_priority(priority),
-            compile_timeout_ns=int(compile_timeout_ns),
-            execute_timeout_ns=int(execute_timeout_ns), loop_timeout_ns=int(loop_timeout_ns),
+            timeouts=Timeouts(compile_ns=int(compile_timeout_ns),
+                              execute_ns=int(execute_timeout_ns), loop_ns=int(loop_timeout_ns)),
             flags=int(flags), cache_dir=str(cache_dir), devices=tuple(devices))
         return cls(settings=settings, nhwc=nhwc, target_level=level,
                    named_threshold=int(named_threshold))
