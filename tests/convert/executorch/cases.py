@@ -176,7 +176,7 @@ def cases() -> dict[str, Callable[[], Case]]:
         "cnn_nchw": lambda: eager_case(SmallCnn(), (image,), nhwc=False),
         "cnn_nhwc": lambda: eager_case(SmallCnn(), (image,), nhwc=True,
                                        compilation_preference="fast_single_answer",
-                                       priority="high", devices=("torch-nnapi-cpu",),
+                                       priority="high", devices=("nnapi-reference",),
                                        execute_timeout_ns=10**10, caching=True),
         "mlp": lambda: eager_case(Mlp(), (torch.randn(4, 32),), burst=False, caching=False),
         "relaxed": lambda: relaxed_case(SmallCnn(), (image,)),

@@ -103,7 +103,7 @@ def test_a_missing_device_fails_the_load_naming_those_there_are(
     error = (directory / f"{NO_DEVICE}.error.txt").read_text()
     assert error.endswith("0x:30") or error.endswith("0x30"), error  # InvalidCompatibility
     assert ("NnapiBackend: no NNAPI device is named npu-that-is-not-there (there are:"
-            " torch-nnapi-cpu)") in stderr
+            " nnapi-reference)") in stderr
 
 
 # What each case is about, as its blob says: (operand types present, input conversions).
