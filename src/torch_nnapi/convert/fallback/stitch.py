@@ -29,8 +29,8 @@ import torch
 from ..capture.graph import Node, Value
 from ..capture.script import Captured
 from ..errors import ConverterBug
+from ..regions.partition import Partition, Region
 from ..torchscript.module import NnapiProgram
-from .partition import Partition, Region
 
 REGION_PREFIX = "region_"
 
