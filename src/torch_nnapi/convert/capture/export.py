@@ -145,10 +145,15 @@ def capture_exported(program: Exported, example_inputs: tuple[torch.Tensor, ...]
 
 
 def exported_capture(program: Exported, example_inputs: tuple[torch.Tensor, ...],
-                     keep_values: bool = False) -> ExportedCapture:
+                     keep_values: bool = False, state: dict[str, object] | None = None
+                     ) -> ExportedCapture:
     """:func:`capture_exported`, keeping what probes the graph again and the fx nodes behind
-    each value (what the regions and the ExecuTorch partitioner need)."""
+    each value (what the regions and the ExecuTorch partitioner need). ``state`` replaces
+    the program's parameters, buffers and constants by name (ExecuTorch partitions a copy
+    whose parameters are fake tensors)."""
     copier = _Copier(program)
+    if state is not None:
+        copier.state = state
     graph = copier.copy()
     if len(example_inputs) != len(graph.inputs):
         raise TypeError(f"the exported model takes {len(graph.inputs)} inputs, but"
