@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from ...nnapi.devices import DeviceProfile
 from ...nnapi.errors import BadDataError
 from ..builder.values import QUANT_DTYPES, TensorValue
 from ..capture.graph import ExampleTensor, Graph, Node, Value, free_values, walk
@@ -289,6 +290,9 @@ def partition(captured: Probed, examples: tuple[torch.Tensor, ...], *, policy: F
         if not moves and policy.target_level is not None:
             for region in plan.regions:
                 moves.update(_above_target(region, policy.target_level))
+        if not moves and policy.device is not None:
+            for region in plan.regions:
+                moves.update(_off_device(region, policy.device))
         if not moves:
             moves = _size_moves(plan.regions, policy)
         if not moves:
@@ -398,6 +402,26 @@ def _above_target(region: Region, target: int) -> dict[Node, str]:
     if not moves:  # a model-wide requirement, e.g. relaxed float16 computation
         raise ConversionError([UnsupportedUse("the model", r.reason, "every region")
                                for r in model_requirements(cx.model) if r.level > target])
+    return moves
+
+
+def _off_device(region: Region, device: DeviceProfile) -> dict[Node, str]:
+    """The nodes behind the region's operations ``device`` does not support (the profile's
+    rule they fail), so that the region runs whole on it. An operation no node owns (a
+    layout transpose the region adds) stays: Android then gives it to nnapi-reference."""
+    if region.lowered is None:
+        return {}
+    cx = region.lowered.cx
+    owner = {n: top for top in region.nodes + region.shared for n in walk([top])}
+    moves: dict[Node, str] = {}
+    for index, supported in enumerate(device.supported_operations(cx.model)):
+        operation = cx.model.operations[index]
+        origin = cx.origins.get(operation.outputs[0]) if operation.outputs else None
+        node = owner.get(origin) if isinstance(origin, Node) else None
+        if supported or node is None or node not in region.nodes:
+            continue
+        moves.setdefault(node, f"{device.name} does not run its {operation.type.name}:"
+                               f" {device.why_unsupported(cx.model, index)}")
     return moves
 
 
