@@ -97,5 +97,6 @@ def test_unknown_names_and_operations_are_named(tmp_path, capsys):
 def _shipped(name: str) -> dict:
     from importlib import resources
 
-    path = resources.files("torch_nnapi.nnapi.devices").joinpath("profiles", f"{name}.json")
+    folder = resources.files("torch_nnapi.nnapi.devices").joinpath("profiles")
+    path = folder.joinpath(f"{name}.json")
     return json.loads(path.read_text())

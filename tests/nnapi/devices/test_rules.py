@@ -8,22 +8,13 @@ from typing import Any
 import numpy as np
 
 from torch_nnapi.nnapi import Model, OperandType, OperationType
-from torch_nnapi.nnapi.devices import parse_profile
+from torch_nnapi.nnapi.devices import DeviceProfile, parse_profile
 
 Q8 = OperandType.TENSOR_QUANT8_ASYMM
 
 
 def _supports(rules: Any, model: Model) -> list[bool]:
-    one = {"execTime": 1, "powerUsage": 1}
-    profile = parse_profile(json.dumps({
-        "format": "torch-nnapi-device-profile/1", "name": "npu", "type": "ACCELERATOR",
-        "featureLevel": 30, "version": "1",
-        "capabilities": {"operandPerformance": {"default": one},
-                         "relaxedFloat32toFloat16PerformanceScalar": one,
-                         "relaxedFloat32toFloat16PerformanceTensor": one,
-                         "ifPerformance": one, "whilePerformance": one},
-        "supportedOperations": rules}), "test")
-    return profile.supported_operations(model)
+    return _profile_of(rules).supported_operations(model)
 
 
 def _conv(input_type: OperandType = Q8, *, nchw: bool | None = None, dilation: int | None = None,
@@ -125,7 +116,7 @@ def test_a_name_some_operations_lack_fails_the_rule_for_them():
     assert _supports(rules, _concatenation([Q8])) == [False]
 
 
-def _profile_of(rules: Any) -> Any:
+def _profile_of(rules: Any) -> DeviceProfile:
     one = {"execTime": 1, "powerUsage": 1}
     return parse_profile(json.dumps({
         "format": "torch-nnapi-device-profile/1", "name": "npu", "type": "ACCELERATOR",

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from ...nnapi.codes import FeatureLevel, PriorityCode
+from ...nnapi.devices import DeviceProfile, load_profile
 from ..options import FallbackPolicy, preference_code
 from .blob import CompileSettings, Flag, Timeouts
 from .encode import DEFAULT_NAMED_THRESHOLD
@@ -90,7 +92,7 @@ class EtOptions:
 
 # NnapiPartitioner's keywords that choose the regions (the CPU fallback's knobs); the others
 # are compile specs.
-POLICY_OPTIONS = ("fallback_ops", "min_region_size", "max_regions")
+POLICY_OPTIONS = ("fallback_ops", "min_region_size", "max_regions", "device")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,8 +121,19 @@ class PartitionerOptions:
         policy = FallbackPolicy(fallback_ops=frozenset(ops),
                                 min_region_size=_int(chosen.get("min_region_size", 1)),
                                 max_regions=None if maximum is None else _int(maximum),
-                                target_level=compile_options.target_level)
+                                target_level=compile_options.target_level,
+                                device=_device(chosen.get("device")))
         return cls(specs=tuple(pairs), compile=compile_options, policy=policy)
+
+
+def _device(device: object) -> DeviceProfile | None:
+    """``device``: a phone's driver the regions must run whole on (a profile, a shipped
+    profile's name or a JSON path; docs/device_profiles.md), or None."""
+    if device is None or isinstance(device, DeviceProfile):
+        return device
+    if not isinstance(device, str | Path):
+        raise ValueError(f"device is a device profile, its name or a JSON path, got {device!r}")
+    return load_profile(device)
 
 
 def _int(value: object) -> int:
