@@ -31,7 +31,7 @@ def test_check_shows_the_steps_and_why_operations_fall_to_the_cpu(tmp_path, caps
     out = capsys.readouterr().out
     assert f"devices {MINIMAL} + nnapi-reference (sustained_speed): 3 step(s)" in out
     assert "step 1: nnapi-reference, 1 operation(s) [1]" in out
-    assert f"operation 1 (LOGISTIC) on nnapi-reference: {MINIMAL}: " in out
+    assert f"on nnapi-reference: operation(s) [1] (LOGISTIC x1), because {MINIMAL}: " in out
     page = report.read_text()
     assert "On the devices" in page and 'style="display:flex' in page
     assert page.count("step 1: nnapi-reference") == 1

@@ -10,6 +10,7 @@ returns a ``DevicePlan``: the steps, the device of each, every operation that fa
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -72,8 +73,9 @@ class DevicePlan:
                                 for f in self.fallen]
         return data
 
-    def render(self, fallen_limit: int = 10) -> list[str]:
-        """The plan for people: one line per step, then the operations on nnapi-reference."""
+    def render(self, reasons_limit: int = 10, crossing_limit: int = 3) -> list[str]:
+        """The plan for people: one line per step and one per tensor crossing into it, then
+        the operations on nnapi-reference, grouped by why the drivers did not get them."""
         drivers = [d.name for d in self.devices if d.name != REFERENCE_NAME]
         lines = [f"devices {', '.join(drivers) or '(none)'} + {REFERENCE_NAME}"
                  f" ({self.plan.preference.name.lower()}): {len(self.steps)} step(s),"
@@ -92,12 +94,21 @@ class DevicePlan:
                          + ("" if measured is None else f", host runtime {_ms(measured)}")
                          + (f", {len(crossing)} tensor(s) in from other steps"
                             f" ({_size(copied)})" if crossing else ""))
-        shown = self.fallen[:fallen_limit]
-        for f in shown:
-            lines.append(f"  operation {f.index} ({f.operation}) on {REFERENCE_NAME}: {f.reason}")
-        if len(self.fallen) > len(shown):
-            lines.append(f"  ... and {len(self.fallen) - len(shown)} more operation(s) on"
-                         f" {REFERENCE_NAME}")
+            lines += [f"    in: {t.description} from step {t.producer}"
+                      f" ({'size unknown' if t.nbytes is None else _size(t.nbytes)})"
+                      for t in crossing[:crossing_limit]]
+            if len(crossing) > crossing_limit:
+                lines.append(f"    ... and {len(crossing) - crossing_limit} more")
+        by_reason: dict[str, list[FallenOperation]] = {}
+        for f in self.fallen:
+            by_reason.setdefault(f.reason, []).append(f)
+        for reason, fallen in list(by_reason.items())[:reasons_limit]:
+            kinds = Counter(f.operation for f in fallen)
+            lines.append(f"  on {REFERENCE_NAME}: operation(s) {_ranges([f.index for f in fallen])}"
+                         f" ({', '.join(f'{k} x{n}' for k, n in kinds.most_common())}),"
+                         f" because {reason}")
+        if len(by_reason) > reasons_limit:
+            lines.append(f"  ... and {len(by_reason) - reasons_limit} more reason(s)")
         return lines
 
 
