@@ -18,8 +18,8 @@ def library_path() -> str:
 
 
 def __getattr__(name: str) -> Any:
-    """``torch_nnapi.convert(...)``, ``quantize(...)`` and ``trace_to_code(...)`` without
-    importing torch until one is used."""
+    """``torch_nnapi.convert(...)``, ``quantize(...)``, ``trace_to_code(...)`` and
+    ``partition_plan(...)`` without importing torch until one is used."""
     import importlib
 
     if name == "convert":
@@ -28,6 +28,8 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(".quantization.api", __name__).quantize
     if name == "trace_to_code":
         return importlib.import_module(".convert.tools.codegen", __name__).trace_to_code
+    if name == "partition_plan":
+        return importlib.import_module(".convert.tools.device_plan", __name__).partition_plan
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

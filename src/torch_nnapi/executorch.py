@@ -1,6 +1,7 @@
-"""NNAPI as an ExecuTorch backend: ``to_pte(model, x)`` lowers a model NNAPI runs whole to a
-.pte, ``load_backend()`` makes ExecuTorch's runtime able to run it (on Linux on torch-nnapi's
-libneuralnetworks.so), ``NnapiBackend`` and ``NnapiPartitioner`` plug into ExecuTorch's own
+"""NNAPI as an ExecuTorch backend: ``to_pte(model, x)`` lowers a model to a .pte whose NNAPI
+regions run on NnapiBackend (the rest on ExecuTorch's kernels), ``load_backend()`` makes
+ExecuTorch's runtime able to run it (on Linux on torch-nnapi's libneuralnetworks.so),
+``NnapiPartitioner(**options)`` and ``NnapiBackend`` plug into ExecuTorch's own
 ``to_edge_transform_and_lower``, ``nnapi_compile_specs(**options)`` carries the options.
 
     import torch_nnapi.executorch as tnn_et
@@ -21,8 +22,9 @@ from typing import Any
 
 from .convert.executorch.native_build import BuildError, build_backend, load_backend
 
-_EXPORTS = {"NnapiBackend": "backend", "NnapiPartitioner": "backend", "to_pte": "backend",
-            "nnapi_compile_specs": "backend", "read_blob": "blob", "write_blob": "blob"}
+_EXPORTS = {"NnapiBackend": "backend", "NnapiPartitioner": "partitioner", "to_pte": "pte",
+            "to_pte_with_details": "pte", "nnapi_compile_specs": "backend",
+            "read_blob": "blob", "write_blob": "blob"}
 
 __all__ = ["BuildError", "build_backend", "load_backend", *sorted(_EXPORTS)]
 

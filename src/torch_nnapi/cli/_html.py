@@ -177,8 +177,9 @@ def bar_plot(bars: Sequence[tuple[float, str, str]], plot_id: str, label: str) -
 # ------------------------------------------------------------------------------ check
 
 
-def check_page(report, model_path: str) -> str:
-    """The page for ``torch-nnapi check --report``."""
+def check_page(report, model_path: str, plans=(), for_device=()) -> str:
+    """The page for ``torch-nnapi check --report`` (``plans``: ``--device``'s, drawn as
+    timelines; ``for_device``: those of the model converted for the first device)."""
     verdict = report.verdict()
     good = report.exit_code == 0
     body = [f'<p><span class="verdict {"good" if good else "bad"}">'
@@ -229,11 +230,62 @@ def check_page(report, model_path: str) -> str:
                              _e(o.verdict)) for o in accuracy.outputs)))
     if facts.converted:
         body.extend(_levels(report.levels, facts.operation_counts))
+    body.extend(plan_timelines(plans, "On the devices"))
+    if for_device:
+        body.extend(plan_timelines(for_device, f"Converted for {for_device[0].devices[0].name}"
+                                               " (the rest on PyTorch's CPU)"))
     if report.errors:
         body.append("<h2>Errors</h2><ul>" + "".join(f"<li>{_e(e)}</li>" for e in report.errors)
                     + "</ul>")
     return _page(f"torch-nnapi check: {model_path}", "Will this model run on NNAPI, and"
                  " correctly?", body)
+
+
+# One colour per driver of a plan; nnapi-reference has the warning one.
+_DEVICE_COLOURS = ("#4c78a8", "#54a24b", "#b279a2", "#9d755d", "#72b7b2")
+
+
+def plan_timelines(plans, heading: str) -> list[str]:
+    """Android's steps on the ``--device`` drivers: one bar per NNAPI model, each step as wide
+    as its estimated time, coloured by device, then the steps' table."""
+    if not plans:
+        return []
+    from ..nnapi.devices import REFERENCE_NAME
+
+    body = [f"<h2>{_e(heading)}</h2>",
+            '<p class="sub">Android 11\'s partitioning replayed over the device profiles;'
+            " widths are estimated times (docs/device_profiles.md).</p>"]
+    names = [d.name for d in plans[0].devices]
+    colour = {n: MISMATCH_COLOUR if n == REFERENCE_NAME
+              else _DEVICE_COLOURS[k % len(_DEVICE_COLOURS)] for k, n in enumerate(names)}
+    for k, made in enumerate(plans):
+        total = made.estimate.seconds or 1.0
+        steps = list(zip(made.steps, made.estimate.steps, strict=True))
+        bar = "".join(_step_cell(s, guess.seconds, total, colour[s.device])
+                      for s, guess in steps)
+        title = f"region {k}: " if len(plans) > 1 else ""
+        body.append(f"<p>{_e(title + made.render()[0])}</p>"
+                    f'<div style="display:flex;gap:1px">{bar}</div>')
+        body.append(_table(["step", "device", "operations", "estimated", "bytes in"],
+                           ((_e(s.index), _e(s.device), _e(len(s.operations)),
+                             _e(f"{guess.seconds * 1e3:.3g} ms"),
+                             _e(sum(t.nbytes or 0 for t in s.inputs if t.producer is not None)))
+                            for s, guess in steps), numeric=(2, 3, 4)))
+        if made.fallen:
+            body.append(_table(["operation", f"on {REFERENCE_NAME} because"],
+                               ((_e(f"{f.index} {f.operation}"), _e(f.reason))
+                                for f in made.fallen[:50])))
+    body.append(_legend([(n, colour[n]) for n in names]))
+    return body
+
+
+def _step_cell(step, seconds: float, total: float, colour: str) -> str:
+    """One step of a timeline: as wide as its share of the estimated time."""
+    title = f"step {step.index}: {step.device}, {len(step.operations)} operations," \
+        f" {seconds * 1e3:.3g} ms"
+    width = max(seconds / total * 100, 0.5)
+    return (f'<div title="{_e(title)}" style="width:{width:.2f}%;background:{colour};'
+            'height:1.6em"></div>')
 
 
 def _level(level: int) -> str:

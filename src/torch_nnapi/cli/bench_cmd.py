@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from ._commands import add_threads_option, command
+from ._devices import add_device_option, device_profiles, plans_json, plans_of_module, render_plans
 from ._errors import ExitCode, usage
 from ._inputs import add_input_options
 from ._loading import (
@@ -44,6 +45,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report", metavar="FILE.html",
                    help="also write the report as one self-contained HTML page")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_device_option(p)  # with --device, each of Android's steps is also timed on the host
 
 
 @command("bench", "time a converted module on PyTorch's NNAPI runtime (and the original in"
@@ -60,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
                                ("--threads", args.threads or 1, 1)):
         if value < least:
             raise usage(f"{name} must be at least {least}")
+    profiles = device_profiles(args)
     if args.report:
         output_path(args.report, args.module)
     with Progress("bench") as progress:
@@ -76,12 +79,30 @@ def run(args: argparse.Namespace) -> int:
             report = bench_module(module, inputs, runs=args.runs, threads=args.threads,
                                   original=original, profile_runs=args.profile_runs,
                                   progress=progress.step)
+        plans = _device_plans(module, inputs, profiles, args, progress.step)
     from ._html import bench_page
 
-    print_report(dict(report.to_json(args.top), input_source=source) if args.json else None,
-                 [] if args.json else render(report, source, args.top), args.json,
+    data = dict(report.to_json(args.top), input_source=source,
+                device_plans=plans_json(plans)) if args.json else None
+    print_report(data, [] if args.json else render(report, source, args.top)
+                 + render_plans(plans), args.json,
                  args.report, lambda: bench_page(report, args.module))
     return int(ExitCode.OK)
+
+
+def _device_plans(module, inputs, profiles, args, step) -> list:
+    """``--device``: Android's plan on those drivers, each step timed on the host runtime
+    (a partitioned module's regions are planned, not timed)."""
+    if not profiles:
+        return []
+    from ..convert.fallback.run import is_partitioned
+    from ..convert.tools.device_plan import timed_on_host
+
+    step("planning and timing the devices' steps")
+    plans = plans_of_module(module, profiles, args.preference, tuple(inputs))
+    if is_partitioned(module):
+        return plans
+    return [timed_on_host(plans[0], module, inputs, max(args.profile_runs, 1))]
 
 
 def _ms(seconds: float) -> str:

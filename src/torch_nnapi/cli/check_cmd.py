@@ -26,7 +26,8 @@ from __future__ import annotations
 import argparse
 
 from ._commands import command
-from ._errors import usage
+from ._devices import add_device_option, device_profiles, plans_json, render_plans
+from ._errors import CliError, ExitCode, usage
 from ._fallback import add_fallback_options, fallback_options
 from ._inputs import (
     add_input_options,
@@ -72,6 +73,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="also write the report as one self-contained HTML page")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_fallback_options(p)
+    add_device_option(p)
 
 
 def _examples(args: argparse.Namespace) -> tuple[list, tuple]:
@@ -104,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         raise usage(f"quantized engine {args.quantized_engine!r} is not available in this"
                     f" PyTorch (it has {', '.join(engines)})")
     fallback = fallback_options(args)
+    profiles = device_profiles(args)
     if args.report:
         output_path(args.report, args.model)
     specs, examples = _examples(args)
@@ -118,14 +121,44 @@ def run(args: argparse.Namespace) -> int:
             target_level=args.target_level, host=args.host, layers=not args.no_layers,
             engine=None if args.quantized_engine == "default" else args.quantized_engine,
             isolated=args.isolated, progress=progress.step, **fallback)
+        plans, for_device = _device_plans(model, examples, specs, args, profiles, fallback,
+                                          report, progress.step)
     if report.input_error:
         raise usage(report.input_error, "check the --input shapes and dtypes")
     from ._html import check_page
 
-    print_report(report.to_json() if args.json else None,
-                 [] if args.json else render(report, specs, args.worst), args.json,
-                 args.report, lambda: check_page(report, args.model))
+    lines = [] if args.json else render(report, specs, args.worst) + render_plans(plans)
+    if for_device and not args.json:
+        lines += [f"converted for {profiles[0].name} (--fallback: what it cannot run stays on"
+                  " PyTorch's CPU):", *render_plans(for_device)]
+    data = dict(report.to_json(), device_plans=plans_json(plans),
+                device_plans_converted_for_device=plans_json(for_device)) if args.json else None
+    print_report(data, lines, args.json, args.report,
+                 lambda: check_page(report, args.model, plans, for_device))
     return int(report.exit_code)  # the codes of ExitCode (cli/_errors.py)
+
+
+def _device_plans(model, examples, specs, args, profiles, fallback, report, step
+                  ) -> tuple[list, list]:
+    """``--device``: Android's plan for the converted model (each region's) on the drivers;
+    with ``--fallback``, also converted for the first driver (``convert(..., device=)``)."""
+    if not profiles or not report.conversion.converted:
+        return [], []
+    from ..convert.tools.device_plan import plans_for_model
+    from ..nnapi.errors import NnapiError
+
+    step("planning for the devices")
+    options = dict(capture=args.capture, **(layout_options(specs) if specs else {}), **fallback,
+                   target_level=args.target_level if fallback["fallback"] else None)
+    try:
+        plans = plans_for_model(model, examples, profiles, args.preference, **options)
+        if not fallback["fallback"]:
+            return plans, []
+        step(f"converting for {profiles[0].name}")
+        return plans, plans_for_model(model, examples, profiles, args.preference,
+                                      device=profiles[0], **options)
+    except NnapiError as e:
+        raise CliError(f"the devices cannot run the model: {e}", ExitCode.RUN_FAILED) from None
 
 
 def render(report, specs=(), worst: int = 5) -> list[str]:

@@ -17,6 +17,7 @@ from collections import Counter
 
 from ..nnapi.errors import NnapiError
 from ._commands import command
+from ._devices import add_device_option, device_profiles, plans_json, plans_of_module, render_plans
 from ._errors import ExitCode, bad_file
 from ._loading import load_converted
 
@@ -25,6 +26,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("module", help="a module saved by torch-nnapi convert")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--summary", action="store_true", help="operation counts only")
+    add_device_option(p)
 
 
 def describe(module) -> dict:
@@ -134,6 +136,7 @@ def _short(entry: dict) -> str:
 @command("inspect", "show the NNAPI operations, operand types and shapes, and feature level"
          " of a converted module", _configure, torchscript=True)
 def run(args: argparse.Namespace) -> int:
+    profiles = device_profiles(args)
     module = load_converted(args.module)
     try:
         info = describe(module)
@@ -141,6 +144,12 @@ def run(args: argparse.Namespace) -> int:
         raise bad_file(f"module {args.module}: its NNAPI model cannot be read ({e})",
                        "the file was modified after conversion: convert the model again")\
             from None
+    if profiles:
+        plans = plans_of_module(module, profiles, args.preference)
+        if args.json:
+            info = dict(info, device_plans=plans_json(plans))
+        else:
+            print("\n".join(render_plans(plans)))
     if args.json:
         print(json.dumps(info, indent=1))
         return int(ExitCode.OK)

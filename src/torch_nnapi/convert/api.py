@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ..nnapi.devices import DeviceProfile
 from ..nnapi.model import Model
 from .capture.frontend import CapturedModel, capture_model, script_capture
 from .errors import CaptureError, ConversionError, ConverterBug
@@ -70,6 +71,7 @@ def convert_with_details(
     fallback_ops: Sequence[str] = (),
     min_region_size: int = 1,
     max_regions: int | None = None,
+    device: DeviceProfile | str | None = None,
 ) -> Conversion | PartitionedConversion:
     """Converts ``model`` and returns the module with the NNAPI model behind it. ``model``
     may also be what :func:`~torch_nnapi.convert.capture.script.capture_script` made of it
@@ -112,13 +114,18 @@ def convert_with_details(
     - ``min_region_size``: regions with fewer computing NNAPI operations (RESHAPE and other
       data moves not counted) run on the CPU; default 1.
     - ``max_regions``: at most this many NNAPI regions, the largest; default no limit.
+    - ``device``: convert for a phone's driver (a device profile, a shipped profile's name or
+      a JSON path; docs/device_profiles.md), with ``fallback=True``: the operations the
+      driver does not support run on PyTorch's CPU instead of Android's nnapi-reference, so
+      each NNAPI region runs whole on the driver.
     """
     start = time.perf_counter()
     options = ConversionOptions.of(
         capture=capture, nhwc=nhwc, flexible=flexible,
         compilation_preference=compilation_preference, relax_fp32_to_fp16=relax_fp32_to_fp16,
         return_shapes=return_shapes, target_level=target_level, fallback=fallback,
-        fallback_ops=fallback_ops, min_region_size=min_region_size, max_regions=max_regions)
+        fallback_ops=fallback_ops, min_region_size=min_region_size, max_regions=max_regions,
+        device=device)
     front = capture_model(model, example_inputs, capture_mode=options.capture,
                           flexible=options.flexible)
     relax = options.compile.relax_fp32_to_fp16
@@ -130,6 +137,9 @@ def convert_with_details(
                               target_level=options.target_level)
         if options.target_level is not None:
             require_level(lowered.cx.model, lowered.cx.origins, options.target_level)
+        device = options.policy.device
+        if device is not None and not all(device.supported_operations(lowered.cx.model)):
+            raise ConversionError([])  # the device cannot run it whole: partition
     except (ConversionError, ConverterBug) as e:
         if not options.fallback:
             if isinstance(e, ConversionError):

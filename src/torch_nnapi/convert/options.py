@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..nnapi.codes import FeatureLevel, PreferenceCode
+from ..nnapi.devices import DeviceProfile, load_profile
 
 PREFERENCES = {
     "low_power": PreferenceCode.LOW_POWER,
@@ -47,6 +48,7 @@ class FallbackPolicy:
     min_region_size: int = 1  # computing NNAPI operations a region needs
     max_regions: int | None = None  # at most this many regions (the largest)
     target_level: int | None = None  # operations above it run on the CPU
+    device: DeviceProfile | None = None  # operations this driver cannot run stay on the CPU
 
     def __post_init__(self) -> None:
         given: frozenset[object] = self.fallback_ops  # what the caller passed, unchecked
@@ -88,18 +90,25 @@ class ConversionOptions:
            return_shapes: ReturnShapes = None,
            target_level: int | None = None, fallback: bool = False,
            fallback_ops: Sequence[str] = (), min_region_size: int = 1,
-           max_regions: int | None = None) -> ConversionOptions:
-        """The options from ``convert``'s keywords, checked."""
+           max_regions: int | None = None,
+           device: DeviceProfile | str | None = None) -> ConversionOptions:
+        """The options from ``convert``'s keywords, checked (``device``: a profile, or a
+        shipped profile's name or a JSON path, loaded here)."""
         if target_level is not None:
             target_level = int(FeatureLevel(int(target_level)))
         compile_options = CompileOptions(preference=preference_code(compilation_preference),
                                          relax_fp32_to_fp16=bool(relax_fp32_to_fp16))
         if not fallback and (fallback_ops or min_region_size != 1 or max_regions is not None):
             raise ValueError("fallback_ops, min_region_size and max_regions need fallback=True")
+        if device is not None and not fallback:
+            raise ValueError("device needs fallback=True (what the device cannot run stays on"
+                             " the CPU)")
+        if device is not None and not isinstance(device, DeviceProfile):
+            device = load_profile(device)
         policy = FallbackPolicy(fallback_ops=frozenset(fallback_ops),
                                 min_region_size=int(min_region_size),
                                 max_regions=None if max_regions is None else int(max_regions),
-                                target_level=target_level)
+                                target_level=target_level, device=device)
         return cls(capture=capture, nhwc=nhwc, flexible=flexible, compile=compile_options,
                    return_shapes=return_shapes, target_level=target_level,
                    fallback=bool(fallback), policy=policy)

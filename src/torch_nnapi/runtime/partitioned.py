@@ -10,6 +10,7 @@ and every fallback) compiles the whole model as ``Compilation`` does.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -101,18 +102,39 @@ class PartitionedCompilation(Compilation):
                                 " substitutes: compile the whole model for those")
         values: dict[int, Any] = dict(zip(self.model.inputs, inputs, strict=True))
         for compiled in self.parts:
-            limits.check_deadline()
-            execution = compiled.compilation.create_execution()
-            for position, operand in enumerate(compiled.inputs):
-                value = values[operand]
-                execution.set_input(position, None if value is OMITTED else value)
-            try:
-                outputs = execution.compute(limits=limits).outputs
-            except NnapiError as e:
-                raise prefixed(e, compiled.where) from e
-            values.update(zip(compiled.outputs, outputs, strict=True))
+            self.run_step(compiled, values, limits)
         outputs = [values[o] for o in self.model.outputs]
         return ExecutionResult(outputs, dict(zip(self.model.outputs, outputs, strict=True)))
+
+    def run_step(self, compiled: CompiledStep, values: dict[int, Any],
+                 limits: RunLimits = NO_LIMITS) -> None:
+        """Runs one step on ``values`` (operand -> array, the model's inputs and what the
+        steps before computed) and adds the tensors it computes."""
+        limits.check_deadline()
+        execution = compiled.compilation.create_execution()
+        for position, operand in enumerate(compiled.inputs):
+            value = values[operand]
+            execution.set_input(position, None if value is OMITTED else value)
+        try:
+            outputs = execution.compute(limits=limits).outputs
+        except NnapiError as e:
+            raise prefixed(e, compiled.where) from e
+        values.update(zip(compiled.outputs, outputs, strict=True))
+
+
+def time_steps(model: Model, the_plan: Plan, inputs: Sequence[Any], runs: int = 3, *,
+               kernels: str | None = None) -> list[float]:
+    """Each step's time on the host runtime, the best of ``runs`` (seconds, in step order):
+    the plan's steps compiled as Android compiles them, run in order on ``inputs``."""
+    compilation = PartitionedCompilation(model, the_plan, kernels=kernels)
+    best = [float("inf")] * len(compilation.parts)
+    for _ in range(runs):
+        values: dict[int, Any] = dict(zip(model.inputs, inputs, strict=True))
+        for k, compiled in enumerate(compilation.parts):
+            start = time.perf_counter()
+            compilation.run_step(compiled, values)
+            best[k] = min(best[k], time.perf_counter() - start)
+    return best
 
 
 def step_model(model: Model, step: Step) -> Model:

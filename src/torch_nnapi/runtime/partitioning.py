@@ -164,6 +164,13 @@ def supported_operations(device: DeviceProfile, model: Model) -> list[bool]:
             for yes, op in zip(answer, model.operations, strict=True)]
 
 
+def exec_time_factor(model: Model, index: int, device: DeviceProfile) -> float:
+    """The execTime Android compares for operation ``index`` of ``model`` on ``device``
+    (relative to the CPU's 1.0; IF and WHILE add their called models' figures)."""
+    return _Partitioner((device,), PreferenceCode.FAST_SINGLE_ANSWER).performance(
+        model, index, device)
+
+
 def whole_model_on_cpu(model: Model, devices: tuple[str, ...], preference: PreferenceCode,
                        reason: str) -> Plan:
     """CompilationBuilder::finish's fallback: one step, the whole model, on the CPU."""

@@ -14,7 +14,7 @@ from torch import nn
 
 import torch_nnapi
 from torch_nnapi.convert.executorch.backend import to_pte
-from torch_nnapi.convert.executorch.blob import CompileSettings, read_blob, write_blob
+from torch_nnapi.convert.executorch.blob import CompileSettings, Timeouts, read_blob, write_blob
 from torch_nnapi.nnapi import Model
 from torch_nnapi.runtime import Compilation
 
@@ -165,7 +165,7 @@ def while_case() -> Case:
             return torch.neg(i)
 
     return nnapi_case(while_model(10, 3), [np.array([0], np.int32)], Like(),
-                      CompileSettings(loop_timeout_ns=10**9), target_level=4)
+                      CompileSettings(timeouts=Timeouts(loop_ns=10**9)), target_level=4)
 
 
 def cases() -> dict[str, Callable[[], Case]]:

@@ -16,6 +16,7 @@ from torch_nnapi.convert.executorch.blob import (
     CompileSettings,
     Conversion,
     ScalarType,
+    Timeouts,
     ValueKind,
     read_blob,
     write_blob,
@@ -34,8 +35,9 @@ def conv_blob(named_threshold: int = 4096) -> tuple[Blob, np.ndarray]:
     bias = rng.integers(-50, 50, 4).astype(np.int32)
     model = per_channel_conv(weight, scales, bias, 0.05, 128, 0.1, 10)
     models, named = blob_models(model, named_threshold)
-    settings = CompileSettings(priority=110, execute_timeout_ns=10**9, devices=("a", "b"),
-                               cache_dir="/tmp/x", feature_level=int(model.feature_level))
+    settings = CompileSettings(priority=110, timeouts=Timeouts(execute_ns=10**9),
+                               devices=("a", "b"), cache_dir="/tmp/x",
+                               feature_level=int(model.feature_level))
     inputs = (blob_tensor(model, 0, True, ScalarType.FLOAT, (1, 2, 5, 5), (0, 2, 3, 1)),)
     outputs = (blob_tensor(model, 0, False, ScalarType.FLOAT, (1, 4, 3, 3), (0, 2, 3, 1)),)
     return Blob(settings, models, inputs, outputs, named), weight
@@ -53,14 +55,15 @@ def test_per_channel_operand_keeps_its_scales_and_axis() -> None:
     (operand,) = [o for o in blob.models[0].operands
                   if o.type == OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL]
     back = read_blob(write_blob(blob)).models[0].operands[blob.models[0].operands.index(operand)]
-    assert back.channel_dim == 0 and back.channel_scales == pytest.approx([0.01, 0.02, 0.005,
-                                                                          0.03])
-    assert np.frombuffer(back.value, np.int8).tolist() == weight.ravel().tolist()
+    quant = back.quant
+    assert quant.channel_dim == 0
+    assert quant.channel_scales == pytest.approx([0.01, 0.02, 0.005, 0.03])
+    assert np.frombuffer(back.value.data, np.int8).tolist() == weight.ravel().tolist()
 
 
 def test_large_constants_go_to_the_named_data() -> None:
     blob, weight = conv_blob(named_threshold=16)
-    kinds = {o.kind for o in blob.models[0].operands}
+    kinds = {o.value.kind for o in blob.models[0].operands}
     assert ValueKind.NAMED in kinds and len(blob.named_data) == 1
     (value,) = blob.named_data.values()
     assert value == weight.tobytes()
@@ -74,7 +77,7 @@ def test_referenced_models_round_trip_and_run_the_same(build) -> None:
     blob = plain_blob(model)
     assert len(blob.models) == 1 + len(model.referenced_models())
     for i, m in enumerate(blob.models):  # a model refers to later models only
-        assert all(o.model > i for o in m.operands if o.kind == ValueKind.MODEL)
+        assert all(o.value.model > i for o in m.operands if o.value.kind == ValueKind.MODEL)
     rebuilt = model_from_blob(read_blob(write_blob(blob)), blob.named_data)
     if len(model.inputs) == 2:
         inputs = [np.array([True]), np.array([1.0, 2.0, 3.0], np.float32)]

@@ -134,7 +134,7 @@ def test_the_blob_carries_what_the_case_is_about(results: tuple[Path, dict[str, 
     if inputs is not None:
         assert [(t.dtype, t.layout) for t in blob.inputs] == inputs
     if name == "mlp":  # its weights are over the threshold: in the named data map
-        kinds = [o.kind for o in blob.models[0].operands]
+        kinds = [o.value.kind for o in blob.models[0].operands]
         assert kinds.count(ValueKind.NAMED) == 1 and ValueKind.INLINE in kinds  # 8 KiB, 2.5
     if name == "relaxed":
         assert blob.models[0].relax_float32_to_float16

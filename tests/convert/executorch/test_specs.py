@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pytest
 
 from torch_nnapi.convert.executorch.blob import Flag
-from torch_nnapi.convert.executorch.specs import EtOptions, spec_pairs
+from torch_nnapi.convert.executorch.specs import EtOptions, PartitionerOptions, spec_pairs
+from torch_nnapi.nnapi.devices import ProfileError
 
 
 @dataclass
@@ -57,3 +58,15 @@ def test_unknown_and_malformed_specs_are_refused() -> None:
         EtOptions.of_specs([Spec("speed", b"1")])
     with pytest.raises(ValueError, match="burst='maybe' is not valid"):
         EtOptions.of_specs([Spec("burst", b"maybe")])
+
+
+def test_a_device_goes_to_the_regions_policy() -> None:
+    options = PartitionerOptions.of(device="nnapi-sample_quant", min_region_size=2)
+    assert options.policy.device is not None
+    assert options.policy.device.name == "nnapi-sample_quant"
+    assert options.policy.min_region_size == 2
+    assert PartitionerOptions.of().policy.device is None
+    with pytest.raises(ProfileError, match="nnapi-sample_fast: no shipped profile"):
+        PartitionerOptions.of(device="nnapi-sample_fast")
+    with pytest.raises(ValueError, match="device is a device profile"):
+        PartitionerOptions.of(device=3)

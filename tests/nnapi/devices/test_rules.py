@@ -8,22 +8,13 @@ from typing import Any
 import numpy as np
 
 from torch_nnapi.nnapi import Model, OperandType, OperationType
-from torch_nnapi.nnapi.devices import parse_profile
+from torch_nnapi.nnapi.devices import DeviceProfile, parse_profile
 
 Q8 = OperandType.TENSOR_QUANT8_ASYMM
 
 
 def _supports(rules: Any, model: Model) -> list[bool]:
-    one = {"execTime": 1, "powerUsage": 1}
-    profile = parse_profile(json.dumps({
-        "format": "torch-nnapi-device-profile/1", "name": "npu", "type": "ACCELERATOR",
-        "featureLevel": 30, "version": "1",
-        "capabilities": {"operandPerformance": {"default": one},
-                         "relaxedFloat32toFloat16PerformanceScalar": one,
-                         "relaxedFloat32toFloat16PerformanceTensor": one,
-                         "ifPerformance": one, "whilePerformance": one},
-        "supportedOperations": rules}), "test")
-    return profile.supported_operations(model)
+    return _profile_of(rules).supported_operations(model)
 
 
 def _conv(input_type: OperandType = Q8, *, nchw: bool | None = None, dilation: int | None = None,
@@ -123,3 +114,34 @@ def test_a_name_some_operations_lack_fails_the_rule_for_them():
     rules = [{"operations": "*", "inputs": {"filter": {"constant": True}}}]
     assert _supports(rules, _conv()) == [True]
     assert _supports(rules, _concatenation([Q8])) == [False]
+
+
+def _profile_of(rules: Any) -> DeviceProfile:
+    one = {"execTime": 1, "powerUsage": 1}
+    return parse_profile(json.dumps({
+        "format": "torch-nnapi-device-profile/1", "name": "npu", "type": "ACCELERATOR",
+        "featureLevel": 30, "version": "1",
+        "capabilities": {"operandPerformance": {"default": one},
+                         "relaxedFloat32toFloat16PerformanceScalar": one,
+                         "relaxedFloat32toFloat16PerformanceTensor": one,
+                         "ifPerformance": one, "whilePerformance": one},
+        "supportedOperations": rules}), "test")
+
+
+def test_an_unsupported_operation_names_the_rule_and_the_condition_it_failed():
+    quant_only = [{"operations": "*", "inputs": {"0": {"type": ["TENSOR_QUANT8_ASYMM"]}},
+                   "comment": "8-bit only"}]
+    why = _profile_of(quant_only).why_unsupported(_conv(OperandType.TENSOR_FLOAT32), 0)
+    assert why == ("supportedOperations[0] (8-bit only): input '0' is TENSOR_FLOAT32, not"
+                   " TENSOR_QUANT8_ASYMM")
+    assert _profile_of(quant_only).why_unsupported(_conv(), 0) == ""
+    no_dilation = [{"operations": ["CONV_2D"], "inputs": {"dilation_w": {"value": [2]}},
+                    "supported": False},
+                   {"operations": ["CONV_2D"], "layout": "NHWC"}]
+    profile = _profile_of(no_dilation)
+    assert profile.why_unsupported(_conv(dilation=2), 0) == \
+        "supportedOperations[0] says it is not supported"
+    assert profile.why_unsupported(_conv(nchw=True), 0) == \
+        "supportedOperations[1]: the layout is NCHW, not NHWC"
+    assert _profile_of([{"operations": ["ADD"]}]).why_unsupported(_conv(), 0) == \
+        "no rule supports CONV_2D"

@@ -22,7 +22,8 @@ import inspect
 import operator
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeGuard
 
 import torch
@@ -32,7 +33,7 @@ from torch.utils._pytree import TreeSpec, tree_unflatten
 from ..errors import CaptureError, ConverterBug, first_line
 from ..outputs import TENSOR, OutputStructure, structure_of
 from .flat_outputs import checked
-from .graph import NO_CONSTANT, SCALAR_TYPES, Graph, Node, Value
+from .graph import NO_CONSTANT, SCALAR_TYPES, ExampleTensor, Graph, Node, Value
 from .script import example_of
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -69,6 +70,8 @@ _BATCH_NORMS = ("aten::batch_norm", "aten::_native_batch_norm_legit_no_training"
 
 # What the export front-end captures from: an ExportedProgram, or the GraphModule of one.
 Exported: TypeAlias = torch.export.ExportedProgram | torch.fx.GraphModule
+# What a value is on some inputs (``example_of``): a tensor's properties, a number, None.
+Example: TypeAlias = ExampleTensor | bool | int | float | None
 
 
 # ------------------------------------------------------------------------------ entry points
@@ -140,15 +143,30 @@ def capture_exported(program: Exported, example_inputs: tuple[torch.Tensor, ...]
                      keep_values: bool = False) -> Graph:
     """The graph of an exported program (or of its ``.module()``), probed on the examples;
     with ``keep_values`` each value keeps its example tensor, for layer-wise checks."""
+    return exported_capture(program, example_inputs, keep_values).graph
+
+
+def exported_capture(program: Exported, example_inputs: tuple[torch.Tensor, ...],
+                     keep_values: bool = False, state: dict[str, object] | None = None
+                     ) -> ExportedCapture:
+    """:func:`capture_exported`, keeping what probes the graph again and the fx nodes behind
+    each value (what the regions and the ExecuTorch partitioner need). ``state`` replaces
+    the program's parameters, buffers and constants by name (ExecuTorch partitions a copy
+    whose parameters are fake tensors)."""
     copier = _Copier(program)
+    if state is not None:
+        copier.state = state
     graph = copier.copy()
-    count = len(graph.inputs)
-    if len(example_inputs) != count:
-        raise TypeError(f"the exported model takes {count} inputs, but {len(example_inputs)}"
-                        " example inputs were given")
+    if len(example_inputs) != len(graph.inputs):
+        raise TypeError(f"the exported model takes {len(graph.inputs)} inputs, but"
+                        f" {len(example_inputs)} example inputs were given")
     copier.probe(example_inputs, keep_values)
     fold_batch_norms(graph)
-    return graph
+    fx_nodes: dict[Value, list[torch.fx.Node]] = {}
+    for n, produced in copier.values.items():
+        for v in produced if isinstance(produced, list) else [produced]:
+            fx_nodes.setdefault(v, []).append(n)
+    return ExportedCapture(graph, fx_nodes, copier)
 
 
 # ------------------------------------------------------------------------------ copying
@@ -310,9 +328,11 @@ class _Copier:
 
     # -------------------------------------------------------------------------- probing
 
-    def probe(self, examples: tuple[torch.Tensor, ...], keep_values: bool) -> None:
-        """Runs the graph on the examples and records every value's example (and tensor)."""
-        results: dict[torch.fx.Node, list[tuple[object, torch.Tensor | None]]] = {}
+    def run(self, examples: tuple[torch.Tensor, ...], keep_values: bool
+            ) -> dict[Value, tuple[Example, torch.Tensor | None]] | None:
+        """Runs the graph on the examples: every top-level value's example (and, with
+        ``keep_values``, its tensor); None when the graph fails on them."""
+        results: dict[torch.fx.Node, list[tuple[Example, torch.Tensor | None]]] = {}
 
         class Recorder(torch.fx.Interpreter):
             def run_node(self, n: torch.fx.Node) -> Any:  # whatever the node computes
@@ -328,15 +348,43 @@ class _Copier:
             with torch.no_grad():
                 Recorder(self.module).run(*flat, enable_io_processing=False)
         except Exception:  # noqa: BLE001 - probing is a check; conversion works without it
-            return
+            return None
+        found: dict[Value, tuple[Example, torch.Tensor | None]] = {}
         for n, items in results.items():
             produced = self.values.get(n)
             if produced is None or n.target is operator.getitem:
                 continue
-            for value, (example, tensor) in zip(
-                    produced if isinstance(produced, list) else [produced], items, strict=False):
+            for value, item in zip(produced if isinstance(produced, list) else [produced],
+                                   items, strict=False):
                 if not value.is_constant:
-                    value.example, value.tensor = example, tensor
+                    found[value] = item
+        return found
+
+    def probe(self, examples: tuple[torch.Tensor, ...], keep_values: bool) -> None:
+        """Runs the graph on the examples and records every value's example (and tensor)."""
+        for value, (example, tensor) in (self.run(examples, keep_values) or {}).items():
+            value.example, value.tensor = example, tensor
+
+
+@dataclass(eq=False)
+class ExportedCapture:
+    """An exported program's graph that runs again on other inputs (the regions' trial
+    probes it, as it probes a TorchScript capture) and names the fx nodes behind each value
+    (the ExecuTorch partitioner tags those)."""
+
+    graph: Graph
+    fx_nodes: dict[Value, list[torch.fx.Node]]  # the node computing it, then its getitems
+    copier: _Copier
+    # no TorchScript values: nothing the regions compute stands for a TorchScript constant
+    values: dict[Value, torch._C.Value] = field(default_factory=dict)
+
+    def probe(self, inputs: tuple[torch.Tensor, ...]
+              ) -> dict[Value, Example] | None:
+        """What every top-level value is on ``inputs``, or None if the graph fails."""
+        found = self.copier.run(inputs, keep_values=False)
+        if found is None:
+            return None
+        return {v: example for v, (example, _) in found.items()}
 
 
 def _stand_in(a: Argument) -> object:

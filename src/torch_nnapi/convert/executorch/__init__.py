@@ -1,7 +1,9 @@
-"""The ExecuTorch back-end: an NNAPI Model -> the delegate blob ExecuTorch's NNAPI backend
-runs. ``blob.py`` is the blob format (docs/executorch_blob.md), ``encode.py`` turns NNAPI
-models into its models and back, ``specs.py`` the backend's options as compile specs,
-``lower.py`` an edge program -> blob through the pipeline, ``backend.py`` ExecuTorch's
-``NnapiBackend`` (preprocess), the partitioner and ``to_pte``, and ``native_build.py``
-builds and loads the C++ runtime backend in ``native/``. Only ``backend.py`` imports
-ExecuTorch."""
+"""The ExecuTorch back-end: NNAPI regions of a program -> the delegate blobs ExecuTorch's NNAPI
+backend runs. ``blob.py`` is the blob format (docs/executorch_blob.md), ``encode.py`` turns
+NNAPI models into its models and back, ``specs.py`` the options (compile specs and the
+partitioner's), ``lower.py`` an edge program -> blob through the pipeline, ``fx_regions.py``
+the regions (``regions/``) as fx nodes, ``partitioner.py`` ExecuTorch's ``NnapiPartitioner``,
+``backend.py`` its ``NnapiBackend`` (preprocess), ``outputs.py`` the outputs' structure across
+a .pte, ``pte.py`` ``to_pte``, and ``native_build.py`` builds and loads the C++ runtime
+backend in ``native/``. ``partitioner.py``, ``backend.py`` and ``pte.py`` import ExecuTorch;
+the rest does not."""

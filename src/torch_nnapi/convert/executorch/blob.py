@@ -77,19 +77,34 @@ class ScalarType(IntEnum):
     BOOL = 11
 
 
+@dataclass(frozen=True, kw_only=True)
+class OperandQuant:
+    """An operand's quantization: one scale and zero point, or per-channel scales
+    (TENSOR_QUANT8_SYMM_PER_CHANNEL: ``channel_dim`` set)."""
+
+    scale: float = 0.0
+    zero_point: int = 0
+    channel_dim: int | None = None
+    channel_scales: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperandValue:
+    """Where an operand's value comes from; only the fields of its ``kind`` are read."""
+
+    kind: ValueKind = ValueKind.NONE
+    data: bytes = b""  # INLINE: the bytes (their place in the data section is the writer's)
+    key: str = ""  # NAMED: the named data map's key
+    length: int = 0  # NAMED: the value's size in bytes
+    model: int = 0  # MODEL: index of the referenced model in the blob (> this model's)
+
+
 @dataclass(frozen=True)
 class BlobOperand:
     type: int  # OperandType code
     dimensions: tuple[int, ...] = ()
-    scale: float = 0.0
-    zero_point: int = 0
-    kind: ValueKind = ValueKind.NONE
-    value: bytes = b""  # INLINE: the bytes (their place in the data section is the writer's)
-    key: str = ""  # NAMED: the named data map's key
-    length: int = 0  # NAMED: the value's size in bytes
-    model: int = 0  # MODEL: index of the referenced model in the blob (> this model's)
-    channel_dim: int | None = None  # per-channel quantization (TENSOR_QUANT8_SYMM_PER_CHANNEL)
-    channel_scales: tuple[float, ...] = ()
+    quant: OperandQuant = OperandQuant()
+    value: OperandValue = OperandValue()
 
 
 @dataclass(frozen=True)
@@ -119,15 +134,22 @@ class BlobTensor:
     conversion: Conversion = Conversion.COPY
 
 
+@dataclass(frozen=True, kw_only=True)
+class Timeouts:
+    """NNAPI's timeouts, in nanoseconds (0: none, or NNAPI's default for loops)."""
+
+    compile_ns: int = 0
+    execute_ns: int = 0
+    loop_ns: int = 0  # how long a WHILE may run
+
+
 @dataclass(frozen=True)
 class CompileSettings:
     """How the runtime compiles and runs the model (0 or empty: NNAPI's default)."""
 
     preference: int = 2  # PREFER_SUSTAINED_SPEED
     priority: int = 0  # ANEURALNETWORKS_PRIORITY_* (90, 100, 110)
-    compile_timeout_ns: int = 0
-    execute_timeout_ns: int = 0
-    loop_timeout_ns: int = 0
+    timeouts: Timeouts = Timeouts()
     flags: int = Flag.CACHING | Flag.BURST
     feature_level: int = 1  # the lowest NNAPI feature level that runs the model
     cache_dir: str = ""  # where compilations are cached (a runtime spec may name another)
@@ -213,9 +235,9 @@ def _options(s: CompileSettings) -> bytes:
     w = _Writer()
     w.i32(s.preference)
     w.i32(s.priority)
-    w.u64(s.compile_timeout_ns)
-    w.u64(s.execute_timeout_ns)
-    w.u64(s.loop_timeout_ns)
+    w.u64(s.timeouts.compile_ns)
+    w.u64(s.timeouts.execute_ns)
+    w.u64(s.timeouts.loop_ns)
     w.u32(s.flags)
     w.u32(s.feature_level)
     w.string(s.cache_dir)
@@ -229,26 +251,27 @@ def _model(model: BlobModel, data: bytearray) -> bytes:
     w = _Writer()
     w.u32(len(model.operands))
     for o in model.operands:
+        q, v = o.quant, o.value
         w.i32(o.type)
         w.u32s(o.dimensions)
-        w.f32(o.scale)
-        w.i32(o.zero_point)
-        w.u8(int(o.kind))
-        if o.kind == ValueKind.INLINE:
+        w.f32(q.scale)
+        w.i32(q.zero_point)
+        w.u8(int(v.kind))
+        if v.kind == ValueKind.INLINE:
             data.extend(b"\0" * (-len(data) % DATA_ALIGNMENT))
             w.u64(len(data))
-            w.u64(len(o.value))
-            data.extend(o.value)
-        elif o.kind == ValueKind.NAMED:
-            w.string(o.key)
-            w.u64(o.length)
-        elif o.kind == ValueKind.MODEL:
-            w.u32(o.model)
-        w.u8(o.channel_dim is not None)
-        if o.channel_dim is not None:
-            w.u32(o.channel_dim)
-            w.u32(len(o.channel_scales))
-            for s in o.channel_scales:
+            w.u64(len(v.data))
+            data.extend(v.data)
+        elif v.kind == ValueKind.NAMED:
+            w.string(v.key)
+            w.u64(v.length)
+        elif v.kind == ValueKind.MODEL:
+            w.u32(v.model)
+        w.u8(q.channel_dim is not None)
+        if q.channel_dim is not None:
+            w.u32(q.channel_dim)
+            w.u32(len(q.channel_scales))
+            for s in q.channel_scales:
                 w.f32(s)
     w.u32(len(model.operations))
     for op in model.operations:
@@ -378,8 +401,9 @@ def read_blob(blob: bytes) -> Blob:
 def _read_options(r: _Reader) -> CompileSettings:
     settings = CompileSettings(
         preference=r.i32("preference"), priority=r.i32("priority"),
-        compile_timeout_ns=r.u64("compile timeout"), execute_timeout_ns=r.u64("timeout"),
-        loop_timeout_ns=r.u64("loop timeout"), flags=r.u32("flags"),
+        timeouts=Timeouts(compile_ns=r.u64("compile timeout"), execute_ns=r.u64("timeout"),
+                          loop_ns=r.u64("loop timeout")),
+        flags=r.u32("flags"),
         feature_level=r.u32("feature level"), cache_dir=r.string("cache directory"),
         devices=tuple(r.string("device name") for _ in range(r.count("device", 4, 64))))
     r.done()
@@ -448,8 +472,10 @@ def _read_operand(r: _Reader, i: int, model: int, model_count: int,
         if channel_dim >= len(dims) or n != dims[channel_dim]:
             raise BlobError(f"model {model}: {what} has {n} channel scales along dimension"
                             f" {channel_dim} of {list(dims)}")
-    return BlobOperand(op_type, dims, scale, zero_point, kind, value, key, length, ref,
-                       channel_dim, scales)
+    return BlobOperand(op_type, dims,
+                       OperandQuant(scale=scale, zero_point=zero_point,
+                                    channel_dim=channel_dim, channel_scales=scales),
+                       OperandValue(kind=kind, data=value, key=key, length=length, model=ref))
 
 
 def _read_tensors(r: _Reader, what: str, nnapi_count: int) -> tuple[BlobTensor, ...]:

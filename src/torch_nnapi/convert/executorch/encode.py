@@ -23,6 +23,8 @@ from .blob import (
     BlobOperation,
     BlobTensor,
     Conversion,
+    OperandQuant,
+    OperandValue,
     ScalarType,
     ValueKind,
 )
@@ -114,10 +116,12 @@ def _blob_operand(o: Operand, index: dict[int, int], named: dict[str, bytes],
     elif o.lifetime is Lifetime.REFERENCED_MODEL:
         assert o.model is not None
         kind, ref = ValueKind.MODEL, index[id(o.model)]
-    quant = o.channel_quant
-    return BlobOperand(int(o.type), o.dimensions, float(o.scale), int(o.zero_point), kind,
-                       value, key, length, ref, None if quant is None else quant.channel_dim,
-                       () if quant is None else quant.scales)
+    channels = o.channel_quant
+    quant = OperandQuant(scale=float(o.scale), zero_point=int(o.zero_point),
+                         channel_dim=None if channels is None else channels.channel_dim,
+                         channel_scales=() if channels is None else channels.scales)
+    return BlobOperand(int(o.type), o.dimensions, quant,
+                       OperandValue(kind=kind, data=value, key=key, length=length, model=ref))
 
 
 def model_from_blob(blob: Blob, named: dict[str, bytes] | None = None) -> Model:
@@ -131,17 +135,18 @@ def model_from_blob(blob: Blob, named: dict[str, bytes] | None = None) -> Model:
 def _build(spec: BlobModel, built: dict[int, Model], named: dict[str, bytes]) -> Model:
     model = Model()
     for i, o in enumerate(spec.operands):
-        model.add_operand(o.type, o.dimensions, o.scale, o.zero_point)
-        if o.channel_dim is not None:
-            model.set_operand_symm_per_channel_quant_params(i, o.channel_scales, o.channel_dim)
-        if o.kind == ValueKind.INLINE:
-            model.set_operand_value(i, o.value)
-        elif o.kind == ValueKind.NAMED:
-            model.set_operand_value(i, named[o.key])
-        elif o.kind == ValueKind.OMITTED:
+        q, v = o.quant, o.value
+        model.add_operand(o.type, o.dimensions, q.scale, q.zero_point)
+        if q.channel_dim is not None:
+            model.set_operand_symm_per_channel_quant_params(i, q.channel_scales, q.channel_dim)
+        if v.kind == ValueKind.INLINE:
+            model.set_operand_value(i, v.data)
+        elif v.kind == ValueKind.NAMED:
+            model.set_operand_value(i, named[v.key])
+        elif v.kind == ValueKind.OMITTED:
             model.set_operand_value(i, None)
-        elif o.kind == ValueKind.MODEL:
-            model.set_operand_value_from_model(i, built[o.model])
+        elif v.kind == ValueKind.MODEL:
+            model.set_operand_value_from_model(i, built[v.model])
     for op in spec.operations:
         model.add_operation(op.type, op.inputs, op.outputs)
     model.identify_inputs_and_outputs(spec.inputs, spec.outputs)

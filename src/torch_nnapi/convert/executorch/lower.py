@@ -21,15 +21,18 @@ from ..capture.graph import Graph
 from ..errors import ConversionError, UnsupportedUse
 from ..pipeline.layout_choice import lower_graph, require_level
 from ..pipeline.lowerer import InputSpec, Lowered, Lowerer
-from .blob import Blob, BlobTensor, Flag, ScalarType
+from .blob import Blob, BlobTensor, ScalarType
 from .encode import SCALAR_TYPE_OF_DTYPE, blob_models, blob_tensor
 from .specs import EtOptions
+
+# What ExecuTorch passes into and out of a delegate: every dtype an NNAPI operand holds.
+BOUNDARY_DTYPES = (*RUNTIME_DTYPES, "float16", "qint8")
 
 
 class ExecuTorchLowerer(Lowerer):
     """The lowerer with ExecuTorch's boundary: every dtype NNAPI has may cross it."""
 
-    runtime_dtypes = (*RUNTIME_DTYPES, "float16", "qint8")
+    runtime_dtypes = BOUNDARY_DTYPES
 
 
 def lower_program(program: torch.export.ExportedProgram, options: EtOptions) -> Blob:
@@ -45,7 +48,7 @@ def lower_program(program: torch.export.ExportedProgram, options: EtOptions) -> 
         return ExecuTorchLowerer(graph, specs, target_level=options.target_level)
 
     lowered = lower_graph(captured.graph, examples, nhwc=options.nhwc, flexible=None,
-                          relax=bool(options.settings.flags & Flag.RELAX_FP32_TO_FP16),
+                          relax=options.relax,
                           target_level=options.target_level, make_lowerer=make_lowerer)
     model = lowered.cx.model
     if options.target_level is not None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from ...nnapi.codes import FeatureLevel, PriorityCode
-from ..options import preference_code
-from .blob import CompileSettings, Flag
+from ...nnapi.devices import DeviceProfile, load_profile
+from ..options import FallbackPolicy, preference_code
+from .blob import CompileSettings, Flag, Timeouts
 from .encode import DEFAULT_NAMED_THRESHOLD
 
 PRIORITIES = {"low": int(PriorityCode.LOW), "medium": int(PriorityCode.MEDIUM),
@@ -36,6 +38,11 @@ class EtOptions:
     nhwc: bool | None = None  # the 4-D inputs channels-last (None: the converter chooses)
     target_level: int | None = None  # refuse a model that needs a higher feature level
     named_threshold: int = DEFAULT_NAMED_THRESHOLD  # larger constants go to the data map
+
+    @property
+    def relax(self) -> bool:
+        """Whether NNAPI may compute float32 in float16."""
+        return bool(self.settings.flags & Flag.RELAX_FP32_TO_FP16)
 
     @classmethod
     def of(cls, *, compilation_preference: str | int = "sustained_speed",
@@ -60,8 +67,8 @@ class EtOptions:
         level = None if target_level is None else int(FeatureLevel(int(target_level)))
         settings = CompileSettings(
             preference=preference_code(compilation_preference), priority=_priority(priority),
-            compile_timeout_ns=int(compile_timeout_ns),
-            execute_timeout_ns=int(execute_timeout_ns), loop_timeout_ns=int(loop_timeout_ns),
+            timeouts=Timeouts(compile_ns=int(compile_timeout_ns),
+                              execute_ns=int(execute_timeout_ns), loop_ns=int(loop_timeout_ns)),
             flags=int(flags), cache_dir=str(cache_dir), devices=tuple(devices))
         return cls(settings=settings, nhwc=nhwc, target_level=level,
                    named_threshold=int(named_threshold))
@@ -81,6 +88,58 @@ class EtOptions:
                 raise ValueError(f"NNAPI compile spec {spec.key}={text!r} is not valid")\
                     from None
         return cls.of(**keywords)  # type: ignore[arg-type]
+
+
+# NnapiPartitioner's keywords that choose the regions (the CPU fallback's knobs); the others
+# are compile specs.
+POLICY_OPTIONS = ("fallback_ops", "min_region_size", "max_regions", "device")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionerOptions:
+    """``NnapiPartitioner``'s options: how each delegate converts and compiles (its compile
+    specs) and which nodes NNAPI takes (the CPU fallback's policy: ``fallback_ops``,
+    ``min_region_size``, ``max_regions``, ``target_level``). A new keyword is routed in
+    :meth:`of`: to the compile specs when the runtime reads it, to the policy when it
+    decides which nodes the regions take, or to both."""
+
+    specs: tuple[tuple[str, bytes], ...] = ()  # the compile specs, as (key, value) pairs
+    compile: EtOptions = EtOptions()
+    policy: FallbackPolicy = FallbackPolicy()
+
+    @classmethod
+    def of(cls, **options: object) -> PartitionerOptions:
+        """The options from keywords, checked (each bad value is a ValueError naming it)."""
+        chosen = {k: options.pop(k) for k in POLICY_OPTIONS if k in options}
+        pairs = spec_pairs(**options)
+        compile_options = EtOptions.of(**options)  # type: ignore[arg-type]  # checked there
+        ops = chosen.get("fallback_ops", ())
+        if isinstance(ops, str) or not isinstance(ops, Iterable):
+            raise ValueError(f"fallback_ops is a list of op kinds such as 'aten::softmax',"
+                             f" got {ops!r}")
+        maximum = chosen.get("max_regions")
+        policy = FallbackPolicy(fallback_ops=frozenset(ops),
+                                min_region_size=_int(chosen.get("min_region_size", 1)),
+                                max_regions=None if maximum is None else _int(maximum),
+                                target_level=compile_options.target_level,
+                                device=_device(chosen.get("device")))
+        return cls(specs=tuple(pairs), compile=compile_options, policy=policy)
+
+
+def _device(device: object) -> DeviceProfile | None:
+    """``device``: a phone's driver the regions must run whole on (a profile, a shipped
+    profile's name or a JSON path; docs/device_profiles.md), or None."""
+    if device is None or isinstance(device, DeviceProfile):
+        return device
+    if not isinstance(device, str | Path):
+        raise ValueError(f"device is a device profile, its name or a JSON path, got {device!r}")
+    return load_profile(device)
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    return int(value)
 
 
 def spec_pairs(**options: object) -> list[tuple[str, bytes]]:

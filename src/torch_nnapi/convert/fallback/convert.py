@@ -22,8 +22,8 @@ from ..capture.script import Captured
 from ..errors import ConversionError, UnsupportedUse
 from ..options import CompileOptions, FallbackPolicy
 from ..pipeline.lowerer import dequantized_scale
+from ..regions.partition import Partition, Region, partition
 from ..torchscript.program import nnapi_program, serialize_lowered
-from .partition import Partition, Region, partition
 from .report import PartitionReport, describe_partition, returned_values
 from .stitch import build_partitioned_module
 

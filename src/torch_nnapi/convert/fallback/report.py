@@ -19,7 +19,7 @@ from ..capture.graph import ExampleTensor, Value, free_values
 from ..capture.script import Captured
 from ..options import FallbackPolicy
 from ..pipeline.lowerer import Lowered
-from .partition import Partition, Region
+from ..regions.partition import Partition, Region
 
 REPORT_VERSION = 1
 _ITEM_BYTES = {"float32": 4, "int32": 4, "int64": 8, "bool": 1, "quint8": 1, "float16": 2}

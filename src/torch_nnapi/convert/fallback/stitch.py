@@ -36,8 +36,8 @@ from ..outputs import (
     define_method,
     define_structure_method,
 )
+from ..regions.partition import Partition, Region
 from ..torchscript.module import NnapiProgram
-from .partition import Partition, Region
 
 REGION_PREFIX = "region_"
 

@@ -37,6 +37,13 @@ def model_for(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor]) ->
     return deserialize(words, weights).model
 
 
+def host_inputs(prog: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor]) \
+        -> list[np.ndarray]:
+    """The arrays the NNAPI model of one NnapiProgram takes for the module's ``inputs``
+    (permuted and quantized as the program hands them to NNAPI)."""
+    return [_to_numpy(x) for x in prog.prepare_inputs(list(inputs))]
+
+
 def run_on_host(module: torch.jit.ScriptModule, *inputs: torch.Tensor,
                 relaxed_precision: str = "float32", profile: bool = False) -> Any:
     """Runs the converted module on the host runtime; returns what ``module(*inputs)``
@@ -77,7 +84,7 @@ def run_program_on_host(prog: torch.jit.ScriptModule, inputs: Sequence[torch.Ten
     model = deserialize(words, weights).model
     compilation = Compilation(model, preference=int(prog.compilation_preference),
                               relaxed_precision=relaxed_precision)
-    ready = [_to_numpy(x) for x in prog.prepare_inputs(inputs)]
+    ready = host_inputs(prog, inputs)
     result = compilation.run(ready, profile=profile)
     raw = [_to_torch(a, model.operands[o].type, model.operands[o].scale,
                      model.operands[o].zero_point)

@@ -28,7 +28,7 @@ from .profile import (
     parse_profile,
     reference_profile,
 )
-from .rules import OperandCondition, SupportRule, supported_operations
+from .rules import OperandCondition, SupportRule, supported_operations, why_unsupported
 
 __all__ = [
     "CPU_PERFORMANCE",
@@ -50,4 +50,5 @@ __all__ = [
     "shipped_profile",
     "shipped_profile_names",
     "supported_operations",
+    "why_unsupported",
 ]

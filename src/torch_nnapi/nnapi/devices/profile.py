@@ -20,7 +20,7 @@ from ..codes import DeviceType, OperandType
 from ..model import Model
 from ._fields import Field
 from .errors import ProfileError
-from .rules import SupportRule, read_rules, supported_operations
+from .rules import SupportRule, read_rules, supported_operations, why_unsupported
 
 FORMAT = "torch-nnapi-device-profile/1"
 # ANeuralNetworksDevice_getFeatureLevel's answers for drivers of NNAPI 1.0 to 1.3.
@@ -85,6 +85,11 @@ class DeviceProfile:
         """Per operation of the finished ``model`` (in ``model.operations`` order), whether
         the driver supports it: its getSupportedOperations answer."""
         return supported_operations(self.rules, model)
+
+    def why_unsupported(self, model: Model, index: int) -> str:
+        """The rule that turns operation ``index`` of ``model`` down, in one line ("" when
+        the driver supports it)."""
+        return why_unsupported(self.rules, model, index)
 
 
 REFERENCE_NAME = "nnapi-reference"

@@ -32,6 +32,11 @@ class Bounds:
         return (self.low is None or number >= self.low) and \
             (self.high is None or number <= self.high)
 
+    def __str__(self) -> str:
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        return f"[{low}, {high}]"
+
 
 @dataclass(frozen=True)
 class OperandCondition:
@@ -54,28 +59,32 @@ class OperandCondition:
 
     def holds(self, operand: Operand) -> bool:
         """Whether ``operand`` meets every condition."""
+        return not self.failure(operand)
+
+    def failure(self, operand: Operand) -> str:
+        """The first condition ``operand`` fails, in words ("" when it meets them all)."""
         if self.types is not None and operand.type not in self.types:
-            return False
+            return f"is {operand.type.name}, not {' or '.join(sorted(t.name for t in self.types))}"
         rank = len(operand.dimensions) if operand.rank_known else None
         if self.ranks is not None and rank not in self.ranks:
-            return False
+            return f"has rank {rank}, not {' or '.join(map(str, sorted(self.ranks)))}"
         if self.max_rank is not None and (rank is None or rank > self.max_rank):
-            return False
+            return f"has rank {rank}, above {self.max_rank}"
         if self.scale is not None and not self.scale.holds(operand.scale):
-            return False
+            return f"has scale {operand.scale:g}, outside {self.scale}"
         if self.zero_point is not None and not self.zero_point.holds(operand.zero_point):
-            return False
+            return f"has zero point {operand.zero_point}, outside {self.zero_point}"
         is_constant = operand.lifetime is Lifetime.CONSTANT
         if self.constant is not None and is_constant != self.constant:
-            return False
+            return "is not a constant" if self.constant else "is a constant"
         if self.fully_specified is not None and operand.fully_specified != self.fully_specified:
-            return False
+            return "has unknown dimensions" if self.fully_specified else "is fully specified"
         if self.values is not None:
             if not (is_constant and operand.is_scalar and operand.value is not None):
-                return False  # a value the driver cannot see when it compiles
+                return "is not a constant scalar"  # a value the driver cannot see
             if operand.value.item() not in self.values:
-                return False
-        return True
+                return f"is {operand.value.item()}, not one of {list(self.values)}"
+        return ""
 
 
 @dataclass(frozen=True)
@@ -109,25 +118,34 @@ class SupportRule:
     conditions: tuple[tuple[OperandReference, OperandCondition], ...]
     layout: str | None
     supported: bool
+    comment: str = ""
 
     def matches(self, model: Model, index: int) -> bool:
         """Whether this rule applies to operation ``index`` of the finished ``model``."""
+        return not self.mismatch(model, index)
+
+    def mismatch(self, model: Model, index: int) -> str:
+        """Why this rule does not apply to operation ``index``, in words ("" when it does)."""
         operation, match = model.operations[index], model.matches[index]
         if self.operations is not None and operation.type not in self.operations:
-            return False
+            return f"it is not about {operation.type.name}"
         ctx = RuleContext(model.operands, operation.inputs, operation.outputs, match)
         if self.layout is not None and _layout(ctx, match) != self.layout:
-            return False
+            return f"the layout is {_layout(ctx, match) or 'unknown'}, not {self.layout}"
         for reference, condition in self.conditions:
             found = reference.operands(ctx, operation.inputs, operation.outputs, model.operands)
+            what = f"{reference.direction} {reference.name!r}"
             if found is None:
-                return False
+                return f"it has no {what}"
             if not found:  # an optional input left out
                 if not condition.holds_by_default(_default(match, reference.name)):
-                    return False
-            elif not all(condition.holds(operand) for operand in found):
-                return False
-        return True
+                    return f"{what} is left out"
+                continue
+            for operand in found:
+                failure = condition.failure(operand)
+                if failure:
+                    return f"{what} {failure}"
+        return ""
 
 
 def supported_operations(rules: Sequence[SupportRule], model: Model) -> list[bool]:
@@ -138,6 +156,24 @@ def supported_operations(rules: Sequence[SupportRule], model: Model) -> list[boo
         decided = next((rule.supported for rule in rules if rule.matches(model, index)), False)
         answer.append(decided)
     return answer
+
+
+def why_unsupported(rules: Sequence[SupportRule], model: Model, index: int) -> str:
+    """Which rule of the profile turns operation ``index`` down, in one line: the rule saying
+    ``"supported": false`` that decides it, or, when no rule matches, the first condition each
+    rule about the operation fails ("" when the rules support it)."""
+    operation = model.operations[index].type
+    failures = []
+    for position, rule in enumerate(rules):
+        name = f"supportedOperations[{position}]" + (f" ({rule.comment})" if rule.comment else "")
+        reason = rule.mismatch(model, index)
+        if not reason:
+            return "" if rule.supported else f"{name} says it is not supported"
+        if rule.supported and (rule.operations is None or operation in rule.operations):
+            failures.append(f"{name}: {reason}")
+    if not failures:
+        return f"no rule supports {operation.name}"
+    return "; ".join(failures)
 
 
 def _argument_names(match: SignatureMatch, direction: str) -> set[str]:
@@ -198,7 +234,8 @@ def _read_rule(field: Field) -> SupportRule:
             raise members["layout"].error(f"expected NHWC or NCHW, got {layout!r}")
         _require_argument(members["layout"], operations, "input", LAYOUT_ARGUMENT)
     supported = members["supported"].boolean() if "supported" in members else True
-    return SupportRule(operations, tuple(conditions), layout, supported)
+    comment = members["comment"].string() if "comment" in members else ""
+    return SupportRule(operations, tuple(conditions), layout, supported, comment)
 
 
 def _read_operations(field: Field) -> frozenset[OperationType] | None:

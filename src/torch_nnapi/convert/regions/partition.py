@@ -1,4 +1,4 @@
-"""CPU fallback, step 2: NNAPI regions and the running order, under the policy's knobs.
+"""Regions, step 2: NNAPI regions and the running order, under the policy's knobs.
 
 Regions follow from the CPU nodes the trial lowering found (``trial.py``): an
 NNAPI node's *level* is the number of CPU nodes on the longest path to it, and all NNAPI
@@ -16,23 +16,33 @@ merge again where they can.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from ...nnapi.devices import DeviceProfile
 from ...nnapi.errors import BadDataError
 from ..builder.values import QUANT_DTYPES, TensorValue
 from ..capture.graph import ExampleTensor, Graph, Node, Value, free_values, walk
-from ..capture.script import Captured
 from ..errors import ConversionError, ConverterBug, UnsupportedUse, one_line
 from ..levels import model_requirements, operation_levels
 from ..options import FallbackPolicy
 from ..pipeline import patterns
 from ..pipeline.layout_choice import lower_graph
 from ..pipeline.lowerer import InputSpec, Lowered, example_spec
-from .trial import Placer, ShapeFacts, Trial, TrialLowerer, mutation_moves, op_kinds, shape_facts
+from .trial import (
+    BOUNDARY_DTYPES,
+    Placer,
+    Probed,
+    ShapeFacts,
+    Trial,
+    TrialLowerer,
+    mutation_moves,
+    op_kinds,
+    shape_facts,
+)
 
 # NNAPI operations that only move or relabel data: a region of nothing else is not worth a
 # call (min_region_size counts the other operations).
@@ -108,7 +118,7 @@ class Plan:
 
 class _Planner:
     def __init__(self, graph: Graph, trial: Trial, edges: dict[Node, set[Node]],
-                 script_values: dict[Value, torch._C.Value]):
+                 script_values: Mapping[Value, torch._C.Value]):
         self.graph = graph
         self.trial = trial
         self.edges = edges
@@ -248,12 +258,13 @@ def _is_constant(r: Any) -> bool:
 # ------------------------------------------------------------------------------ the policy
 
 
-def partition(captured: Captured, examples: tuple[torch.Tensor, ...], *, policy: FallbackPolicy,
+def partition(captured: Probed, examples: tuple[torch.Tensor, ...], *, policy: FallbackPolicy,
               nhwc: Sequence[bool | None], flexible: Sequence[Sequence[int]],
-              relax: bool = False) -> Partition:
+              relax: bool = False, boundary: tuple[str, ...] = BOUNDARY_DTYPES) -> Partition:
     """Places every node of ``captured`` (see the module docstring); each region comes
     back lowered. ``nhwc`` and ``flexible`` are per model input, as the converter takes
-    them."""
+    them; ``boundary`` the dtypes the back-end's runtime passes into and out of a
+    region."""
     graph = captured.graph
     patterns.fuse(graph)
     facts = shape_facts(captured, examples, flexible)
@@ -268,9 +279,9 @@ def partition(captured: Captured, examples: tuple[torch.Tensor, ...], *, policy:
         denied = [k for k in op_kinds(node) if k in policy.fallback_ops]
         if denied:
             forced.setdefault(node, f"{denied[0]} is in fallback_ops")
-    lowerer = _RegionLowering(graph, nhwc, flexible, facts, relax)
+    lowerer = _RegionLowering(graph, nhwc, flexible, facts, relax, boundary)
     for _ in range(len(graph.nodes) + 1):
-        trial = TrialLowerer(graph, specs, forced, facts).classify()
+        trial = TrialLowerer(graph, specs, forced, facts, boundary).classify()
         plan = _Planner(graph, trial, edges, captured.values).plan()
         moves = dict(plan.moves)
         if not moves:
@@ -279,6 +290,9 @@ def partition(captured: Captured, examples: tuple[torch.Tensor, ...], *, policy:
         if not moves and policy.target_level is not None:
             for region in plan.regions:
                 moves.update(_above_target(region, policy.target_level))
+        if not moves and policy.device is not None:
+            for region in plan.regions:
+                moves.update(_off_device(region, policy.device))
         if not moves:
             moves = _size_moves(plan.regions, policy)
         if not moves:
@@ -294,13 +308,15 @@ class _RegionLowering:
     """Lowers regions as models of their own, remembering each region's outcome."""
 
     def __init__(self, graph: Graph, nhwc: Sequence[bool | None],
-                 flexible: Sequence[Sequence[int]], facts: ShapeFacts, relax: bool) -> None:
+                 flexible: Sequence[Sequence[int]], facts: ShapeFacts, relax: bool,
+                 boundary: tuple[str, ...]) -> None:
         self.order = {n: i for i, n in enumerate(graph.nodes)}
         self.model_inputs = {v: i for i, v in enumerate(graph.inputs)}
         self.nhwc = list(nhwc)
         self.flexible = [tuple(f) for f in flexible]
         self.facts = facts
         self.relax = relax
+        self.boundary = boundary
         # (the ids of a region's nodes, shared nodes, inputs, outputs) -> its outcome
         self.done: dict[tuple[tuple[int, ...], ...], Lowered | dict[Node, str]] = {}
 
@@ -338,7 +354,7 @@ class _RegionLowering:
         placers: list[Placer] = []
 
         def make(graph: Graph, specs: Sequence[InputSpec]) -> Placer:
-            placers.append(Placer(graph, specs, known))
+            placers.append(Placer(graph, specs, known, self.boundary))
             return placers[-1]
 
         try:
@@ -386,6 +402,26 @@ def _above_target(region: Region, target: int) -> dict[Node, str]:
     if not moves:  # a model-wide requirement, e.g. relaxed float16 computation
         raise ConversionError([UnsupportedUse("the model", r.reason, "every region")
                                for r in model_requirements(cx.model) if r.level > target])
+    return moves
+
+
+def _off_device(region: Region, device: DeviceProfile) -> dict[Node, str]:
+    """The nodes behind the region's operations ``device`` does not support (the profile's
+    rule they fail), so that the region runs whole on it. An operation no node owns (a
+    layout transpose the region adds) stays: Android then gives it to nnapi-reference."""
+    if region.lowered is None:
+        return {}
+    cx = region.lowered.cx
+    owner = {n: top for top in region.nodes + region.shared for n in walk([top])}
+    moves: dict[Node, str] = {}
+    for index, supported in enumerate(device.supported_operations(cx.model)):
+        operation = cx.model.operations[index]
+        origin = cx.origins.get(operation.outputs[0]) if operation.outputs else None
+        node = owner.get(origin) if isinstance(origin, Node) else None
+        if supported or node is None or node not in region.nodes:
+            continue
+        moves.setdefault(node, f"{device.name} does not run its {operation.type.name}:"
+                               f" {device.why_unsupported(cx.model, index)}")
     return moves
 
 

@@ -1,11 +1,12 @@
-"""CPU fallback, step 1: which nodes of a captured graph NNAPI can run.
+"""Regions, step 1: which nodes of a captured graph NNAPI can run.
 
 A *trial lowering* walks the whole graph as the converter does, but a node it cannot lower
 (no lowering, a lowering that rejects it, a converter error, an op in ``fallback_ops``, an
 in-place op TorchScript could not make functional) is placed on the CPU instead of failing
 the conversion. Its outputs become fresh NNAPI operands, as a region input would be, when a
-region can take them: a tensor of a dtype PyTorch's NNAPI runtime passes (float32, quint8,
-int32, int64, bool), of rank 1 to 4, whose sizes do not depend on the data. Anything else
+region can take them: a tensor of a dtype the back-end's runtime passes (PyTorch's NNAPI
+runtime: float32, quint8, int32, int64, bool; ExecuTorch's also float16 and qint8), of rank 1
+to 4, whose sizes do not depend on the data. Anything else
 (numbers computed at run time, lists, float64 or complex tensors, outputs of ``nonzero`` or
 NMS) is *CPU-only*, and every node that reads it runs on the CPU too.
 
@@ -24,9 +25,9 @@ numbers never cross a boundary (``partition.py``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -34,12 +35,12 @@ from ...nnapi.model import Lifetime
 from ..builder.symbolic import input_dim
 from ..builder.values import QUANT_DTYPES, RUNTIME_DTYPES, TensorValue
 from ..capture.graph import ExampleTensor, Graph, Node, Value, free_values, walk
-from ..capture.script import Captured
 from ..errors import ConverterBug, UnsupportedUse
 from ..pipeline.lowerer import POISON, InputSpec, Lowerer, value_readers
 
-# dtypes a region can take from the CPU (PyTorch's NNAPI runtime passes float32, quint8 and
-# int32, not qint8; the region's wrapper casts int64 and bool to int32)
+# dtypes a region can take from the CPU by default (PyTorch's NNAPI runtime passes float32,
+# quint8 and int32, not qint8; the region's wrapper casts int64 and bool to int32); a
+# back-end whose runtime passes more gives its own (``partition(..., boundary=...)``)
 BOUNDARY_DTYPES = RUNTIME_DTYPES
 
 # Ops whose output sizes depend on the values of their inputs, not only on their sizes.
@@ -54,6 +55,26 @@ DATA_DEPENDENT = frozenset({
 # inputs number their own flexible dimensions when each region is lowered)
 _TRIAL_INPUT_BASE = 1 << 20
 
+
+
+class Probed(Protocol):
+    """A captured graph that runs again on other inputs: TorchScript's ``Captured``, or an
+    exported program's ``ExportedCapture``."""
+
+    @property
+    def graph(self) -> Graph: ...
+
+    @property
+    def values(self) -> Mapping[Value, torch._C.Value]:
+        """Each top-level value's TorchScript value (what a result computed at conversion
+        time may stand for as a constant); none for an exported program."""
+
+    def probe(self, inputs: tuple[torch.Tensor, ...]
+              ) -> dict[Value, ExampleTensor | bool | int | float | None] | None:
+        """What every top-level value is on ``inputs``, or None if the graph fails on
+        them."""
+
+
 # ------------------------------------------------------------------------------ sizes
 
 
@@ -67,7 +88,7 @@ class ShapeFacts:
     changed_numbers: frozenset[Value] = frozenset()  # numbers other data changed
 
 
-def shape_facts(captured: Captured, examples: tuple[torch.Tensor, ...],
+def shape_facts(captured: Probed, examples: tuple[torch.Tensor, ...],
                 flexible: Sequence[Sequence[int]]) -> ShapeFacts:
     """Runs the graph on other data, and on inputs grown along their flexible dimensions,
     and compares every tensor's sizes (and every number) with the example run."""
@@ -153,8 +174,10 @@ class Placer(Lowerer):
     each region's graph."""
 
     def __init__(self, graph: Graph, specs: Sequence[InputSpec],
-                 known: dict[Value, Any] | None = None):
+                 known: dict[Value, Any] | None = None,
+                 boundary: tuple[str, ...] = BOUNDARY_DTYPES):
         super().__init__(graph, specs, known)
+        self.runtime_dtypes = boundary  # what the back-end's runtime passes in and out
         self.owner = {n: top for top in graph.nodes for n in walk([top])}
         self.failed: dict[Node, list[str]] = {}
 
@@ -186,8 +209,8 @@ class TrialLowerer(Placer):
     """The trial lowering (see the module docstring); :meth:`classify` gives its verdict."""
 
     def __init__(self, graph: Graph, specs: Sequence[InputSpec], forced: dict[Node, str],
-                 facts: ShapeFacts):
-        super().__init__(graph, specs)
+                 facts: ShapeFacts, boundary: tuple[str, ...] = BOUNDARY_DTYPES):
+        super().__init__(graph, specs, boundary=boundary)
         self.forced = forced
         self.facts = facts
         self.verdict = Trial({}, set(), set(), self.env, {})
@@ -197,7 +220,7 @@ class TrialLowerer(Placer):
     def classify(self) -> Trial:
         self.cx.users = value_readers(self.graph)
         for i, (v, spec) in enumerate(zip(self.graph.inputs, self.specs, strict=False)):
-            why = _untransferable(spec.example)
+            why = _untransferable(spec.example, self.runtime_dtypes)
             if why:
                 self._cpu_only(v, why)
             else:
@@ -271,7 +294,7 @@ class TrialLowerer(Placer):
                 why = (f"its sizes may depend on %{unproven[0].name}, a number computed at"
                        " run time")
             else:
-                why = _untransferable(ex) or self._bind_operand(v, ex)
+                why = _untransferable(ex, self.runtime_dtypes) or self._bind_operand(v, ex)
             if why is not None:
                 self._cpu_only(v, why)
 
@@ -297,10 +320,12 @@ class TrialLowerer(Placer):
             self.cx.model.operands[r.operand].lifetime is Lifetime.CONSTANT
 
 
-def _untransferable(ex: ExampleTensor) -> str | None:
+def _untransferable(ex: ExampleTensor, boundary: tuple[str, ...]) -> str | None:
     """Why a tensor cannot cross into a region (None when it can)."""
-    if ex.dtype not in BOUNDARY_DTYPES:
-        return f"a {ex.dtype} tensor, which PyTorch's NNAPI runtime cannot pass"
+    if ex.dtype not in boundary:
+        runtime = "PyTorch's NNAPI runtime" if boundary == BOUNDARY_DTYPES \
+            else "the back-end's runtime"
+        return f"a {ex.dtype} tensor, which {runtime} cannot pass"
     if ex.dtype in QUANT_DTYPES and not ex.scale:
         return "a quantized tensor without one scale and zero point"
     if not ex.shape:

@@ -1,4 +1,4 @@
-"""fallback/trial.py: which nodes NNAPI can run, and which values only the CPU holds."""
+"""regions/trial.py: which nodes NNAPI can run, and which values only the CPU holds."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 from torch_nnapi.convert.builder.values import TensorValue
 
 from .. import fallback_models as fm
+from ..fallback.test_convert import image, partitioned
 from ..harness import check
-from .test_convert import image, partitioned
 
 
 @torch.library.custom_op("torch_nnapi_tests::positives", mutates_args=())

@@ -1,4 +1,4 @@
-"""fallback_partition: how regions form, what crosses between them, the policy's knobs."""
+"""regions/partition.py: how regions form, what crosses between them, the policy's knobs."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import torch
 
 from torch_nnapi.convert.api import convert_with_details
 from torch_nnapi.convert.capture.script import capture_script
-from torch_nnapi.convert.fallback.partition import Region, partition
 from torch_nnapi.convert.options import FallbackPolicy
+from torch_nnapi.convert.regions.partition import Region, partition
 
 from .. import fallback_models as fm
-from .test_convert import image, partitioned
+from ..fallback.test_convert import image, partitioned
 
 
 def partition_of(model, x, **policy):

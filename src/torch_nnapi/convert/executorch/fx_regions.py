@@ -1,0 +1,139 @@
+"""The NNAPI regions of an exported program, as the fx nodes ExecuTorch's partitioner tags.
+
+The regions are the CPU fallback's (``regions/``): the program is captured as the
+converter's graph (``capture/export.py``; edge ops read as the ATen ops they stand for), the
+trial lowering finds what NNAPI runs and ``partition`` forms the regions under the policy's
+knobs, with the dtypes ExecuTorch passes across a delegate's boundary. A region is then the
+fx nodes between its inputs and its results: walking back from the nodes holding its
+results to those holding its inputs takes in what the capture folded into one node (batch
+norms into convolutions, PT2E's quantize/dequantize pairs, reshape-permute-reshape chains)
+and the getitems of its multi-output nodes. Parameters are left to ExecuTorch's
+``tag_constant_data``; everything else stays on ExecuTorch's kernels, or goes to a
+partitioner that follows.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor
+
+from ..capture import qdq
+from ..capture.export import ExportedCapture, exported_capture, flexible_dims
+from ..errors import ConverterBug
+from ..pipeline.layout_choice import nhwc_choices
+from ..regions.partition import Partition, Region, partition
+from .lower import BOUNDARY_DTYPES, example_inputs
+from .specs import PartitionerOptions
+
+
+@dataclass
+class FxRegion:
+    """One NNAPI region: the fx nodes tagged for one delegate."""
+
+    number: int
+    nodes: list[torch.fx.Node]  # in graph order
+    operations: dict[str, int]  # NNAPI operation counts, most frequent first
+    feature_level: int
+
+
+@dataclass
+class KeptNode:
+    """A node left to ExecuTorch's kernels, and why NNAPI does not run it."""
+
+    kind: str
+    location: str
+    reason: str
+
+
+@dataclass
+class FxPartition:
+    regions: list[FxRegion]
+    kept: list[KeptNode]  # in program order
+
+
+def find_regions(program: torch.export.ExportedProgram, options: PartitionerOptions,
+                 weights: Mapping[str, torch.Tensor] | None = None) -> FxPartition:
+    """The regions of ``program`` (see the module docstring), tried on its own example
+    inputs or tensors of its recorded shapes. ExecuTorch partitions a copy whose parameters
+    are fake tensors: ``weights`` are the real ones by name (see :func:`real_state`)."""
+    examples = program_examples(program)
+    capture = exported_capture(program, examples, state=real_state(program, weights or {}))
+    qdq.fold(capture.graph)
+    part = partition(capture, examples, policy=options.policy,
+                     nhwc=nhwc_choices(examples, options.compile.nhwc),
+                     flexible=flexible_dims(program), relax=options.compile.relax,
+                     boundary=BOUNDARY_DTYPES)
+    regions = [_fx_region(i, region, capture) for i, region in enumerate(part.regions)]
+    _check_disjoint(regions)
+    return FxPartition(regions, _kept(part))
+
+
+def program_examples(program: torch.export.ExportedProgram) -> tuple[torch.Tensor, ...]:
+    """The program's example inputs when it kept them (torch.export does), else tensors of
+    its recorded shapes and dtypes."""
+    users = program.graph_signature.user_inputs
+    recorded = program.example_inputs
+    if recorded is not None:
+        args, kwargs = recorded
+        if not kwargs and len(args) == len(users) \
+                and all(isinstance(x, torch.Tensor) for x in args):
+            return tuple(args)
+    return example_inputs(program)
+
+
+def real_state(program: torch.export.ExportedProgram, weights: Mapping[str, torch.Tensor]
+               ) -> dict[str, object]:
+    """The program's parameters, buffers and constants by name, with real values for fake
+    ones: those of ``weights`` where the name, shape and dtype match, else ones (floats) or
+    zeros, which decide the same regions for all but value-dependent lowerings."""
+    state: dict[str, object] = {**program.state_dict, **program.constants}
+    for key, fake in program.state_dict.items():
+        if not isinstance(fake, FakeTensor):
+            continue
+        real = weights.get(key)
+        if real is not None and real.shape == fake.shape and real.dtype == fake.dtype:
+            state[key] = real
+        elif fake.dtype.is_floating_point:
+            state[key] = torch.ones(fake.shape, dtype=fake.dtype)
+        else:
+            state[key] = torch.zeros(fake.shape, dtype=fake.dtype)
+    return state
+
+
+def _fx_region(number: int, region: Region, capture: ExportedCapture) -> FxRegion:
+    stop = {n for v in region.inputs for n in capture.fx_nodes.get(v, [])}
+    todo = [n for node in region.nodes for v in node.outputs
+            for n in capture.fx_nodes.get(v, [])]
+    found: set[torch.fx.Node] = set()
+    while todo:
+        n = todo.pop()
+        if n in found or n in stop or n.op in ("placeholder", "output"):
+            continue
+        found.add(n)
+        todo.extend(n.all_input_nodes)
+    for n in list(found):  # a multi-output node's results leave through its getitems
+        found.update(u for u in n.users if u.target is operator.getitem)
+    order = {n: i for i, n in enumerate(next(iter(found)).graph.nodes)} if found else {}
+    return FxRegion(number, sorted(found, key=order.__getitem__), region.operation_counts,
+                    region.feature_level)
+
+
+def _check_disjoint(regions: list[FxRegion]) -> None:
+    owner: dict[torch.fx.Node, int] = {}
+    for region in regions:
+        for n in region.nodes:
+            if n in owner:
+                raise ConverterBug(f"fx node {n.name} falls in NNAPI regions {owner[n]} and"
+                                   f" {region.number}")
+            owner[n] = region.number
+
+
+def _kept(part: Partition) -> list[KeptNode]:
+    return [KeptNode(c.node.kind, c.node.location, c.reason) for c in part.cpu]
+
+
+__all__ = ["FxPartition", "FxRegion", "KeptNode", "find_regions", "program_examples"]

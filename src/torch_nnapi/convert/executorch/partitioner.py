@@ -1,0 +1,116 @@
+"""``NnapiPartitioner``: the maximal NNAPI-runnable regions of a program, for ExecuTorch.
+
+``to_edge_transform_and_lower(program, partitioner=[NnapiPartitioner(**options)])`` asks it
+twice. First, before decomposing, which ops to keep whole (:meth:`ops_to_not_decompose`):
+those NNAPI runs better whole than as their core-ATen parts (linear, convolutions, layer and
+group norms, attention, LSTMs...), each kept only where the regions of that program take it
+(a node NNAPI leaves on the CPU is decomposed as usual, so ExecuTorch's kernels run it).
+Then :meth:`partition` tags the regions of the edge program (``fx_regions.py``: the CPU
+fallback's trial lowering and partition, one code path with ``convert``); ExecuTorch hands
+each tagged subgraph to ``NnapiBackend.preprocess`` and leaves the rest to its kernels or to
+a partitioner that follows (``[NnapiPartitioner(), XnnpackPartitioner()]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from executorch.exir.backend.partitioner import (
+    DelegationSpec,
+    Partitioner,
+    PartitionResult,
+)
+from executorch.exir.backend.utils import tag_constant_data
+from executorch.exir.program._program import _default_decomposition_table
+from torch._subclasses.fake_tensor import FakeTensor
+
+from ..capture.export import aten_overload
+from ..lowerings import lowering_for
+from .backend import BACKEND_ID, compile_specs
+from .fx_regions import FxPartition, find_regions
+from .specs import PartitionerOptions
+
+TAG_PREFIX = "nnapi_"
+
+# Ops the lowerings take whole, better than their core-ATen decompositions: one NNAPI
+# operation (FULLY_CONNECTED, CONV_2D, the LSTM operations...) where the parts would be
+# several, or layouts and broadcasts kept simple. Only those with a lowering are kept.
+WHOLE_OPS = (
+    "aten::linear", "aten::layer_norm", "aten::group_norm", "aten::instance_norm",
+    "aten::scaled_dot_product_attention", "aten::matmul", "aten::einsum",
+    "aten::softmax", "aten::log_softmax", "aten::hardswish", "aten::hardsigmoid",
+    "aten::relu6", "aten::prelu", "aten::pad", "aten::max_pool2d",
+    "aten::adaptive_avg_pool2d", "aten::upsample_nearest2d", "aten::upsample_bilinear2d",
+    "aten::linalg_vector_norm",
+)
+# (Convolutions need no keeping: their core-ATen form, aten::convolution, lowers as well.
+# ExecuTorch keeps no op returning several tensors, such as aten::lstm: recurrent layers
+# arrive as their cells' matrix products and activations, which lower one by one.)
+
+
+def whole_ops() -> list[torch._ops.OpOverload]:
+    """The overloads of :data:`WHOLE_OPS` that ExecuTorch would decompose and a lowering
+    takes (functional ones only: ``.out`` and in-place forms are decomposed as usual)."""
+    found = []
+    for op in _default_decomposition_table():
+        if not isinstance(op, torch._ops.OpOverload):
+            continue
+        name = op._schema.name
+        if name in WHOLE_OPS and lowering_for(name) is not None \
+                and op._overloadname != "out" and not name.endswith("_"):
+            found.append(op)
+    return sorted(found, key=str)
+
+
+class NnapiPartitioner(Partitioner):  # type: ignore[misc]  # ExecuTorch ships no types
+    """Tags the regions NNAPI runs (see the module docstring). ``options``: the compile
+    specs' (``nnapi_compile_specs``: ``compilation_preference``, ``relax_fp32_to_fp16``,
+    ``nhwc``, ``target_level``, ``devices``...) and the regions' (``fallback_ops``,
+    ``min_region_size``, ``max_regions``), checked here."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        self.options = PartitionerOptions.of(**options)
+        self.delegation_spec = DelegationSpec(BACKEND_ID, compile_specs(self.options.specs))
+        self.found: FxPartition | None = None  # the last partition, for reports
+        # the real parameters by name, from the program ExecuTorch asks about first: it
+        # partitions a copy whose parameters are fake tensors
+        self.weights: dict[str, torch.Tensor] = {}
+
+    def partition(self, exported_program: torch.export.ExportedProgram) -> PartitionResult:
+        self.found = find_regions(exported_program, self.options, self.weights)
+        tags = {}
+        for region in self.found.regions:
+            tag = f"{TAG_PREFIX}{region.number}"
+            for node in region.nodes:
+                node.meta["delegation_tag"] = tag
+            tags[tag] = self.delegation_spec
+        tag_constant_data(exported_program)
+        return PartitionResult(tagged_exported_program=exported_program,
+                               partition_tags=tags)
+
+    def ops_to_not_decompose(self, ep: torch.export.ExportedProgram
+                             ) -> tuple[list[torch._ops.OpOverload],
+                                        Callable[[torch.fx.Node], bool]]:
+        self.weights.update((k, t) for k, t in ep.state_dict.items()
+                            if not isinstance(t, FakeTensor))
+        return whole_ops(), self._taken_in(ep)
+
+    def _taken_in(self, ep: torch.export.ExportedProgram) -> Callable[[torch.fx.Node], bool]:
+        """Whether a node of ``ep`` falls in one of its regions; the regions are found on
+        the first question about an op kept whole (ExecuTorch asks about every node)."""
+        kept = set(whole_ops())
+        taken: set[str] | None = None
+
+        def in_a_region(node: torch.fx.Node) -> bool:
+            nonlocal taken
+            if node.op != "call_function" or aten_overload(node.target) not in kept:
+                return False
+            if taken is None:
+                found = find_regions(ep, self.options, self.weights)
+                taken = {n.name for region in found.regions for n in region.nodes}
+            return node.name in taken
+
+        return in_a_region

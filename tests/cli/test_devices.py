@@ -1,0 +1,102 @@
+"""``--device`` on check, inspect and bench: Android's steps on a phone's drivers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from torch_nnapi.cli import main
+from torch_nnapi.cli._errors import ExitCode
+
+from ._models import save
+
+MINIMAL = "nnapi-sample_minimal"
+
+
+def _model(tmp_path) -> str:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Sigmoid(),
+                                torch.nn.Conv2d(4, 4, 3)).eval()
+    return save(model, torch.randn(1, 3, 10, 10), tmp_path / "model.pt")
+
+
+def test_check_shows_the_steps_and_why_operations_fall_to_the_cpu(tmp_path, capsys):
+    model = _model(tmp_path)
+    report = tmp_path / "report.html"
+    code = main(["check", model, "--input", "1x3x10x10", "--no-layers", "--device", MINIMAL,
+                 "--report", str(report)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert f"devices {MINIMAL} + nnapi-reference (sustained_speed): 3 step(s)" in out
+    assert "step 1: nnapi-reference, 1 operation(s) [1]" in out
+    assert f"on nnapi-reference: operation(s) [1] (LOGISTIC x1), because {MINIMAL}: " in out
+    page = report.read_text()
+    assert "On the devices" in page and 'style="display:flex' in page
+    assert page.count("step 1: nnapi-reference") == 1
+
+
+def test_check_fallback_shows_the_steps_before_and_after_converting_for_the_device(
+        tmp_path, capsys):
+    model = _model(tmp_path)
+    assert main(["check", model, "--input", "1x3x10x10:nchw", "--no-layers", "--json",
+                 "--fallback", "--device", MINIMAL]) == 0
+    data = json.loads(capsys.readouterr().out)
+    before, = data["device_plans"]
+    assert [s["device"] for s in before["steps"]] == [MINIMAL, "nnapi-reference", MINIMAL]
+    after = data["device_plans_converted_for_device"]
+    assert [[s["device"] for s in region["steps"]] for region in after] == [[MINIMAL]] * 2
+    assert all(region["reference_share"] == 0 for region in after)
+
+
+def test_inspect_and_bench_plan_a_converted_module(tmp_path, capsys):
+    model = _model(tmp_path)
+    out = str(tmp_path / "nnapi.pt")
+    assert main(["convert", model, "-o", out, "--input", "1x3x10x10"]) == 0
+    capsys.readouterr()
+    assert main(["inspect", out, "--device", MINIMAL, "--preference", "low_power"]) == 0
+    text = capsys.readouterr().out
+    assert f"devices {MINIMAL} + nnapi-reference (low_power)" in text
+    assert main(["bench", out, "--runs", "1", "--profile-runs", "1", "--device", MINIMAL]) == 0
+    text = capsys.readouterr().out
+    assert text.count(", host runtime ") == 3
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda p: "{", "npu.json: not valid JSON"),
+    (lambda p: dict(p, featureLevel=31), "npu.json: featureLevel: 31 is not a feature level"),
+    (lambda p: dict(p, capabilities=dict(p["capabilities"], ifPerformance={
+        "execTime": -1, "powerUsage": 1})),
+     "npu.json: capabilities.ifPerformance.execTime: -1 is not a positive finite number"),
+])
+def test_a_bad_profile_is_one_line_naming_the_field(tmp_path, capsys, change, message):
+    changed = change(_shipped(MINIMAL))
+    path = tmp_path / "npu.json"
+    path.write_text(changed if isinstance(changed, str) else json.dumps(changed))
+    code = main(["inspect", str(tmp_path / "missing.pt"), "--device", str(path)])
+    assert code == ExitCode.BAD_FILE
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_unknown_names_and_operations_are_named(tmp_path, capsys):
+    assert main(["inspect", "x.pt", "--device", "nnapi-sample_fast"]) == ExitCode.USAGE
+    assert "nnapi-sample_fast: no shipped profile has this name" in capsys.readouterr().err
+    shipped = _shipped(MINIMAL)
+    shipped["supportedOperations"][0]["operations"] = ["CONV2D"]
+    path = tmp_path / "npu.json"
+    path.write_text(json.dumps(shipped))
+    assert main(["inspect", "x.pt", "--device", str(path)]) == ExitCode.BAD_FILE
+    assert "supportedOperations[0].operations[0]: unknown operation 'CONV2D'" in \
+        capsys.readouterr().err
+    assert main(["inspect", "x.pt", "--device", MINIMAL, "--device", MINIMAL]) == ExitCode.USAGE
+    assert f"--device names {MINIMAL} twice" in capsys.readouterr().err
+
+
+def _shipped(name: str) -> dict:
+    from importlib import resources
+
+    folder = resources.files("torch_nnapi.nnapi.devices").joinpath("profiles")
+    path = folder.joinpath(f"{name}.json")
+    return json.loads(path.read_text())
