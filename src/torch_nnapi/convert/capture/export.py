@@ -22,7 +22,7 @@ import inspect
 import operator
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeGuard
 
