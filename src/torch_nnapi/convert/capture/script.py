@@ -15,6 +15,7 @@ shape computation into an error naming the node instead of a wrong answer on a p
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 import warnings
@@ -376,6 +377,18 @@ def standalone_function(name: str, graph: torch._C.Graph) -> Callable[..., Any]:
     return function
 
 
+def fresh(x: Any) -> Any:
+    """A copy of an input for one run: a graph may change its inputs in place (a loop
+    body's example inputs include the lists and numbers its loop carries)."""
+    return x.clone() if isinstance(x, torch.Tensor) else copy.deepcopy(x)
+
+
+def capture_body(ts_graph: torch._C.Graph, examples: tuple[Any, ...]) -> Captured:
+    """A loop's or branch's block lifted into a graph of its own (``fallback/bodies.py``),
+    captured like a model: ``examples`` may hold numbers and lists as well as tensors."""
+    return _captured(ts_graph, examples, keep_values=False, remove_mutation=False)
+
+
 def _run_probe(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], keep_values: bool
                ) -> list[tuple[torch._C.Value, Any]] | None:
     """(TorchScript value, what it is) for every top-level tensor and number when the graph
@@ -410,7 +423,7 @@ def _run_probe(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], kee
         # one run in the plain interpreter: the JIT's optimizing passes would cost far more
         # than they save on a graph run once (seconds on large models)
         with torch.no_grad(), torch.jit.optimized_execution(False):
-            results = fn(*[x.clone() for x in examples])
+            results = fn(*[fresh(x) for x in examples])
     except Exception:  # noqa: BLE001 - the graph does not run on these inputs
         return None
     if not isinstance(results, tuple):
