@@ -102,12 +102,13 @@ class TinyGptStep(nn.Module):
     at ``position`` through a ``torch.where`` mask over the cache length."""
 
     def __init__(self, vocab: int = 40, width: int = 32, heads: int = 2, layers: int = 2,
-                 capacity: int = 48) -> None:
+                 capacity: int = 48, index_copy: bool = False) -> None:
+        """``index_copy``: the caches written by ``index_copy`` at the position instead."""
         super().__init__()
         self.heads, self.capacity = heads, capacity
         self.token_embedding = nn.Embedding(vocab, width)
         self.position_embedding = nn.Embedding(capacity, width)
-        self.blocks = nn.ModuleList(GptBlock(width, heads) for _ in range(layers))
+        self.blocks = nn.ModuleList(GptBlock(width, heads, index_copy) for _ in range(layers))
         self.norm = nn.LayerNorm(width)
         self.head = nn.Linear(width, vocab)
 
@@ -124,16 +125,17 @@ class TinyGptStep(nn.Module):
         hidden = torch.where(slots.reshape(1, 1, -1) <= position, 0.0, -1e9)
         new_keys, new_values = [], []
         for i, block in enumerate(self.blocks):
-            x, k, v = block(x, keys[i], values[i], written, hidden)
+            x, k, v = block(x, keys[i], values[i], position, written, hidden)
             new_keys.append(k)
             new_values.append(v)
         return self.head(self.norm(x)), torch.stack(new_keys), torch.stack(new_values)
 
 
 class GptBlock(nn.Module):
-    def __init__(self, width: int, heads: int) -> None:
+    def __init__(self, width: int, heads: int, index_copy: bool = False) -> None:
         super().__init__()
         self.heads, self.head_dim = heads, width // heads
+        self.index_copy = index_copy
         self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
         self.qkv = nn.Linear(width, 3 * width)
         self.out = nn.Linear(width, width)
@@ -141,11 +143,15 @@ class GptBlock(nn.Module):
                                  nn.Linear(4 * width, width))
 
     def forward(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                written: torch.Tensor, hidden: torch.Tensor
+                position: torch.Tensor, written: torch.Tensor, hidden: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         q, k, v = self.qkv(self.norm1(x)).reshape(3, self.heads, 1, self.head_dim).unbind(0)
-        keys = torch.where(written, k, keys)  # [heads, capacity, head_dim]
-        values = torch.where(written, v, values)
+        if self.index_copy:
+            keys = keys.index_copy(1, position, k)
+            values = values.index_copy(1, position, v)
+        else:
+            keys = torch.where(written, k, keys)  # [heads, capacity, head_dim]
+            values = torch.where(written, v, values)
         scores = q @ keys.transpose(1, 2) / self.head_dim ** 0.5 + hidden  # [heads, 1, slots]
         attended = torch.softmax(scores, dim=-1) @ values  # [heads, 1, head_dim]
         x = x + self.out(attended.reshape(1, -1))
