@@ -389,6 +389,18 @@ def capture_body(ts_graph: torch._C.Graph, examples: tuple[Any, ...]) -> Capture
     return _captured(ts_graph, examples, keep_values=False, remove_mutation=False)
 
 
+def probing(graph: torch._C.Graph, wanted: list[torch._C.Value]) -> None:
+    """Makes ``graph`` (a copy of a module's) a function for a probe: without its module
+    input, returning a tuple of ``wanted``."""
+    while graph.return_node().inputsSize():
+        graph.eraseOutput(0)
+    tup = graph.create("prim::TupleConstruct", wanted, 1)
+    tup.output().setType(torch._C.TupleType([v.type() for v in wanted]))
+    tup.insertBefore(graph.return_node())
+    graph.registerOutput(tup.output())
+    graph.eraseInput(0)
+
+
 def _run_probe(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], keep_values: bool
                ) -> list[tuple[torch._C.Value, Any]] | None:
     """(TorchScript value, what it is) for every top-level tensor and number when the graph
@@ -411,13 +423,7 @@ def _run_probe(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], kee
                     clone.insertAfter(none)
                     o_copy = clone.output()
                 wanted.append(o_copy)
-    while g.return_node().inputsSize():
-        g.eraseOutput(0)
-    tup = g.create("prim::TupleConstruct", wanted, 1)
-    tup.output().setType(torch._C.TupleType([v.type() for v in wanted]))
-    tup.insertBefore(g.return_node())
-    g.registerOutput(tup.output())
-    g.eraseInput(0)
+    probing(g, wanted)
     try:
         fn = standalone_function("torch_nnapi_probe", g)
         # one run in the plain interpreter: the JIT's optimizing passes would cost far more

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from ..capture.graph import Node
-from ..capture.script import Captured, standalone_function
+from ..capture.script import Captured, probing, standalone_function
 from ..regions.partition import Partition
 
 CONTROL_FLOW = ("prim::Loop", "prim::If")
@@ -60,18 +60,25 @@ def convert_bodies(captured: Captured, part: Partition, convert_body: ConvertBod
                    ) -> list[Body]:
     """Converts the blocks of the loops and branches ``part`` leaves on the CPU (see the
     module docstring), in program order."""
-    targets = [(c.node, b) for c in part.cpu if c.node.kind in CONTROL_FLOW
-               for b in range(len(c.node.blocks)) if c.node.blocks[b].nodes]
+    this = next(iter(captured.script.inputs()))
+    targets: list[tuple[Node, int, torch._C.Block]] = []
+    for c in part.cpu:
+        if c.node.kind not in CONTROL_FLOW:
+            continue
+        for b, block in enumerate(captured.nodes[c.node].blocks()):
+            reads = block_reads(block)[0]
+            # a block reading the module itself (an attribute freezing left) stays as it is
+            if c.node.blocks[b].nodes and all(v.unique() != this.unique() for v in reads):
+                targets.append((c.node, b, block))
     if not targets:
         return []
-    this_type = next(iter(captured.script.inputs())).type()
-    blocks = [list(captured.nodes[node].blocks())[b] for node, b in targets]
-    examples = body_examples(captured.script, blocks, captured.examples)
+    examples = body_examples(captured.script, [t[2] for t in targets], captured.examples)
     bodies = []
-    for (node, b), block, example in zip(targets, blocks, examples, strict=True):
+    for (node, b, block), example in zip(targets, examples, strict=True):
         if example is None:
             continue  # not reached on the example inputs: no shapes to convert it with
-        converted = convert_body(capture_body(body_graph(block, this_type), example), example)
+        converted = convert_body(capture_body(body_graph(block, this.type()), example),
+                                 example)
         if converted is not None:
             bodies.append(Body(node, b, *converted))
     return bodies
@@ -221,17 +228,13 @@ def body_examples(script: torch._C.Graph, blocks: list[torch._C.Block],
             append.insertBefore(first)
             recorded.append(made.output())
         records.append(recorded)
-    everything = [v for recorded in records for v in recorded]
-    while graph.return_node().inputsSize():
-        graph.eraseOutput(0)
-    tup = graph.create("prim::TupleConstruct", everything, 1)
-    tup.output().setType(torch._C.TupleType([v.type() for v in everything]))
-    tup.insertBefore(graph.return_node())
-    graph.registerOutput(tup.output())
-    graph.eraseInput(0)
-    run = standalone_function("torch_nnapi_body_probe", graph)
-    with torch.no_grad(), torch.jit.optimized_execution(False):
-        results = list(run(*[copy.deepcopy(x) for x in inputs]))
+    probing(graph, [v for recorded in records for v in recorded])
+    try:
+        run = standalone_function("torch_nnapi_body_probe", graph)
+        with torch.no_grad(), torch.jit.optimized_execution(False):
+            results = list(run(*[copy.deepcopy(x) for x in inputs]))
+    except Exception:  # noqa: BLE001 - the model fails on its examples: no block is reached
+        return [None] * len(blocks)
     found: list[tuple[Any, ...] | None] = []
     for recorded in records:
         lists, results = results[:len(recorded)], results[len(recorded):]
