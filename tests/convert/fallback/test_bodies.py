@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import torch
 
 from torch_nnapi.convert.capture.script import capture_script
@@ -72,18 +73,20 @@ def test_a_trip_count_from_the_data_and_a_while_loop():
 
 
 def test_nested_branches_on_computed_values():
-    """The example takes the outer and the inner ``then``: those bodies run on NNAPI; the
-    branches it never reaches stay as compiled, and every path still matches eager."""
+    """The example takes the outer and the inner ``then``; other data of its kind reaches
+    the outer ``else``: those bodies run on NNAPI, and every path matches eager."""
     model = cm.scripted(cm.NestedIfs())
     runs = [(seeded((2, 8), s),) for s in (0, 6, 1, 4)]  # then-then, then-else, else...
     conversion = converted(model, runs[0], runs)
-    (outer,) = conversion.report.bodies
-    assert conversion.report.cpu[outer.cpu].kind == "prim::If" and outer.block == 0
+    outer, other = conversion.report.bodies
+    assert conversion.report.cpu[outer.cpu].kind == "prim::If"
+    assert (outer.cpu, outer.block, other.cpu, other.block) == (outer.cpu, 0, outer.cpu, 1)
     (inner,) = outer.report.bodies
     assert outer.report.cpu[inner.cpu].kind == "prim::If" and inner.block == 0
     assert "LOGISTIC" in inner.report.regions[0].operations
-    assert conversion.report.region_count == \
-        len(conversion.regions) + len(outer.report.regions) + len(inner.report.regions)
+    assert "FULLY_CONNECTED" in other.report.regions[0].operations
+    assert conversion.report.region_count == len(conversion.regions) + \
+        len(outer.report.regions) + len(inner.report.regions) + len(other.report.regions)
 
 
 def test_a_cascade_runs_the_large_network_only_when_the_small_one_is_unsure():
@@ -169,3 +172,13 @@ def test_saved_modules_run_in_a_fresh_process_and_the_lite_interpreter(tmp_path)
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == [w for n in cases for w in (n, "ok")]
+
+
+def test_the_host_runner_refuses_regions_inside_loops_in_one_line():
+    from torch_nnapi.convert.tools.host import run_on_host
+
+    model = cm.scripted(cm.Cascade())
+    x = seeded((1, 3, 12, 12), 1)
+    conversion = converted(model, (x,), [])
+    with pytest.raises(ValueError, match="runs regions inside loops or branches"):
+        run_on_host(conversion.module, x)

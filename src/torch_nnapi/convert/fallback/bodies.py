@@ -12,7 +12,10 @@ the module loads, and run at each iteration; lists and tensors the body changes 
 are shared with the caller, as TorchScript passes them by reference.
 
 The body's example inputs are what its block reads the first time it runs on the model's
-example inputs (:func:`body_examples`); a block the examples never reach stays as it is.
+example inputs (:func:`body_examples`), or, for a block they do not reach (the ``else`` they
+do not take), on other data of their sizes and kinds (``regions/trial.py``: float tensors
+random with their mean and spread, integer ones shuffled); a block none of these reach stays
+as it is.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ import torch
 from ..capture.graph import Node
 from ..capture.script import Captured, probing, standalone_function
 from ..regions.partition import Partition
+from ..regions.trial import other_data
 
 CONTROL_FLOW = ("prim::Loop", "prim::If")
 BODY_PREFIX = "body_"
+OTHER_RUNS = 4  # runs on other data looking for the blocks the example inputs do not reach
 
 
 def body_name(index: int) -> str:
@@ -73,6 +78,13 @@ def convert_bodies(captured: Captured, part: Partition, convert_body: ConvertBod
     if not targets:
         return []
     examples = body_examples(captured.script, [t[2] for t in targets], captured.examples)
+    for seed in range(OTHER_RUNS):  # blocks the examples miss: other data of their kind
+        if all(e is not None for e in examples):
+            break
+        other = tuple(other_data(x, seed=seed * len(captured.examples) + i)
+                      for i, x in enumerate(captured.examples))
+        found = body_examples(captured.script, [t[2] for t in targets], other)
+        examples = [e if e is not None else f for e, f in zip(examples, found, strict=True)]
     bodies = []
     for (node, b, block), example in zip(targets, examples, strict=True):
         if example is None:

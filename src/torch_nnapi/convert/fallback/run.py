@@ -86,6 +86,11 @@ def _cut(module: torch.jit.ScriptModule, upto: int | None) -> torch._C.Graph:
             getter.destroy()
     torch._C._jit_pass_dce(graph)
     this = list(graph.inputs())[0]
+    if this.uses() and hasattr(module, f"{BODY_PREFIX}0"):
+        raise ValueError("this partitioned module runs regions inside loops or branches"
+                         f" ({BODY_PREFIX}0...), which cannot be taken apart to run on the"
+                         " host runtime or be timed alone: run it through PyTorch's NNAPI"
+                         " runtime")
     if this.uses():
         raise ValueError("this partitioned module's forward reads attributes other than its"
                          " regions; it cannot be taken apart")

@@ -99,7 +99,7 @@ def shape_facts(captured: Probed, examples: tuple[Any, ...],
         if _data_dependent(node, producer):
             for v in node.outputs:
                 dynamic[v] = f"{node.kind} returns sizes that depend on the data"
-    other = captured.probe(tuple(_other_data(x, seed=i) if isinstance(x, torch.Tensor) else x
+    other = captured.probe(tuple(other_data(x, seed=i) if isinstance(x, torch.Tensor) else x
                                  for i, x in enumerate(examples)))
     changed = set()
     for v, ex in (other or {}).items():
@@ -139,7 +139,7 @@ def _data_dependent(node: Node, producer: dict[Value, Node]) -> bool:
     return False
 
 
-def _other_data(x: torch.Tensor, seed: int) -> torch.Tensor:
+def other_data(x: torch.Tensor, seed: int) -> torch.Tensor:
     """Data of ``x``'s size and kind: float tensors random with ``x``'s mean and spread;
     integer and bool tensors (indices, token ids, masks) ``x``'s elements shuffled, so
     they stay valid; quantized tensors random within ``x``'s range."""
