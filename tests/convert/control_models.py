@@ -48,6 +48,20 @@ class DataDependentLoop(nn.Module):
         return x
 
 
+class GrowingLoop(nn.Module):
+    """A loop that grows the tensor it carries: its body keeps the CPU, as compiled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.layer(x)  # a region before the loop
+        for _ in range(int(x.abs().sum().item()) % 3 + 2):
+            out = torch.cat([out, torch.relu(self.layer(out[-1:]))], dim=0)
+        return out
+
+
 class NestedIfs(nn.Module):
     """Branches nested two deep on computed values, a different network in each leaf."""
 

@@ -99,6 +99,14 @@ def test_a_cascade_runs_the_large_network_only_when_the_small_one_is_unsure():
     assert large["CONV_2D"] == 2
 
 
+def test_a_body_reading_a_tensor_the_loop_grows_stays_as_compiled():
+    model = cm.scripted(cm.GrowingLoop())
+    x = seeded((2, 8), 0)
+    conversion = converted(model, (x,), [(x,), (seeded((2, 8), 1),)])
+    assert conversion.report.bodies == []
+    assert "prim::Loop" in [c.kind for c in conversion.report.cpu]
+
+
 def test_the_policy_applies_inside_the_bodies():
     model = cm.scripted(cm.DataDependentLoop())
     x = seeded((2, 8), 1)

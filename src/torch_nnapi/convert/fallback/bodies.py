@@ -209,7 +209,8 @@ def body_examples(script: torch._C.Graph, blocks: list[torch._C.Block],
                   inputs: tuple[Any, ...]) -> list[tuple[Any, ...] | None]:
     """What each of ``blocks`` (blocks of top-level nodes of ``script``) receives the first
     time it runs (its block inputs, then :func:`block_reads`) when ``script`` runs on
-    ``inputs``; None for a block that does not run."""
+    ``inputs``; None for a block that does not run, or that reads a tensor whose sizes
+    change from one run of the block to the next."""
     graph = script.copy()
     copies = dict(zip(script.nodes(), graph.nodes(), strict=True))
     start = next(iter(graph.nodes()), graph.return_node())
@@ -250,8 +251,16 @@ def body_examples(script: torch._C.Graph, blocks: list[torch._C.Block],
     found: list[tuple[Any, ...] | None] = []
     for recorded in records:
         lists, results = results[:len(recorded)], results[len(recorded):]
-        found.append(tuple(x[0] for x in lists) if all(lists) else None)
+        steady = all(lists) and not any(_sizes_change(x) for x in lists)
+        found.append(tuple(x[0] for x in lists) if steady else None)
     return found
+
+
+def _sizes_change(runs: list[Any]) -> bool:
+    """Whether a tensor a block reads changes sizes or dtype from one run of the block to
+    the next (a tensor a loop grows): its regions could not keep the sizes of the first."""
+    kinds = {(tuple(x.shape), x.dtype) for x in runs if isinstance(x, torch.Tensor)}
+    return len(kinds) > 1
 
 
 __all__ = ["BODY_PREFIX", "CONTROL_FLOW", "Body", "block_params", "block_reads", "body_examples",
