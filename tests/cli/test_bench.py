@@ -106,3 +106,35 @@ def test_bench_warns_when_threads_are_slower_than_one():
     report.latency.single_thread = Latency([0.030, 0.029])
     assert not report.latency.pools_contend
     assert not [line for line in render(report) if line.startswith("warning: ")]
+
+
+def test_bench_times_a_generation_against_the_original(tmp_path, capsys):
+    from torch_nnapi.convert.api import convert_with_details
+    from torch_nnapi.convert.torchscript.generate import Generator
+
+    from ..convert.control_models import TinyGptStep
+
+    torch.manual_seed(0)
+    step = TinyGptStep(layers=1, capacity=8).eval().requires_grad_(False)
+    keys = torch.zeros(step.cache_shape())
+    converted = convert_with_details(step, (torch.tensor([1]), torch.tensor([0]), keys, keys),
+                                     nhwc=False).module
+    for name, inner in (("gen.pt", converted), ("eager.pt", step)):
+        torch.jit.save(torch.jit.script(Generator(inner, keys, keys)), str(tmp_path / name))
+    args = ["bench", str(tmp_path / "gen.pt"), "--generate", "1,5", "--new-tokens", "4",
+            "--runs", "1", "--original", str(tmp_path / "eager.pt")]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "generation: a prompt of 2 tokens, 4 new tokens"
+    assert lines[1].startswith("  converted: first token ") and \
+        lines[1].endswith(" tokens/s, 1 NNAPI executions per token")
+    assert lines[2].startswith("  eager: first token ") and lines[2].endswith(" tokens/s")
+    assert lines[3].startswith("NNAPI / eager: first token ")
+    assert main([*args, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["converted"]["nnapi_executions_per_token"] == 1
+    assert report["eager"]["nnapi_executions_per_token"] == 0
+    assert main([*args[:3], "1,x"]) == ExitCode.USAGE
+    assert "token ids separated by commas" in capsys.readouterr().err
+    assert main([*args[:3], "1,5", "--new-tokens", "9", "--runs", "1"]) == ExitCode.USAGE
+    assert "do not fit the cache's 8 slots" in capsys.readouterr().err

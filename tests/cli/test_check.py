@@ -310,3 +310,20 @@ def test_convert_check_gives_a_verdict_and_fails_over_the_tolerance(scaled_file,
     text = capsys.readouterr().out
     assert "(tolerance 1e-07) MISMATCH" in text
     assert text.splitlines()[-1] == "result: MISMATCH, the saved module does not match the model"
+
+
+def test_check_shows_the_regions_inside_a_branch():
+    """check --fallback's report of a cascade: the branch's own region under the branch,
+    the outputs compared with eager."""
+    from torch_nnapi.cli.check_cmd import render
+    from torch_nnapi.convert.tools.check import check_model
+
+    from ..convert import control_models as cm
+
+    model = cm.scripted(cm.Cascade())
+    image = torch.randn(1, 3, 12, 12, generator=torch.Generator().manual_seed(1))
+    text = "\n".join(render(check_model(model, (image,), fallback=True)))
+    assert "inside prim::If (then) at " in text
+    assert "\n    partitioned: 1 NNAPI region (6 operations)" in text
+    assert "1 NNAPI region (+1 inside loops and branches)" in text.splitlines()[-1]
+    assert "output 0 [1, 5]: " in text and "result: OK" in text

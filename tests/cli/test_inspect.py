@@ -40,3 +40,22 @@ def test_inspect_names_scalars_and_shows_origins(tmp_path, capsys):
     operation = next(op for op in info["operations"] if op["type"] == "CONV_2D")
     assert "aten::_convolution at" in operation["origin"]
     assert {e.get("name") for e in operation["inputs"]} >= {"input", "filter", "stride_w"}
+
+
+def test_inspect_shows_the_regions_inside_a_loop(tmp_path, capsys):
+    """A greedy decoder whose every region is inside its loop: the loop's body is shown
+    under the loop, with its region."""
+    from torch_nnapi.convert.api import convert_with_details
+
+    from ..convert import control_models as cm
+
+    model = cm.scripted(cm.GreedyGru())
+    module = convert_with_details(model, (torch.randn(1, 16), torch.tensor([1])),
+                                  fallback=True).module
+    path = str(tmp_path / "gru_nnapi.pt")
+    torch.jit.save(module, path)
+    assert main(["inspect", path]) == 0
+    text = capsys.readouterr().out
+    assert "0 NNAPI regions (+1 inside loops and branches)" in text.splitlines()[0]
+    assert "inside prim::Loop (body) at " in text
+    assert "    partitioned: 1 NNAPI region (" in text

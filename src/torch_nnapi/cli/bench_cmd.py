@@ -7,7 +7,9 @@ type and the slowest operations with their operand shapes. Inputs as for ``run``
 files, bundled, ``--input`` shapes, or the converted shapes. ``--report FILE.html`` also
 writes the report as one self-contained page with the time per operation plotted.
 For a partitioned module (``convert --fallback``) also each NNAPI region timed alone and
-the CPU nodes timed alone.
+the CPU nodes timed alone. ``--generate IDS`` times a greedy generation of a saved
+``Generator`` (convert/torchscript/generate.py) instead: time to first token, tokens per
+second and NNAPI executions per token, with ``--original`` against the original's.
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="also write the report as one self-contained HTML page")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_device_option(p)  # with --device, each of Android's steps is also timed on the host
+    p.add_argument("--generate", metavar="IDS",
+                   help="time a greedy generation instead: MODULE (and --original) is a saved"
+                        " torch_nnapi Generator, IDS the prompt's token ids (1,7,3,9)")
+    p.add_argument("--new-tokens", type=int, default=32, metavar="N",
+                   help="tokens each timed generation makes (default: %(default)s)")
 
 
 @command("bench", "time a converted module on PyTorch's NNAPI runtime (and the original in"
@@ -63,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         if value < least:
             raise usage(f"{name} must be at least {least}")
     profiles = device_profiles(args)
+    if args.generate is not None:
+        return _bench_generation(args)
     if args.report:
         output_path(args.report, args.module)
     with Progress("bench") as progress:
@@ -103,6 +112,50 @@ def _device_plans(module, inputs, profiles, args, step) -> list:
     if is_partitioned(module):
         return plans
     return [timed_on_host(plans[0], module, inputs, max(args.profile_runs, 1))]
+
+
+def _bench_generation(args: argparse.Namespace) -> int:
+    """``--generate``: time to first token and tokens per second, against ``--original``."""
+    import torch
+
+    from ..convert.tools.generation import executions_per_step, time_generation
+
+    try:
+        prompt = torch.tensor([int(t) for t in args.generate.split(",")])
+    except ValueError:
+        raise usage(f"--generate {args.generate!r}: token ids separated by commas") from None
+    if args.new_tokens < 2:
+        raise usage("--new-tokens must be at least 2")
+    timed = {"converted": load_model(args.module, "module")}
+    if args.original:
+        timed["eager"] = load_model(args.original, "original")
+    report: dict[str, object] = {"prompt": len(prompt), "new_tokens": args.new_tokens}
+    lines = [f"generation: a prompt of {len(prompt)} tokens, {args.new_tokens} new tokens"]
+    for name, generator in timed.items():
+        step = getattr(generator, "step", None)
+        if not isinstance(step, torch.nn.Module):
+            raise usage(f"{name} module: not a Generator (it has no step module)")
+        try:
+            timing = time_generation(generator, prompt, args.new_tokens, args.runs)
+        except (RuntimeError, ValueError, torch.jit.Error) as e:  # Error: raised in TorchScript
+            raise usage(f"{name} module: the generation failed:"
+                        f" {str(e).strip().splitlines()[-1]}") from None
+        executions = executions_per_step(step)
+        report[name] = dict(timing.to_json(), nnapi_executions_per_token=executions)
+        lines.append(f"  {name}: first token {_ms(timing.first_token)},"
+                     f" {timing.tokens_per_second:.1f} tokens/s"
+                     + (f", {executions} NNAPI executions per token" if executions else ""))
+    if "eager" in report:
+        converted, eager = report["converted"], report["eager"]
+        assert isinstance(converted, dict) and isinstance(eager, dict)
+        report["first_token_ratio"] = converted["first_token"] / eager["first_token"]
+        report["tokens_per_second_ratio"] = \
+            converted["tokens_per_second"] / eager["tokens_per_second"]
+        lines.append(f"NNAPI / eager: first token {report['first_token_ratio']:.2f}x the time,"
+                     f" {report['tokens_per_second_ratio']:.2f}x the tokens per second")
+    print_report(report if args.json else None, [] if args.json else lines, args.json,
+                 None, lambda: "")
+    return int(ExitCode.OK)
 
 
 def _ms(seconds: float) -> str:

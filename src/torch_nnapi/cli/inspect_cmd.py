@@ -41,7 +41,8 @@ def describe(module) -> dict:
     if report is None:
         return dict(describe_program(program_of(module)), **_returns(module))
     regions = [describe_program(p) for p in region_programs(module)]
-    level = FeatureLevel(max(r["feature_level"] for r in regions))
+    # the regions inside loops and branches count through the report
+    level = FeatureLevel(max([r["feature_level"] for r in regions] + [report.feature_level]))
     return {"partitioned": True, "feature_level": int(level), "android": level.android,
             "api_level": level.api_level, "partition": report.to_json(),
             "regions": regions, **_returns(module)}

@@ -15,6 +15,7 @@ shape computation into an error naming the node instead of a wrong answer on a p
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 import warnings
@@ -412,6 +413,30 @@ def standalone_function(name: str, graph: torch._C.Graph) -> Callable[..., Any]:
     return function
 
 
+def fresh(x: Any) -> Any:
+    """A copy of an input for one run: a graph may change its inputs in place (a loop
+    body's example inputs include the lists and numbers its loop carries)."""
+    return x.clone() if isinstance(x, torch.Tensor) else copy.deepcopy(x)
+
+
+def capture_body(ts_graph: torch._C.Graph, examples: tuple[Any, ...]) -> Captured:
+    """A loop's or branch's block lifted into a graph of its own (``fallback/bodies.py``),
+    captured like a model: ``examples`` may hold numbers and lists as well as tensors."""
+    return _captured(ts_graph, examples, keep_values=False, remove_mutation=False)
+
+
+def probing(graph: torch._C.Graph, wanted: list[torch._C.Value]) -> None:
+    """Makes ``graph`` (a copy of a module's) a function for a probe: without its module
+    input, returning a tuple of ``wanted``."""
+    while graph.return_node().inputsSize():
+        graph.eraseOutput(0)
+    tup = graph.create("prim::TupleConstruct", wanted, 1)
+    tup.output().setType(torch._C.TupleType([v.type() for v in wanted]))
+    tup.insertBefore(graph.return_node())
+    graph.registerOutput(tup.output())
+    graph.eraseInput(0)
+
+
 def _run_probe(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], keep_values: bool
                ) -> list[tuple[torch._C.Value, Any]] | None:
     """(TorchScript value, what it is) for every top-level tensor and number when the graph
@@ -434,19 +459,13 @@ def _run_probe(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], kee
                     clone.insertAfter(none)
                     o_copy = clone.output()
                 wanted.append(o_copy)
-    while g.return_node().inputsSize():
-        g.eraseOutput(0)
-    tup = g.create("prim::TupleConstruct", wanted, 1)
-    tup.output().setType(torch._C.TupleType([v.type() for v in wanted]))
-    tup.insertBefore(g.return_node())
-    g.registerOutput(tup.output())
-    g.eraseInput(0)
+    probing(g, wanted)
     try:
         fn = standalone_function("torch_nnapi_probe", g)
         # one run in the plain interpreter: the JIT's optimizing passes would cost far more
         # than they save on a graph run once (seconds on large models)
         with torch.no_grad(), torch.jit.optimized_execution(False):
-            results = fn(*[x.clone() for x in examples])
+            results = fn(*[fresh(x) for x in examples])
     except Exception:  # noqa: BLE001 - the graph does not run on these inputs
         return None
     if not isinstance(results, tuple):

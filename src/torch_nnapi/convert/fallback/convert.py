@@ -13,17 +13,19 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
 from ..capture.graph import Graph
-from ..capture.script import Captured
+from ..capture.script import Captured, capture_body
 from ..errors import ConversionError, UnsupportedUse
 from ..options import CompileOptions, FallbackPolicy
 from ..pipeline.lowerer import dequantized_scale
 from ..regions.partition import Partition, Region, partition
 from ..torchscript.program import nnapi_program, serialize_lowered
+from .bodies import Body, convert_bodies
 from .report import PartitionReport, describe_partition, returned_values
 from .stitch import build_partitioned_module
 
@@ -37,6 +39,7 @@ class PartitionedConversion:
     partition: Partition
     report: PartitionReport
     seconds: float
+    bodies: list[Body] = field(default_factory=list)  # CPU loops' and branches' blocks
 
     @property
     def regions(self) -> list[Region]:
@@ -62,16 +65,29 @@ def convert_partitioned(captured: Captured, examples: tuple[torch.Tensor, ...],
     captured = captured.without_mutation()
     part = partition(captured, examples, policy=policy, nhwc=nhwc, flexible=flexible,
                      relax=compile.relax_fp32_to_fp16)
-    if not part.regions:
+
+    def convert_body(body: Captured, inputs: tuple[Any, ...]
+                     ) -> tuple[torch.jit.ScriptModule, PartitionReport] | None:
+        try:
+            done = convert_partitioned(body, inputs, policy, nhwc=[None] * len(inputs),
+                                       flexible=[()] * len(inputs), compile=compile,
+                                       start=time.perf_counter())
+        except ConversionError:
+            return None  # nothing in it for NNAPI: the block stays as it is
+        return done.module, done.report
+
+    bodies = convert_bodies(captured, part, convert_body, capture_body)
+    if not part.regions and not bodies:
         uses = [UnsupportedUse(c.node.kind, c.reason, c.node.location) for c in part.cpu]
         raise ConversionError(uses).with_hint(
             "hint: with fallback=True no part of the model is left for NNAPI"
             f" (min_region_size {policy.min_region_size})")
     programs = [nnapi_program(region.result, serialize_lowered(region.result), compile)
                 for region in part.regions]
-    report = describe_partition(part, captured, policy, flexible)
-    module = build_partitioned_module(captured, part, programs, json.dumps(report.to_json()))
-    return PartitionedConversion(module, part, report, time.perf_counter() - start)
+    report = describe_partition(part, captured, policy, flexible, bodies)
+    module = build_partitioned_module(captured, part, programs, json.dumps(report.to_json()),
+                                      bodies)
+    return PartitionedConversion(module, part, report, time.perf_counter() - start, bodies)
 
 
 def fallback_hint(captured: Captured, examples: tuple[torch.Tensor, ...],

@@ -20,6 +20,7 @@ from ..capture.script import Captured
 from ..options import FallbackPolicy
 from ..pipeline.lowerer import Lowered
 from ..regions.partition import Partition, Region
+from .bodies import Body
 
 REPORT_VERSION = 1
 _ITEM_BYTES = {"float32": 4, "int32": 4, "int64": 8, "bool": 1, "quint8": 1, "float16": 2}
@@ -60,6 +61,18 @@ class CpuNodeReport:
 
 
 @dataclass
+class BodyReport:
+    """A block of a CPU loop or branch whose own regions run on NNAPI (``bodies.py``)."""
+
+    cpu: int  # the loop or branch: its index in the report's ``cpu``
+    block: int  # which of its blocks (a branch's then or else)
+    report: PartitionReport  # the block's own partition
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cpu": self.cpu, "block": self.block, "report": self.report.to_json()}
+
+
+@dataclass
 class PartitionReport:
     """Where a partitioned model runs what, and what crosses between NNAPI and the CPU."""
 
@@ -71,10 +84,17 @@ class PartitionReport:
     # the model's inputs: shape (-1 flexible), dtype, and scale and zero point if quantized
     inputs: list[dict[str, Any]] = field(default_factory=list)
     version: int = REPORT_VERSION
+    bodies: list[BodyReport] = field(default_factory=list)  # loops' and branches' blocks
 
     @property
     def operation_count(self) -> int:
-        return sum(sum(r.operations.values()) for r in self.regions)
+        return sum(sum(r.operations.values()) for r in self.regions) + \
+            sum(b.report.operation_count for b in self.bodies)
+
+    @property
+    def region_count(self) -> int:
+        """The regions, those inside loops and branches included."""
+        return len(self.regions) + sum(b.report.region_count for b in self.bodies)
 
     @property
     def boundary_bytes(self) -> int:
@@ -82,10 +102,15 @@ class PartitionReport:
 
     @property
     def feature_level(self) -> int:
-        return max((r.feature_level for r in self.regions), default=0)
+        return max([r.feature_level for r in self.regions] +
+                   [b.report.feature_level for b in self.bodies], default=0)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["bodies"] = [b.to_json() for b in self.bodies]
+        if not self.bodies:  # as a report of a model without loops always was
+            del data["bodies"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PartitionReport:
@@ -95,13 +120,17 @@ class PartitionReport:
         regions = [RegionReport(**dict(r, inputs=[BoundaryTensor(**t) for t in r["inputs"]],
                                        outputs=[BoundaryTensor(**t) for t in r["outputs"]]))
                    for r in data["regions"]]
+        bodies = [BodyReport(int(b["cpu"]), int(b["block"]), cls.from_json(b["report"]))
+                  for b in data.get("bodies", [])]
         return cls(regions, [CpuNodeReport(**c) for c in data["cpu"]], list(data["schedule"]),
                    int(data["recomputed"]), dict(data["policy"]), list(data["inputs"]),
-                   int(data["version"]))
+                   int(data["version"]), bodies)
 
     def summary(self) -> str:
         regions, cpu = len(self.regions), len(self.cpu)
-        return (f"{regions} NNAPI region{'s' if regions != 1 else ''}"
+        inner = self.region_count - regions
+        inside = f" (+{inner} inside loops and branches)" if self.bodies else ""
+        return (f"{regions} NNAPI region{'s' if regions != 1 else ''}{inside}"
                 f" ({self.operation_count} operations), {cpu} node{'s' if cpu != 1 else ''}"
                 f" on the CPU, {_size(self.boundary_bytes)} crossing")
 
@@ -148,6 +177,12 @@ class PartitionReport:
                     lines.append(f"      at {location}")
                 if len(locations) > max_locations:
                     lines.append(f"      ... and {len(locations) - max_locations} more")
+        for body in self.bodies:
+            owner = self.cpu[body.cpu]
+            which = ("body" if owner.kind == "prim::Loop" else
+                     ("then", "else")[body.block] if body.block < 2 else f"block {body.block}")
+            lines.append(f"inside {owner.kind} ({which}) at {owner.location}:")
+            lines.extend("    " + line for line in body.report.render(max_locations))
         return lines
 
 
@@ -165,7 +200,8 @@ def _size(n: int) -> str:
 
 
 def describe_partition(part: Partition, captured: Captured, policy: FallbackPolicy,
-                       flexible: Sequence[Sequence[int]] = ()) -> PartitionReport:
+                       flexible: Sequence[Sequence[int]] = (),
+                       bodies: Sequence[Body] = ()) -> PartitionReport:
     model_inputs = {v: i for i, v in enumerate(part.graph.inputs)}
     cpu_index = {c.node: i for i, c in enumerate(part.cpu)}
     producer_of: dict[Value, str] = {}
@@ -230,7 +266,8 @@ def describe_partition(part: Partition, captured: Captured, policy: FallbackPoli
         inputs.append(entry)
     return PartitionReport(regions, cpu, schedule, len(part.recomputed), {
         "fallback_ops": sorted(policy.fallback_ops), "min_region_size": policy.min_region_size,
-        "max_regions": policy.max_regions, "target_level": policy.target_level}, inputs)
+        "max_regions": policy.max_regions, "target_level": policy.target_level}, inputs,
+        bodies=[BodyReport(cpu_index[b.node], b.block, b.report) for b in bodies])
 
 
 def returned_values(part: Partition) -> list[Value]:
@@ -266,5 +303,5 @@ def report_of(module: object) -> PartitionReport | None:
     return PartitionReport.from_json(json.loads(text))
 
 
-__all__ = ["BoundaryTensor", "CpuNodeReport", "PartitionReport", "RegionReport",
+__all__ = ["BodyReport", "BoundaryTensor", "CpuNodeReport", "PartitionReport", "RegionReport",
            "describe_partition", "report_of", "returned_values"]

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from ..capture.script import standalone_function
+from .bodies import BODY_PREFIX
 from .stitch import REGION_PREFIX
 
 # Runs one region: (its NnapiProgram, the tensors it takes) -> the tensors it returns.
@@ -27,9 +28,10 @@ RegionRunner = Callable[[torch.jit.ScriptModule, list[torch.Tensor]], list[torch
 
 
 def is_partitioned(module: object) -> bool:
-    """Whether ``module`` runs NNAPI regions and CPU nodes (``fallback=True``)."""
-    return hasattr(module, f"{REGION_PREFIX}0") and isinstance(
-        getattr(module, "partition", None), str)
+    """Whether ``module`` runs NNAPI regions and CPU nodes (``fallback=True``), the regions
+    possibly all inside loops and branches (``body_<k>``)."""
+    return (hasattr(module, f"{REGION_PREFIX}0") or hasattr(module, f"{BODY_PREFIX}0")) and \
+        isinstance(getattr(module, "partition", None), str)
 
 
 def region_programs(module: torch.jit.ScriptModule) -> list[torch.jit.ScriptModule]:
@@ -84,6 +86,11 @@ def _cut(module: torch.jit.ScriptModule, upto: int | None) -> torch._C.Graph:
             getter.destroy()
     torch._C._jit_pass_dce(graph)
     this = list(graph.inputs())[0]
+    if this.uses() and hasattr(module, f"{BODY_PREFIX}0"):
+        raise ValueError("this partitioned module runs regions inside loops or branches"
+                         f" ({BODY_PREFIX}0...), which cannot be taken apart to run on the"
+                         " host runtime or be timed alone: run it through PyTorch's NNAPI"
+                         " runtime")
     if this.uses():
         raise ValueError("this partitioned module's forward reads attributes other than its"
                          " regions; it cannot be taken apart")

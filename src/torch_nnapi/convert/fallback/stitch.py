@@ -38,6 +38,7 @@ from ..outputs import (
 )
 from ..regions.partition import Partition, Region
 from ..torchscript.module import NnapiProgram
+from .bodies import Body, body_name, call_body
 
 REGION_PREFIX = "region_"
 
@@ -47,12 +48,13 @@ def region_name(index: int) -> str:
 
 
 def build_partitioned_module(captured: Captured, part: Partition,
-                             programs: Sequence[NnapiProgram], report: str
-                             ) -> torch.jit.ScriptModule:
-    """The module running ``part``: ``programs[i]`` runs ``part.regions[i]``; ``report``
-    (JSON) is kept as the module's ``partition`` attribute for ``torch-nnapi inspect``. The
-    captured graph returns the model's tensors flat: ``forward`` nests them again as the
-    model did (the module's ``structure_outputs``, inlined)."""
+                             programs: Sequence[NnapiProgram], report: str,
+                             bodies: Sequence[Body] = ()) -> torch.jit.ScriptModule:
+    """The module running ``part``: ``programs[i]`` runs ``part.regions[i]``, ``bodies[i]``
+    (submodule ``body_<i>``) a block of a CPU loop or branch; ``report`` (JSON) is kept as
+    the module's ``partition`` attribute for ``torch-nnapi inspect``. The captured graph
+    returns the model's tensors flat: ``forward`` nests them again as the model did (the
+    module's ``structure_outputs``, inlined)."""
     structure = captured.graph.structure or OutputStructure(TENSOR)
 
     # A new class per conversion: ``define`` adds the method to the class.
@@ -63,6 +65,8 @@ def build_partitioned_module(captured: Captured, part: Partition,
             super().__init__()
             for i, program in enumerate(programs):
                 self.add_module(region_name(i), program)
+            for i, body in enumerate(bodies):
+                self.add_module(body_name(i), body.module)
             self.partition = report
             self.output_structure = structure.to_json()
 
@@ -76,7 +80,7 @@ def build_partitioned_module(captured: Captured, part: Partition,
     define_method(module, f"def forward(self, {params}) -> {ret.annotation}:\n"
                           "    raise RuntimeError('replaced by the partitioned graph')\n",
                   ret.names)
-    stitched = _stitch(captured, part, module)
+    stitched = _stitch(captured, part, module, bodies)
     _nest_outputs(stitched, structure, getattr(module, STRUCTURE_METHOD).graph)
     _replace_body(module.graph, stitched)
     return _reloaded(module)
@@ -109,12 +113,17 @@ def _nest_outputs(graph: torch._C.Graph, structure: OutputStructure,
     graph.lint()
 
 
-def _stitch(captured: Captured, part: Partition, module: torch.jit.RecursiveScriptModule
-            ) -> torch._C.Graph:
-    """A copy of the captured TorchScript graph with the regions replaced by calls."""
+def _stitch(captured: Captured, part: Partition, module: torch.jit.RecursiveScriptModule,
+            bodies: Sequence[Body]) -> torch._C.Graph:
+    """A copy of the captured TorchScript graph with the regions and the converted bodies
+    replaced by calls."""
     graph = captured.script.copy()
     copy_of = _node_map(captured.script, graph)
     value_of = _value_map(captured.script, graph)
+    for i, body in enumerate(bodies):
+        block = list(copy_of[captured.nodes[body.node]].blocks())[body.block]
+        call_body(graph, block, list(graph.inputs())[0], body_name(i),
+                  getattr(module, body_name(i)))
 
     current: dict[Value, torch._C.Value] = {}  # region outputs: read from the calls
 

@@ -258,7 +258,7 @@ def _is_constant(r: Any) -> bool:
 # ------------------------------------------------------------------------------ the policy
 
 
-def partition(captured: Probed, examples: tuple[torch.Tensor, ...], *, policy: FallbackPolicy,
+def partition(captured: Probed, examples: tuple[Any, ...], *, policy: FallbackPolicy,
               nhwc: Sequence[bool | None], flexible: Sequence[Sequence[int]],
               relax: bool = False, boundary: tuple[str, ...] = BOUNDARY_DTYPES) -> Partition:
     """Places every node of ``captured`` (see the module docstring); each region comes
@@ -268,7 +268,8 @@ def partition(captured: Probed, examples: tuple[torch.Tensor, ...], *, policy: F
     graph = captured.graph
     patterns.fuse(graph)
     facts = shape_facts(captured, examples, flexible)
-    specs = [example_spec(x, False, f) for x, f in zip(examples, flexible, strict=False)]
+    specs = [example_spec(x, False, f) if isinstance(x, torch.Tensor) else None
+             for x, f in zip(examples, flexible, strict=False)]
     forced, edges = mutation_moves(graph)
     producer = {v: n for n in graph.nodes for v in n.outputs}
     for v, why in facts.dynamic.items():  # where sizes start to depend on the data

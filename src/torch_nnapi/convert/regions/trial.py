@@ -88,17 +88,19 @@ class ShapeFacts:
     changed_numbers: frozenset[Value] = frozenset()  # numbers other data changed
 
 
-def shape_facts(captured: Probed, examples: tuple[torch.Tensor, ...],
+def shape_facts(captured: Probed, examples: tuple[Any, ...],
                 flexible: Sequence[Sequence[int]]) -> ShapeFacts:
     """Runs the graph on other data, and on inputs grown along their flexible dimensions,
-    and compares every tensor's sizes (and every number) with the example run."""
+    and compares every tensor's sizes (and every number) with the example run. A loop
+    body's ``examples`` hold numbers and lists too: those stay as they are."""
     dynamic: dict[Value, str] = {}
     producer = {v: n for n in captured.graph.walk() for v in n.outputs}
     for node in captured.graph.walk():
         if _data_dependent(node, producer):
             for v in node.outputs:
                 dynamic[v] = f"{node.kind} returns sizes that depend on the data"
-    other = captured.probe(tuple(_other_data(x, seed=i) for i, x in enumerate(examples)))
+    other = captured.probe(tuple(other_data(x, seed=i) if isinstance(x, torch.Tensor) else x
+                                 for i, x in enumerate(examples)))
     changed = set()
     for v, ex in (other or {}).items():
         base = v.example
@@ -110,7 +112,7 @@ def shape_facts(captured: Probed, examples: tuple[torch.Tensor, ...],
     grown_dims: dict[Value, tuple[int, ...]] = {}
     unknown = False
     if any(flexible):
-        grown = captured.probe(tuple(_grown(x, dims)
+        grown = captured.probe(tuple(_grown(x, dims) if isinstance(x, torch.Tensor) else x
                                      for x, dims in zip(examples, flexible, strict=False)))
         unknown = grown is None
         for v, ex in (grown or {}).items():
@@ -137,7 +139,7 @@ def _data_dependent(node: Node, producer: dict[Value, Node]) -> bool:
     return False
 
 
-def _other_data(x: torch.Tensor, seed: int) -> torch.Tensor:
+def other_data(x: torch.Tensor, seed: int) -> torch.Tensor:
     """Data of ``x``'s size and kind: float tensors random with ``x``'s mean and spread;
     integer and bool tensors (indices, token ids, masks) ``x``'s elements shuffled, so
     they stay valid; quantized tensors random within ``x``'s range."""
@@ -208,9 +210,12 @@ class Trial:
 class TrialLowerer(Placer):
     """The trial lowering (see the module docstring); :meth:`classify` gives its verdict."""
 
-    def __init__(self, graph: Graph, specs: Sequence[InputSpec], forced: dict[Node, str],
+    def __init__(self, graph: Graph, specs: Sequence[InputSpec | None], forced: dict[Node, str],
                  facts: ShapeFacts, boundary: tuple[str, ...] = BOUNDARY_DTYPES):
-        super().__init__(graph, specs, boundary=boundary)
+        """``specs``: per graph input, None for a number or a list (a loop body's inputs:
+        ``fallback/bodies.py``)."""
+        super().__init__(graph, [s for s in specs if s is not None], boundary=boundary)
+        self.input_specs = list(specs)
         self.forced = forced
         self.facts = facts
         self.verdict = Trial({}, set(), set(), self.env, {})
@@ -219,7 +224,13 @@ class TrialLowerer(Placer):
 
     def classify(self) -> Trial:
         self.cx.users = value_readers(self.graph)
-        for i, (v, spec) in enumerate(zip(self.graph.inputs, self.specs, strict=False)):
+        for i, (v, spec) in enumerate(zip(self.graph.inputs, self.input_specs, strict=False)):
+            if spec is None:  # numbers the CPU computes at run time (a loop's counter)
+                if v.kind in ("IntType", "FloatType", "BoolType"):
+                    self.numbers.add(v)
+                self._cpu_only(v, "a number computed at run time" if v in self.numbers
+                               else f"a {v.type} is not a tensor")
+                continue
             why = _untransferable(spec.example, self.runtime_dtypes)
             if why:
                 self._cpu_only(v, why)

@@ -2,4 +2,5 @@
 NNAPI runtime (``torch.classes._nnapi.Compilation``) runs. ``serialize.py`` writes the model
 in that runtime's format (``deserialize.py`` reads it back), ``module.py`` is the module's
 TorchScript code, ``spec.py`` what it is built from, and ``program.py`` builds it from a
-lowered model."""
+lowered model; ``generate.py`` is the greedy decoding loop around a converted decoder step
+with a fixed-size key/value cache."""

@@ -1,0 +1,63 @@
+"""Timing a greedy generation (``torch-nnapi bench --generate``): time to first token and
+tokens per second of a :class:`~..torchscript.generate.Generator`, against eager's.
+
+The first token costs the prompt (one step per prompt token, filling the cache) and an
+argmax; every further token one step. Both are medians over whole generations: one of one
+new token (the first token), one of ``new_tokens`` (the rest, per token, is the difference).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+NNAPI_PROGRAM = "NnapiProgram"  # the TorchScript class of a compiled NNAPI model
+
+
+@dataclass
+class GenerationTiming:
+    first_token: float  # seconds from the prompt to the first generated token
+    per_token: float  # seconds per further token
+    tokens: int  # tokens generated (the end token never stops a timed generation)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return 1.0 / self.per_token if self.per_token > 0 else float("inf")
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(asdict(self), tokens_per_second=self.tokens_per_second)
+
+
+def executions_per_step(module: torch.nn.Module) -> int:
+    """The NNAPI models a module holds (a converted step: 1; a partitioned one: its regions,
+    each executed once per call when no loop or branch holds them)."""
+    return sum(1 for m in module.modules() if getattr(m, "original_name", "") == NNAPI_PROGRAM)
+
+
+def time_generation(generator: Callable[[torch.Tensor, int, int], torch.Tensor],
+                    prompt: torch.Tensor, new_tokens: int, runs: int) -> GenerationTiming:
+    """Medians of ``runs`` generations (after one untimed: a converted step compiles on its
+    first call) with no end token (``eos_id`` -1)."""
+    if new_tokens < 2:
+        raise ValueError("timing a generation needs at least 2 new tokens")
+
+    def median(count: int) -> float:
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            generator(prompt, count, -1)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    with torch.no_grad():
+        generator(prompt, new_tokens, -1)
+        first, whole = median(1), median(new_tokens)
+    return GenerationTiming(first, max(whole - first, 0.0) / (new_tokens - 1), new_tokens)
+
+
+__all__ = ["GenerationTiming", "executions_per_step", "time_generation"]
