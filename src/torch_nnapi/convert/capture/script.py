@@ -422,7 +422,8 @@ def fresh(x: Any) -> Any:
 def capture_body(ts_graph: torch._C.Graph, examples: tuple[Any, ...]) -> Captured:
     """A loop's or branch's block lifted into a graph of its own (``fallback/bodies.py``),
     captured like a model: ``examples`` may hold numbers and lists as well as tensors."""
-    return _captured(ts_graph, examples, keep_values=False, remove_mutation=False)
+    return _captured(ts_graph, examples, keep_values=False, remove_mutation=False,
+                     structure=None)
 
 
 def probing(graph: torch._C.Graph, wanted: list[torch._C.Value]) -> None:

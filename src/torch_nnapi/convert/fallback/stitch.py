@@ -54,8 +54,9 @@ def build_partitioned_module(captured: Captured, part: Partition,
     (submodule ``body_<i>``) a block of a CPU loop or branch; ``report`` (JSON) is kept as
     the module's ``partition`` attribute for ``torch-nnapi inspect``. The captured graph
     returns the model's tensors flat: ``forward`` nests them again as the model did (the
-    module's ``structure_outputs``, inlined)."""
-    structure = captured.graph.structure or OutputStructure(TENSOR)
+    module's ``structure_outputs``, inlined). A block's graph (no ``structure``) returns its
+    values, numbers and lists among them, as they are."""
+    structure = captured.graph.structure
 
     # A new class per conversion: ``define`` adds the method to the class.
     class PartitionedModule(torch.nn.Module):
@@ -68,7 +69,8 @@ def build_partitioned_module(captured: Captured, part: Partition,
             for i, body in enumerate(bodies):
                 self.add_module(body_name(i), body.module)
             self.partition = report
-            self.output_structure = structure.to_json()
+            if structure is not None:
+                self.output_structure = structure.to_json()
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -76,12 +78,17 @@ def build_partitioned_module(captured: Captured, part: Partition,
     script = captured.script
     inputs = list(script.inputs())[1:]
     params = ", ".join(f"input_{i}: {v.type().annotation_str}" for i, v in enumerate(inputs))
-    ret = define_structure_method(module, structure)
-    define_method(module, f"def forward(self, {params}) -> {ret.annotation}:\n"
-                          "    raise RuntimeError('replaced by the partitioned graph')\n",
-                  ret.names)
-    stitched = _stitch(captured, part, module, bodies)
-    _nest_outputs(stitched, structure, getattr(module, STRUCTURE_METHOD).graph)
+    stub = "    raise RuntimeError('replaced by the partitioned graph')\n"
+    if structure is None:
+        returns = next(iter(script.outputs())).type().annotation_str
+        module.define(f"def forward(self, {params}) -> {returns}:\n{stub}")
+        stitched = _stitch(captured, part, module, bodies)
+    else:
+        ret = define_structure_method(module, structure)
+        define_method(module, f"def forward(self, {params}) -> {ret.annotation}:\n{stub}",
+                      ret.names)
+        stitched = _stitch(captured, part, module, bodies)
+        _nest_outputs(stitched, structure, getattr(module, STRUCTURE_METHOD).graph)
     _replace_body(module.graph, stitched)
     return _reloaded(module)
 
