@@ -1,5 +1,5 @@
-"""Cache writes at a position (lowerings/cache.py): ``index_copy`` with one position, a
-constant or a tensor the model takes, as EQUAL over the slot numbers and SELECT."""
+"""Cache writes at a position (``index_copy`` in lowerings/index.py, builder/gather.py's
+``copy_at_position``): one position, a constant or a tensor the model takes."""
 
 from __future__ import annotations
 

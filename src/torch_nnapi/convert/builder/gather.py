@@ -328,6 +328,27 @@ def put_indexed(cx: Converter, x: TensorValue, plan: Indexing, values: Arg,
     return back if order == list(range(x.rank)) else permute(back, inverse)
 
 
+def copy_at_position(cx: Converter, x: TensorValue, d: int, index: Arg,
+                     source: Arg) -> TensorValue:
+    """``x.index_copy(d, index, source)`` at one position the model takes or computes (a
+    decoder's key/value cache written at this step's slot). NNAPI has no scatter: where the
+    slot number along ``d`` equals the position, ``source`` (broadcast along ``d``),
+    elsewhere ``x``; every shape stays fixed, so each step is one execution."""
+    if [static_int(n, "index size") for n in shape_of(index)] not in ([1], []):
+        raise Unsupported("index_copy of more than one position the model computes (NNAPI"
+                          " has no scatter)")
+    if shape_of(source) != tuple(1 if k == d else n for k, n in enumerate(x.shape)):
+        raise Unsupported(f"index_copy: source sizes {list(shape_of(source))} for one"
+                          f" position along dim {d} of {list(x.shape)}")
+    size = static_int(x.shape[d], "the size along dim")
+    slots = torch.arange(size, dtype=torch.int32).reshape(
+        [size if k == d else 1 for k in range(x.rank)])
+    (ts, ti), shape, layout, groups = broadcast(cx, [slots, index], "int32")
+    written = cx.emit(Op.EQUAL, dict(input0=ts, input1=ti), shape, "bool", layout,
+                      groups=groups)
+    return select(cx, written, source, x, x.dtype)
+
+
 def _values_at(cx: Converter, values: Arg, plan: Indexing, x: TensorValue,
                merged: TensorValue, source: np.ndarray) -> Arg:
     """The value written to each element of the merged dimension (``source``: which of
@@ -351,4 +372,4 @@ def _values_at(cx: Converter, values: Arg, plan: Indexing, x: TensorValue,
                    tuple(grouped.shape[axis + 1:]))
 
 
-__all__ = ["Indexing", "gather_indexed", "indexing", "put_indexed"]
+__all__ = ["Indexing", "copy_at_position", "gather_indexed", "indexing", "put_indexed"]

@@ -17,7 +17,7 @@ from ...nnapi.codes import OperationType as Op
 from ..builder import layout as lay
 from ..builder.common import dim_index, require_tensor, shape_of, static_int
 from ..builder.context import Arg, Converter
-from ..builder.gather import gather_indexed, indexing, put_indexed
+from ..builder.gather import copy_at_position, gather_indexed, indexing, put_indexed
 from ..builder.slicing import slice_bound, split_sizes, strided_slice
 from ..builder.symbolic import Sym, SymInt
 from ..builder.values import TensorValue
@@ -151,11 +151,15 @@ def index_put(cx: Converter, x: Arg, indices: Sequence[Arg], values: Arg,
     return put_indexed(cx, x, indexing(x, indices), values, bool(accumulate))
 
 
-@lowering("aten::index_copy", "aten::index_copy_", nnapi=("GATHER", "SELECT", "RESHAPE"),
-          notes="at constant positions: a SELECT of the written elements")
+@lowering("aten::index_copy", "aten::index_copy_",
+          nnapi=("GATHER", "SELECT", "RESHAPE", "EQUAL", "TILE"),
+          notes="at constant positions: a SELECT of the written elements; at one position"
+                " the model takes (a cache written at a step's slot): EQUAL over the slots")
 def index_copy(cx: Converter, x: Arg, dim: int, index: Arg, source: Arg) -> TensorValue:
     x = _written_tensor(cx, x, source)
     d = dim_index(dim, x.rank)
+    if isinstance(index, TensorValue):
+        return copy_at_position(cx, x, d, index, source)
     return put_indexed(cx, x, indexing(x, [None] * d + [index]), source)
 
 
