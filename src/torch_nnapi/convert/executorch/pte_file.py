@@ -127,7 +127,7 @@ def _named_data(pte: Any) -> dict[str, bytes]:
     store = pte.named_data
     if store is None:
         return {}
-    return {key: bytes(store.buffers[entry.buffer_index].buffer)
+    return {key: bytes(store.buffers[entry.buffer_index])
             for key, entry in store.pte_data.items()}
 
 
