@@ -197,21 +197,14 @@ class Structured(nn.Module):
 
 
 def model_cases() -> dict[str, Callable[[], Case]]:
-    """Partial delegation and the model families of the small suite."""
-    from ..transformers import AudioEncoder, Decoder, TextEncoder
+    """Partial delegation, structured outputs and an LSTM."""
     from ..zoo import SpeechTagger
 
     torch.manual_seed(0)
-    tokens = torch.randint(0, 100, (1, 12))
-    mask = torch.ones(1, 12, dtype=torch.long)
-    mask[0, 9:] = 0
     return {
         "regions_both_sides": lambda: eager_case(RegionsBothSides(), (torch.randn(2, 8),)),
         "structured": lambda: eager_case(Structured(), (torch.randn(3, 6),)),
         "lstm": lambda: eager_case(SpeechTagger(), (torch.randn(1, 10, 16),)),
-        "bert_style": lambda: eager_case(TextEncoder(), (tokens, mask)),
-        "gpt_style": lambda: eager_case(Decoder(), (tokens,)),
-        "whisper_style": lambda: eager_case(AudioEncoder(), (torch.randn(1, 16, 40),)),
     }
 
 

@@ -193,11 +193,14 @@ class PteModule:
     def __init__(self, data: bytes) -> None:
         self.info = read_pte(data)
         load_backend()
+        # ExecuTorch's program reads the bytes in place and its method uses the program:
+        # both live as long as the module (freed, the next run reads freed memory)
+        self.data = data
         with executorch_errors("load"):
             from executorch.runtime import Runtime
 
-            program = Runtime.get().load_program(data)
-            self.method = program.load_method(METHOD)
+            self.program = Runtime.get().load_program(data)
+            self.method = self.program.load_method(METHOD)
 
     def check_inputs(self, inputs: Sequence[torch.Tensor]) -> None:
         """PteError naming the first input the program does not take."""
