@@ -19,10 +19,13 @@ from ..nnapi.errors import NnapiError
 from ._commands import command
 from ._errors import ExitCode, bad_file
 from ._loading import load_converted
+from ._pte import is_pte_path
+from ._pte_commands import inspect_pte
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("module", help="a module saved by torch-nnapi convert")
+    p.add_argument("module", help="a module saved by torch-nnapi convert, or a .pte (its"
+                                  " NNAPI delegates and what stays on ExecuTorch's kernels)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--summary", action="store_true", help="operation counts only")
 
@@ -118,6 +121,8 @@ def _short(entry: dict) -> str:
 @command("inspect", "show the NNAPI operations, operand types and shapes, and feature level"
          " of a converted module", _configure, torchscript=True)
 def run(args: argparse.Namespace) -> int:
+    if is_pte_path(args.module):
+        return inspect_pte(args)
     module = load_converted(args.module)
     try:
         info = describe(module)
