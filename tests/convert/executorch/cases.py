@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -184,8 +185,13 @@ def while_case() -> Case:
                       CompileSettings(timeouts=Timeouts(loop_ns=10**9)), target_level=4)
 
 
+class Pair(NamedTuple):
+    scores: torch.Tensor
+    state: torch.Tensor
+
+
 class Structured(nn.Module):
-    """Outputs as users write them: a dict holding a nested tuple."""
+    """Outputs as users write them: a dict holding a named tuple and a nested tuple."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -193,7 +199,8 @@ class Structured(nn.Module):
 
     def forward(self, x: torch.Tensor) -> dict[str, object]:
         y = self.fc(x)
-        return {"probabilities": torch.softmax(y, -1), "more": (y.sum(-1), (torch.relu(y),))}
+        return {"pair": Pair(torch.softmax(y, -1), torch.tanh(y)),
+                "nested": (y.sum(-1), (torch.relu(y), y * 2.0))}
 
 
 def model_cases() -> dict[str, Callable[[], Case]]:

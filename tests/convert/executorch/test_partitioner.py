@@ -6,8 +6,6 @@ kind of models in a fresh one."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import pytest
 
 pytest.importorskip("executorch", reason="ExecuTorch is not installed (pip install"
@@ -23,25 +21,7 @@ from torch_nnapi.convert.executorch.partitioner import NnapiPartitioner, whole_o
 from torch_nnapi.convert.executorch.pte import to_pte_with_details  # noqa: E402
 from torch_nnapi.convert.executorch.pte_file import PteError, PteModule, read_pte  # noqa: E402
 
-from .cases import RegionsBothSides, magnitude_tolerance  # noqa: E402
-
-
-class Pair(NamedTuple):
-    scores: torch.Tensor
-    state: torch.Tensor
-
-
-class Structured(nn.Module):
-    """A dict holding a named tuple and a nested tuple."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = nn.Linear(6, 4)
-
-    def forward(self, x: torch.Tensor) -> dict[str, object]:
-        y = self.fc(x)
-        return {"pair": Pair(torch.softmax(y, -1), torch.tanh(y)),
-                "nested": (y.sum(-1), (torch.relu(y), y * 2.0))}
+from .cases import Pair, RegionsBothSides, Structured, magnitude_tolerance  # noqa: E402
 
 
 def assert_close(got: object, want: object) -> None:

@@ -83,16 +83,6 @@ class PteInfo:
         return [s for s in self.steps if isinstance(s, str)]
 
 
-def is_pte(path: str) -> bool:
-    """A file whose ExecuTorch header says it is a program (``ET`` at byte 4)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-    except OSError:
-        return False
-    return head[4:6] == b"ET"
-
-
 def read_pte(data: bytes) -> PteInfo:
     """What the .pte holds (see the module docstring); PteError when it does not read."""
     try:
