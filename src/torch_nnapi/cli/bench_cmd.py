@@ -28,10 +28,13 @@ from ._loading import (
     print_report,
 )
 from ._progress import Progress
+from ._pte import is_pte_path
+from ._pte_commands import bench_pte
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("module", help="a module saved by torch-nnapi convert")
+    p.add_argument("module", help="a module saved by torch-nnapi convert, or a .pte (run"
+                                  " by ExecuTorch with NnapiBackend)")
     p.add_argument("--original", metavar="MODEL",
                    help="the original model (TorchScript or pickled nn.Module), timed in eager"
                         " PyTorch on the same inputs")
@@ -59,6 +62,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
          " eager PyTorch) and profile where the time goes per NNAPI operation", _configure,
          torchscript=True)
 def run(args: argparse.Namespace) -> int:
+    if is_pte_path(args.module) and args.runs >= 1:
+        return bench_pte(args)
     import torch
 
     from ..convert.tools.bench import bench_module

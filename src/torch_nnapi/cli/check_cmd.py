@@ -39,6 +39,8 @@ from ._inputs import (
 )
 from ._loading import check_input_count, load_model, output_path, print_report
 from ._progress import Progress
+from ._pte import is_pte_path
+from ._pte_commands import check_pte
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -46,7 +48,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     from .convert_cmd import add_capture_option
 
     p.add_argument("model", help="the original model: a TorchScript file, a pickled nn.Module"
-                                 " or a .pt2 file (torch.export.save)")
+                                 " or a .pt2 file (torch.export.save); or a .pte, compared"
+                                 " with --original")
+    p.add_argument("--original", metavar="MODEL",
+                   help="with a .pte: the model it was made from, whose outputs it must match")
     add_capture_option(p)
     add_input_options(p)
     p.add_argument("--target-level", type=int, choices=[int(v) for v in FeatureLevel],
@@ -99,6 +104,11 @@ def run(args: argparse.Namespace) -> int:
 
     from ..convert.tools.check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, check_model
 
+    if is_pte_path(args.model):
+        return check_pte(args)
+    if args.original:
+        raise usage("--original goes with a .pte (the model it was made from)",
+                    "check converts the model it is given and compares it itself")
     if args.worst < 0:
         raise usage("--worst must be 0 or more")
     engines = torch.backends.quantized.supported_engines

@@ -27,6 +27,7 @@ from ._fallback import add_fallback_options, fallback_options
 from ._inputs import add_input_options, example_inputs, layout_options, parse_input
 from ._loading import check_input_count, load_model, output_path, run_eagerly, writing
 from ._progress import Progress
+from ._pte_commands import convert_pte, pte_layout, pte_policy
 
 
 def add_capture_option(p: argparse.ArgumentParser) -> None:
@@ -42,7 +43,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
                                  " a .pt2 file (torch.export.save)")
     add_capture_option(p)
     p.add_argument("-o", "--output", required=True,
-                   help="where to save the converted module (not the model file itself)")
+                   help="where to save the converted module (not the model file itself);"
+                        " a .pte name makes an ExecuTorch program")
+    p.add_argument("--format", choices=["torchscript", "pte"], default=None,
+                   help="a TorchScript module for PyTorch Mobile, or an ExecuTorch program"
+                        " whose NNAPI regions run on NnapiBackend and the rest on ExecuTorch's"
+                        " kernels (default: pte for a .pte output, else torchscript)")
     add_input_options(p, required=True, files=False)
     p.add_argument("--target-level", type=int, choices=[int(v) for v in FeatureLevel],
                    help="fail if the result needs a higher NNAPI feature level (1: Android"
@@ -81,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     from ..convert.fallback.convert import PartitionedConversion
 
     specs = [parse_input(text) for text in args.input]
-    fallback = fallback_options(args)
+    as_pte = args.format == "pte" or (args.format is None and args.output.endswith(".pte"))
+    fallback = pte_policy(args) if as_pte else fallback_options(args)
     output_path(args.output, args.model)
     with Progress("convert") as progress:
         progress.step("loading the model")
@@ -90,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
         examples = example_inputs(specs)
         progress.step("running it in PyTorch")
         expected = run_eagerly(model, examples)
+        if as_pte:
+            progress.step("lowering to ExecuTorch")
+            return convert_pte(args, model, examples, pte_layout(specs), fallback)
         options = dict(layout_options(specs), compilation_preference=args.preference,
                        relax_fp32_to_fp16=args.fp16, capture=args.capture)
         progress.step("converting")

@@ -20,10 +20,13 @@ from ._commands import command
 from ._devices import add_device_option, device_profiles, plans_json, plans_of_module, render_plans
 from ._errors import ExitCode, bad_file
 from ._loading import load_converted
+from ._pte import is_pte_path
+from ._pte_commands import inspect_pte
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("module", help="a module saved by torch-nnapi convert")
+    p.add_argument("module", help="a module saved by torch-nnapi convert, or a .pte (its"
+                                  " NNAPI delegates and what stays on ExecuTorch's kernels)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--summary", action="store_true", help="operation counts only")
     add_device_option(p)
@@ -138,6 +141,8 @@ def _short(entry: dict) -> str:
          " of a converted module", _configure, torchscript=True)
 def run(args: argparse.Namespace) -> int:
     profiles = device_profiles(args)
+    if is_pte_path(args.module):
+        return inspect_pte(args)
     module = load_converted(args.module)
     try:
         info = describe(module)

@@ -28,14 +28,17 @@ from ._inputs import (
     read_input_files,
     with_dtype,
 )
-from ._loading import load_converted, output_path, writing
+from ._loading import load_converted, output_path
+from ._outputs import named_outputs, save_outputs, summary
+from ._pte import is_pte_path
+from ._pte_commands import run_pte
 
 _DEFAULT_INPUTS = ("; without --input or --input-file: the bundled inputs, else random"
                    " inputs of the converted shapes (seeded, in the model's dtypes)")
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("module", help="a module saved by torch-nnapi convert")
+    p.add_argument("module", help="a module saved by torch-nnapi convert, or a .pte")
     add_input_options(p, default_help=_DEFAULT_INPUTS)
     p.add_argument("--host", action="store_true",
                    help="run on the host runtime instead of torch's NNAPI runtime")
@@ -180,6 +183,10 @@ def running(backend: str) -> Iterator[None]:
 @command("run", "run a converted module (input files, bundled or random inputs): outputs"
          " and latency", _configure, torchscript=True, runs_models=True)
 def run(args: argparse.Namespace) -> int:
+    if args.repeat >= 1 and is_pte_path(args.module):
+        if args.save_outputs:
+            output_path(args.save_outputs, args.module)
+        return run_pte(args)
     if args.profile and not args.host:
         raise usage("--profile times each NNAPI operation on the host runtime: add --host",
                     "torch-nnapi bench profiles a module too")
@@ -200,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         out, timings = out
     outputs, names = named_outputs(out)
     for name, o in zip(names, outputs, strict=True):
-        print(f"{name}: {_summary(o)}")
+        print(f"{name}: {summary(o)}")
     print(f"latency ({backend}, {len(times)} runs): median {statistics.median(times) * 1e3:.2f}"
           f" ms, min {min(times) * 1e3:.2f} ms")
     if timings:
@@ -213,44 +220,3 @@ def run(args: argparse.Namespace) -> int:
         save_outputs(args.save_outputs, outputs)
         print(f"saved outputs to {args.save_outputs}")
     return int(ExitCode.OK)
-
-
-def named_outputs(out) -> tuple[list, list[str]]:
-    """A module's return taken apart: its tensors, and each one's name (``output <n>``,
-    with its place in a nested return: ``output 1 ['hidden'][0]``)."""
-    from ..convert.outputs import leaves_of, structure_of
-
-    structure = structure_of(out)
-    names = [f"output {i}" + (f" {path}" if structure.nested else "")
-             for i, path in enumerate(structure.paths())]
-    return leaves_of(out), names
-
-
-def _summary(o) -> str:
-    values = o.dequantize() if o.is_quantized else o
-    flat = values.reshape(-1)
-    head = ", ".join(f"{v:.4g}" if values.is_floating_point() else str(int(v))
-                     for v in flat[:6].tolist())
-    stats = ""
-    if values.is_floating_point() and flat.numel():
-        stats = (f" min {flat.min().item():.4g} max {flat.max().item():.4g}"
-                 f" mean {flat.mean().item():.4g}")
-    return (f"{list(o.shape)} {str(o.dtype)[6:]} [{head}{', ...' if flat.numel() > 6 else ''}]"
-            f"{stats}")
-
-
-def save_outputs(path: str, outputs: list) -> None:
-    """``output_i`` arrays; a quantized output as its integers with its scale and zero
-    point beside it (``output_i_scale``, ``output_i_zero_point``)."""
-    import numpy as np
-
-    arrays = {}
-    for i, o in enumerate(outputs):
-        if o.is_quantized:
-            arrays[f"output_{i}"] = o.int_repr().numpy()
-            arrays[f"output_{i}_scale"] = np.float64(o.q_scale())
-            arrays[f"output_{i}_zero_point"] = np.int64(o.q_zero_point())
-        else:
-            arrays[f"output_{i}"] = o.detach().contiguous().numpy()
-    with writing(path), open(path, "wb") as f:
-        np.savez(f, **arrays)

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
 from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 from torch import nn
+from torch.utils._pytree import tree_leaves
 
 import torch_nnapi
-from torch_nnapi.convert.executorch.backend import to_pte
 from torch_nnapi.convert.executorch.blob import CompileSettings, Timeouts, read_blob, write_blob
+from torch_nnapi.convert.executorch.pte import to_pte
 from torch_nnapi.nnapi import Model
 from torch_nnapi.runtime import Compilation
 
@@ -74,6 +76,21 @@ class Half(nn.Module):
         return torch.relu(x * 2.0 + 1.0)
 
 
+class RegionsBothSides(nn.Module):
+    """An op NNAPI lacks (cumsum; or ``middle``, for a test's fallback_ops) between two
+    NNAPI regions."""
+
+    def __init__(self, middle: str = "cumsum") -> None:
+        super().__init__()
+        self.first, self.second = nn.Linear(8, 16), nn.Linear(16, 4)
+        self.middle = middle
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.first(x))
+        y = torch.cumsum(y, -1) if self.middle == "cumsum" else torch.sigmoid(y)
+        return torch.sigmoid(self.second(y))
+
+
 def magnitude_tolerance(expected: list[torch.Tensor]) -> float:
     return 1e-4 * max([1.0, *(float(t.abs().max()) for t in expected if t.is_floating_point())])
 
@@ -82,7 +99,7 @@ def eager_case(model: nn.Module, inputs: tuple[torch.Tensor, ...], **options: ob
     model = model.eval()
     with torch.no_grad():
         out = model(*inputs)
-    expected = list(out) if isinstance(out, tuple) else [out]
+    expected = tree_leaves(out)  # in the order ExecuTorch returns them
     return Case(to_pte(model, inputs, **options), inputs, expected,
                 magnitude_tolerance(expected))
 
@@ -168,6 +185,36 @@ def while_case() -> Case:
                       CompileSettings(timeouts=Timeouts(loop_ns=10**9)), target_level=4)
 
 
+class Pair(NamedTuple):
+    scores: torch.Tensor
+    state: torch.Tensor
+
+
+class Structured(nn.Module):
+    """Outputs as users write them: a dict holding a named tuple and a nested tuple."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x: torch.Tensor) -> dict[str, object]:
+        y = self.fc(x)
+        return {"pair": Pair(torch.softmax(y, -1), torch.tanh(y)),
+                "nested": (y.sum(-1), (torch.relu(y), y * 2.0))}
+
+
+def model_cases() -> dict[str, Callable[[], Case]]:
+    """Partial delegation, structured outputs and an LSTM."""
+    from ..zoo import SpeechTagger
+
+    torch.manual_seed(0)
+    return {
+        "regions_both_sides": lambda: eager_case(RegionsBothSides(), (torch.randn(2, 8),)),
+        "structured": lambda: eager_case(Structured(), (torch.randn(3, 6),)),
+        "lstm": lambda: eager_case(SpeechTagger(), (torch.randn(1, 10, 16),)),
+    }
+
+
 def cases() -> dict[str, Callable[[], Case]]:
     torch.manual_seed(0)
     image = torch.randn(1, 3, 16, 16)
@@ -190,4 +237,5 @@ def cases() -> dict[str, Callable[[], Case]]:
         "if_true": lambda: if_case(True),
         "if_false": lambda: if_case(False),
         "while": while_case,
+        **model_cases(),
     }

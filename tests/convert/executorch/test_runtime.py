@@ -19,7 +19,6 @@ import torch  # noqa: E402
 from executorch.exir._serialize._program import deserialize_pte_binary  # noqa: E402
 
 from tests.conftest import package_env  # noqa: E402
-from torch_nnapi.convert.executorch.backend import to_pte  # noqa: E402
 from torch_nnapi.convert.executorch.blob import (  # noqa: E402
     Conversion,
     Flag,
@@ -27,6 +26,7 @@ from torch_nnapi.convert.executorch.blob import (  # noqa: E402
     ValueKind,
     read_blob,
 )
+from torch_nnapi.convert.executorch.pte import to_pte  # noqa: E402
 from torch_nnapi.nnapi import OperandType  # noqa: E402
 
 from .cases import Case, SmallCnn, cases  # noqa: E402

@@ -79,6 +79,25 @@ def _build(s: Structure, leaves: Iterator[Any]) -> Any:
     return items if kind == "list" else tuple(items)
 
 
+def leaf_paths(structure: Structure | None, count: int) -> list[str]:
+    """A name for each of the ``count`` flat outputs: its place in the structure
+    (``['logits']``, ``[1].state``), else ``output <i>``."""
+    if structure is None or structure["kind"] == "tensor":
+        return [f"output {i}" for i in range(count)]
+    found: list[str] = []
+
+    def walk(s: Structure, path: str) -> None:
+        if s["kind"] == "tensor":
+            found.append(path)
+        for i, item in enumerate(s.get("items", [])):
+            step = f".{s['keys'][i]}" if s["kind"] == "named" else \
+                f"[{s['keys'][i]!r}]" if s["kind"] == "dict" else f"[{i}]"
+            walk(item, path + step)
+
+    walk(structure, "")
+    return found if len(found) == count else [f"output {i}" for i in range(count)]
+
+
 def read_structure(text: str) -> Structure:
     """The structure :func:`to_json` wrote; ValueError when ``text`` is not one."""
     try:
@@ -117,12 +136,9 @@ def with_flat_outputs(program: torch.export.ExportedProgram
     flat_spec = tree_structure(tuple(range(signature.out_spec.num_leaves)))
     flat_entry = dataclasses.replace(entry, signature=dataclasses.replace(
         signature, out_spec=flat_spec))
-    module = copy.deepcopy(program.graph_module)  # a graph belongs to one module
-    flat = torch.export.ExportedProgram(
-        root=module, graph=module.graph,
-        graph_signature=program.graph_signature, state_dict=program.state_dict,
-        range_constraints=program.range_constraints,
-        module_call_graph=[flat_entry, *program.module_call_graph[1:]],
-        example_inputs=program.example_inputs, constants=program.constants,
-        verifiers=program.verifiers)
+    # a shallow copy: a new module for the graph would take the graph from the caller's
+    # program (a graph belongs to one module), and a deep copy renames placeholders such as
+    # ``input``, which the signature names
+    flat = copy.copy(program)
+    flat._module_call_graph = [flat_entry, *program.module_call_graph[1:]]
     return flat, structure

@@ -2,8 +2,8 @@
 
 ``to_edge_transform_and_lower(program, partitioner=[NnapiPartitioner(**options)])`` asks it
 twice. First, before decomposing, which ops to keep whole (:meth:`ops_to_not_decompose`):
-those NNAPI runs better whole than as their core-ATen parts (linear, convolutions, layer and
-group norms, attention, LSTMs...), each kept only where the regions of that program take it
+those NNAPI runs better whole than as their core-ATen parts (linear, layer and group norms,
+softmax, matmul, padding and pooling...), each kept only where the regions of that program take it
 (a node NNAPI leaves on the CPU is decomposed as usual, so ExecuTorch's kernels run it).
 Then :meth:`partition` tags the regions of the edge program (``fx_regions.py``: the CPU
 fallback's trial lowering and partition, one code path with ``convert``); ExecuTorch hands
@@ -39,13 +39,16 @@ TAG_PREFIX = "nnapi_"
 # several, or layouts and broadcasts kept simple. Only those with a lowering are kept.
 WHOLE_OPS = (
     "aten::linear", "aten::layer_norm", "aten::group_norm", "aten::instance_norm",
-    "aten::scaled_dot_product_attention", "aten::matmul", "aten::einsum",
+    "aten::matmul", "aten::einsum",
     "aten::softmax", "aten::log_softmax", "aten::hardswish", "aten::hardsigmoid",
     "aten::relu6", "aten::prelu", "aten::pad", "aten::max_pool2d",
     "aten::adaptive_avg_pool2d", "aten::upsample_nearest2d", "aten::upsample_bilinear2d",
     "aten::linalg_vector_norm",
 )
 # (Convolutions need no keeping: their core-ATen form, aten::convolution, lowers as well.
+# Attention is not kept whole: with it kept, ExecuTorch's decomposition of the program
+# fails on the view after it ("Cannot view a tensor with shape [...] and strides"), for
+# nn.MultiheadAttention and F.scaled_dot_product_attention alike.
 # ExecuTorch keeps no op returning several tensors, such as aten::lstm: recurrent layers
 # arrive as their cells' matrix products and activations, which lower one by one.)
 

@@ -83,16 +83,6 @@ class PteInfo:
         return [s for s in self.steps if isinstance(s, str)]
 
 
-def is_pte(path: str) -> bool:
-    """A file whose ExecuTorch header says it is a program (``ET`` at byte 4)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-    except OSError:
-        return False
-    return head[4:6] == b"ET"
-
-
 def read_pte(data: bytes) -> PteInfo:
     """What the .pte holds (see the module docstring); PteError when it does not read."""
     try:
@@ -127,7 +117,7 @@ def _named_data(pte: Any) -> dict[str, bytes]:
     store = pte.named_data
     if store is None:
         return {}
-    return {key: bytes(store.buffers[entry.buffer_index].buffer)
+    return {key: bytes(store.buffers[entry.buffer_index])
             for key, entry in store.pte_data.items()}
 
 
@@ -193,11 +183,14 @@ class PteModule:
     def __init__(self, data: bytes) -> None:
         self.info = read_pte(data)
         load_backend()
+        # ExecuTorch's program reads the bytes in place and its method uses the program:
+        # both live as long as the module (freed, the next run reads freed memory)
+        self.data = data
         with executorch_errors("load"):
             from executorch.runtime import Runtime
 
-            program = Runtime.get().load_program(data)
-            self.method = program.load_method(METHOD)
+            self.program = Runtime.get().load_program(data)
+            self.method = self.program.load_method(METHOD)
 
     def check_inputs(self, inputs: Sequence[torch.Tensor]) -> None:
         """PteError naming the first input the program does not take."""
