@@ -81,7 +81,8 @@ def private_uses(path: Path) -> list[str]:
                     inner = _foreign_private_module(full, importer)
                     if inner and inner != foreign:
                         report(node, f"imports private module {inner}")
-                elif _private(alias.name) and source.startswith(PROJECT):
+                elif _private(alias.name) and source.startswith(PROJECT) and \
+                        source != importer:  # a package's own private part (a C extension)
                     report(node, f"imports {full}")
         elif isinstance(node, ast.Import):
             for alias in node.names:
