@@ -91,13 +91,14 @@ typedef struct {
     tnn_q8_binary q;
 } BinaryQ8;
 
-/* n values of a row (stride 1, or 0: one value repeated), minus the zero point, times 2^shift. */
-static void widen(const uint8_t *v, int contiguous, int32_t zero, int shift, int32_t *out,
-                  ptrdiff_t n) {
+/* n values of a row (stride 1, or 0: one value repeated), XORed with flip (int8: 128 up),
+ * minus the zero point, times 2^shift. */
+static void widen(const uint8_t *v, int contiguous, uint8_t flip, int32_t zero, int shift,
+                  int32_t *out, ptrdiff_t n) {
     if (contiguous)
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((int32_t)v[i] - zero) * (1 << shift);
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((int32_t)(v[i] ^ flip) - zero) * (1 << shift);
     else
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((int32_t)v[0] - zero) * (1 << shift);
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((int32_t)(v[0] ^ flip) - zero) * (1 << shift);
 }
 
 static void binary_q8_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
@@ -107,7 +108,7 @@ static void binary_q8_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int threa
     const ptrdiff_t n = p->b.shape[3];
     const int sa = p->b.a_strides[3] != 0, sb = p->b.b_strides[3] != 0;
     const tnn_requant rq = {&q->out_multiplier, &q->out_shift, 0, q->out_shift > 0,
-                            q->out_zero, q->lo, q->hi};
+                            q->out_zero, q->lo, q->hi, q->flip};
     int32_t a[BLOCK], b[BLOCK];
     for (ptrdiff_t row = start; row < stop; row++) {
         ptrdiff_t a_at, b_at;
@@ -116,12 +117,12 @@ static void binary_q8_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int threa
             ptrdiff_t m = TNN_MIN((ptrdiff_t)BLOCK, n - i0);
             const uint8_t *x = p->x + a_at + (sa ? i0 : 0), *y = p->y + b_at + (sb ? i0 : 0);
             if (q->op == TNN_MUL) {
-                widen(x, sa, q->x_zero, 0, a, m);
-                widen(y, sb, q->y_zero, 0, b, m);
+                widen(x, sa, q->flip, q->x_zero, 0, a, m);
+                widen(y, sb, q->flip, q->y_zero, 0, b, m);
                 for (ptrdiff_t i = 0; i < m; i++) a[i] *= b[i];
             } else {
-                widen(x, sa, q->x_zero, q->left_shift, a, m);
-                widen(y, sb, q->y_zero, q->left_shift, b, m);
+                widen(x, sa, q->flip, q->x_zero, q->left_shift, a, m);
+                widen(y, sb, q->flip, q->y_zero, q->left_shift, b, m);
                 tnn_mbqm_row(a, a, m, q->x_multiplier, q->x_shift);
                 tnn_mbqm_row(b, b, m, q->y_multiplier, q->y_shift);
                 for (ptrdiff_t i = 0; i < m; i++) a[i] += b[i];
