@@ -10,6 +10,9 @@
 #include "kernels.h"
 
 #include <math.h>
+#if TNN_X86
+#include <immintrin.h>
+#endif
 #include <string.h>
 
 #define BLOCK 256
@@ -168,18 +171,57 @@ static void lut_f32_range(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread
     for (ptrdiff_t i = start; i < stop; i++) out[i] = table[in[i]];
 }
 
-/* x / scale rounded half away from zero, plus the zero point, saturated; NaN gives 255. */
-TNN_VECTOR_CLONES
+/* One value: x / scale rounded half away from zero, plus the zero point, saturated; NaN
+ * gives 255. */
+static inline uint8_t quantize_one(float x, float scale, float zero) {
+    float v = roundf(x / scale) + zero;
+    return v >= 255.0f || v != v ? 255 : v <= 0.0f ? 0 : (uint8_t)v;
+}
+
+#if TNN_X86
+/* quantize_one eight values at a time, returning how many it did: roundf as truncation plus
+ * the carry of a fraction (exact: x - trunc(x)) of at least one half, with x's sign. Compilers
+ * call roundf, and keep the comparisons scalar, in the plain loop. */
+TNN_TARGET("avx2")
+static ptrdiff_t quantize_avx2(const float *in, uint8_t *out, ptrdiff_t count, float scale,
+                               float zero) {
+    const __m256 divisor = _mm256_set1_ps(scale), half = _mm256_set1_ps(0.5f);
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    const __m256 zero_point = _mm256_set1_ps(zero), top = _mm256_set1_ps(255.0f);
+    ptrdiff_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        __m256 x = _mm256_div_ps(_mm256_loadu_ps(in + i), divisor);
+        __m256 whole = _mm256_round_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        __m256 fraction = _mm256_andnot_ps(sign, _mm256_sub_ps(x, whole));
+        __m256 carry = _mm256_and_ps(_mm256_cmp_ps(fraction, half, _CMP_GE_OQ),
+                                     _mm256_or_ps(one, _mm256_and_ps(sign, x)));
+        __m256 v = _mm256_add_ps(_mm256_add_ps(whole, carry), zero_point);
+        __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+        v = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), top); /* NaN: 0, then */
+        v = _mm256_blendv_ps(v, top, nan);                                /* 255 */
+        __m256i q = _mm256_cvttps_epi32(v);
+        __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        _mm_storel_epi64((__m128i *)(out + i), _mm_packus_epi16(words, words));
+    }
+    return i;
+}
+#endif
+
 static void quantize_range(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
     (void)thread;
     const Map *p = arg;
     const float *in = p->in;
     uint8_t *out = p->out;
-    const float scale = p->scale, zero = (float)p->zero;
-    for (ptrdiff_t i = start; i < stop; i++) {
-        float v = roundf(in[i] / scale) + zero;
-        out[i] = v >= 255.0f || v != v ? 255 : v <= 0.0f ? 0 : (uint8_t)v;
+    ptrdiff_t i = start;
+#if TNN_X86
+    static int has_avx2 = -1; /* the same for every thread: a benign race */
+    if (has_avx2 < 0) {
+        __builtin_cpu_init();
+        has_avx2 = __builtin_cpu_supports("avx2") != 0;
     }
+    if (has_avx2) i += quantize_avx2(in + i, out + i, stop - i, p->scale, (float)p->zero);
+#endif
+    for (; i < stop; i++) out[i] = quantize_one(in[i], p->scale, (float)p->zero);
 }
 
 /* x > lo ? x : lo, then > hi ? hi : (NaN becomes lo, as std::max(lo, x) does). */
