@@ -1,6 +1,6 @@
 """Native MEAN and REDUCE_SUM/MAX/MIN against the reference kernels on randomized tensors and
-runs of adjacent axes, with keep_dims either way: the uint8 and int8 MEAN bit-exact, maxima and minima
-exact, float sums within float32 rounding; axes apart stay with the reference."""
+runs of adjacent axes, with keep_dims either way: the uint8 and int8 MEAN bit-exact, maxima
+and minima exact, float sums within float32 rounding; axes apart stay with the reference."""
 
 from __future__ import annotations
 

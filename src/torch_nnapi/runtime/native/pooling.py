@@ -1,6 +1,6 @@
 """Native AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D (pooling.c), float32, uint8 and int8,
-bit-exact with the reference kernels (runtime/ops/pooling.py): same windows, same summation order, same
-integer rounding of quantized averages."""
+bit-exact with the reference kernels (runtime/ops/pooling.py): same windows, same summation
+order, same integer rounding of quantized averages."""
 
 from __future__ import annotations
 

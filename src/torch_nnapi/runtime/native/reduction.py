@@ -1,7 +1,8 @@
 """Native MEAN, REDUCE_SUM, REDUCE_MAX and REDUCE_MIN (reduction.c) over a run of adjacent
 axes: float32 (sums in double, within float32 rounding of the reference's), and the 8-bit
-MEAN (uint8, and int8 since API 30), bit-exact (an integer sum divided by the count, as the reference does). Other axes and
-types stay with the reference kernels (runtime/ops/reduction.py)."""
+MEAN (uint8, and int8 since API 30), bit-exact (an integer sum divided by the count, as the
+reference does). Other axes and types stay with the reference kernels
+(runtime/ops/reduction.py)."""
 
 from __future__ import annotations
 
