@@ -1,7 +1,9 @@
 """NNAPI as an ExecuTorch backend: ``to_pte(model, x)`` lowers a model NNAPI runs whole to a
 .pte, ``load_backend()`` makes ExecuTorch's runtime able to run it (on Linux on torch-nnapi's
 libneuralnetworks.so), ``NnapiBackend`` and ``NnapiPartitioner`` plug into ExecuTorch's own
-``to_edge_transform_and_lower``, ``nnapi_compile_specs(**options)`` carries the options.
+``to_edge_transform_and_lower``, ``nnapi_compile_specs(**options)`` carries the options;
+``quantize(model, x, calibration)`` is ``torch_nnapi.quantize`` with per-channel weights,
+which only this back-end carries.
 
     import torch_nnapi.executorch as tnn_et
     pte = tnn_et.to_pte(model, (x,))
@@ -24,7 +26,18 @@ from .convert.executorch.native_build import BuildError, build_backend, load_bac
 _EXPORTS = {"NnapiBackend": "backend", "NnapiPartitioner": "backend", "to_pte": "backend",
             "nnapi_compile_specs": "backend", "read_blob": "blob", "write_blob": "blob"}
 
-__all__ = ["BuildError", "build_backend", "load_backend", *sorted(_EXPORTS)]
+__all__ = ["BuildError", "build_backend", "load_backend", "quantize", *sorted(_EXPORTS)]
+
+
+def quantize(model: Any, example_inputs: object = None, calibration: Any = None, *,
+             target_level: int = 3, per_channel: bool = True, **options: Any) -> Any:
+    """``torch_nnapi.quantize`` with per-channel weights by default: ExecuTorch's blob carries
+    them (TENSOR_QUANT8_SYMM_PER_CHANNEL), which PyTorch Mobile's format cannot. ``options``
+    are ``torch_nnapi.quantize``'s (``flexible``, ``observer``)."""
+    from .quantization.api import quantize as pt2e_quantize
+
+    return pt2e_quantize(model, example_inputs, calibration, target_level=target_level,
+                         per_channel=per_channel, **options)
 
 
 def __getattr__(name: str) -> Any:
