@@ -52,3 +52,19 @@ def eager_and_converted(model: Callable[..., object], module: torch.jit.ScriptMo
     if through_torch:
         return eager, median_time(lambda: module(*inputs), runs, warmup)
     return eager, median_time(lambda: run_on_host(module, *inputs), runs, warmup)
+
+
+def alternating_medians(fns: Sequence[Callable[[], object]], runs: int,
+                        warmup: int = 1) -> list[float]:
+    """Median seconds of each of ``fns``, called in turn (one call of each per round), so
+    that a change of the machine's load during the measurement reaches all of them alike."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for fn, spent in zip(fns, times, strict=True):
+            start = time.perf_counter()
+            fn()
+            spent.append(time.perf_counter() - start)
+    return [statistics.median(spent) for spent in times]

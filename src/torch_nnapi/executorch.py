@@ -2,7 +2,9 @@
 regions run on NnapiBackend (the rest on ExecuTorch's kernels), ``load_backend()`` makes
 ExecuTorch's runtime able to run it (on Linux on torch-nnapi's libneuralnetworks.so),
 ``NnapiPartitioner(**options)`` and ``NnapiBackend`` plug into ExecuTorch's own
-``to_edge_transform_and_lower``, ``nnapi_compile_specs(**options)`` carries the options.
+``to_edge_transform_and_lower``, ``nnapi_compile_specs(**options)`` carries the options;
+``quantize(model, x, calibration)`` is ``torch_nnapi.quantize`` with per-channel weights,
+which only this back-end carries.
 
     import torch_nnapi.executorch as tnn_et
     pte = tnn_et.to_pte(model, (x,))
@@ -26,7 +28,18 @@ _EXPORTS = {"NnapiBackend": "backend", "NnapiPartitioner": "partitioner", "to_pt
             "to_pte_with_details": "pte", "nnapi_compile_specs": "backend",
             "read_blob": "blob", "write_blob": "blob"}
 
-__all__ = ["BuildError", "build_backend", "load_backend", *sorted(_EXPORTS)]
+__all__ = ["BuildError", "build_backend", "load_backend", "quantize", *sorted(_EXPORTS)]
+
+
+def quantize(model: Any, example_inputs: object = None, calibration: Any = None, *,
+             target_level: int = 3, per_channel: bool = True, **options: Any) -> Any:
+    """``torch_nnapi.quantize`` with per-channel weights by default: ExecuTorch's blob carries
+    them (TENSOR_QUANT8_SYMM_PER_CHANNEL), which PyTorch Mobile's format cannot. ``options``
+    are ``torch_nnapi.quantize``'s (``flexible``, ``observer``)."""
+    from .quantization.api import quantize as pt2e_quantize
+
+    return pt2e_quantize(model, example_inputs, calibration, target_level=target_level,
+                         per_channel=per_channel, **options)
 
 
 def __getattr__(name: str) -> Any:

@@ -86,3 +86,35 @@ def test_weights_are_per_tensor_symmetric_int8():
     for n in weights:
         assert n.args[2:5] == (0, -127, 127)  # zero point 0, symmetric range
     assert not any("per_channel" in str(n.target) for n in quantized.graph.nodes)
+
+
+def test_per_channel_weights_are_symmetric_int8_along_output_channels():
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 8, 8)
+    quantized = quantize(AfterHardSwish().eval(), (x,), observer="minmax", per_channel=True)
+    per_channel = [n for n in quantized.graph.nodes if n.op == "call_function"
+                   and "dequantize_per_channel" in str(n.target)]
+    weights = [n for n in per_channel if n.args[6] == torch.int8]
+    assert len(weights) == 2
+    assert [n.args[6] for n in per_channel if n not in weights] == [torch.int32] * 2  # biases
+    for n in weights:
+        scales, zero_points = (getattr(quantized, a.target) for a in n.args[1:3])
+        assert scales.shape == (8,) and not zero_points.any()
+        assert n.args[3:7] == (0, -127, 127, torch.int8)  # axis 0, symmetric range
+
+
+def test_per_channel_weights_need_level_3():
+    with pytest.raises(ValueError, match="per_channel=True: .* need target_level 3"):
+        NnapiQuantizer(2, per_channel=True)
+
+
+def test_the_torchscript_path_says_why_per_channel_layers_run_in_float():
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 8, 8)
+    quantized = quantize(AfterHardSwish().eval(), (x,), observer="minmax", per_channel=True)
+    with pytest.warns(UserWarning, match="2 quantized layer.s. have per-channel weights, which"
+                      " PyTorch Mobile's NNAPI format cannot carry") as caught:
+        ops = _ops(quantized, x)
+    assert len([w for w in caught if "per-channel" in str(w.message)]) == 1
+    assert "\n" not in str(caught[0].message)
+    assert ops.count("DEQUANTIZE") >= 2 and "CONV_2D" in ops

@@ -9,6 +9,7 @@ run it whole, the CPU fallback (``fallback/``) partitions it instead.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -146,9 +147,20 @@ def convert_with_details(
                 e.with_hint(_fallback_hint(front, options))
             raise
         return _partitioned(front, options, start)
+    if lowered.cx.per_channel_in_float:
+        warnings.warn(per_channel_note(lowered.cx.per_channel_in_float), UserWarning,
+                      stacklevel=2)
     built = torchscript_model(lowered, options.compile, options.return_shapes)
     return Conversion(built.module, lowered.cx.model, built.serialized, lowered,
                       time.perf_counter() - start)
+
+
+def per_channel_note(layers: int) -> str:
+    """Why a model quantized with per-channel weights has float layers on this path."""
+    return (f"torch-nnapi: {layers} quantized layer(s) have per-channel weights, which PyTorch"
+            " Mobile's NNAPI format cannot carry: they run in float between DEQUANTIZE and"
+            " QUANTIZE (quantize with per_channel=False for 8-bit layers here, or use"
+            " torch_nnapi.executorch, which carries them)")
 
 
 def _partitioned(front: CapturedModel, options: ConversionOptions, start: float

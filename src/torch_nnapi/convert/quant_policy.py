@@ -111,6 +111,18 @@ def quantized_level(op: OperationType, operand_type: OperandType = UINT8) -> int
     return min(levels) if levels else None
 
 
+def per_channel_level() -> int:
+    """The feature level since which convolutions take per-channel symmetric int8 weights
+    (TENSOR_QUANT8_SYMM_PER_CHANNEL), read from CONV_2D's signature."""
+    per_channel = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
+    levels = [max(combo.level, int(SIGNATURES[OperationType.CONV_2D].level))
+              for combo in SIGNATURES[OperationType.CONV_2D].combos
+              if per_channel in combo.bindings.values()]
+    if not levels:  # the signatures list it; a version without would be a bug
+        raise ValueError("CONV_2D's signature takes no per-channel weights")
+    return min(levels)
+
+
 def fixed_output(op: OperationType, operand_type: OperandType = UINT8
                  ) -> tuple[float, int] | None:
     """(scale, zero point) NNAPI fixes for ``op``'s ``operand_type`` output, if it does."""

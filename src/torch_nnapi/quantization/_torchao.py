@@ -38,7 +38,9 @@ with _quiet_import():
         HistogramObserver,
         MinMaxObserver,
         MovingAverageMinMaxObserver,
+        MovingAveragePerChannelMinMaxObserver,
         ObserverBase,
+        PerChannelMinMaxObserver,
     )
     from torchao.quantization.pt2e.quantize_pt2e import (
         convert_pt2e,
@@ -67,8 +69,10 @@ __all__ = [
     "HistogramObserver",
     "MinMaxObserver",
     "MovingAverageMinMaxObserver",
+    "MovingAveragePerChannelMinMaxObserver",
     "ObserverBase",
     "ObserverOrFakeQuantizeConstructor",
+    "PerChannelMinMaxObserver",
     "QuantizationAnnotation",
     "QuantizationSpec",
     "QuantizationSpecBase",

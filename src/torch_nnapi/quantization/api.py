@@ -46,24 +46,25 @@ class Quantized:
 
 
 def prepare(model: Quantizable, example_inputs: object = None, *, target_level: int = 3,
-            flexible: Flexible = None, observer: str = "histogram") -> GraphModule:
+            flexible: Flexible = None, observer: str = "histogram",
+            per_channel: bool = False) -> GraphModule:
     """The model exported and observed for post-training quantization (``prepare_pt2e``
     with the NNAPI quantizer): run it on calibration data, then :func:`convert_prepared`."""
+    quantizer = NnapiQuantizer(target_level, observer=observer, per_channel=per_channel)
     graph_module = _exported(model, example_inputs, flexible, train=False)
-    quantizer = NnapiQuantizer(target_level, observer=observer)
     require_eval_mode(graph_module)  # before prepare_pt2e folds batch norms into convolutions
     prepared: GraphModule = prepare_pt2e(graph_module, quantizer)
     return prepared
 
 
 def prepare_qat(model: Quantizable, example_inputs: object = None, *, target_level: int = 3,
-                flexible: Flexible = None) -> GraphModule:
+                flexible: Flexible = None, per_channel: bool = False) -> GraphModule:
     """The model exported in training mode with fake quantization (``prepare_qat_pt2e``
     with the NNAPI quantizer; batch norms are folded at conversion): train it, then
     :func:`convert_prepared`."""
+    quantizer = NnapiQuantizer(target_level, is_qat=True, per_channel=per_channel)
     graph_module = _exported(model, example_inputs, flexible, train=True)
-    prepared: GraphModule = prepare_qat_pt2e(graph_module,
-                                             NnapiQuantizer(target_level, is_qat=True))
+    prepared: GraphModule = prepare_qat_pt2e(graph_module, quantizer)
     move_exported_model_to_train(prepared)
     return prepared
 
@@ -78,22 +79,27 @@ def convert_prepared(prepared: GraphModule) -> GraphModule:
 
 def quantize(model: Quantizable, example_inputs: object = None, calibration: Calibration = None, *,
              target_level: int = 3, flexible: Flexible = None,
-             observer: str = "histogram") -> GraphModule:
+             observer: str = "histogram", per_channel: bool = False) -> GraphModule:
     """Post-training quantization for NNAPI of ``target_level`` (1: Android 8.1 ... 3:
     Android 10, uint8; 4: Android 11, int8 signed). ``calibration`` is a callable taking the
     prepared model, or an iterable of inputs (tensors or tuples of tensors); None calibrates
-    on the example inputs alone. Returns the model ready for ``torch_nnapi.convert``."""
+    on the example inputs alone. ``per_channel``: convolution and linear weights with one
+    scale per output channel (level 3 and up), which the ExecuTorch back-end carries
+    (``torch_nnapi.executorch.quantize`` makes them by default) and PyTorch Mobile's format
+    cannot. Returns the model ready for ``torch_nnapi.convert``."""
     return quantize_with_details(model, example_inputs, calibration, target_level=target_level,
-                                 flexible=flexible, observer=observer).model
+                                 flexible=flexible, observer=observer,
+                                 per_channel=per_channel).model
 
 
 def quantize_with_details(model: Quantizable, example_inputs: object = None,
                           calibration: Calibration = None, *, target_level: int = 3,
-                          flexible: Flexible = None, observer: str = "histogram") -> Quantized:
+                          flexible: Flexible = None, observer: str = "histogram",
+                          per_channel: bool = False) -> Quantized:
     """:func:`quantize`, also returning the times taken."""
     start = time.perf_counter()
     prepared = prepare(model, example_inputs, target_level=target_level, flexible=flexible,
-                       observer=observer)
+                       observer=observer, per_channel=per_channel)
     examples = example_inputs_of(model, example_inputs)
     calibrating = time.perf_counter()
     calibrate(prepared, examples if calibration is None else calibration)

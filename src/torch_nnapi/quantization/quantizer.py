@@ -3,9 +3,11 @@
 For the target feature level it annotates exactly the ops ``policy.RULES`` lists:
 
 * convolutions and linear layers: activations uint8 asymmetric, weights int8 symmetric per
-  tensor (PyTorch's serialized NNAPI format cannot carry per-channel scales), the bias int32
-  with scale = input scale x weight scale, as NNAPI requires; a following ReLU/ReLU6 shares
-  the output (NNAPI fuses it);
+  tensor (PyTorch's serialized NNAPI format cannot carry per-channel scales), or with
+  ``per_channel`` per output channel (TENSOR_QUANT8_SYMM_PER_CHANNEL, level 3, which the
+  ExecuTorch back-end carries; transposed convolutions stay per tensor), the bias int32 with
+  scale = input scale x weight scale (per channel likewise), as NNAPI requires; a following
+  ReLU/ReLU6 shares the output (NNAPI fuses it);
 * ADD and MUL of two activations, each input with its own scale (NNAPI requantizes);
 * CONCATENATION: before level 3 every input and the output share one scale, as NNAPI then
   requires; from level 3 each has its own;
@@ -37,8 +39,10 @@ from ._torchao import (
     HistogramObserver,
     MinMaxObserver,
     MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver,
     ObserverBase,
     ObserverOrFakeQuantizeConstructor,
+    PerChannelMinMaxObserver,
     QuantizationAnnotation,
     QuantizationSpec,
     QuantizationSpecBase,
@@ -61,16 +65,23 @@ def bias_qparams(observers: Sequence[ObserverBase]) -> tuple[torch.Tensor, torch
 
 class NnapiQuantizer(Quantizer):  # type: ignore[misc]  # torchao has no types
     """Annotates a ``torch.export`` graph for NNAPI of ``target_level`` (1-3: uint8
-    activations; 4: int8)."""
+    activations; 4: int8); ``per_channel``: convolution and linear weights with one scale per
+    output channel (level 3 and up)."""
 
     def __init__(self, target_level: int = 3, *, is_qat: bool = False,
-                 observer: str = "histogram") -> None:
+                 observer: str = "histogram", per_channel: bool = False) -> None:
         super().__init__()
         if observer not in OBSERVERS:
             raise ValueError(f"observer must be one of {', '.join(OBSERVERS)}, got {observer!r}")
         self.target_level = int(target_level)
         self.is_qat = is_qat
         self.operand_type = policy.quantized_activation_type(self.target_level)
+        self.per_channel = bool(per_channel)
+        if self.per_channel and self.target_level < policy.per_channel_level():
+            raise ValueError(f"per_channel=True: per-channel weights"
+                             f" (TENSOR_QUANT8_SYMM_PER_CHANNEL) need target_level"
+                             f" {policy.per_channel_level()} (Android 10) or higher, got"
+                             f" target_level={self.target_level}")
         signed = self.operand_type != policy.UINT8
         self.act_dtype, self.act_range = (torch.int8, (-128, 127)) if signed \
             else (torch.uint8, (0, 255))
@@ -82,6 +93,11 @@ class NnapiQuantizer(Quantizer):  # type: ignore[misc]  # torchao has no types
             dtype=torch.int8, quant_min=-127, quant_max=127,
             qscheme=torch.per_tensor_symmetric,
             observer_or_fake_quant_ctr=self._weight_observer())
+        # Output channels are dimension 0 of conv2d's and linear's weights.
+        self.channel_weight_qspec = QuantizationSpec(
+            dtype=torch.int8, quant_min=-127, quant_max=127,
+            qscheme=torch.per_channel_symmetric, ch_axis=0,
+            observer_or_fake_quant_ctr=self._channel_weight_observer())
 
     def _activation_observer(self, observer: str) -> ObserverOrFakeQuantizeConstructor:
         if self.is_qat:
@@ -95,6 +111,14 @@ class NnapiQuantizer(Quantizer):  # type: ignore[misc]  # torchao has no types
             return FakeQuantize.with_args(observer=MovingAverageMinMaxObserver,
                                           qscheme=torch.per_tensor_symmetric, eps=2 ** -12)
         return MinMaxObserver.with_args(qscheme=torch.per_tensor_symmetric, eps=2 ** -12)
+
+    def _channel_weight_observer(self) -> ObserverOrFakeQuantizeConstructor:
+        if self.is_qat:
+            return FakeQuantize.with_args(observer=MovingAveragePerChannelMinMaxObserver,
+                                          qscheme=torch.per_channel_symmetric, ch_axis=0,
+                                          eps=2 ** -12)
+        return PerChannelMinMaxObserver.with_args(qscheme=torch.per_channel_symmetric,
+                                                  ch_axis=0, eps=2 ** -12)
 
     # ------------------------------------------------------------------ annotation
 
@@ -134,13 +158,16 @@ class NnapiQuantizer(Quantizer):  # type: ignore[misc]  # torchao has no types
         args = _args(node)
         x, weight = args[0], args[1]
         bias = args[2] if len(args) > 2 else None
+        per_channel = self.per_channel and kind_of(node) != "aten::conv_transpose2d"
         qspecs: dict[Node, QuantizationSpecBase | None] = {
-            x: self._input(x), weight: self.weight_qspec}
+            x: self._input(x),
+            weight: self.channel_weight_qspec if per_channel else self.weight_qspec}
         if isinstance(bias, Node):
             qspecs[bias] = DerivedQuantizationSpec(
                 derived_from=[(x, node), (weight, node)], derive_qparams_fn=bias_qparams,
                 dtype=torch.int32, quant_min=-2 ** 31, quant_max=2 ** 31 - 1,
-                qscheme=torch.per_tensor_symmetric)
+                qscheme=torch.per_channel_symmetric if per_channel
+                else torch.per_tensor_symmetric, ch_axis=0 if per_channel else None)
         _annotate(node, qspecs, None)
         self._annotate_output(node)
 

@@ -112,12 +112,14 @@ def relaxed_case(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Case:
     return case
 
 
-def quantized_case(target_level: int) -> Case:
+def quantized_case(target_level: int, per_channel: bool = False) -> Case:
+    """SmallCnn quantized with PT2E (``per_channel``: its convolutions' and linear layer's
+    weights per output channel), against the PT2E model within one output quantum."""
     torch.manual_seed(1)
     model = SmallCnn().eval()
     calibration = [(torch.rand(1, 3, 16, 16),) for _ in range(8)]
     quantized = torch_nnapi.quantize(model, calibration[0], calibration,
-                                     target_level=target_level)
+                                     target_level=target_level, per_channel=per_channel)
     x = calibration[0]
     with torch.no_grad():
         expected = [quantized(*x)]
@@ -233,6 +235,8 @@ def cases() -> dict[str, Callable[[], Case]]:
         "float16": lambda: eager_case(Half(), (torch.randn(2, 8).half(),)),
         "quant_uint8": lambda: quantized_case(3),
         "quant_int8": lambda: quantized_case(4),
+        "quant_per_channel_uint8": lambda: quantized_case(3, per_channel=True),
+        "quant_per_channel_int8": lambda: quantized_case(4, per_channel=True),
         "per_channel": per_channel_case,
         "if_true": lambda: if_case(True),
         "if_false": lambda: if_case(False),

@@ -5,11 +5,12 @@ than leaving it to the reference."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from torch_nnapi.nnapi import OperationType
+from torch_nnapi.nnapi import OperandType, OperationType
 from torch_nnapi.runtime import Compilation, native
 from torch_nnapi.runtime.registry import NATIVE_KERNELS
 
@@ -17,13 +18,37 @@ from ..ops._single_op import Operand, build, fed_values
 
 needs_native = pytest.mark.skipif(not native.available(), reason=native.unavailable_reason())
 
+UINT8 = OperandType.TENSOR_QUANT8_ASYMM
+INT8 = OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+
+
+def signed_form(operands: Sequence[Operand]) -> list[Operand]:
+    """The operands with every uint8 one (TENSOR_QUANT8_ASYMM) made int8
+    (TENSOR_QUANT8_ASYMM_SIGNED, Android 11): values and zero point 128 down, so the same
+    randomized case exercises the signed form of a kernel (fixed output zero points, 0 for
+    LOGISTIC and SOFTMAX, 128 for TANH, become NNAPI's signed ones, -128 and 0)."""
+    signed = []
+    for operand in operands:
+        if operand.type != UINT8:
+            signed.append(operand)
+            continue
+        values = operand.array()
+        if values is not None:
+            values = (values.astype(np.int16) - 128).astype(np.int8)
+        signed.append(replace(operand, type=INT8, value=values,
+                              zero_point=operand.zero_point - 128))
+    return signed
+
 
 def run_both(monkeypatch, op: OperationType, inputs: Sequence[Operand],
-             outputs: Sequence[Operand], *, handled: bool = True
+             outputs: Sequence[Operand], *, handled: bool = True, signed: bool = False
              ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """(reference outputs, native outputs). With ``handled``, fails unless the native kernel
     computed the result itself (without, it must have left it to the reference). The native
-    compilation runs twice, the second time through the runner its first run planned."""
+    compilation runs twice, the second time through the runner its first run planned.
+    ``signed``: the uint8 operands made int8 first (``signed_form``)."""
+    if signed:
+        inputs, outputs = signed_form(inputs), signed_form(outputs)
     model = build(op, inputs, outputs)
     fed = fed_values(inputs)
     expected = Compilation(model, kernels="reference").run(fed).outputs

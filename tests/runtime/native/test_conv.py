@@ -1,7 +1,8 @@
 """Native CONV_2D, GROUPED_CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED against the reference
 kernels on randomized cases: shapes, strides, padding (explicit and implicit), dilation,
 layouts, zero points, per-tensor and per-channel scales, rescale multipliers above and below
-one, every fused activation and saturating inputs. Quantized results must be bit-exact."""
+one, every fused activation and saturating inputs; uint8 and, with the same cases made
+signed, int8 data (Android 11). Quantized results must be bit-exact."""
 
 from __future__ import annotations
 
@@ -88,9 +89,9 @@ def image(rng, g: Geometry, channels: int, quantized: bool, saturate: str = "") 
 
 
 def quantized_operands(rng, filter_shape, channel_axis: int, per_channel: bool,
-                       in_scale: float, saturate: str = ""):
-    """(filter operand, bias operand, output scale) with random zero points and scales; the
-    output scale makes the rescale multiplier anything from 1e-4 to 4."""
+                       in_scale: float, saturate: str = "", w_zero: int | None = None):
+    """(filter operand, bias operand, output scale) with random zero points (or ``w_zero``)
+    and scales; the output scale makes the rescale multiplier anything from 1e-4 to 4."""
     channels = filter_shape[channel_axis]
     if per_channel:
         values = rng.integers(-127, 128, filter_shape, dtype=np.int8)
@@ -101,7 +102,7 @@ def quantized_operands(rng, filter_shape, channel_axis: int, per_channel: bool,
                      channel_dim=channel_axis)
         bias_scale, typical = 0.0, float(np.float32(in_scale) * scales.mean())
     else:
-        w_zero = int(rng.integers(0, 256))
+        w_zero = int(rng.integers(0, 256)) if w_zero is None else w_zero
         values = rng.integers(0, 256, filter_shape, dtype=np.uint8)
         if saturate:
             values[:] = 255 if saturate == "high" else 0
@@ -114,7 +115,7 @@ def quantized_operands(rng, filter_shape, channel_axis: int, per_channel: bool,
 
 
 def run_conv(monkeypatch, rng, op: Op, quantized: bool, per_channel: bool = False,
-             saturate: str = ""):
+             saturate: str = "", signed: bool = False, w_zero: int | None = None):
     grouped, depthwise = op == Op.GROUPED_CONV_2D, op == Op.DEPTHWISE_CONV_2D
     g = random_geometry(rng, dilation=not grouped)
     if depthwise:
@@ -133,7 +134,7 @@ def run_conv(monkeypatch, rng, op: Op, quantized: bool, per_channel: bool = Fals
     if quantized:
         in_scale, in_zero = float(rng.uniform(0.01, 1.0)), int(rng.integers(0, 256))
         filt, bias, out_scale = quantized_operands(rng, filter_shape, channel_axis, per_channel,
-                                                   in_scale, saturate)
+                                                   in_scale, saturate, w_zero)
         inputs = [feed(Q8, x, in_scale, in_zero), filt, bias]
         output = out(Q8, (), out_scale, int(rng.integers(0, 256)))
     else:
@@ -141,32 +142,47 @@ def run_conv(monkeypatch, rng, op: Op, quantized: bool, per_channel: bool = Fals
                   const(F32, rng.standard_normal(cout).astype(np.float32))]
         output = out(F32)
     inputs += window_args(g, extra, fuse, grouped)
-    expected, actual = run_both(monkeypatch, op, inputs, [output])
+    expected, actual = run_both(monkeypatch, op, inputs, [output], signed=signed)
     (assert_same if quantized else assert_close)(expected, actual)
 
 
 CONV_OPS = [Op.CONV_2D, Op.GROUPED_CONV_2D, Op.DEPTHWISE_CONV_2D]
 
 
+SIGNED = pytest.mark.parametrize("signed", [False, True], ids=["uint8", "int8"])
+
+
+@SIGNED
 @pytest.mark.parametrize("seed", range(30))
 @pytest.mark.parametrize("op", CONV_OPS, ids=lambda o: o.name)
-def test_quantized(monkeypatch, op, seed):
-    run_conv(monkeypatch, np.random.default_rng(seed), op, quantized=True)
+def test_quantized(monkeypatch, op, seed, signed):
+    run_conv(monkeypatch, np.random.default_rng(seed), op, quantized=True, signed=signed)
 
 
+@SIGNED
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("op", CONV_OPS, ids=lambda o: o.name)
-def test_quantized_per_channel(monkeypatch, op, seed):
+def test_quantized_per_channel(monkeypatch, op, seed, signed):
     run_conv(monkeypatch, np.random.default_rng(100 + seed), op, quantized=True,
-             per_channel=True)
+             per_channel=True, signed=signed)
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("op", CONV_OPS, ids=lambda o: o.name)
+def test_quantized_symmetric_int8_filter(monkeypatch, op, seed):
+    """int8 data with an int8 filter of zero point 0 (what PT2E's symmetric per-tensor weights
+    become at level 4), which the kernels take as it is."""
+    run_conv(monkeypatch, np.random.default_rng(150 + seed), op, quantized=True, signed=True,
+             w_zero=128)
+
+
+@SIGNED
 @pytest.mark.parametrize("saturate", ["high", "low"])
 @pytest.mark.parametrize("per_channel", [False, True])
 @pytest.mark.parametrize("op", CONV_OPS, ids=lambda o: o.name)
-def test_quantized_saturating_inputs(monkeypatch, op, per_channel, saturate):
+def test_quantized_saturating_inputs(monkeypatch, op, per_channel, saturate, signed):
     run_conv(monkeypatch, np.random.default_rng(7), op, quantized=True, per_channel=per_channel,
-             saturate=saturate)
+             saturate=saturate, signed=signed)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -193,12 +209,14 @@ def fc_inputs(rng, batch: int, input_size: int, units: int, quantized: bool,
 
 
 @pytest.mark.parametrize("seed", range(15))
-@pytest.mark.parametrize("quantized", [True, False])
-def test_fully_connected(monkeypatch, quantized, seed):
+@pytest.mark.parametrize("kind", ["uint8", "int8", "float"])
+def test_fully_connected(monkeypatch, kind, seed):
     rng = np.random.default_rng(300 + seed)
     batch, input_size, units = (int(v) for v in rng.integers(1, 70, 3))
+    quantized = kind != "float"
     inputs, output = fc_inputs(rng, batch, input_size, units, quantized)
-    expected, actual = run_both(monkeypatch, Op.FULLY_CONNECTED, inputs, [output])
+    expected, actual = run_both(monkeypatch, Op.FULLY_CONNECTED, inputs, [output],
+                                signed=kind == "int8")
     (assert_same if quantized else assert_close)(expected, actual)
 
 
@@ -252,7 +270,8 @@ def test_every_gemm_microkernel_sums_exactly(microkernel, seed):
 
 
 @pytest.mark.parametrize("seed", range(20))
-@pytest.mark.parametrize("kind", ["quantized", "per_channel", "float"])
+@pytest.mark.parametrize("kind", ["quantized", "per_channel", "int8", "int8_per_channel",
+                                  "float"])
 def test_transpose_conv(monkeypatch, kind, seed):
     rng = np.random.default_rng(500 + seed)
     n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 8)), int(rng.integers(1, 8))
@@ -272,13 +291,14 @@ def test_transpose_conv(monkeypatch, kind, seed):
         output = out(F32)
     else:
         in_scale = float(rng.uniform(0.01, 1.0))
-        filt, bias, out_scale = quantized_operands(rng, filter_shape, 0, kind == "per_channel",
-                                                   in_scale)
+        filt, bias, out_scale = quantized_operands(rng, filter_shape, 0,
+                                                   kind.endswith("per_channel"), in_scale)
         inputs = [feed(Q8, x, in_scale, int(rng.integers(0, 256))), filt, bias]
         output = out(Q8, (), out_scale, int(rng.integers(0, 256)))
     inputs += [i32(left), i32(right), i32(top), i32(bottom), i32(sw), i32(sh),
                i32(int(rng.integers(0, 4))), boolean(nchw)]
-    expected, actual = run_both(monkeypatch, Op.TRANSPOSE_CONV_2D, inputs, [output])
+    expected, actual = run_both(monkeypatch, Op.TRANSPOSE_CONV_2D, inputs, [output],
+                                signed=kind.startswith("int8"))
     assert_same(expected, actual)
 
 
@@ -297,15 +317,16 @@ def test_float_depthwise_3x3(monkeypatch, channels, stride, pads):
     assert_close(expected, actual)
 
 
+@SIGNED
 @pytest.mark.parametrize("channels", [16, 48])
 @pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("pads", [(1, 1, 1, 1), (0, 0, 0, 0), (0, 2, 1, 0)])
-def test_quantized_depthwise_3x3(monkeypatch, channels, stride, pads):
+def test_quantized_depthwise_3x3(monkeypatch, channels, stride, pads, signed):
     rng = np.random.default_rng(channels * stride)
     x = rng.integers(0, 256, (2, 9, 11, channels), dtype=np.uint8)
     filt, bias, out_scale = quantized_operands(rng, (1, 3, 3, channels), 3, False, 0.25)
     inputs = [feed(Q8, x, 0.25, 131), filt, bias, *map(i32, pads), i32(stride), i32(stride),
               i32(1), i32(1)]
     expected, actual = run_both(monkeypatch, Op.DEPTHWISE_CONV_2D, inputs,
-                                [out(Q8, (), out_scale, 7)])
+                                [out(Q8, (), out_scale, 7)], signed=signed)
     assert_same(expected, actual)

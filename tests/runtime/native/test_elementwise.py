@@ -1,7 +1,8 @@
-"""Native ADD, SUB, MUL, DIV, RELU*, LOGISTIC, TANH, QUANTIZE and DEQUANTIZE against the
-reference kernels on randomized cases: broadcast shapes of every rank, zero points, scales,
-fused activations, extreme values (float: infinities, NaN; quantized: 0 and 255). All
-results must be bit-exact, float ones included (the same IEEE float32 operations)."""
+"""Native ADD, SUB, MUL, DIV, RELU*, LOGISTIC, TANH, HARD_SWISH, QUANTIZE and DEQUANTIZE
+against the reference kernels on randomized cases: broadcast shapes of every rank, zero
+points, scales, fused activations, extreme values (float: infinities, NaN; quantized: 0 and
+255), uint8 and, with the same cases made signed, int8. All results must be bit-exact, float
+ones included (the same IEEE float32 operations)."""
 
 from __future__ import annotations
 
@@ -55,9 +56,13 @@ def test_float_arithmetic(monkeypatch, op, seed):
     assert_same(expected, actual)
 
 
+SIGNED = pytest.mark.parametrize("signed", [False, True], ids=["uint8", "int8"])
+
+
+@SIGNED
 @pytest.mark.parametrize("seed", range(30))
 @pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL], ids=lambda o: o.name)
-def test_quantized_arithmetic(monkeypatch, op, seed):
+def test_quantized_arithmetic(monkeypatch, op, seed, signed):
     rng = np.random.default_rng(100 + seed)
     a, b = broadcast_pair(rng)
     s1, s2 = (float(10 ** rng.uniform(-3, 0)) for _ in range(2))
@@ -68,7 +73,7 @@ def test_quantized_arithmetic(monkeypatch, op, seed):
               feed(Q8, quant_values(rng, b), s2, int(rng.integers(0, 256))),
               i32(int(rng.integers(0, 4)))]
     expected, actual = run_both(monkeypatch, op, inputs,
-                                [out(Q8, (), so, int(rng.integers(0, 256)))])
+                                [out(Q8, (), so, int(rng.integers(0, 256)))], signed=signed)
     assert_same(expected, actual)
 
 
@@ -83,10 +88,11 @@ def test_broadcast_layout_merges_dimensions(a, b, layout):
     assert broadcast_layout(a, b) == layout
 
 
+@SIGNED
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("op", [Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH],
-                         ids=lambda o: o.name)
-def test_quantized_activations(monkeypatch, op, seed):
+@pytest.mark.parametrize("op", [Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH,
+                                Op.HARD_SWISH], ids=lambda o: o.name)
+def test_quantized_activations(monkeypatch, op, seed, signed):
     rng = np.random.default_rng(200 + seed)
     shape = tuple(int(v) for v in rng.integers(1, 6, int(rng.integers(1, 5))))
     scale = float(10 ** rng.uniform(-3, 0.5))
@@ -94,12 +100,14 @@ def test_quantized_activations(monkeypatch, op, seed):
         output = out(Q8, (), 1 / 256, 0)
     elif op == Op.TANH:
         output = out(Q8, (), 1 / 128, 128)
+    elif op == Op.HARD_SWISH:  # NNAPI: output scale at least input scale / 128
+        output = out(Q8, (), scale * float(10 ** rng.uniform(-2, 1)), int(rng.integers(0, 256)))
     else:
         output = out(Q8, (), scale, int(rng.integers(0, 256)))
     inputs = [feed(Q8, quant_values(rng, shape), scale, int(rng.integers(0, 256)))]
     if op in (Op.RELU, Op.RELU1, Op.RELU6):
         output = out(Q8, (), inputs[0].scale, inputs[0].zero_point)
-    expected, actual = run_both(monkeypatch, op, inputs, [output])
+    expected, actual = run_both(monkeypatch, op, inputs, [output], signed=signed)
     assert_same(expected, actual)
 
 
@@ -113,24 +121,27 @@ def test_float_clamps(monkeypatch, op, seed):
     assert_same(expected, actual)
 
 
+@SIGNED
 @pytest.mark.parametrize("seed", range(8))
-def test_quantize(monkeypatch, seed):
+def test_quantize(monkeypatch, seed, signed):
     rng = np.random.default_rng(400 + seed)
     scale = float(10 ** rng.uniform(-3, 1))
     x = float_values(rng, (4, 33)) * np.float32(scale * 40)
     # Halves, which round away from zero, and values beyond the range.
     x.flat[:6] = np.float32(scale) * np.array([0.5, -0.5, 2.5, -2.5, 1e6, -1e6], np.float32)
+    x.flat[6] = np.nan  # the upper bound, as the reference's clamp lets it through
     expected, actual = run_both(monkeypatch, Op.QUANTIZE, [feed(F32, x)],
-                                [out(Q8, (), scale, int(rng.integers(0, 256)))])
+                                [out(Q8, (), scale, int(rng.integers(0, 256)))], signed=signed)
     assert_same(expected, actual)
 
 
+@SIGNED
 @pytest.mark.parametrize("seed", range(4))
-def test_dequantize(monkeypatch, seed):
+def test_dequantize(monkeypatch, seed, signed):
     rng = np.random.default_rng(500 + seed)
     inputs = [feed(Q8, quant_values(rng, (2, 3, 17)), float(10 ** rng.uniform(-3, 1)),
                    int(rng.integers(0, 256)))]
-    expected, actual = run_both(monkeypatch, Op.DEQUANTIZE, inputs, [out(F32)])
+    expected, actual = run_both(monkeypatch, Op.DEQUANTIZE, inputs, [out(F32)], signed=signed)
     assert_same(expected, actual)
 
 

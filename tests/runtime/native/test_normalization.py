@@ -1,5 +1,6 @@
 """Native SOFTMAX against the reference kernel on randomized tensors (ranks 1 to 4, every
-axis, several betas): quantized results bit-exact, float ones within float32 rounding."""
+axis, several betas): quantized results (uint8 and int8) bit-exact, float ones within float32
+rounding."""
 
 from __future__ import annotations
 
@@ -29,10 +30,12 @@ def softmax_inputs(rng, quantized: bool) -> tuple[list[Operand], Operand]:
     return [feed(F32, x), f32(beta), i32(axis)], out(F32)
 
 
+@pytest.mark.parametrize("signed", [False, True], ids=["uint8", "int8"])
 @pytest.mark.parametrize("seed", range(30))
-def test_quantized_softmax(monkeypatch, seed):
+def test_quantized_softmax(monkeypatch, seed, signed):
     inputs, output = softmax_inputs(np.random.default_rng(seed), quantized=True)
-    expected, actual = run_both(monkeypatch, OperationType.SOFTMAX, inputs, [output])
+    expected, actual = run_both(monkeypatch, OperationType.SOFTMAX, inputs, [output],
+                                signed=signed)
     assert_same(expected, actual)
 
 

@@ -1,6 +1,7 @@
 """Native AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D against the reference kernels on
 randomized windows (filter sizes, strides, explicit and implicit padding, layouts, fused
-activations), float32 and uint8; all bit-exact."""
+activations), float32, uint8 and int8; all bit-exact (int8 averages round halves away from
+zero, below zero too)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ Op = OperationType
 pytestmark = needs_native
 
 
-def run_pool(monkeypatch, op: Op, quantized: bool, seed: int) -> None:
+def run_pool(monkeypatch, op: Op, quantized: bool, seed: int, signed: bool = False) -> None:
     rng = np.random.default_rng(seed)
     g = random_geometry(rng, dilation=False)
     channels = int(rng.integers(1, 20))
@@ -31,14 +32,15 @@ def run_pool(monkeypatch, op: Op, quantized: bool, seed: int) -> None:
     inputs += window_args(g, (g.kw, g.kh), fuse, grouped=False)
     output = out(Q8, (), scale, zero) if quantized else out(F32)
     with np.errstate(all="ignore"):
-        expected, actual = run_both(monkeypatch, op, inputs, [output])
+        expected, actual = run_both(monkeypatch, op, inputs, [output], signed=signed)
     assert_same(expected, actual)
 
 
+@pytest.mark.parametrize("signed", [False, True], ids=["uint8", "int8"])
 @pytest.mark.parametrize("seed", range(25))
 @pytest.mark.parametrize("op", [Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D], ids=lambda o: o.name)
-def test_quantized(monkeypatch, op, seed):
-    run_pool(monkeypatch, op, True, seed)
+def test_quantized(monkeypatch, op, seed, signed):
+    run_pool(monkeypatch, op, True, seed, signed)
 
 
 @pytest.mark.parametrize("seed", range(25))

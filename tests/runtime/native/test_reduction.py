@@ -1,6 +1,6 @@
 """Native MEAN and REDUCE_SUM/MAX/MIN against the reference kernels on randomized tensors and
-runs of adjacent axes, with keep_dims either way: the uint8 MEAN bit-exact, maxima and minima
-exact, float sums within float32 rounding; axes apart stay with the reference."""
+runs of adjacent axes, with keep_dims either way: the uint8 and int8 MEAN bit-exact, maxima
+and minima exact, float sums within float32 rounding; axes apart stay with the reference."""
 
 from __future__ import annotations
 
@@ -48,10 +48,12 @@ def test_float(monkeypatch, op, seed):
         assert_close(expected, actual, rtol=1e-6)
 
 
+@pytest.mark.parametrize("signed", [False, True], ids=["uint8", "int8"])
 @pytest.mark.parametrize("seed", range(20))
-def test_quantized_mean(monkeypatch, seed):
+def test_quantized_mean(monkeypatch, seed, signed):
+    """int8 sums can be negative: their mean truncates toward zero, as the reference's."""
     inputs, output = reduce_inputs(np.random.default_rng(100 + seed), Op.MEAN, quantized=True)
-    expected, actual = run_both(monkeypatch, Op.MEAN, inputs, [output])
+    expected, actual = run_both(monkeypatch, Op.MEAN, inputs, [output], signed=signed)
     assert_same(expected, actual)
 
 

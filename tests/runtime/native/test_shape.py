@@ -1,7 +1,8 @@
 """Native runners of the operations that only move values, against the reference kernels:
 SPLIT along every axis of randomized tensors (parts that are views and parts that are
-copies) and STRIDED_SLICE with random bounds, strides and masks give the reference's values
-exactly."""
+copies), STRIDED_SLICE with random bounds, strides and masks, and 8-bit CONCATENATION of
+inputs quantized alike or unlike the output (uint8 and int8: requantized through tables) give
+the reference's values exactly."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from torch_nnapi.nnapi import OperationType
 
-from ..ops._single_op import F32, I32, const, feed, i32, out
+from ..ops._single_op import F32, I32, Q8, const, feed, i32, out
 from ._compare import assert_same, needs_native, run_both
 
 pytestmark = needs_native
@@ -55,4 +56,24 @@ def test_strided_slice(monkeypatch, seed):
               const(I32, np.array(ends, np.int32)), const(I32, np.array(strides, np.int32)),
               i32(masks[0]), i32(masks[1]), i32(shrink)]
     expected, actual = run_both(monkeypatch, OperationType.STRIDED_SLICE, inputs, [out(F32)])
+    assert_same(expected, actual)
+
+
+@pytest.mark.parametrize("signed", [False, True], ids=["uint8", "int8"])
+@pytest.mark.parametrize("seed", range(10))
+def test_quantized_concatenation(monkeypatch, seed, signed):
+    rng = np.random.default_rng(200 + seed)
+    rank = int(rng.integers(1, 5))
+    shape = [int(v) for v in rng.integers(1, 4, rank)]
+    axis = int(rng.integers(0, rank))
+    scale, zero = float(10 ** rng.uniform(-2, 0)), int(rng.integers(0, 256))
+    inputs = []
+    for _ in range(int(rng.integers(1, 4))):
+        alike = rng.random() < 0.3  # quantized as the output: no requantization
+        part_scale = scale if alike else float(10 ** rng.uniform(-2, 0))
+        part_zero = zero if alike else int(rng.integers(0, 256))
+        inputs.append(feed(Q8, rng.integers(0, 256, shape, dtype=np.uint8), part_scale,
+                           part_zero))
+    expected, actual = run_both(monkeypatch, OperationType.CONCATENATION, [*inputs, i32(axis)],
+                                [out(Q8, (), scale, zero)], signed=signed)
     assert_same(expected, actual)

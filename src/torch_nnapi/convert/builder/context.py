@@ -72,12 +72,17 @@ class Converter:
 
     ``target_level`` is the highest NNAPI feature level the model may need (None: as low as
     possible); lowerings use an operation of a higher level than their default form when
-    ``allows`` its level (e.g. HARD_SWISH at level 4).
+    ``allows`` its level (e.g. HARD_SWISH at level 4). ``per_channel_weights``: whether the
+    back-end's format carries per-channel quantized weights (TENSOR_QUANT8_SYMM_PER_CHANNEL;
+    see ``Lowerer.per_channel_weights``); without, a quantized layer with per-channel
+    weights runs in float, counted in ``per_channel_in_float``.
     """
 
-    def __init__(self, target_level: int | None = None):
+    def __init__(self, target_level: int | None = None, *, per_channel_weights: bool = False):
         self.model = Model()
         self.target_level = target_level
+        self.per_channel_weights = per_channel_weights
+        self.per_channel_in_float = 0  # layers whose per-channel weights the format cannot carry
         # operand -> NNAPI-order dimensions with Sym entries (only operands that have some)
         self.sym_dims: dict[int, tuple[SymInt, ...]] = {}
         # operand -> flat INT32 values with Sym entries (constants patched at load time)
@@ -155,9 +160,12 @@ class Converter:
     def constant(self, array: npt.ArrayLike, dtype: str, *, scale: float = 0.0,
                  zero_point: int = 0,
                  layout: lay.Layout | None = None, nnapi_type: OperandType | None = None,
-                 groups: Sequence[int] = ()) -> TensorValue:
+                 groups: Sequence[int] = (), channel_scales: Sequence[float] = (),
+                 channel_dim: int = 0) -> TensorValue:
         """A constant tensor operand from ``array`` (PyTorch order), stored in ``layout``
-        (its dimensions merging the runs ``groups`` of that order)."""
+        (its dimensions merging the runs ``groups`` of that order); ``channel_scales``: the
+        per-channel scales along stored dimension ``channel_dim`` of a
+        TENSOR_QUANT8_SYMM_PER_CHANNEL constant."""
         array = np.asarray(array)
         shape = tuple(array.shape)
         layout = tuple(layout) if layout is not None else lay.identity(len(shape))
@@ -172,11 +180,15 @@ class Converter:
         key = None
         if stored.nbytes <= _SMALL_CONSTANT_BYTES:
             key = (op_type, dtype, shape, float(scale), int(zero_point), layout, groups,
+                   tuple(channel_scales), channel_dim,
                    hashlib.sha1(stored.tobytes()).hexdigest())
             found = self._constants.get(key)
             if found is not None:
                 return found
         index = self.model.add_operand(op_type, stored.shape, scale, zero_point)
+        if channel_scales:
+            self.model.set_operand_symm_per_channel_quant_params(index, channel_scales,
+                                                                 channel_dim)
         self.model.set_operand_value(index, stored, copy=False)
         value = TensorValue(index, shape, dtype, layout, float(scale), int(zero_point), groups)
         if key is not None:

@@ -5,7 +5,7 @@ bias operands of a layer with weights (convolutions, fully connected), float or 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,28 +49,48 @@ def global_pool(cx: Converter, op: Op, x: TensorValue) -> TensorValue | None:
 class ConvQuant:
     """Quantization of a quantized convolution: weights are 8-bit of the input's type
     (zero point ``filter_zero_point``), the bias int32 with scale input.scale *
-    filter_scale."""
+    filter_scale; or, with ``filter_scales``, symmetric int8 weights with one scale per
+    output channel (TENSOR_QUANT8_SYMM_PER_CHANNEL, feature level 3) and the bias of channel
+    c with scale input.scale * filter_scales[c]."""
 
     filter_scale: float
     filter_zero_point: int
     out_scale: float
     out_zero_point: int
+    filter_scales: tuple[float, ...] = ()  # per output channel; empty: per tensor
+
+    def channels(self, start: int, stop: int) -> ConvQuant:
+        """The quantization of output channels [start, stop) (a group's)."""
+        if not self.filter_scales:
+            return self
+        return replace(self, filter_scales=self.filter_scales[start:stop])
 
 
-def filter_operand(cx: Converter, array: np.ndarray, x: TensorValue, quant: ConvQuant | None
-                   ) -> TensorValue:
-    """A layer's constant weights ``array``: float, or 8-bit of the input's type."""
+def filter_operand(cx: Converter, array: np.ndarray, x: TensorValue, quant: ConvQuant | None,
+                   channel_dim: int = 0) -> TensorValue:
+    """A layer's constant weights ``array``: float, 8-bit of the input's type, or int8 with
+    per-channel scales along ``channel_dim`` (the output channels' dimension of the NNAPI
+    filter: 0, or 3 for DEPTHWISE_CONV_2D)."""
     if quant is None:
         return cx.constant(array, x.dtype)
+    if quant.filter_scales:
+        return cx.constant(array, "qint8_per_channel", channel_scales=quant.filter_scales,
+                           channel_dim=channel_dim)
     return cx.constant(array, x.dtype, scale=quant.filter_scale,
                        zero_point=quant.filter_zero_point)
 
 
 def bias_operand(cx: Converter, bias: np.ndarray, x: TensorValue, quant: ConvQuant | None
                  ) -> TensorValue:
-    """A layer's constant float ``bias``, quantized to int32 for a quantized layer."""
+    """A layer's constant float ``bias``, quantized to int32 for a quantized layer (per
+    channel with per-channel weights, whose bias operand has scale 0 as NNAPI requires: the
+    scales are implied)."""
     if quant is None:
         return cx.constant(bias, x.dtype)
+    if quant.filter_scales:
+        scales = x.scale * np.asarray(quant.filter_scales, np.float64)
+        q = np.clip(np.round(bias.astype(np.float64) / scales), -2**31, 2**31 - 1)
+        return cx.constant(q.astype(np.int32), "qint32")
     scale = x.scale * quant.filter_scale
     q = np.clip(np.round(bias.astype(np.float64) / scale), -2**31, 2**31 - 1).astype(np.int32)
     return cx.constant(q, "qint32", scale=scale)

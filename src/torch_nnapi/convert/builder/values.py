@@ -24,6 +24,8 @@ NNAPI_TYPE_OF = {
     "quint8": OperandType.TENSOR_QUANT8_ASYMM,
     "qint8": OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
     "qint32": OperandType.TENSOR_INT32,
+    # 8-bit weights with one scale per output channel (constants only, feature level 3).
+    "qint8_per_channel": OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,
 }
 
 FLOAT_DTYPES = ("float32", "float16")

@@ -121,7 +121,8 @@ class _Folder:
             if id(node) in self.removed:
                 continue
             kind = node.kind
-            if kind in ("aten::conv2d", "aten::conv_transpose2d", "aten::linear"):
+            if kind in ("aten::conv2d", "aten::conv_transpose2d", "aten::linear",
+                        "aten::convolution", "aten::addmm"):
                 self._weighted(node)
             elif kind in _BINARY:
                 self._binary(node)
@@ -139,30 +140,58 @@ class _Folder:
     # -------------------------------------------------------------- patterns
 
     def _weighted(self, node: Node) -> None:
-        x = self._quantized_source(node.inputs[0])
-        weight = self._constant_source(node.inputs[1])
-        bias = node.inputs[2]
+        """conv2d, conv_transpose2d and linear, and the forms ExecuTorch's edge dialect gives
+        them (convolution; addmm of the bias, the input and the weight's permute)."""
+        operands = self._addmm_operands(node) if node.kind == "aten::addmm" else node.inputs[:3]
+        if operands is None:
+            return
+        x = self._quantized_source(operands[0])
+        weight = self._constant_source(operands[1])
+        bias = operands[2]
         bias_value = bias.constant if not _is_none(bias) else None
         if x is None or not isinstance(weight, StoredWeight) \
                 or (bias_value is not None and not isinstance(bias_value, torch.Tensor)):
             return
+        constants = [v.constant for v in node.inputs[3:]]
+        if node.kind == "aten::convolution" and len(constants[0]) != 2:
+            return  # a 1-D or 3-D convolution: float
         end = self._output_quantize(node)
         if end is None:
             return
-        constants = [v.constant for v in node.inputs[3:]]
         params: ConvParams | LinearParams
-        if node.kind == "aten::linear":
+        if node.kind in ("aten::linear", "aten::addmm"):
             kind, params = "quantized::linear", LinearParams(weight, bias_value)
         elif node.kind == "aten::conv2d":
             stride, padding, dilation, groups = constants
             kind, params = "quantized::conv2d", ConvParams(weight, bias_value, stride,
                                                            padding, dilation, groups)
+        elif node.kind == "aten::convolution":
+            stride, padding, dilation, transposed, output_padding, groups = constants
+            kind = "quantized::conv_transpose2d" if transposed else "quantized::conv2d"
+            params = ConvParams(weight, bias_value, stride, padding, dilation, groups,
+                                bool(transposed), tuple(output_padding))
         else:
             stride, padding, output_padding, groups, dilation = constants
             kind, params = "quantized::conv_transpose2d", ConvParams(
                 weight, bias_value, stride, padding, dilation, groups, True,
                 tuple(output_padding))
         self._replace(node, kind, [x, _constant(params)], end)
+
+    def _addmm_operands(self, node: Node) -> list[Value] | None:
+        """(input, weight, bias) of ``addmm(bias, x, weight.permute(1, 0))`` with beta and
+        alpha 1, a linear layer in the edge dialect; the permute, read by nothing else, goes."""
+        bias, x, transposed = node.inputs[:3]
+        scalars = [v.constant for v in node.inputs[3:5]]
+        permute = self.producer.get(transposed)
+        if any(c != 1 for c in scalars) or permute is None or permute.kind != "aten::permute" \
+                or list(permute.inputs[1].constant or []) != [1, 0] \
+                or self.readers.get(transposed) != [node]:
+            return None
+        weight = permute.inputs[0]
+        if weight not in self.stored:
+            return None
+        self.removed.add(id(permute))
+        return [x, weight, bias]
 
     def _binary(self, node: Node) -> None:
         a, b = (self._quantized_source(v) for v in node.inputs[:2])

@@ -30,9 +30,11 @@ BOUNDARY_DTYPES = (*RUNTIME_DTYPES, "float16", "qint8")
 
 
 class ExecuTorchLowerer(Lowerer):
-    """The lowerer with ExecuTorch's boundary: every dtype NNAPI has may cross it."""
+    """The lowerer with ExecuTorch's boundary: every dtype NNAPI has may cross it; and the
+    blob carries per-channel quantized weights."""
 
     runtime_dtypes = BOUNDARY_DTYPES
+    per_channel_weights = True
 
 
 def lower_program(program: torch.export.ExportedProgram, options: EtOptions) -> Blob:

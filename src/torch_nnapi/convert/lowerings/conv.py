@@ -94,7 +94,7 @@ def conv2d_tensor(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.nd
     if in_per_group == 1 and out_channels % groups == 0:
         multiplier = out_channels // groups
         # [O, 1, kh, kw] -> [1, kh, kw, O]; output channel o reads input channel o // mult
-        filt = filter_operand(cx, weight.transpose(1, 2, 3, 0), x, quant)
+        filt = filter_operand(cx, weight.transpose(1, 2, 3, 0), x, quant, channel_dim=3)
         b = bias_operand(cx, bias, x, quant)
         return cx.emit(Op.DEPTHWISE_CONV_2D,
                        dict(input=x, filter=filt, bias=b, **_window(cx, win),
@@ -129,8 +129,9 @@ def _split_groups(cx: Converter, x: TensorValue, weight: np.ndarray, bias: np.nd
     outs = []
     for g, part in enumerate(parts):
         w = weight[g * per_out:(g + 1) * per_out]
-        filt = filter_operand(cx, w.transpose(0, 2, 3, 1), x, quant)
-        b = bias_operand(cx, bias[g * per_out:(g + 1) * per_out], x, quant)
+        group_quant = quant.channels(g * per_out, (g + 1) * per_out) if quant else None
+        filt = filter_operand(cx, w.transpose(0, 2, 3, 1), x, group_quant)
+        b = bias_operand(cx, bias[g * per_out:(g + 1) * per_out], x, group_quant)
         shape = (out_shape[0], per_out, out_shape[2], out_shape[3])
         inputs: dict[str, OperandRef] = dict(
             input=part, filter=filt, bias=b, **_window(cx, win), fuse_code=cx.i32(int(fuse)),

@@ -6,11 +6,16 @@ input's type. Per-tensor weights take the activations' type (qint8 weights becom
 zero point + 128 for quint8 activations) and the float bias becomes int32 with scale
 input.scale * weight.scale, as NNAPI's quantized CONV_2D / FULLY_CONNECTED take them.
 
-PyTorch's serialized NNAPI format (nnapi_model_loader.cpp) cannot carry per-channel
-quantization parameters, so a layer with per-channel weights runs as the float layer on
-dequantized weights between DEQUANTIZE and QUANTIZE; its output still matches PyTorch's
-within one quantum. hardswish, batch, layer, group and instance norm and matmul, which NNAPI
-level 3 cannot compute in 8 bits, run the same way in float.
+Per-channel symmetric int8 weights of a convolution or linear layer become NNAPI's
+TENSOR_QUANT8_SYMM_PER_CHANNEL filters (feature level 3; a linear layer as a 1x1 CONV_2D,
+since FULLY_CONNECTED takes no per-channel weights) when the back-end's format carries them
+(``cx.per_channel_weights``: ExecuTorch's blob). PyTorch's serialized NNAPI format
+(nnapi_model_loader.cpp) cannot, so there such a layer runs as the float layer on
+dequantized weights between DEQUANTIZE and QUANTIZE (counted in ``cx.per_channel_in_float``;
+``convert`` says so in one line); its output still matches PyTorch's within one quantum.
+Transposed convolutions keep that float form with per-channel weights. hardswish, batch,
+layer, group and instance norm and matmul, which NNAPI level 3 cannot compute in 8 bits, run
+the same way in float.
 
 The other operand of add and mul may be a number (the ``.Scalar`` overloads, e.g. a residual sum
 that starts from 0) or a quantized constant (FX quantizes parameters such as a position
@@ -128,6 +133,24 @@ def _weight(w: torch.Tensor | StoredWeight, dtype: str = "quint8"
     raise Unsupported(f"weights quantized with {w.qscheme()}")
 
 
+def _per_channel(w: torch.Tensor | StoredWeight) -> tuple[np.ndarray, tuple[float, ...]] | None:
+    """(int8 values, one scale per output channel) of symmetric int8 weights quantized along
+    their first dimension (a convolution's or linear layer's output channels), what NNAPI's
+    TENSOR_QUANT8_SYMM_PER_CHANNEL holds; None for any other quantization."""
+    if isinstance(w, StoredWeight):
+        if w.axis != 0 or w.values.dtype != torch.int8 or \
+                bool((torch.as_tensor(w.zero_point) != 0).any()):
+            return None
+        values, scales = w.values, torch.as_tensor(w.scale)
+    else:
+        if w.qscheme() not in (torch.per_channel_affine, torch.per_channel_symmetric) or \
+                w.dtype != torch.qint8 or w.q_per_channel_axis() != 0 or \
+                bool((w.q_per_channel_zero_points() != 0).any()):
+            return None
+        values, scales = w.int_repr(), w.q_per_channel_scales()
+    return values.numpy(), tuple(float(s) for s in scales.reshape(-1))
+
+
 def _in_type(q: np.ndarray, zero_point: int, dtype: str) -> tuple[np.ndarray, int]:
     """8-bit integers ``q`` (int8 or uint8) with ``zero_point``, as ``dtype`` holds them."""
     lowest = QUANT_RANGES[dtype][0]
@@ -194,7 +217,14 @@ def quantized_conv(cx: Converter, x: Arg, packed: ConvParams | PackedConv, scale
         raise Unsupported(f"quantized {w.dim() - 2}-D convolution")
     bias = _bias_array(b)
     per_tensor = _weight(w, x.dtype)
+    per_channel = _per_channel(w) if per_tensor is None and cx.per_channel_weights and \
+        not transposed else None
+    if per_channel is not None:
+        values, scales = per_channel
+        quant = ConvQuant(0.0, 0, out_scale, out_zp, scales)
+        return conv2d_tensor(cx, x, values, bias, stride, padding, dilation, groups, fuse, quant)
     if per_tensor is None:  # per-channel: float layer between DEQUANTIZE and QUANTIZE
+        cx.per_channel_in_float += 1
         wf = w.dequantize().float().numpy()
         f = float_of(cx, x)
         if transposed:
@@ -214,7 +244,8 @@ def quantized_conv(cx: Converter, x: Arg, packed: ConvParams | PackedConv, scale
 @lowering("quantized::conv2d", "quantized::conv_transpose2d",
           nnapi=("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D", "TRANSPOSE_CONV_2D",
                  "DEQUANTIZE", "QUANTIZE"),
-          notes="per-tensor weights in 8 bits; per-channel weights in float")
+          notes="per-tensor weights in 8 bits; per-channel weights in 8 bits where the"
+                " back-end carries them (ExecuTorch; not transposed), else in float")
 def qconv2d(cx: Converter, x: Arg, packed: ConvParams | PackedConv, scale: Arg,
             zero_point: Arg) -> TensorValue:
     return quantized_conv(cx, x, packed, scale, zero_point, FuseCode.NONE)
@@ -239,15 +270,37 @@ def quantized_linear(cx: Converter, x: Arg, packed: LinearParams | torch.ScriptO
         raise Unsupported(f"cannot unpack the linear parameters ({e})") from None
     bias = _bias_array(b)
     per_tensor = _weight(w, x.dtype)
+    per_channel = _per_channel(w) if per_tensor is None and cx.per_channel_weights else None
+    if per_channel is not None:
+        return _per_channel_linear(cx, x, *per_channel, bias, fuse, out_scale, out_zp)
     if per_tensor is None:
+        cx.per_channel_in_float += 1
         y = fully_connected(cx, float_of(cx, x), w.dequantize().float().numpy(), bias, fuse)
         return quantize_as(cx, y, out_scale, out_zp, x.dtype)
     q, w_scale, w_zp = per_tensor
     return fully_connected(cx, x, q, bias, fuse, ConvQuant(w_scale, w_zp, out_scale, out_zp))
 
 
-@lowering("quantized::linear", nnapi=("FULLY_CONNECTED", "DEQUANTIZE", "QUANTIZE"),
-          notes="per-tensor weights in 8 bits; per-channel weights in float")
+def _per_channel_linear(cx: Converter, x: TensorValue, values: np.ndarray,
+                        scales: tuple[float, ...], bias: np.ndarray | None, fuse: FuseCode,
+                        out_scale: float, out_zp: int) -> TensorValue:
+    """A linear layer with per-channel weights [O, K] as a 1x1 CONV_2D of the rows as
+    [rows, K, 1, 1] images (NNAPI's FULLY_CONNECTED takes no per-channel weights)."""
+    out_features, in_features = values.shape
+    if x.shape[-1] != in_features:
+        raise Unsupported(f"input has {x.shape[-1]} features, the weight expects {in_features}")
+    rows: SymInt = 1
+    for d in x.shape[:-1]:
+        rows = rows * d
+    images = cx.reshape(x, (rows, in_features, 1, 1))
+    y = conv2d_tensor(cx, images, values.reshape(out_features, in_features, 1, 1), bias,
+                      1, 0, 1, 1, fuse, ConvQuant(0.0, 0, out_scale, out_zp, scales))
+    return cx.reshape(y, (*x.shape[:-1], out_features))
+
+
+@lowering("quantized::linear", nnapi=("FULLY_CONNECTED", "CONV_2D", "DEQUANTIZE", "QUANTIZE"),
+          notes="per-tensor weights in 8 bits; per-channel weights in 8 bits (a 1x1"
+                " CONV_2D) where the back-end carries them (ExecuTorch), else in float")
 def qlinear(cx: Converter, x: Arg, packed: LinearParams | torch.ScriptObject, scale: Arg,
             zero_point: Arg) -> TensorValue:
     return quantized_linear(cx, x, packed, scale, zero_point, FuseCode.NONE)

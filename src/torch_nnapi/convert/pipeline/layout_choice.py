@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from ...nnapi.model import Model
+from ...nnapi.signatures import SignatureMatch
 from ..capture.frontend import flexible_per_input
 from ..capture.graph import Graph
 from ..errors import ConversionError, ConverterBug, FeatureLevelError, UnsupportedUse
@@ -28,8 +29,10 @@ def lower_graph(graph: Graph, examples: tuple[torch.Tensor, ...], *, nhwc: NhwcR
     """Lowers a captured graph, choosing the NNAPI layout of the inputs ``nhwc`` leaves
     open (None): PyTorch's order first; if the model then needs more than feature level 1,
     channels-last too, kept when its level is lower, or equal with fewer operations above
-    level 1. NNAPI's NCHW layout flag needs level 3, while channels-last convolutions and
-    pools need level 1, and the wrapper permutes the input on the host either way.
+    level 1, or (a tie: a signed 8-bit model, whose every operation needs level 4) with fewer
+    operations in NNAPI's NCHW layout, which drivers and the host runtime transpose around.
+    NNAPI's NCHW layout flag needs level 3, while channels-last convolutions and pools need
+    level 1, and the wrapper permutes the input on the host either way.
     ``target_level`` lets the default Lowerer use operations up to that feature level;
     ``make_lowerer`` replaces it (the CPU fallback's, which records per node)."""
     choices = nhwc_choices(examples, nhwc)
@@ -60,11 +63,21 @@ def lower_graph(graph: Graph, examples: tuple[torch.Tensor, ...], *, nhwc: NhwcR
     return lowered
 
 
-def _level_cost(lowered: Lowered) -> tuple[int, int]:
+def _level_cost(lowered: Lowered) -> tuple[int, int, int]:
     """The model's feature level, then how many of its operations need more than level 1
-    (what an older device, or one whose driver lacks the newer features, cannot run)."""
+    (what an older device, or one whose driver lacks the newer features, cannot run), then
+    how many use the NCHW layout flag."""
     model = lowered.cx.model
-    return int(model.feature_level), sum(m.level > 1 for m in model.matches)
+    return int(model.feature_level), sum(m.level > 1 for m in model.matches), \
+        sum(_in_nchw(model, operation.inputs, match)
+            for operation, match in zip(model.operations, model.matches, strict=True))
+
+
+def _in_nchw(model: Model, inputs: Sequence[int], match: SignatureMatch) -> bool:
+    """Whether an operation's layout flag (its ``nchw`` input) is set."""
+    positions = match.input_positions.get("nchw", [])
+    value = model.operands[inputs[positions[0]]].value if positions else None
+    return value is not None and bool(value.reshape(-1)[0])
 
 
 def require_level(model: Model, origins: Mapping[int, object], target_level: int) -> None:

@@ -89,6 +89,11 @@ class Lowerer:
     # The dtypes the back-end's runtime passes in and out of the model (PyTorch Mobile's by
     # default; a back-end with a wider runtime, such as ExecuTorch's, widens it).
     runtime_dtypes: tuple[str, ...] = RUNTIME_DTYPES
+    # Whether the back-end's format carries per-channel quantized weights
+    # (TENSOR_QUANT8_SYMM_PER_CHANNEL, feature level 3). PyTorch Mobile's serialized NNAPI
+    # model cannot, so by default a quantized layer with per-channel weights runs in float on
+    # its dequantized weights; ExecuTorch's blob can, and its lowerer says so.
+    per_channel_weights: bool = False
 
     def __init__(self, graph: Graph, specs: Sequence[InputSpec],
                  known: Mapping[Value, Any] | None = None, *,
@@ -98,7 +103,7 @@ class Lowerer:
         lowerings use operations up to that feature level (see Converter.allows)."""
         self.graph = graph
         self.specs = list(specs)
-        self.cx = Converter(target_level)
+        self.cx = Converter(target_level, per_channel_weights=self.per_channel_weights)
         self.env: dict[Value, Any] = dict(known or {})
         self.produced: dict[Value, Any] = {}  # what each node produced (no in-place rebinding)
         self.unsupported: list[UnsupportedUse] = []

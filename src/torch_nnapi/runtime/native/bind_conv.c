@@ -176,13 +176,14 @@ static int check_quant(const QuantArgs *q) {
 static PyObject *q8_conv_plan(PyObject *self, PyObject *args) {
     PyObject *filter, *bias, *mult, *shift;
     int signed_filter, w_zero, out_channels, kernel_h, kernel_w, group_in, groups;
-    int kind_limit = TNN_Q8_VNNI;
+    int kind_limit = TNN_Q8_VNNI, signed_data = 0;
     QuantArgs q;
     Buffer b[4] = {{.held = 0}};
     (void)self;
-    if (!PyArg_ParseTuple(args, "OpiOiiiiiiOOiii|i", &filter, &signed_filter, &w_zero, &bias,
+    if (!PyArg_ParseTuple(args, "OpiOiiiiiiOOiii|ip", &filter, &signed_filter, &w_zero, &bias,
                           &out_channels, &kernel_h, &kernel_w, &group_in, &groups, &q.input_zero,
-                          &mult, &shift, &q.output_zero, &q.lo, &q.hi, &kind_limit) ||
+                          &mult, &shift, &q.output_zero, &q.lo, &q.hi, &kind_limit,
+                          &signed_data) ||
         check_quant(&q) < 0)
         return NULL;
     if (out_channels < 1 || kernel_h < 1 || kernel_w < 1 || group_in < 1 || groups < 1 ||
@@ -200,7 +201,8 @@ static PyObject *q8_conv_plan(PyObject *self, PyObject *args) {
     tnn_q8_conv *plan = tnn_q8_conv_create(b[0].view.buf, signed_filter, w_zero, b[1].view.buf,
                                            out_channels, kernel_h, kernel_w, group_in, groups,
                                            q.input_zero, b[2].view.buf, b[3].view.buf,
-                                           q.per_channel, q.output_zero, q.lo, q.hi, kind_limit);
+                                           q.per_channel, q.output_zero, q.lo, q.hi, kind_limit,
+                                           signed_data);
     tnn_release(b, 4);
     if (!plan) return PyErr_NoMemory();
     PyObject *capsule = PyCapsule_New(plan, CONV_PLAN, free_conv_plan);
@@ -240,13 +242,13 @@ static PyObject *q8_conv(PyObject *self, PyObject *args) {
 
 static PyObject *q8_depthwise_plan(PyObject *self, PyObject *args) {
     PyObject *filter, *bias, *mult, *shift;
-    int signed_filter, w_zero, channels, multiplier, kernel_h, kernel_w;
+    int signed_filter, w_zero, channels, multiplier, kernel_h, kernel_w, signed_data = 0;
     QuantArgs q;
     Buffer b[4] = {{.held = 0}};
     (void)self;
-    if (!PyArg_ParseTuple(args, "OpiOiiiiiOOiii", &filter, &signed_filter, &w_zero, &bias,
+    if (!PyArg_ParseTuple(args, "OpiOiiiiiOOiii|p", &filter, &signed_filter, &w_zero, &bias,
                           &channels, &multiplier, &kernel_h, &kernel_w, &q.input_zero, &mult,
-                          &shift, &q.output_zero, &q.lo, &q.hi) ||
+                          &shift, &q.output_zero, &q.lo, &q.hi, &signed_data) ||
         check_quant(&q) < 0)
         return NULL;
     if (channels < 1 || multiplier < 1 || channels % multiplier || kernel_h < 1 || kernel_w < 1) {
@@ -262,7 +264,7 @@ static PyObject *q8_depthwise_plan(PyObject *self, PyObject *args) {
     tnn_q8_depthwise *plan = tnn_q8_depthwise_create(
         b[0].view.buf, signed_filter, w_zero, b[1].view.buf, channels, multiplier, kernel_h,
         kernel_w, q.input_zero, b[2].view.buf, b[3].view.buf, q.per_channel, q.output_zero, q.lo,
-        q.hi);
+        q.hi, signed_data);
     tnn_release(b, 4);
     if (!plan) return PyErr_NoMemory();
     PyObject *capsule = PyCapsule_New(plan, DEPTHWISE_PLAN, free_depthwise_plan);
@@ -369,11 +371,12 @@ static PyObject *col2im_f32(PyObject *self, PyObject *args) {
 static PyObject *col2im_q8(PyObject *self, PyObject *args) {
     PyObject *contributions, *bias, *out, *window, *mult, *shift;
     QuantArgs q = {0, 0, 0, 0, 0};
+    int signed_data = 0;
     tnn_window g;
     Buffer b[5] = {{.held = 0}};
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOO!OOiii", &contributions, &bias, &out, &PyTuple_Type, &window,
-                          &mult, &shift, &q.output_zero, &q.lo, &q.hi) ||
+    if (!PyArg_ParseTuple(args, "OOOO!OOiii|p", &contributions, &bias, &out, &PyTuple_Type,
+                          &window, &mult, &shift, &q.output_zero, &q.lo, &q.hi, &signed_data) ||
         tnn_parse_window(window, &g) < 0 || check_quant(&q) < 0)
         return NULL;
     if (tnn_get_buffer(contributions, &b[0], 4, contribution_count(&g), 0, "contributions") < 0 ||
@@ -386,7 +389,8 @@ static PyObject *col2im_q8(PyObject *self, PyObject *args) {
     const int32_t *shifts = b[4].view.buf;
     int any_left = 0;
     for (Py_ssize_t i = 0; i < b[4].view.len / 4; i++) any_left |= shifts[i] > 0;
-    tnn_requant rq = {b[3].view.buf, shifts, q.per_channel, any_left, q.output_zero, q.lo, q.hi};
+    tnn_requant rq = {b[3].view.buf, shifts, q.per_channel, any_left, q.output_zero, q.lo, q.hi,
+                      signed_data ? 0x80 : 0};
     int status;
     Py_BEGIN_ALLOW_THREADS
     status = tnn_col2im_q8(b[0].view.buf, b[1].view.buf, b[2].view.buf, &g, &rq);
@@ -407,7 +411,8 @@ PyMethodDef tnn_conv_methods[] = {
      "bias_activation_f32(data, bias|None, rows, columns, lo, hi), in place"},
     {"q8_conv_plan", q8_conv_plan, METH_VARARGS,
      "q8_conv_plan(filter, signed, w_zero, bias, out_channels, kernel_h, kernel_w, group_in,"
-     " groups, input_zero, multipliers, shifts, output_zero, lo, hi[, kind_limit]) -> plan"},
+     " groups, input_zero, multipliers, shifts, output_zero, lo, hi[, kind_limit, signed])"
+     " -> plan; signed: int8 data, zero points and bounds given 128 up"},
     {"q8_conv", q8_conv, METH_VARARGS, "q8_conv(plan, x, out, window)"},
     {"q8_conv_kind", q8_conv_kind, METH_O, "q8_conv_kind(plan) -> the microkernel's name"},
     {"q8_conv_sums", q8_conv_sums, METH_VARARGS,
@@ -415,10 +420,11 @@ PyMethodDef tnn_conv_methods[] = {
     {"col2im_f32", col2im_f32, METH_VARARGS,
      "col2im_f32(contributions, bias, out, window, lo, hi): TRANSPOSE_CONV_2D's sums"},
     {"col2im_q8", col2im_q8, METH_VARARGS,
-     "col2im_q8(contributions, bias, out, window, multipliers, shifts, output_zero, lo, hi)"},
+     "col2im_q8(contributions, bias, out, window, multipliers, shifts, output_zero, lo, hi"
+     "[, signed])"},
     {"q8_depthwise_plan", q8_depthwise_plan, METH_VARARGS,
      "q8_depthwise_plan(filter, signed, w_zero, bias, channels, multiplier, kernel_h, kernel_w,"
-     " input_zero, multipliers, shifts, output_zero, lo, hi) -> plan"},
+     " input_zero, multipliers, shifts, output_zero, lo, hi[, signed]) -> plan"},
     {"q8_depthwise", q8_depthwise, METH_VARARGS, "q8_depthwise(plan, x, out, window)"},
     {NULL, NULL, 0, NULL},
 };

@@ -78,11 +78,13 @@ static PyObject *binary_q8(PyObject *self, PyObject *args) {
     tnn_broadcast b;
     Buffer buf[3] = {{.held = 0}};
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOOOO(iiiiiiiiiiiii)", &x, &y, &out, &shape, &xs, &ys, &q.op,
+    int signed_data = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOO(iiiiiiiiiiiii)|p", &x, &y, &out, &shape, &xs, &ys, &q.op,
                           &q.x_zero, &q.y_zero, &q.left_shift, &q.x_multiplier, &q.x_shift,
                           &q.y_multiplier, &q.y_shift, &q.out_multiplier, &q.out_shift,
-                          &q.out_zero, &q.lo, &q.hi))
+                          &q.out_zero, &q.lo, &q.hi, &signed_data))
         return NULL;
+    q.flip = signed_data ? 0x80 : 0; /* int8: zero points and bounds given 128 up */
     int shifts_ok = q.left_shift >= 0 && q.left_shift <= 20 && q.x_shift >= -31 && q.x_shift <= 0 &&
                     q.y_shift >= -31 && q.y_shift <= 0 && q.out_shift >= -31 && q.out_shift <= 31;
     if ((q.op != TNN_ADD && q.op != TNN_SUB && q.op != TNN_MUL) || !shifts_ok ||
@@ -181,7 +183,7 @@ PyMethodDef tnn_elementwise_methods[] = {
     {"binary_q8", binary_q8, METH_VARARGS,
      "binary_q8(x, y, out, shape4, x_strides4, y_strides4, (op, x_zero, y_zero, left_shift,"
      " x_multiplier, x_shift, y_multiplier, y_shift, out_multiplier, out_shift, out_zero, lo,"
-     " hi))"},
+     " hi)[, signed]): signed: int8 data, zero points and bounds given 128 up"},
     {"lut", lut, METH_VARARGS, "lut(x, out, table): out = table[x] (256 uint8 or float32)"},
     {"quantize_f32", quantize_f32, METH_VARARGS, "quantize_f32(x, out, scale, zero_point)"},
     {"clamp_f32", clamp_f32, METH_VARARGS, "clamp_f32(x, out, lo, hi): max(lo, x) then min"},

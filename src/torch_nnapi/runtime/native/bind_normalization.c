@@ -88,14 +88,16 @@ static PyObject *softmax_q8_scale(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* reduce(kind, x, out, (outer, n, inner)): float32, or uint8 for MEAN. */
+/* reduce(kind, x, out, (outer, n, inner)[, signed]): float32, or uint8 (int8 when
+ * `signed`) for MEAN. */
 static PyObject *reduce(PyObject *self, PyObject *args) {
     PyObject *x, *out, *layout;
     Py_ssize_t outer, n, inner;
-    int kind;
+    int kind, signed_data = 0;
     Buffer b[2] = {{.held = 0}};
     (void)self;
-    if (!PyArg_ParseTuple(args, "iOOO!", &kind, &x, &out, &PyTuple_Type, &layout) ||
+    if (!PyArg_ParseTuple(args, "iOOO!|p", &kind, &x, &out, &PyTuple_Type, &layout,
+                          &signed_data) ||
         parse_rows(layout, &outer, &n, &inner) < 0)
         return NULL;
     if (kind < TNN_MEAN || kind > TNN_REDUCE_MIN) {
@@ -104,7 +106,7 @@ static PyObject *reduce(PyObject *self, PyObject *args) {
     }
     if (tnn_get_buffer(x, &b[0], -1, -1, 0, "input") < 0) return NULL;
     Py_ssize_t itemsize = b[0].view.itemsize;
-    int quantized = itemsize == 1;
+    int quantized = itemsize != 1 ? 0 : signed_data ? TNN_INT8 : TNN_UINT8;
     if ((itemsize != 1 && itemsize != 4) || (quantized && kind != TNN_MEAN) ||
         b[0].view.len != outer * n * inner * itemsize ||
         tnn_get_buffer(out, &b[1], itemsize, outer * inner, 1, "output") < 0) {
@@ -122,7 +124,7 @@ static PyObject *reduce(PyObject *self, PyObject *args) {
 
 PyMethodDef tnn_normalization_methods[] = {
     {"reduce", reduce, METH_VARARGS,
-     "reduce(kind, x, out, (outer, n, inner)): kind 0 MEAN, 1 SUM, 2 MAX, 3 MIN"},
+     "reduce(kind, x, out, (outer, n, inner)[, signed]): kind 0 MEAN, 1 SUM, 2 MAX, 3 MIN"},
     {"softmax_f32", softmax_f32, METH_VARARGS, "softmax_f32(x, out, (outer, n, inner), beta)"},
     {"softmax_q8_sums", softmax_q8_sums, METH_VARARGS,
      "softmax_q8_sums(x, terms, sums, (outer, n, inner))"},

@@ -7,6 +7,11 @@ bias and activation. Depthwise convolutions, and every quantized convolution, ru
 C. Quantized plans pack the constant weights once. ``None`` from a plan constructor means the
 native kernel cannot promise the reference's exact result (sums that could leave int32,
 shifts beyond 31 bits) and the reference kernel must run.
+
+Signed 8-bit data (TENSOR_QUANT8_ASYMM_SIGNED, Android 11) runs on the same kernels: an int8
+value v is the uint8 value v + 128 with its zero point 128 up, and (x - x_zero) is the same
+for both, so the kernels read int8 bytes with the sign bit flipped (``signed_data``) and
+requantize with the output's zero point and bounds 128 up (``Requantization.shifted``).
 """
 
 from __future__ import annotations
@@ -79,6 +84,10 @@ def bias_activation_f32(data: np.ndarray, bias: np.ndarray | None, lo: float,
 # ------------------------------------------------------------------------------ quantized
 
 
+# What an int8 value adds to become the uint8 value the kernels compute with.
+SIGNED_OFFSET = 128
+
+
 @dataclass(frozen=True)
 class Requantization:
     """How int32 sums become uint8: per-channel or per-tensor real multipliers
@@ -89,6 +98,11 @@ class Requantization:
     output_zero: int
     lo: int
     hi: int
+
+    def shifted(self, offset: int) -> Requantization:
+        """The same with the zero point and bounds ``offset`` up (int8 outputs: 128)."""
+        return Requantization(self.real_multipliers, self.output_zero + offset,
+                              self.lo + offset, self.hi + offset)
 
     def fixed_point(self, channels: int) -> tuple[np.ndarray, np.ndarray] | None:
         """(multipliers, shifts) as int32 arrays of 1 or ``channels`` values, or None when a
@@ -105,9 +119,14 @@ class Requantization:
 
 
 def _filter_values(filter_: np.ndarray, filter_zero: int) -> tuple[np.ndarray, bool, int]:
-    """The filter as C reads it: uint8 with its zero point, or int8 (per-channel) with 0."""
+    """The filter as C reads it: uint8 with its zero point, or int8 with zero point 0
+    (per-channel, or signed symmetric); a signed filter with another zero point moves to
+    uint8 (values and zero point 128 up: the same differences)."""
     if filter_.dtype == np.int8:
-        return np.ascontiguousarray(filter_), True, 0
+        if filter_zero == 0:
+            return np.ascontiguousarray(filter_), True, 0
+        return (filter_.astype(np.int16) + SIGNED_OFFSET).astype(np.uint8), False, \
+            int(filter_zero) + SIGNED_OFFSET
     return np.ascontiguousarray(filter_, dtype=np.uint8), False, int(filter_zero)
 
 
@@ -137,38 +156,45 @@ class Q8Conv:
         return cast("str", module().q8_conv_kind(self.capsule))
 
     def run(self, x: np.ndarray, geometry: tuple[int, ...], out: np.ndarray) -> np.ndarray:
-        """NHWC uint8 ``x`` convolved into ``out`` [n, out_h, out_w, out_channels]."""
+        """NHWC 8-bit ``x`` convolved into ``out`` [n, out_h, out_w, out_channels] (both
+        int8 for a plan of signed data, else uint8)."""
         module().q8_conv(self.capsule, x, out, geometry)
         return out
 
 
 def q8_conv(filter_: np.ndarray, filter_zero: int, bias: np.ndarray, groups: int,
             input_zero: int, requant: Requantization,
-            microkernel: str = MICROKERNELS[-1]) -> Q8Conv | None:
+            microkernel: str = MICROKERNELS[-1], signed_data: bool = False) -> Q8Conv | None:
     """A plan for ``filter_`` (uint8 with ``filter_zero``, or int8 per-channel values), or
     None when the native kernel cannot reproduce the reference exactly. ``microkernel`` caps
-    the GEMM microkernel (the tests run each one this CPU has)."""
+    the GEMM microkernel (the tests run each one this CPU has). ``signed_data``: the input and
+    output are int8, ``input_zero`` and ``requant`` theirs (the plan moves them 128 up)."""
     out_channels, kernel_h, kernel_w, group_in = filter_.shape
     values, signed, zero = _filter_values(filter_, filter_zero)
     bias = np.ascontiguousarray(bias, dtype=np.int32)
     fixed = requant.fixed_point(out_channels)
     taps = kernel_h * kernel_w * group_in
+    offset = SIGNED_OFFSET if signed_data else 0
+    input_zero, requant = input_zero + offset, requant.shifted(offset)
     if fixed is None or not _sums_fit(values, zero, bias, input_zero, taps):
         return None
     capsule = module().q8_conv_plan(values, signed, zero, bias, out_channels, kernel_h,
                                     kernel_w, group_in, groups, input_zero, *fixed,
                                     requant.output_zero, requant.lo, requant.hi,
-                                    MICROKERNELS.index(microkernel))
+                                    MICROKERNELS.index(microkernel), signed_data)
     return Q8Conv(capsule, out_channels, kernel_h, kernel_w)
 
 
-def q8_products(filter_: np.ndarray, filter_zero: int, input_zero: int) -> Q8Conv | None:
+def q8_products(filter_: np.ndarray, filter_zero: int, input_zero: int,
+                signed_data: bool = False) -> Q8Conv | None:
     """A plan whose only use is ``sums``: the exact sums (x - x_zero) * (w - w_zero) of a
     1x1 convolution by ``filter_`` [out, in] (uint8 with its zero point, or int8), no bias."""
     out_channels, group_in = filter_.shape
-    neutral = Requantization(0.5, 0, 0, 255)  # never applied: the plan only gives sums
+    # never applied (the plan only gives sums); its bounds the data type's
+    neutral = Requantization(0.5, 0, 0, 255).shifted(-SIGNED_OFFSET if signed_data else 0)
     return q8_conv(filter_.reshape(out_channels, 1, 1, group_in), filter_zero,
-                   np.zeros(out_channels, np.int32), 1, input_zero, neutral)
+                   np.zeros(out_channels, np.int32), 1, input_zero, neutral,
+                   signed_data=signed_data)
 
 
 def q8_sums(plan: Q8Conv, x: np.ndarray, geometry: tuple[int, ...], sums: np.ndarray) \
@@ -191,15 +217,20 @@ class Q8Depthwise:
 
 
 def q8_depthwise(filter_: np.ndarray, filter_zero: int, bias: np.ndarray, multiplier: int,
-                 input_zero: int, requant: Requantization) -> Q8Depthwise | None:
+                 input_zero: int, requant: Requantization,
+                 signed_data: bool = False) -> Q8Depthwise | None:
+    """A plan as ``q8_conv``'s for a depthwise filter [1, kh, kw, channels_out]."""
     _, kernel_h, kernel_w, channels = filter_.shape
     values, signed, zero = _filter_values(filter_, filter_zero)
     bias = np.ascontiguousarray(bias, dtype=np.int32)
     fixed = requant.fixed_point(channels)
     per_channel_filter = values.reshape(-1, channels).T  # [channels, taps]
+    offset = SIGNED_OFFSET if signed_data else 0
+    input_zero, requant = input_zero + offset, requant.shifted(offset)
     if fixed is None or not _sums_fit(per_channel_filter, zero, bias, 0, kernel_h * kernel_w):
         return None
     capsule = module().q8_depthwise_plan(values, signed, zero, bias, channels, multiplier,
                                          kernel_h, kernel_w, input_zero, *fixed,
-                                         requant.output_zero, requant.lo, requant.hi)
+                                         requant.output_zero, requant.lo, requant.hi,
+                                         signed_data)
     return Q8Depthwise(capsule, channels)

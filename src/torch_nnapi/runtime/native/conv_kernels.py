@@ -4,7 +4,8 @@ planners (see runtime/registry.py) over the C kernels of conv.py.
 The reference kernels (runtime/ops/conv.py) give the geometry and the real rescale
 multipliers, so both kernel sets read an operation the same way. Quantized operations need
 their filter, bias and scalars to be constants (the plan packs them once); float ones read
-their filter and bias at every run.
+their filter and bias at every run. Signed 8-bit operations (Android 11) run on the same plans
+with ``signed_data`` (see conv.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from . import module
 from .conv import (
     INT32_LIMIT,
     PRODUCT_BOUND,
+    SIGNED_OFFSET,
     Q8Conv,
     Q8Depthwise,
     Requantization,
@@ -42,6 +44,9 @@ from .planning import constant_parameters, contiguous_nhwc
 
 _F32 = OperandType.TENSOR_FLOAT32
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
+_Q8_SIGNED = OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+# The 8-bit data types the quantized plans take, and the NumPy type of each.
+_QUANT8 = {_Q8: np.uint8, _Q8_SIGNED: np.int8}
 _PER_CHANNEL = OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL
 # Largest window matrix (in elements) gathered at once without NumPy's sgemm.
 _MAX_COLUMN_ELEMENTS = 1 << 22
@@ -56,8 +61,12 @@ def _geometry_window(geo: ref.ConvGeometry) -> tuple[int, ...]:
 def _requantization(ctx: KernelContext, fuse_code: int, weights: str = "filter") \
         -> Requantization:
     scale, zero = ctx.output_quant()
-    lo, hi = activation_range_quantized(fuse_code, scale, zero)
+    lo, hi = activation_range_quantized(fuse_code, scale, zero, ctx.output_dtype())
     return Requantization(ref.real_multipliers(ctx, scale, weights), zero, lo, hi)
+
+
+def _signed(ctx: KernelContext) -> bool:
+    return ctx.input_type("input") == _Q8_SIGNED
 
 
 def _filter_zero(ctx: KernelContext, weights: str = "filter") -> int:
@@ -77,14 +86,15 @@ def _once(ctx: KernelContext, what: str, build: Callable[[KernelContext], T]) ->
 def _conv_plan(ctx: KernelContext) -> Q8Conv | None:
     geo = ref.conv_geometry(ctx)
     return q8_conv(ctx.input("filter"), _filter_zero(ctx), ctx.input("bias"), geo.groups,
-                   ctx.input_quant("input")[1], _requantization(ctx, geo.params.fuse_code))
+                   ctx.input_quant("input")[1], _requantization(ctx, geo.params.fuse_code),
+                   signed_data=_signed(ctx))
 
 
 def _depthwise_plan(ctx: KernelContext) -> Q8Depthwise | None:
     geo = ref.conv_geometry(ctx)
     return q8_depthwise(ctx.input("filter"), _filter_zero(ctx), ctx.input("bias"),
                         geo.multiplier, ctx.input_quant("input")[1],
-                        _requantization(ctx, geo.params.fuse_code))
+                        _requantization(ctx, geo.params.fuse_code), signed_data=_signed(ctx))
 
 
 def _fc_plan(ctx: KernelContext) -> Q8Conv | None:
@@ -92,7 +102,8 @@ def _fc_plan(ctx: KernelContext) -> Q8Conv | None:
     return q8_conv(weights.reshape(weights.shape[0], 1, 1, weights.shape[1]),
                    _filter_zero(ctx, "weights"), ctx.input("bias"), 1,
                    ctx.input_quant("input")[1],
-                   _requantization(ctx, ctx.scalar("fuse_code"), "weights"))
+                   _requantization(ctx, ctx.scalar("fuse_code"), "weights"),
+                   signed_data=_signed(ctx))
 
 
 def _matmul_conv(x: np.ndarray, w: np.ndarray, geo: ref.ConvGeometry,
@@ -136,20 +147,21 @@ def _windowed(ctx: KernelContext, key: str,
     float runner is left to the caller (None in the tuple's last place for float)."""
     geo = ref.conv_geometry(ctx)
     kind = ctx.input_type("input")
-    if geo.image.batches == 0 or kind not in (_F32, _Q8) or \
+    if geo.image.batches == 0 or (kind != _F32 and kind not in _QUANT8) or \
             not constant_parameters(ctx, "input", "filter", "bias"):
         return None
     nchw, geometry = geo.params.nchw, _geometry_window(geo)
     if not window_fits(geometry):
         return None
     shape = tuple(geo.output)
-    if kind != _Q8:
+    if kind == _F32:
         return geo, nchw, geometry, shape, None
     plan = _once(ctx, key, plan_q8) if constant_parameters(ctx) else None
     if plan is None:
         return None
+    dtype = _QUANT8[kind]
     return geo, nchw, geometry, shape, lambda x, *_: from_nhwc(
-        plan.run(contiguous_nhwc(x, nchw), geometry, np.empty(shape, np.uint8)), nchw)
+        plan.run(contiguous_nhwc(x, nchw), geometry, np.empty(shape, dtype)), nchw)
 
 
 @register_native(Op.CONV_2D, Op.GROUPED_CONV_2D)
@@ -193,18 +205,19 @@ def depthwise_conv_2d(ctx: KernelContext) -> Runner | None:
 def fully_connected(ctx: KernelContext) -> Runner | None:
     batch, input_size, units = ref.fully_connected_geometry(ctx)
     kind = ctx.input_type("input")
-    if batch == 0 or kind not in (_F32, _Q8) or \
+    if batch == 0 or (kind != _F32 and kind not in _QUANT8) or \
             not constant_parameters(ctx, "input", "weights", "bias"):
         return None
     geometry = window(batch, 1, 1, input_size, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0)
     if not window_fits(geometry):
         return None
-    if kind == _Q8:
+    if kind in _QUANT8:
         plan = _once(ctx, "q8_fc", _fc_plan) if constant_parameters(ctx) else None
         if plan is None:
             return None
+        dtype = _QUANT8[kind]
         return lambda x, *_: plan.run(x.reshape(batch, input_size), geometry,
-                                      np.empty((batch, units), np.uint8))
+                                      np.empty((batch, units), dtype))
     lo, hi = activation_range_float(ctx.scalar("fuse_code"))
     if not module().has_sgemm():
         return lambda x, w, b, *_: bias_activation_f32(
@@ -228,7 +241,7 @@ def _transpose_products(ctx: KernelContext) -> Q8Conv | None:
             > INT32_LIMIT:
         return None
     return q8_products(np.ascontiguousarray(w.transpose(1, 2, 0, 3)).reshape(-1, cin),
-                       _filter_zero(ctx), ctx.input_quant("input")[1])
+                       _filter_zero(ctx), ctx.input_quant("input")[1], _signed(ctx))
 
 
 @register_native(Op.TRANSPOSE_CONV_2D)
@@ -237,7 +250,7 @@ def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     adds up the contributions landing on each output pixel, in the reference's order."""
     wnd, params, geo = ref.transpose_conv_geometry(ctx)
     kind = ctx.input_type("input")
-    if geo.image.batches == 0 or kind not in (_F32, _Q8) or \
+    if geo.image.batches == 0 or (kind != _F32 and kind not in _QUANT8) or \
             not constant_parameters(ctx, "input", "filter", "bias"):
         return None
     nchw = params.nchw
@@ -263,19 +276,21 @@ def transpose_conv_2d(ctx: KernelContext) -> Runner | None:
     if not constant_parameters(ctx):
         return None
     plan = _once(ctx, "q8_transpose", _transpose_products)
-    requant = _requantization(ctx, params.fuse_code)
+    signed = _signed(ctx)
+    requant = _requantization(ctx, params.fuse_code).shifted(SIGNED_OFFSET if signed else 0)
     fixed = requant.fixed_point(cout)
     if plan is None or fixed is None:
         return None
     bias = np.ascontiguousarray(ctx.input("bias"), np.int32)
     pixels = window(n, h, wd, c, h, wd, 1, 1, 1, 1, 1, 1, 0, 0)
+    dtype = _QUANT8[kind]
 
     def run(x: np.ndarray, *_: object) -> np.ndarray:
         contributions = q8_sums(plan, contiguous_nhwc(x, nchw), pixels,
                                 np.empty((n, h, wd, kh * kw * cout), np.int32))
-        out = np.empty(shape, np.uint8)
+        out = np.empty(shape, dtype)
         module().col2im_q8(contributions, bias, out, geometry, *fixed, requant.output_zero,
-                           requant.lo, requant.hi)
+                           requant.lo, requant.hi, signed)
         return from_nhwc(out, nchw)
 
     return run

@@ -19,6 +19,7 @@ struct tnn_q8_conv {
     int kernel_h, kernel_w, group_in;    /* filter [out][kernel_h][kernel_w][group_in] */
     int k, padded_k;
     uint8_t input_zero;
+    uint8_t flip;    /* 0x80 for int8 data (zero points and bounds given 128 up), else 0 */
     void *packed;    /* per group: ceil(group_out / nr) blocks */
     size_t group_bytes;
     int32_t *bias;   /* bias - x_zero * sum(w'), per output channel */
@@ -37,13 +38,16 @@ void tnn_q8_conv_free(tnn_q8_conv *plan) {
 
 /* filter: [out_channels][kernel_h][kernel_w][group_in] uint8 (w_zero) or int8 (per channel,
  * w_zero 0: `signed_filter`); multiplier/shift: out_channels values or one; kind_limit: the
- * widest microkernel to use (the tests run each). Returns NULL when out of memory. The caller
- * has checked that the sums fit int32. */
+ * widest microkernel to use (the tests run each); signed_data: the input and output are int8
+ * (TENSOR_QUANT8_ASYMM_SIGNED), their zero points and bounds given 128 up, in the uint8
+ * domain where the arithmetic is the same. Returns NULL when out of memory. The caller has
+ * checked that the sums fit int32. */
 tnn_q8_conv *tnn_q8_conv_create(const void *filter, int signed_filter, int w_zero,
                                 const int32_t *bias, int out_channels, int kernel_h,
                                 int kernel_w, int group_in, int groups, int input_zero,
                                 const int32_t *multiplier, const int32_t *shift, int per_channel,
-                                int output_zero, int lo, int hi, int kind_limit) {
+                                int output_zero, int lo, int hi, int kind_limit,
+                                int signed_data) {
     tnn_q8_conv *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     const int k = kernel_h * kernel_w * group_in;
@@ -78,6 +82,7 @@ tnn_q8_conv *tnn_q8_conv_create(const void *filter, int signed_filter, int w_zer
     p->k = k;
     p->padded_k = tnn_q8_padded_k(p->shape, k);
     p->input_zero = (uint8_t)input_zero;
+    p->flip = signed_data ? 0x80 : 0;
     p->group_bytes = tnn_q8_packed_size(p->shape, group_out, k);
     p->packed = malloc(p->group_bytes * groups + 64);
     if (!p->packed) goto fail;
@@ -89,7 +94,8 @@ tnn_q8_conv *tnn_q8_conv_create(const void *filter, int signed_filter, int w_zer
     memcpy(p->shift, shift, (size_t)channels * sizeof *p->shift);
     int any_left = 0;
     for (int c = 0; c < channels; c++) any_left |= shift[c] > 0;
-    p->rq = (tnn_requant){p->multiplier, p->shift, per_channel, any_left, output_zero, lo, hi};
+    p->rq = (tnn_requant){p->multiplier, p->shift, per_channel, any_left, output_zero, lo, hi,
+                          p->flip};
     return p;
 fail:
     free(w);
@@ -136,7 +142,7 @@ static void gather_window(const ConvRun *run, ptrdiff_t m, int group, uint8_t *r
             int iw = ow * g->stride_w - g->pad_left + j * g->dilation_w;
             uint8_t *dst = row + ((size_t)i * p->kernel_w + j) * c;
             if (ih < 0 || ih >= g->height || iw < 0 || iw >= g->width)
-                memset(dst, p->input_zero, c);
+                memset(dst, p->input_zero ^ p->flip, c); /* as stored: packing flips it */
             else
                 memcpy(dst, image + ((size_t)ih * g->width + iw) * g->channels, c);
         }
@@ -164,11 +170,11 @@ static void conv_tiles(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
             if (run->pointwise) {
                 tnn_q8_pack_inputs(s, run->x + (size_t)m0 * run->g.channels +
                                           (size_t)group * p->group_in,
-                                   run->g.channels, count, p->k, panel);
+                                   run->g.channels, count, p->k, p->flip, panel);
             } else {
                 for (int r = 0; r < count; r++)
                     gather_window(run, m0 + r, group, rows + (size_t)r * p->k);
-                tnn_q8_pack_inputs(s, rows, p->k, count, p->k, panel);
+                tnn_q8_pack_inputs(s, rows, p->k, count, p->k, p->flip, panel);
             }
             const char *packed = (const char *)p->packed + group * p->group_bytes;
             for (int block = first_block; block < last_block; block++) {
@@ -240,6 +246,7 @@ struct tnn_q8_depthwise {
     int32_t *taps;   /* [kernel_h][kernel_w][channels] w - w_zero */
     int32_t *bias;
     int32_t input_zero;
+    uint8_t flip; /* 0x80 for int8 data, as in tnn_q8_conv */
     int32_t *mult, *shift;
     tnn_requant rq;
 };
@@ -253,12 +260,14 @@ void tnn_q8_depthwise_free(tnn_q8_depthwise *plan) {
     free(plan);
 }
 
-/* filter [1][kernel_h][kernel_w][channels], uint8 with w_zero or int8 (signed_filter). */
+/* filter [1][kernel_h][kernel_w][channels], uint8 with w_zero or int8 (signed_filter);
+ * signed_data as for tnn_q8_conv_create. */
 tnn_q8_depthwise *tnn_q8_depthwise_create(const void *filter, int signed_filter, int w_zero,
                                           const int32_t *bias, int channels, int multiplier,
                                           int kernel_h, int kernel_w, int input_zero,
                                           const int32_t *mult, const int32_t *shift,
-                                          int per_channel, int output_zero, int lo, int hi) {
+                                          int per_channel, int output_zero, int lo, int hi,
+                                          int signed_data) {
     tnn_q8_depthwise *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     size_t taps = (size_t)kernel_h * kernel_w * channels;
@@ -284,7 +293,8 @@ tnn_q8_depthwise *tnn_q8_depthwise_create(const void *filter, int signed_filter,
     p->kernel_h = kernel_h;
     p->kernel_w = kernel_w;
     p->input_zero = input_zero;
-    p->rq = (tnn_requant){p->mult, p->shift, per_channel, any_left, output_zero, lo, hi};
+    p->flip = signed_data ? 0x80 : 0;
+    p->rq = (tnn_requant){p->mult, p->shift, per_channel, any_left, output_zero, lo, hi, p->flip};
     return p;
 }
 
@@ -292,6 +302,13 @@ int tnn_q8_depthwise_fits(const tnn_q8_depthwise *plan, const tnn_window *g) {
     int fits = g->kernel_h == plan->kernel_h && g->kernel_w == plan->kernel_w &&
                g->channels * plan->multiplier == plan->channels;
     return fits ? plan->channels : 0;
+}
+
+/* Sixteen bytes XORed with `flip` (int8 to uint8 + 128 with 0x80), widened to int32. */
+static inline tnn_i32x16 load_flipped(const uint8_t *p, uint8_t flip) {
+    int32_t wide[16];
+    for (int i = 0; i < 16; i++) wide[i] = p[i] ^ flip;
+    return tnn_load_i32x16(wide);
 }
 
 typedef struct {
@@ -312,6 +329,7 @@ static void depthwise_3x3_sums(const DepthwiseRun *run, const uint8_t *rows, int
     const int c = p->channels;
     const size_t row_stride = (size_t)g->width * c, col_stride = (size_t)g->stride_w * c;
     const int32_t zero = p->input_zero;
+    const uint8_t flip = p->flip;
     for (int c0 = 0; c0 + 16 <= c; c0 += 16) {
         tnn_i32x16 w[9];
         for (int t = 0; t < 9; t++) w[t] = tnn_load_i32x16(p->taps + (size_t)t * c + c0);
@@ -321,9 +339,9 @@ static void depthwise_3x3_sums(const DepthwiseRun *run, const uint8_t *rows, int
             tnn_i32x16 sum = bias;
             for (int i = 0; i < 3; i++) {
                 const uint8_t *r = x + i * row_stride;
-                sum += (tnn_load_u8x16(r) - zero) * w[3 * i];
-                sum += (tnn_load_u8x16(r + c) - zero) * w[3 * i + 1];
-                sum += (tnn_load_u8x16(r + 2 * c) - zero) * w[3 * i + 2];
+                sum += (load_flipped(r, flip) - zero) * w[3 * i];
+                sum += (load_flipped(r + c, flip) - zero) * w[3 * i + 1];
+                sum += (load_flipped(r + 2 * c, flip) - zero) * w[3 * i + 2];
             }
             tnn_store_i32x16(acc + (size_t)ow * c + c0, sum);
         }
@@ -338,6 +356,7 @@ static void depthwise_row_sums(const DepthwiseRun *run, ptrdiff_t row, int32_t *
     const tnn_window *g = &run->g;
     const int channels = p->channels, in_channels = g->channels;
     const int32_t zero = p->input_zero;
+    const uint8_t flip = p->flip;
     int b = (int)(row / g->out_h), oh = (int)(row % g->out_h);
     int i0, i1;
     int ih0 = tnn_window_taps(oh, g->stride_h, g->pad_top, g->dilation_h, p->kernel_h, g->height,
@@ -373,8 +392,8 @@ static void depthwise_row_sums(const DepthwiseRun *run, ptrdiff_t row, int32_t *
                         image + (size_t)(ih0 + i * g->dilation_h) * g->width * in_channels + c0;
                     const int32_t *w_row = p->taps + (size_t)i * p->kernel_w * channels + c0;
                     for (int j = j0; j < j1; j++)
-                        s += (tnn_load_u8x16(in_row + (size_t)(iw0 + j * g->dilation_w) *
-                                                          in_channels) - zero) *
+                        s += (load_flipped(in_row + (size_t)(iw0 + j * g->dilation_w) *
+                                                        in_channels, flip) - zero) *
                              tnn_load_i32x16(w_row + (size_t)j * channels);
                 }
                 tnn_store_i32x16(sum + c0, s);
@@ -388,7 +407,7 @@ static void depthwise_row_sums(const DepthwiseRun *run, ptrdiff_t row, int32_t *
                 for (int j = j0; j < j1; j++) {
                     int32_t w = p->taps[((size_t)i * p->kernel_w + j) * channels + c];
                     int32_t x = in_row[(size_t)(iw0 + j * g->dilation_w) * in_channels +
-                                       c / p->multiplier];
+                                       c / p->multiplier] ^ flip;
                     s += (x - zero) * w;
                 }
             }

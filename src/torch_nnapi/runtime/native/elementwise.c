@@ -10,6 +10,9 @@
 #include "kernels.h"
 
 #include <math.h>
+#if TNN_X86
+#include <immintrin.h>
+#endif
 #include <string.h>
 
 #define BLOCK 256
@@ -91,13 +94,14 @@ typedef struct {
     tnn_q8_binary q;
 } BinaryQ8;
 
-/* n values of a row (stride 1, or 0: one value repeated), minus the zero point, times 2^shift. */
-static void widen(const uint8_t *v, int contiguous, int32_t zero, int shift, int32_t *out,
-                  ptrdiff_t n) {
+/* n values of a row (stride 1, or 0: one value repeated), XORed with flip (int8: 128 up),
+ * minus the zero point, times 2^shift. */
+static void widen(const uint8_t *v, int contiguous, uint8_t flip, int32_t zero, int shift,
+                  int32_t *out, ptrdiff_t n) {
     if (contiguous)
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((int32_t)v[i] - zero) * (1 << shift);
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((int32_t)(v[i] ^ flip) - zero) * (1 << shift);
     else
-        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((int32_t)v[0] - zero) * (1 << shift);
+        for (ptrdiff_t i = 0; i < n; i++) out[i] = ((int32_t)(v[0] ^ flip) - zero) * (1 << shift);
 }
 
 static void binary_q8_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
@@ -107,7 +111,7 @@ static void binary_q8_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int threa
     const ptrdiff_t n = p->b.shape[3];
     const int sa = p->b.a_strides[3] != 0, sb = p->b.b_strides[3] != 0;
     const tnn_requant rq = {&q->out_multiplier, &q->out_shift, 0, q->out_shift > 0,
-                            q->out_zero, q->lo, q->hi};
+                            q->out_zero, q->lo, q->hi, q->flip};
     int32_t a[BLOCK], b[BLOCK];
     for (ptrdiff_t row = start; row < stop; row++) {
         ptrdiff_t a_at, b_at;
@@ -116,12 +120,12 @@ static void binary_q8_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int threa
             ptrdiff_t m = TNN_MIN((ptrdiff_t)BLOCK, n - i0);
             const uint8_t *x = p->x + a_at + (sa ? i0 : 0), *y = p->y + b_at + (sb ? i0 : 0);
             if (q->op == TNN_MUL) {
-                widen(x, sa, q->x_zero, 0, a, m);
-                widen(y, sb, q->y_zero, 0, b, m);
+                widen(x, sa, q->flip, q->x_zero, 0, a, m);
+                widen(y, sb, q->flip, q->y_zero, 0, b, m);
                 for (ptrdiff_t i = 0; i < m; i++) a[i] *= b[i];
             } else {
-                widen(x, sa, q->x_zero, q->left_shift, a, m);
-                widen(y, sb, q->y_zero, q->left_shift, b, m);
+                widen(x, sa, q->flip, q->x_zero, q->left_shift, a, m);
+                widen(y, sb, q->flip, q->y_zero, q->left_shift, b, m);
                 tnn_mbqm_row(a, a, m, q->x_multiplier, q->x_shift);
                 tnn_mbqm_row(b, b, m, q->y_multiplier, q->y_shift);
                 for (ptrdiff_t i = 0; i < m; i++) a[i] += b[i];
@@ -167,18 +171,57 @@ static void lut_f32_range(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread
     for (ptrdiff_t i = start; i < stop; i++) out[i] = table[in[i]];
 }
 
-/* x / scale rounded half away from zero, plus the zero point, saturated; NaN gives 255. */
-TNN_VECTOR_CLONES
+/* One value: x / scale rounded half away from zero, plus the zero point, saturated; NaN
+ * gives 255. */
+static inline uint8_t quantize_one(float x, float scale, float zero) {
+    float v = roundf(x / scale) + zero;
+    return v >= 255.0f || v != v ? 255 : v <= 0.0f ? 0 : (uint8_t)v;
+}
+
+#if TNN_X86
+/* quantize_one eight values at a time, returning how many it did: roundf as truncation plus
+ * the carry of a fraction (exact: x - trunc(x)) of at least one half, with x's sign. Compilers
+ * call roundf, and keep the comparisons scalar, in the plain loop. */
+TNN_TARGET("avx2")
+static ptrdiff_t quantize_avx2(const float *in, uint8_t *out, ptrdiff_t count, float scale,
+                               float zero) {
+    const __m256 divisor = _mm256_set1_ps(scale), half = _mm256_set1_ps(0.5f);
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    const __m256 zero_point = _mm256_set1_ps(zero), top = _mm256_set1_ps(255.0f);
+    ptrdiff_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        __m256 x = _mm256_div_ps(_mm256_loadu_ps(in + i), divisor);
+        __m256 whole = _mm256_round_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        __m256 fraction = _mm256_andnot_ps(sign, _mm256_sub_ps(x, whole));
+        __m256 carry = _mm256_and_ps(_mm256_cmp_ps(fraction, half, _CMP_GE_OQ),
+                                     _mm256_or_ps(one, _mm256_and_ps(sign, x)));
+        __m256 v = _mm256_add_ps(_mm256_add_ps(whole, carry), zero_point);
+        __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+        v = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), top); /* NaN: 0, then */
+        v = _mm256_blendv_ps(v, top, nan);                                /* 255 */
+        __m256i q = _mm256_cvttps_epi32(v);
+        __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        _mm_storel_epi64((__m128i *)(out + i), _mm_packus_epi16(words, words));
+    }
+    return i;
+}
+#endif
+
 static void quantize_range(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
     (void)thread;
     const Map *p = arg;
     const float *in = p->in;
     uint8_t *out = p->out;
-    const float scale = p->scale, zero = (float)p->zero;
-    for (ptrdiff_t i = start; i < stop; i++) {
-        float v = roundf(in[i] / scale) + zero;
-        out[i] = v >= 255.0f || v != v ? 255 : v <= 0.0f ? 0 : (uint8_t)v;
+    ptrdiff_t i = start;
+#if TNN_X86
+    static int has_avx2 = -1; /* the same for every thread: a benign race */
+    if (has_avx2 < 0) {
+        __builtin_cpu_init();
+        has_avx2 = __builtin_cpu_supports("avx2") != 0;
     }
+    if (has_avx2) i += quantize_avx2(in + i, out + i, stop - i, p->scale, (float)p->zero);
+#endif
+    for (; i < stop; i++) out[i] = quantize_one(in[i], p->scale, (float)p->zero);
 }
 
 /* x > lo ? x : lo, then > hi ? hi : (NaN becomes lo, as std::max(lo, x) does). */

@@ -1,12 +1,17 @@
 """Native element-wise kernels (elementwise.c): ADD, SUB, MUL, DIV with broadcasting and fused
 activations, RELU/RELU1/RELU6, LOGISTIC and TANH (quantized: tables; float: NumPy's vectorized
-exp and tanh, as the reference), QUANTIZE and DEQUANTIZE.
+exp and tanh, as the reference), HARD_SWISH (quantized: a table), QUANTIZE and DEQUANTIZE.
 
 Float arithmetic is IEEE float32 as NumPy's, so these results equal the reference kernels'.
-Quantized ADD/SUB/MUL reproduce the reference's fixed-point steps. An operation whose uint8
-output depends on one uint8 input element only (quantized RELU*, LOGISTIC, TANH, DEQUANTIZE)
-runs as a 256-entry table lookup, the table being what the reference kernel computes for each
-possible input value: bit-exact by construction.
+Quantized ADD/SUB/MUL reproduce the reference's fixed-point steps. An operation whose 8-bit
+output depends on one 8-bit input element only (quantized RELU*, LOGISTIC, TANH, HARD_SWISH,
+DEQUANTIZE) runs as a 256-entry table lookup, the table being what the reference kernel
+computes for each possible input value: bit-exact by construction.
+
+Signed 8-bit data (TENSOR_QUANT8_ASYMM_SIGNED) takes the same paths: tables are indexed by the
+int8 value's byte, and ADD/SUB/MUL and QUANTIZE compute in the uint8 domain (values, zero
+points and bounds 128 up: the same differences) with the sign bit flipped on the way in and
+out.
 """
 
 from __future__ import annotations
@@ -26,10 +31,14 @@ from ..quant import (
 )
 from ..registry import Runner, kernel_for, register_native
 from . import module
-from .planning import constant_parameters
+from .planning import constant_parameters, every_byte
 
 _F32 = OperandType.TENSOR_FLOAT32
 _Q8 = OperandType.TENSOR_QUANT8_ASYMM
+_Q8_SIGNED = OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+# The 8-bit data types, and what their values add to become the uint8 ones the C kernels
+# compute with.
+_OFFSETS = {_Q8: 0, _Q8_SIGNED: 128}
 _OPCODES = {Op.ADD: 0, Op.SUB: 1, Op.MUL: 2, Op.DIV: 3}
 _UFUNCS = {Op.ADD: lambda x, y, _: np.add(x, y), Op.SUB: lambda x, y, _: np.subtract(x, y),
            Op.MUL: lambda x, y, _: np.multiply(x, y), Op.DIV: lambda x, y, _: np.divide(x, y)}
@@ -78,10 +87,13 @@ def broadcast_layout(a: tuple[int, ...], b: tuple[int, ...]) -> Layout | None:
 
 def _q8_binary_params(ctx: KernelContext) -> tuple[int, ...] | None:
     """The fixed-point parameters of a quantized ADD/SUB/MUL, computed as the reference kernel
-    does; None when a shift is beyond the native kernel's range."""
+    does, zero points and bounds in the uint8 domain; None when a shift is beyond the native
+    kernel's range."""
+    offset = _OFFSETS[ctx.input_type("input0")]
     (s1, z1), (s2, z2), (so, zo) = ctx.input_quant("input0"), ctx.input_quant("input1"), \
         ctx.output_quant()
-    lo, hi = activation_range_quantized(ctx.scalar("fuse_code"), so, zo)
+    lo, hi = activation_range_quantized(ctx.scalar("fuse_code"), so, zo, ctx.output_dtype())
+    z1, z2, zo, lo, hi = z1 + offset, z2 + offset, zo + offset, lo + offset, hi + offset
     if ctx.operation == Op.MUL:
         product_scale = float(np.float32(s1) * np.float32(s2))
         mo, ro = quantize_multiplier_smaller_than_one(product_scale / so)
@@ -104,7 +116,8 @@ def _q8_binary_params(ctx: KernelContext) -> tuple[int, ...] | None:
 @register_native(Op.ADD, Op.SUB, Op.MUL, Op.DIV)
 def binary_arithmetic(ctx: KernelContext) -> Runner | None:
     kind = ctx.input_type("input0")
-    if kind not in (_F32, _Q8) or (kind == _Q8 and ctx.operation == Op.DIV) or \
+    quantized = kind in _OFFSETS
+    if not (quantized or kind == _F32) or (quantized and ctx.operation == Op.DIV) or \
             not constant_parameters(ctx, "input0", "input1"):
         return None
     a, b = ctx.input_shape("input0"), ctx.input_shape("input1")
@@ -128,20 +141,22 @@ def binary_arithmetic(ctx: KernelContext) -> Runner | None:
     params = _q8_binary_params(ctx)
     if params is None:
         return None
+    dtype, signed = ctx.output_dtype(), kind == _Q8_SIGNED
 
     def run(x: np.ndarray, y: np.ndarray, *_: object) -> np.ndarray:
-        out = np.empty(shape, np.uint8)
-        kernels.binary_q8(x, y, out, *layout, params)
+        out = np.empty(shape, dtype)
+        kernels.binary_q8(x, y, out, *layout, params, signed)
         return out
 
     return run
 
 
 def reference_table(ctx: KernelContext) -> np.ndarray:
-    """The reference kernel's output for each of the 256 values of the (uint8) input."""
+    """The reference kernel's output for each of the 256 values of the 8-bit input, indexed
+    by the value's byte."""
     reference = kernel_for(ctx.operation)
     assert reference is not None, f"no reference kernel for {ctx.operation.name}"
-    every_value = np.arange(256, dtype=np.uint8)
+    every_value = every_byte(ctx.input_type("input"))
     return np.ascontiguousarray(reference.execute(ctx.with_input("input", every_value)))
 
 
@@ -150,10 +165,12 @@ def _table_lookup(ctx: KernelContext) -> Runner | None:
         return None
     table = reference_table(ctx)
     lut = module().lut
+    # lut reads and writes bytes: int8 tables and data as their bytes
+    bytes_table = table.view(np.uint8) if table.dtype == np.int8 else table
 
     def run(x: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(x.shape, table.dtype)
-        lut(x, out, table)
+        lut(x.view(np.uint8), out.view(bytes_table.dtype), bytes_table)
         return out
 
     return run
@@ -162,7 +179,7 @@ def _table_lookup(ctx: KernelContext) -> Runner | None:
 @register_native(Op.RELU, Op.RELU1, Op.RELU6)
 def clamp_activation(ctx: KernelContext) -> Runner | None:
     kind = ctx.input_type("input")
-    if kind == _Q8:
+    if kind in _OFFSETS:
         return _table_lookup(ctx)
     if kind != _F32:
         return None
@@ -180,7 +197,7 @@ def clamp_activation(ctx: KernelContext) -> Runner | None:
 @register_native(Op.LOGISTIC, Op.TANH)
 def sigmoid_activation(ctx: KernelContext) -> Runner | None:
     kind = ctx.input_type("input")
-    if kind == _Q8:
+    if kind in _OFFSETS:
         return _table_lookup(ctx)
     if kind != _F32:
         return None
@@ -189,23 +206,34 @@ def sigmoid_activation(ctx: KernelContext) -> Runner | None:
     return lambda x: function(x)
 
 
+@register_native(Op.HARD_SWISH)
+def hard_swish(ctx: KernelContext) -> Runner | None:
+    """Quantized only: float HARD_SWISH stays the reference's NumPy arithmetic."""
+    return _table_lookup(ctx) if ctx.input_type("input") in _OFFSETS else None
+
+
 @register_native(Op.DEQUANTIZE)
 def dequantize(ctx: KernelContext) -> Runner | None:
-    if ctx.input_type("input") != _Q8 or ctx.output_dtype() != np.float32:
+    if ctx.input_type("input") not in _OFFSETS or ctx.output_dtype() != np.float32:
         return None
     return _table_lookup(ctx)
 
 
 @register_native(Op.QUANTIZE)
 def quantize(ctx: KernelContext) -> Runner | None:
-    if ctx.input_type("input") != _F32 or ctx.output_dtype() != np.uint8:
-        return None  # float16 input, or signed output (Android 11): the reference's
+    kind = ctx.output_type()
+    if ctx.input_type("input") != _F32 or kind not in _OFFSETS:
+        return None  # float16 input: the reference's
     scale, zero_point = ctx.output_quant()
+    offset, dtype = _OFFSETS[kind], ctx.output_dtype()
     quantize_f32 = module().quantize_f32
 
     def run(x: np.ndarray) -> np.ndarray:
-        out = np.empty(x.shape, np.uint8)
-        quantize_f32(x, out, scale, zero_point)
+        out = np.empty(x.shape, dtype)
+        # int8: quantized 128 up, saturating to [0, 255], then the sign bit flipped
+        quantize_f32(x, out, scale, zero_point + offset)
+        if offset:
+            np.bitwise_xor(out.view(np.uint8), 0x80, out=out.view(np.uint8))
         return out
 
     return run

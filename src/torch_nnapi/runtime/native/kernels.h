@@ -35,7 +35,8 @@ tnn_q8_conv *tnn_q8_conv_create(const void *filter, int signed_filter, int w_zer
                                 const int32_t *bias, int out_channels, int kernel_h,
                                 int kernel_w, int group_in, int groups, int input_zero,
                                 const int32_t *multiplier, const int32_t *shift, int per_channel,
-                                int output_zero, int lo, int hi, int kind_limit);
+                                int output_zero, int lo, int hi, int kind_limit,
+                                int signed_data);
 void tnn_q8_conv_free(tnn_q8_conv *plan);
 int tnn_q8_conv_kind(const tnn_q8_conv *plan);
 /* The output channels when the window fits the plan's filter, else 0. */
@@ -49,7 +50,8 @@ tnn_q8_depthwise *tnn_q8_depthwise_create(const void *filter, int signed_filter,
                                           const int32_t *bias, int channels, int multiplier,
                                           int kernel_h, int kernel_w, int input_zero,
                                           const int32_t *mult, const int32_t *shift,
-                                          int per_channel, int output_zero, int lo, int hi);
+                                          int per_channel, int output_zero, int lo, int hi,
+                                          int signed_data);
 void tnn_q8_depthwise_free(tnn_q8_depthwise *plan);
 int tnn_q8_depthwise_fits(const tnn_q8_depthwise *plan, const tnn_window *g);
 int tnn_q8_depthwise_run(const tnn_q8_depthwise *plan, const uint8_t *x, uint8_t *out,
@@ -80,6 +82,7 @@ typedef struct {
     int32_t x_zero, y_zero, left_shift;
     int32_t x_multiplier, x_shift, y_multiplier, y_shift;
     int32_t out_multiplier, out_shift, out_zero, lo, hi;
+    uint8_t flip; /* 0x80: int8 inputs and output (zero points and bounds given 128 up) */
 } tnn_q8_binary;
 
 void tnn_binary_f32(int op, const float *x, const float *y, float *out, const tnn_broadcast *b,
@@ -90,6 +93,10 @@ void tnn_lut_u8(const uint8_t *in, uint8_t *out, ptrdiff_t count, const uint8_t 
 void tnn_lut_f32(const uint8_t *in, float *out, ptrdiff_t count, const float table[256]);
 void tnn_quantize_f32(const float *in, uint8_t *out, ptrdiff_t count, float scale, int zero);
 void tnn_clamp_f32(const float *in, float *out, ptrdiff_t count, float lo, float hi);
+
+/* The 8-bit data of a kernel that takes either: TENSOR_QUANT8_ASYMM or, since API 30,
+ * TENSOR_QUANT8_ASYMM_SIGNED (0: float). */
+enum { TNN_UINT8 = 1, TNN_INT8 = 2 };
 
 /* pooling.c */
 enum { TNN_AVERAGE_POOL = 0, TNN_MAX_POOL = 1, TNN_L2_POOL = 2 };
@@ -105,7 +112,8 @@ void tnn_softmax_q8_scale(const uint8_t *x, uint8_t *out, ptrdiff_t outer, ptrdi
                           ptrdiff_t inner, const int32_t exps[256], int32_t diff_min,
                           const int32_t *reciprocal, const int32_t *exponent);
 
-/* reduction.c: along the middle axis of [outer][n][inner], n >= 1; quantized: MEAN only */
+/* reduction.c: along the middle axis of [outer][n][inner], n >= 1; quantized (TNN_UINT8 or
+ * TNN_INT8): MEAN only */
 enum { TNN_MEAN = 0, TNN_REDUCE_SUM = 1, TNN_REDUCE_MAX = 2, TNN_REDUCE_MIN = 3 };
 void tnn_reduce(int kind, int quantized, const void *x, void *out, ptrdiff_t outer, ptrdiff_t n,
                 ptrdiff_t inner);

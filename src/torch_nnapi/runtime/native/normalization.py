@@ -1,11 +1,13 @@
-"""Native SOFTMAX (softmax.c) along any axis, float32 and uint8.
+"""Native SOFTMAX (softmax.c) along any axis, float32, uint8 and int8.
 
 Float results agree with the reference within float32 rounding (the sum is accumulated in
 double). Quantized SOFTMAX is bit-exact: the exponential of each of the 256 possible
 differences from the row maximum, and its contribution to the 12-integer-bit sum, are
 tabulated with the reference's fixed-point functions (runtime/fixedpoint.py); C sums each
 row, the reference's fixed-point reciprocal is taken of every row's sum at once, and C scales
-the exponentials by it.
+the exponentials by it. An int8 SOFTMAX is the uint8 one of the values 128 up (the sign bit
+flipped: the same differences from the maximum), its output 128 down (the fixed zero point
+-128 instead of 0).
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def _q8_tables(ctx: KernelContext) -> tuple[np.ndarray, np.ndarray, int]:
 def softmax(ctx: KernelContext) -> Runner | None:
     kind = ctx.input_type("input")
     shape = ctx.input_shape("input")
-    if kind not in (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_QUANT8_ASYMM) or \
+    signed = kind == OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+    if kind not in (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_QUANT8_ASYMM) and not signed or \
             math.prod(shape) == 0 or not constant_parameters(ctx):
         return None
     layout = _rows(shape, axis_scalar(ctx, "axis", len(shape)))
@@ -61,12 +64,14 @@ def softmax(ctx: KernelContext) -> Runner | None:
 
     def run(x: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(shape, np.uint8)
+        if signed:
+            x = np.bitwise_xor(x.view(np.uint8), 0x80)
         sums = np.empty(layout[0] * layout[2], np.int32)
         kernels.softmax_q8_sums(x, terms, sums, layout)
         reciprocal, bits_over_unit = fp.get_reciprocal(sums, ref.SOFTMAX_SUM_INTEGER_BITS)
         exponent = bits_over_unit + 31 - 8
         kernels.softmax_q8_scale(x, out, exps, diff_min, reciprocal.astype(np.int32),
                                  exponent.astype(np.int32), layout)
-        return out
+        return np.bitwise_xor(out, 0x80, out=out).view(np.int8) if signed else out
 
     return run

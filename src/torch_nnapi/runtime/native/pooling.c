@@ -1,4 +1,4 @@
-/* AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D on NHWC tensors (float32 and uint8).
+/* AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D on NHWC tensors (float32, uint8 and int8).
  *
  * As in the reference kernels (runtime/ops/pooling.py), padding never counts: each window
  * covers only real input elements, an average divides by their number (quantized: the integer
@@ -19,6 +19,7 @@ typedef struct {
     int kind;
     float lo, hi;
     int32_t qlo, qhi;
+    uint8_t flip;   /* int8 data: 0x80 (values read and written 128 up), else 0 */
     float *scratch; /* per thread: one output row's column sums [width][channels] */
 } Pool;
 
@@ -83,12 +84,16 @@ static void pool_f32_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread
     }
 }
 
-/* uint8: integer sums or maxima of each window; the average rounds (sum + count / 2) / count. */
+/* 8-bit: integer sums or maxima of each window; the average rounds to the nearest integer,
+ * halves away from zero: (sum + count / 2) / count for uint8; int8 values are read 128 up
+ * (flip) and averaged as the int8 sums they stand for, which can be negative. */
 static void pool_q8_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
     const Pool *p = arg;
     const tnn_window *g = &p->g;
     const int c = g->channels, width = g->width;
     const int max = p->kind == TNN_MAX_POOL;
+    const uint8_t flip = p->flip;
+    const int32_t offset = flip ? 128 : 0; /* what the flip added to each value */
     int32_t *columns = (int32_t *)p->scratch + (size_t)thread * width * c;
     for (ptrdiff_t row = start; row < stop; row++) {
         int b = (int)(row / g->out_h), oh = (int)(row % g->out_h);
@@ -97,13 +102,16 @@ static void pool_q8_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread)
         const uint8_t *image = (const uint8_t *)p->x + (size_t)b * g->height * width * c;
         const size_t n = (size_t)width * c;
         const uint8_t *first = image + (size_t)(ih0 + i0) * n;
-        for (size_t k = 0; k < n; k++) columns[k] = first[k];
+        for (size_t k = 0; k < n; k++) columns[k] = first[k] ^ flip;
         for (int i = i0 + 1; i < i1; i++) {
             const uint8_t *in = image + (size_t)(ih0 + i) * n;
             if (max)
-                for (size_t k = 0; k < n; k++) columns[k] = in[k] > columns[k] ? in[k] : columns[k];
+                for (size_t k = 0; k < n; k++) {
+                    int32_t v = in[k] ^ flip;
+                    columns[k] = v > columns[k] ? v : columns[k];
+                }
             else
-                for (size_t k = 0; k < n; k++) columns[k] += in[k];
+                for (size_t k = 0; k < n; k++) columns[k] += in[k] ^ flip;
         }
         uint8_t *out_row = (uint8_t *)p->out + (size_t)row * g->out_w * c;
         for (int ow = 0; ow < g->out_w; ow++) {
@@ -116,19 +124,24 @@ static void pool_q8_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread)
                     int32_t col = columns[(size_t)(iw0 + j) * c + k];
                     v = max ? (col > v ? col : v) : v + col;
                 }
-                if (!max) v = (v + count / 2) / count;
-                out_row[(size_t)ow * c + k] = tnn_clamp_u8(v, p->qlo, p->qhi);
+                if (!max) {
+                    int32_t sum = v - offset * count;
+                    v = (sum >= 0 ? (sum + count / 2) / count : -((count / 2 - sum) / count)) +
+                        offset;
+                }
+                out_row[(size_t)ow * c + k] = tnn_clamp_u8(v, p->qlo, p->qhi) ^ flip;
             }
         }
     }
 }
 
-/* kind: TNN_AVERAGE_POOL, TNN_MAX_POOL or TNN_L2_POOL (float only); dilation is 1. Returns 0,
+/* kind: TNN_AVERAGE_POOL, TNN_MAX_POOL or TNN_L2_POOL (float only); dilation is 1;
+ * quantized: 0 (float32), TNN_UINT8 or TNN_INT8 (qlo and qhi then given 128 up). Returns 0,
  * or -1 when out of memory. */
 int tnn_pool(int kind, int quantized, const void *x, void *out, const tnn_window *g, float lo,
              float hi, int32_t qlo, int32_t qhi) {
     const int threads = tnn_get_threads();
-    Pool p = {x, out, *g, kind, lo, hi, qlo, qhi, NULL};
+    Pool p = {x, out, *g, kind, lo, hi, qlo, qhi, quantized == TNN_INT8 ? 0x80 : 0, NULL};
     p.scratch = malloc((size_t)threads * g->width * g->channels * 4);
     if (!p.scratch) return -1;
     ptrdiff_t rows = (ptrdiff_t)g->batches * g->out_h;

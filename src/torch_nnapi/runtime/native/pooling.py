@@ -1,6 +1,6 @@
-"""Native AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D (pooling.c), float32 and uint8, bit-exact
-with the reference kernels (runtime/ops/pooling.py): same windows, same summation order, same
-integer rounding of quantized averages."""
+"""Native AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D (pooling.c), float32, uint8 and int8,
+bit-exact with the reference kernels (runtime/ops/pooling.py): same windows, same summation
+order, same integer rounding of quantized averages."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ _KINDS = {Op.AVERAGE_POOL_2D: 0, Op.MAX_POOL_2D: 1, Op.L2_POOL_2D: 2}
 @register_native(Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D)
 def pool_2d(ctx: KernelContext) -> Runner | None:
     kind = ctx.input_type("input")
-    quantized = kind == OperandType.TENSOR_QUANT8_ASYMM
+    signed = kind == OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+    quantized = signed or kind == OperandType.TENSOR_QUANT8_ASYMM
     if not (quantized or kind == OperandType.TENSOR_FLOAT32) or \
             (quantized and ctx.operation == Op.L2_POOL_2D) or not constant_parameters(ctx):
         return None
@@ -37,13 +38,15 @@ def pool_2d(ctx: KernelContext) -> Runner | None:
     qlo, qhi = 0, 255
     if quantized:
         scale, zero = ctx.output_quant()
-        qlo, qhi = activation_range_quantized(params.fuse_code, scale, zero)
+        qlo, qhi = activation_range_quantized(params.fuse_code, scale, zero, ctx.output_dtype())
+        if signed:  # the kernel clamps int8 values 128 up, in the uint8 domain
+            qlo, qhi = qlo + 128, qhi + 128
     pool, code, nchw = module().pool, _KINDS[ctx.operation], params.nchw
-    dtype = np.uint8 if quantized else np.float32
+    dtype = ctx.output_dtype() if quantized else np.float32
 
     def run(x: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty((n, out_h, out_w, c), dtype)
-        pool(code, contiguous_nhwc(x, nchw), out, geometry, lo, hi, qlo, qhi)
+        pool(code, contiguous_nhwc(x, nchw), out, geometry, lo, hi, qlo, qhi, signed)
         return from_nhwc(out, nchw)
 
     return run

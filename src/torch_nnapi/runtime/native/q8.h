@@ -33,10 +33,11 @@ size_t tnn_q8_packed_size(tnn_q8_shape s, int n, int k);
 void tnn_q8_pack_weights(tnn_q8_shape s, const int16_t *w, int n, int k, void *packed);
 
 /* Packs `rows` rows of raw uint8 values, each `k` long and `row_stride` apart, into an
- * input panel of s.mr rows of tnn_q8_padded_k(s, k) values (rows past `rows` are zero). */
+ * input panel of s.mr rows of tnn_q8_padded_k(s, k) values (rows past `rows` are zero), each
+ * value XORed with `flip` (0x80 makes int8 inputs the uint8 values 128 above them). */
 int tnn_q8_padded_k(tnn_q8_shape s, int k);
 void tnn_q8_pack_inputs(tnn_q8_shape s, const uint8_t *rows_u8, ptrdiff_t row_stride, int rows,
-                        int k, void *panel);
+                        int k, uint8_t flip, void *panel);
 
 /* acc[s.mr][s.nr] = panel (s.mr x padded k) times one packed block of s.nr columns. */
 void tnn_q8_tile(tnn_q8_shape s, int padded_k, const void *panel, const void *block,

@@ -73,13 +73,14 @@ void tnn_q8_pack_weights(tnn_q8_shape s, const int16_t *w, int n, int k, void *p
 }
 
 void tnn_q8_pack_inputs(tnn_q8_shape s, const uint8_t *rows_u8, ptrdiff_t row_stride, int rows,
-                        int k, void *panel) {
+                        int k, uint8_t flip, void *panel) {
     const int kp = tnn_q8_padded_k(s, k);
     if (s.a_bytes == 1) {
         uint8_t *a = panel;
         for (int r = 0; r < s.mr; r++, a += kp) {
             if (r < rows) {
                 memcpy(a, rows_u8 + r * row_stride, (size_t)k);
+                tnn_flip_bytes(a, k, flip);
                 memset(a + k, 0, (size_t)(kp - k));
             } else {
                 memset(a, 0, (size_t)kp);
@@ -91,7 +92,7 @@ void tnn_q8_pack_inputs(tnn_q8_shape s, const uint8_t *rows_u8, ptrdiff_t row_st
             const uint8_t *src = rows_u8 + r * row_stride;
             int i = 0;
             if (r < rows)
-                for (; i < k; i++) a[i] = src[i];
+                for (; i < k; i++) a[i] = (uint8_t)(src[i] ^ flip);
             for (; i < kp; i++) a[i] = 0;
         }
     }
@@ -362,12 +363,15 @@ static requantize_fn requantizer(const tnn_requant *rq) {
 void tnn_requantize_row(const int32_t *acc, uint8_t *out, ptrdiff_t count, ptrdiff_t first,
                         const tnn_requant *rq) {
     requantizer(rq)(acc, NULL, out, count, first, rq);
+    tnn_flip_bytes(out, count, rq->flip);
 }
 
 void tnn_q8_store_tile(tnn_q8_shape s, const int32_t *acc, const int32_t *bias, int rows,
                        int cols, uint8_t *out, ptrdiff_t out_stride, int first,
                        const tnn_requant *rq) {
     requantize_fn fn = requantizer(rq);
-    for (int r = 0; r < rows; r++)
+    for (int r = 0; r < rows; r++) {
         fn(acc + (size_t)r * s.nr, bias, out + r * out_stride, cols, first, rq);
+        tnn_flip_bytes(out + r * out_stride, cols, rq->flip);
+    }
 }

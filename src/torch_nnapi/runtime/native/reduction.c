@@ -3,8 +3,9 @@
  *
  * Float sums accumulate in double (NumPy's pairwise float32 sums agree within rounding);
  * maxima and minima start from the lowest and highest finite floats as Android's reference
- * does, NaN winning. The uint8 MEAN is exact: the integer sum divided by the count, truncated,
- * as the reference computes it. Rows of the output are split over the pool. */
+ * does, NaN winning. The 8-bit MEAN is exact: the integer sum divided by the count, truncated,
+ * as the reference computes it (int8 values are read 128 up and summed as what they stand
+ * for). Rows of the output are split over the pool. */
 
 #include "kernels.h"
 
@@ -15,6 +16,7 @@ typedef struct {
     void *out;
     ptrdiff_t n, inner;
     int kind;
+    uint8_t flip; /* int8 data: 0x80, else 0 */
 } Reduce;
 
 TNN_VECTOR_CLONES
@@ -54,19 +56,21 @@ static void mean_u8_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread)
     const ptrdiff_t n = p->n, inner = p->inner;
     const uint8_t *x = p->x;
     uint8_t *out = p->out;
+    const uint8_t flip = p->flip;
+    const int64_t offset = flip ? 128 * (int64_t)n : 0; /* what the flips added */
     for (ptrdiff_t o = start; o < stop; o++) {
         const uint8_t *slab = x + o * n * inner;
         for (ptrdiff_t i = 0; i < inner; i++) {
             int64_t sum = 0;
-            for (ptrdiff_t k = 0; k < n; k++) sum += slab[k * inner + i];
-            out[o * inner + i] = (uint8_t)(sum / n);
+            for (ptrdiff_t k = 0; k < n; k++) sum += slab[k * inner + i] ^ flip;
+            out[o * inner + i] = (uint8_t)((sum - offset) / n); /* int8: its byte */
         }
     }
 }
 
 void tnn_reduce(int kind, int quantized, const void *x, void *out, ptrdiff_t outer, ptrdiff_t n,
                 ptrdiff_t inner) {
-    Reduce p = {x, out, n, inner, kind};
+    Reduce p = {x, out, n, inner, kind, quantized == TNN_INT8 ? 0x80 : 0};
     int threads = tnn_get_threads();
     tnn_parallel_for(outer, tnn_grain(outer, 1 + (1 << 15) / (n * inner + 1), threads), threads,
                      quantized ? mean_u8_rows : reduce_f32_rows, &p);

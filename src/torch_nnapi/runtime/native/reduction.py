@@ -1,7 +1,8 @@
 """Native MEAN, REDUCE_SUM, REDUCE_MAX and REDUCE_MIN (reduction.c) over a run of adjacent
-axes: float32 (sums in double, within float32 rounding of the reference's), and the uint8
-MEAN, bit-exact (an integer sum divided by the count, as the reference does). Other axes and
-types stay with the reference kernels (runtime/ops/reduction.py)."""
+axes: float32 (sums in double, within float32 rounding of the reference's), and the 8-bit
+MEAN (uint8, and int8 since API 30), bit-exact (an integer sum divided by the count, as the
+reference does). Other axes and types stay with the reference kernels
+(runtime/ops/reduction.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ _KINDS = {Op.MEAN: 0, Op.REDUCE_SUM: 1, Op.REDUCE_MAX: 2, Op.REDUCE_MIN: 3}
 @register_native(*_KINDS)
 def reduce(ctx: KernelContext) -> Runner | None:
     kind = ctx.input_type("input")
-    quantized = kind == OperandType.TENSOR_QUANT8_ASYMM
+    signed = kind == OperandType.TENSOR_QUANT8_ASYMM_SIGNED
+    quantized = signed or kind == OperandType.TENSOR_QUANT8_ASYMM
     if not (kind == OperandType.TENSOR_FLOAT32 or (quantized and ctx.operation == Op.MEAN)) \
             or not constant_parameters(ctx):
         return None
@@ -37,7 +39,7 @@ def reduce(ctx: KernelContext) -> Runner | None:
 
     def run(x: np.ndarray, *_: object) -> np.ndarray:
         out = np.empty(out_shape, dtype)
-        reduce_kernel(code, np.ascontiguousarray(x), out, layout)
+        reduce_kernel(code, np.ascontiguousarray(x), out, layout, signed)
         return out
 
     return run

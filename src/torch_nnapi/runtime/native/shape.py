@@ -20,9 +20,10 @@ from ..ops import movement, shape, unary_math
 from ..ops.shape_common import axis_scalar
 from ..registry import Runner, register_native
 from . import module
-from .planning import constant_parameters
+from .planning import constant_parameters, every_byte
 
-_Q8 = OperandType.TENSOR_QUANT8_ASYMM
+# The 8-bit types (int8 since API 30), whose CONCATENATION may requantize.
+_QUANT8 = (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED)
 _TARGETS = {Op.RESHAPE: shape.reshape_target, Op.SQUEEZE: shape.squeeze_shape,
             Op.EXPAND_DIMS: shape.expand_dims_shape}
 
@@ -66,10 +67,11 @@ def strided_slice(ctx: KernelContext) -> Runner | None:
 
 def _requantization_table(ctx: KernelContext, k: int) -> np.ndarray | None:
     """The reference's requantization of the k-th input to the output's quantization for
-    every uint8 value; None when they are quantized alike."""
-    every_value = np.arange(256, dtype=np.uint8)
+    every 8-bit value, as bytes indexed by the value's byte; None when they are quantized
+    alike."""
+    every_value = every_byte(ctx.input_type("inputs", k))
     table = shape.requantized_input(ctx.with_input("inputs", every_value, k), k)
-    return None if table is every_value else np.ascontiguousarray(table, np.uint8)
+    return None if table is every_value else np.ascontiguousarray(table).view(np.uint8)
 
 
 @register_native(Op.CONCATENATION)
@@ -79,9 +81,7 @@ def concatenation(ctx: KernelContext) -> Runner | None:
     count = ctx.input_count("inputs")
     axis = ctx.scalar("axis")
     kind = ctx.input_type("inputs")
-    if kind == OperandType.TENSOR_QUANT8_ASYMM_SIGNED:
-        return None  # requantized through uint8 as Android: the reference's
-    if kind != _Q8:
+    if kind not in _QUANT8:
         return lambda *values: np.concatenate(values[:count], axis=axis)
     tables = [_requantization_table(ctx, i) for i in range(count)]
     lut = module().lut
@@ -89,8 +89,8 @@ def concatenation(ctx: KernelContext) -> Runner | None:
     def requantized(x: np.ndarray, table: np.ndarray | None) -> np.ndarray:
         if table is None:
             return x
-        out = np.empty(x.shape, np.uint8)
-        lut(np.ascontiguousarray(x), out, table)
+        out = np.empty(x.shape, x.dtype)
+        lut(np.ascontiguousarray(x).view(np.uint8), out.view(np.uint8), table)
         return out
 
     return lambda *values: np.concatenate(

@@ -138,14 +138,25 @@ static inline uint8_t tnn_clamp_u8(int32_t v, int32_t lo, int32_t hi) {
 }
 
 /* How int32 accumulators become uint8 outputs: per output channel (or one for all)
- * multiplier and shift, then the zero point and the activation's clamp. */
+ * multiplier and shift, then the zero point and the activation's clamp.
+ *
+ * Signed 8-bit outputs (TENSOR_QUANT8_ASYMM_SIGNED) are requantized in the unsigned domain
+ * (zero point and bounds plus 128, where the arithmetic is the same) and stored with
+ * `flip` 0x80, which turns u into u - 128 as a two's complement byte. */
 typedef struct {
     const int32_t *multiplier; /* per channel, or one when per_channel == 0 */
     const int32_t *shift;      /* each in [-31, 31] */
     int per_channel;
     int any_left_shift;        /* some shift > 0: the vector paths leave those to tnn_mbqm */
     int32_t zero_point, lo, hi;
+    uint8_t flip;              /* 0 (uint8 outputs) or 0x80 (int8 outputs) */
 } tnn_requant;
+
+/* The sign bit flipped: int8 v <-> uint8 v + 128 (0x80), or the bytes as they are (0). */
+static inline void tnn_flip_bytes(uint8_t *bytes, ptrdiff_t count, uint8_t flip) {
+    if (flip)
+        for (ptrdiff_t i = 0; i < count; i++) bytes[i] ^= flip;
+}
 
 /* out[i] = requantized(acc[i]) for `count` channels starting at channel `first`. */
 void tnn_requantize_row(const int32_t *acc, uint8_t *out, ptrdiff_t count, ptrdiff_t first,
