@@ -15,7 +15,8 @@ The body's example inputs are what its block reads the first time it runs on the
 example inputs (:func:`body_examples`), or, for a block they do not reach (the ``else`` they
 do not take), on other data of their sizes and kinds (``regions/trial.py``: float tensors
 random with their mean and spread, integer ones shuffled); a block none of these reach stays
-as it is.
+as it is, and so does a block that reads tensors of other sizes on other data than on the
+examples (the boxes of a detector's image): its regions would keep the examples' sizes.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ..regions.trial import other_data
 CONTROL_FLOW = ("prim::Loop", "prim::If")
 BODY_PREFIX = "body_"
 OTHER_RUNS = 4  # runs on other data looking for the blocks the example inputs do not reach
+SIZE_RUNS = 2  # runs on other data at least, looking for blocks whose inputs change sizes
 
 
 def body_name(index: int) -> str:
@@ -77,15 +79,22 @@ def convert_bodies(captured: Captured, part: Partition, convert_body: ConvertBod
                 targets.append((c.node, b, block))
     if not targets:
         return []
-    examples = body_examples(captured.script, [t[2] for t in targets], captured.examples)
-    for seed in range(OTHER_RUNS):  # blocks the examples miss: other data of their kind
-        if all(e is not None for e in examples):
+    blocks = [t[2] for t in targets]
+    examples = body_examples(captured.script, blocks, captured.examples)
+    varying: set[int] = set()
+    for seed in range(OTHER_RUNS):  # other data of their kind: blocks the examples miss,
+        if seed >= SIZE_RUNS and all(e is not None for e in examples):  # and sizes that vary
             break
         other = tuple(other_data(x, seed=seed * len(captured.examples) + i)
                       for i, x in enumerate(captured.examples))
-        found = body_examples(captured.script, [t[2] for t in targets], other)
-        examples = [e if e is not None else f for e, f in zip(examples, found, strict=True)]
+        found = body_examples(captured.script, blocks, other)
+        for k, (e, f) in enumerate(zip(examples, found, strict=True)):
+            if e is None:
+                examples[k] = f
+            elif f is not None and any(_sizes_change([a, b]) for a, b in zip(e, f, strict=True)):
+                varying.add(k)  # a detector's boxes: as many as the image has
     bodies = []
+    examples = [None if k in varying else e for k, e in enumerate(examples)]
     for (node, b, block), example in zip(targets, examples, strict=True):
         if example is None:
             continue  # not reached on the example inputs: no shapes to convert it with
