@@ -19,8 +19,10 @@ from .quantized import quantized_model
 
 # torchvision's quantizable blocks own a FloatFunctional even where they do not use it (an
 # inverted residual block without a residual), whose observer then never runs.
-pytestmark = [pytest.mark.slow,
-              pytest.mark.filterwarnings("ignore:must run observer before calling calculate_qparams")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:must run observer before calling calculate_qparams"),
+]
 
 NPU = str(Path(__file__).parents[2] / "docs" / "profiles" / "example-quant-npu.json")
 
