@@ -55,6 +55,7 @@ Loaded load() {
   TNN_OPTIONAL(Model_relaxComputationFloat32toFloat16);
   TNN_OPTIONAL(Model_setOperandSymmPerChannelQuantParams);
   TNN_OPTIONAL(Device_getName);
+  TNN_OPTIONAL(Device_getFeatureLevel);
   TNN_OPTIONAL(Compilation_createForDevices);
   TNN_OPTIONAL(Compilation_setCaching);
   TNN_OPTIONAL(Execution_compute);
@@ -84,6 +85,14 @@ const NnapiApi* nnapi(std::string* why) {
     return nullptr;
   }
   return &loaded.api;
+}
+
+int64_t library_feature_level(const NnapiApi& api) {
+  if (api.Model_setOperandValueFromModel && api.Execution_setLoopTimeout) return 30;
+  if (api.Model_setOperandSymmPerChannelQuantParams && api.Compilation_createForDevices)
+    return 29;
+  if (api.Model_relaxComputationFloat32toFloat16) return 28;
+  return 27;
 }
 
 const char* result_name(int code) {

@@ -49,6 +49,7 @@ struct NnapiApi {
   int (*getDeviceCount)(uint32_t*);
   int (*getDevice)(uint32_t, ANeuralNetworksDevice**);
   int (*Device_getName)(const ANeuralNetworksDevice*, const char**);
+  int (*Device_getFeatureLevel)(const ANeuralNetworksDevice*, int64_t*);
   int (*Compilation_createForDevices)(ANeuralNetworksModel*,
                                       const ANeuralNetworksDevice* const*, uint32_t,
                                       ANeuralNetworksCompilation**);
@@ -69,6 +70,11 @@ struct NnapiApi {
 // The API, loaded once; null when the library or one of the level-27 functions is missing
 // (`why` then says which).
 const NnapiApi* nnapi(std::string* why = nullptr);
+
+// The highest feature level (an Android API level, 27 to 30) whose functions this library
+// exports: what a compilation for all devices can run, since Android's CPU fallback
+// implements every operation of its own level.
+int64_t library_feature_level(const NnapiApi& api);
 
 // The name of an NNAPI result code, for log lines.
 const char* result_name(int code);

@@ -203,6 +203,16 @@ std::vector<std::string> device_list(const char* text) {
   return names;
 }
 
+// The blob records the model's lowest feature level (1 to 4, Android API 26 + level);
+// something older than that would reject the model part way through building it, or worse,
+// run an operation whose semantics changed. Refused here with one line naming both levels.
+Error check_feature_level(const char* what, int64_t offered, uint32_t needed) {
+  if (offered >= int64_t(26 + needed)) return Error::Ok;
+  TNN_LOG(Error, "%s has NNAPI feature level %lld; the model needs %u", what,
+          static_cast<long long>(offered), unsigned(26 + needed));
+  return Error::DelegateInvalidCompatibility;
+}
+
 Error create_compilation(Delegate& d, const std::vector<std::string>& devices) {
   const NnapiApi& api = *d.api;
   if (devices.empty())
@@ -232,6 +242,13 @@ Error create_compilation(Delegate& d, const std::vector<std::string>& devices) {
       TNN_LOG(Error, "no NNAPI device is named %s (there are: %s)", wanted.c_str(),
               available.empty() ? "none" : available.c_str());
       return Error::DelegateInvalidCompatibility;
+    }
+    int64_t level = 0;
+    if (api.Device_getFeatureLevel &&
+        api.Device_getFeatureLevel(found, &level) == ANEURALNETWORKS_NO_ERROR) {
+      Error error = check_feature_level(("NNAPI device " + wanted).c_str(), level,
+                                        d.options.feature_level);
+      if (error != Error::Ok) return error;
     }
     chosen.push_back(found);
   }
@@ -440,6 +457,10 @@ Result<DelegateHandle*> NnapiBackend::init(BackendInitContext& context,
   if (!d) return Error::MemoryAllocationFailed;
   d->api = api;
   d->options = b.options;
+  // before building: an older library would stop at the first function it lacks
+  Error too_old = check_feature_level("this libneuralnetworks.so", library_feature_level(*api),
+                                      b.options.feature_level);
+  if (too_old != Error::Ok) return too_old;
   d->models.assign(b.models.size(), nullptr);
   for (size_t i = b.models.size(); i-- > 0;) {
     Error error = build_model(*d, b, i, data, context.get_named_data_map());
