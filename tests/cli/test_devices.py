@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -100,3 +102,41 @@ def _shipped(name: str) -> dict:
     folder = resources.files("torch_nnapi.nnapi.devices").joinpath("profiles")
     path = folder.joinpath(f"{name}.json")
     return json.loads(path.read_text())
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "torch_nnapi.cli", *argv], capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_convert_for_a_device_says_how_the_steps_change(tmp_path):
+    model, out = _model(tmp_path), str(tmp_path / "for_minimal.pt")
+    result = _cli("convert", model, "-o", out, "--input", "1x3x10x10", "--device", MINIMAL,
+                  "--preference", "low_power")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert f"devices {MINIMAL} + nnapi-reference (low_power): converted without --device, 3" \
+        " step(s) in 1 NNAPI model(s), 1 operation(s) on nnapi-reference" in result.stdout
+    assert any(line.startswith(f"converted for {MINIMAL}: 2 step(s) in 2 NNAPI model(s), 0"
+                               " operation(s) on nnapi-reference") and
+               line.endswith(" 0% on nnapi-reference") for line in lines)
+    assert "aten::sigmoid x1: nnapi-sample_minimal does not run its LOGISTIC" in result.stdout
+    # the saved module is the partitioned one: it runs and matches the model
+    loaded = torch.jit.load(out)
+    x = torch.randn(1, 3, 10, 10)
+    expected = torch.jit.load(model)(x)
+    torch.testing.assert_close(loaded(x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_convert_with_a_bad_device_is_one_line(tmp_path):
+    model, profile = _model(tmp_path), tmp_path / "npu.json"
+    profile.write_text("{'name': 1}")
+    result = _cli("convert", model, "-o", str(tmp_path / "x.pt"), "--input", "1x3x10x10",
+                  "--device", str(profile))
+    assert result.returncode == int(ExitCode.BAD_FILE)
+    assert f"{profile}: not valid JSON" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = _cli("convert", model, "-o", str(tmp_path / "x.pt"), "--input", "1x3x10x10",
+                  "--device", "nnapi-sample_fast")
+    assert result.returncode == int(ExitCode.USAGE)
+    assert "nnapi-sample_fast: no shipped profile has this name" in result.stderr

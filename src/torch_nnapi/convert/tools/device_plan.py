@@ -13,7 +13,7 @@ import copy
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,6 +23,10 @@ from ...nnapi.model import Model
 from ...runtime.estimate import CpuBaseline, PlanEstimate, estimate
 from ...runtime.partitioning import Plan, Step, exec_time_factor, plan
 from ..options import preference_code
+
+if TYPE_CHECKING:
+    from ..api import Conversion
+    from ..fallback.convert import PartitionedConversion
 
 DeviceSpec = DeviceProfile | str
 
@@ -273,9 +277,19 @@ def plans_for_model(model: object, example_inputs: object, devices: Sequence[Dev
     """Converts ``model`` with ``options`` (as ``convert`` takes them, ``fallback=True``
     included) and plans its NNAPI model, or each region's: a list in running order."""
     from ..api import convert_with_details
-    from ..fallback.convert import PartitionedConversion
 
     conversion = convert_with_details(model, example_inputs, **options)
+    return plans_of_conversion(conversion, devices, preference, baseline)
+
+
+def plans_of_conversion(conversion: Conversion | PartitionedConversion,
+                        devices: Sequence[DeviceSpec],
+                        preference: str | int = "sustained_speed",
+                        baseline: CpuBaseline | None = None) -> list[DevicePlan]:
+    """The plan of a conversion's (``convert_with_details``) NNAPI model, or of each of its
+    regions, in running order."""
+    from ..fallback.convert import PartitionedConversion
+
     if isinstance(conversion, PartitionedConversion):
         return [plan_model(region.lowered.cx.model, devices, preference, baseline)
                 for region in conversion.regions if region.lowered is not None]
