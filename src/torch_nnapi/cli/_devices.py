@@ -78,12 +78,16 @@ def plans_summary(plans: list[Any]) -> str:
 
     steps = sum(len(made.steps) for made in plans)
     fallen = sum(len(made.fallen) for made in plans)
-    seconds = sum(made.estimate.seconds for made in plans)
-    on_reference = sum(made.estimate.seconds * made.reference_share for made in plans)
+    counted = f"{steps} step(s) in {len(plans)} NNAPI model(s), {fallen} operation(s) on" \
+        f" {REFERENCE_NAME}"
+    unknown = next((made.estimate.unknown for made in plans if made.estimate.unknown), "")
+    if unknown:
+        return f"{counted}, estimate unknown ({unknown})"
+    seconds = sum(made.estimate.seconds or 0.0 for made in plans)
+    on_reference = sum((made.estimate.seconds or 0.0) * (made.reference_share or 0.0)
+                       for made in plans)
     share = on_reference / seconds if seconds else 0.0
-    return (f"{steps} step(s) in {len(plans)} NNAPI model(s), {fallen} operation(s) on"
-            f" {REFERENCE_NAME}, estimated {seconds * 1e3:.3g} ms, {share:.0%} on"
-            f" {REFERENCE_NAME}")
+    return f"{counted}, estimated {seconds * 1e3:.3g} ms, {share:.0%} on {REFERENCE_NAME}"
 
 
 def plans_json(plans: list[Any]) -> list[dict[str, Any]]:
