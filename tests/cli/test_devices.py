@@ -140,3 +140,17 @@ def test_convert_with_a_bad_device_is_one_line(tmp_path):
                   "--device", "nnapi-sample_fast")
     assert result.returncode == int(ExitCode.USAGE)
     assert "nnapi-sample_fast: no shipped profile has this name" in result.stderr
+
+
+def test_convert_to_a_pte_for_a_device_leaves_what_it_cannot_run_to_executorch(tmp_path,
+                                                                               capsys):
+    pytest.importorskip("executorch", reason="ExecuTorch is not installed")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Sigmoid(),
+                                torch.nn.Conv2d(4, 4, 3)).eval()
+    path, out = str(tmp_path / "model.pt"), str(tmp_path / "for_minimal.pte")
+    torch.save(model, path)  # pickled: a .pte is exported from the nn.Module
+    assert main(["convert", path, "-o", out, "--input", "1x3x10x10", "--device", MINIMAL]) == 0
+    text = capsys.readouterr().out
+    assert "2 NNAPI region(s) with 2 NNAPI operations, 1 node(s) on ExecuTorch's kernels" in text
+    assert "on ExecuTorch: aten::sigmoid at" in text and MINIMAL in text
