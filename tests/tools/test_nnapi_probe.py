@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from torch_nnapi.nnapi.probe_model import read_probe_model, write_probe_model
 from torch_nnapi.runtime.partitioning import plan
 
 from ..cli._models import save
+from ..conftest import build_c_program
 from ..nnapi._probe_models import mixed_model
 
 SOURCE = Path(__file__).parents[2] / "tools" / "nnapi_probe.c"
@@ -33,14 +33,8 @@ SAMPLES = shipped_profile_names()
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory) -> Path:
-    compiler = shutil.which("cc")
-    if compiler is None:
-        pytest.skip("no C compiler (cc) on this machine to build tools/nnapi_probe.c")
-    program = tmp_path_factory.mktemp("probe") / "nnapi_probe"
-    subprocess.run([compiler, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic",
-                    str(SOURCE), "-ldl", "-lm", "-o", str(program)],
-                   check=True, capture_output=True, text=True)
-    return program
+    return build_c_program(tmp_path_factory.mktemp("probe"), SOURCE, "-O1", "-pedantic", "-ldl",
+                           "-lm")
 
 
 def _run(probe: Path, *args: str, devices: str = "") -> subprocess.CompletedProcess:
