@@ -62,6 +62,9 @@ def _write_probe_models(module, out: str, source: str) -> list:
     from ..nnapi.probe_model import probe_model_text
 
     programs = region_programs(module) if is_partitioned(module) else [program_of(module)]
+    if not programs:
+        raise usage(f"--probe-model: module {source} has no NNAPI region outside its loops and"
+                    " branches (the probe model file holds the top-level regions)")
     target = output_path(out, source)
     paths = [target] if len(programs) == 1 else \
         [target.with_name(f"{target.stem}.region{k}{target.suffix}") for k in range(len(programs))]
