@@ -12,7 +12,7 @@ import torch
 from torch_nnapi.cli import main
 from torch_nnapi.cli._errors import ExitCode
 
-from ._models import save
+from ._models import QuantizedRelu, save
 
 MINIMAL = "nnapi-sample_minimal"
 
@@ -154,3 +154,18 @@ def test_convert_to_a_pte_for_a_device_leaves_what_it_cannot_run_to_executorch(t
     text = capsys.readouterr().out
     assert "2 NNAPI region(s) with 2 NNAPI operations, 1 node(s) on ExecuTorch's kernels" in text
     assert "on ExecuTorch: aten::sigmoid at" in text and MINIMAL in text
+
+
+def test_check_on_the_sample_quant_driver_shows_androids_plan_and_its_page(tmp_path, capsys):
+    """The issue's command: a quantized model checked against nnapi-sample_quant, which
+    supports its 8-bit operations but is 50 times slower than the CPU."""
+    path = save(QuantizedRelu(), torch.randn(1, 8), tmp_path / "q.pt")
+    report = tmp_path / "q.html"
+    assert main(["check", "--device", "nnapi-sample_quant", path, "--input", "1x8",
+                 "--no-layers", "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "devices nnapi-sample_quant + nnapi-reference (sustained_speed): 1 step(s)" in out
+    assert "because nnapi-sample_quant: supported, but its execTime 50 is not below the" \
+        " CPU's 1" in out
+    page = report.read_text()
+    assert "On the devices" in page and "step 0: nnapi-reference" in page
