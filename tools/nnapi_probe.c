@@ -12,11 +12,14 @@
  * C99, libc and dlopen only, so that the NDK's clang builds it for a phone:
  *   cc -std=c99 -O2 tools/nnapi_probe.c -ldl -o nnapi_probe
  *
- * Usage: nnapi_probe [--library PATH] [--out DIR] [--performance EXEC,POWER] [MODEL_FILE...]
+ * Usage: nnapi_probe [--library PATH] [--out DIR] [--performance [WHAT=]EXEC,POWER]...
+ *                    [MODEL_FILE...]
  *
  * Android's NDK API does not tell a device's Capabilities (its speed relative to the CPU):
- * the profiles get --performance for every operand type (default 1.0,1.0, the CPU's, which
- * partitioning ties go to) and a comment saying so; edit them from measurements.
+ * the profiles get what --performance says (repeatable; WHAT is an operand type name, such
+ * as TENSOR_QUANT8_ASYMM, or relaxed, if, while; without WHAT: every other operand type,
+ * and relaxed, IF and WHILE unless given), by default 1.0,1.0 (the CPU's, which
+ * partitioning ties go to) with a comment saying so: edit them from measurements.
  *
  * Exit codes (those of torch-nnapi): 0 success, 4 bad command line, 5 a file cannot be read or
  * is malformed (the library or a model file), 6 a profile cannot be written, 7 the library
@@ -520,8 +523,87 @@ static const char* type_name(int32_t type) {
     }
 }
 
+/* ------------------------------------------------------------------ capabilities */
+
+/* The operand types a profile's operandPerformance names (NNAPI's codes 0 to 14). */
+static const char* const OPERAND_TYPES[] = {
+    "FLOAT32", "INT32", "UINT32", "TENSOR_FLOAT32", "TENSOR_INT32", "TENSOR_QUANT8_ASYMM",
+    "BOOL", "TENSOR_QUANT16_SYMM", "TENSOR_FLOAT16", "TENSOR_BOOL8", "FLOAT16",
+    "TENSOR_QUANT8_SYMM_PER_CHANNEL", "TENSOR_QUANT16_ASYMM", "TENSOR_QUANT8_SYMM",
+    "TENSOR_QUANT8_ASYMM_SIGNED"};
+enum { TYPE_COUNT = sizeof OPERAND_TYPES / sizeof OPERAND_TYPES[0] };
+
+typedef struct {
+    double exec_time, power_usage;
+    bool given;
+} Performance;
+
+typedef struct {
+    Performance fallback; /* no WHAT: the types not named, and relaxed/if/while not given */
+    Performance per_type[TYPE_COUNT], relaxed, if_, while_;
+} CapabilityOptions;
+
+static void usage(const char* problem);
+
+/* --performance [WHAT=]EXEC,POWER */
+static void read_performance(CapabilityOptions* c, const char* value) {
+    const char* equals = strchr(value, '=');
+    Performance* target = &c->fallback;
+    if (equals != NULL) {
+        size_t length = (size_t)(equals - value);
+        target = NULL;
+        for (int k = 0; k < TYPE_COUNT && target == NULL; k++)
+            if (strlen(OPERAND_TYPES[k]) == length && strncmp(value, OPERAND_TYPES[k], length) == 0)
+                target = &c->per_type[k];
+        if (length == 7 && strncmp(value, "relaxed", 7) == 0) target = &c->relaxed;
+        if (length == 2 && strncmp(value, "if", 2) == 0) target = &c->if_;
+        if (length == 5 && strncmp(value, "while", 5) == 0) target = &c->while_;
+        if (target == NULL)
+            usage("--performance: WHAT is an operand type name (FLOAT32, TENSOR_QUANT8_ASYMM,"
+                  " ...), relaxed, if or while");
+        value = equals + 1;
+    }
+    char extra;
+    if (sscanf(value, "%lf,%lf%c", &target->exec_time, &target->power_usage, &extra) != 2 ||
+        !(target->exec_time > 0) || !(target->power_usage > 0) ||
+        !isfinite(target->exec_time) || !isfinite(target->power_usage))
+        usage("--performance: expected two positive numbers, [WHAT=]EXEC,POWER");
+    target->given = true;
+}
+
+static bool any_performance(const CapabilityOptions* c) {
+    bool given = c->fallback.given || c->relaxed.given || c->if_.given || c->while_.given;
+    for (int k = 0; k < TYPE_COUNT; k++) given = given || c->per_type[k].given;
+    return given;
+}
+
+static void append_performance(Text* t, const Performance* p, const Performance* fallback) {
+    const Performance* chosen = p->given ? p : fallback;
+    append(t, "{\"execTime\": %.9g, \"powerUsage\": %.9g}", chosen->exec_time,
+           chosen->power_usage);
+}
+
+static void append_capabilities(Text* t, const CapabilityOptions* c) {
+    append(t, "  \"capabilities\": {\n    \"operandPerformance\": {\"default\": ");
+    append_performance(t, &c->fallback, &c->fallback);
+    for (int k = 0; k < TYPE_COUNT; k++) {
+        if (!c->per_type[k].given) continue;
+        append(t, ",\n      \"%s\": ", OPERAND_TYPES[k]);
+        append_performance(t, &c->per_type[k], &c->fallback);
+    }
+    append(t, "},\n    \"relaxedFloat32toFloat16PerformanceScalar\": ");
+    append_performance(t, &c->relaxed, &c->fallback);
+    append(t, ",\n    \"relaxedFloat32toFloat16PerformanceTensor\": ");
+    append_performance(t, &c->relaxed, &c->fallback);
+    append(t, ",\n    \"ifPerformance\": ");
+    append_performance(t, &c->if_, &c->fallback);
+    append(t, ",\n    \"whilePerformance\": ");
+    append_performance(t, &c->while_, &c->fallback);
+    append(t, "\n  },\n");
+}
+
 static void write_profile(const DeviceAnswers* d, const char* dir, const char* library,
-                          double exec_time, double power_usage, bool performance_given) {
+                          const CapabilityOptions* capabilities) {
     char path[4096], file_name[256];
     size_t n = 0;
     for (const char* c = d->name; *c && n < sizeof file_name - 6; c++)
@@ -541,18 +623,13 @@ static void write_profile(const DeviceAnswers* d, const char* dir, const char* l
              " %lld)", library, (int)d->type, (long long)d->feature_level);
     append_string(&t, source);
     append(&t, ",\n  \"comment\": \"%s\",\n",
-           performance_given ? "capabilities given to nnapi_probe --performance; the rules are"
+           any_performance(capabilities) ? "capabilities given to nnapi_probe --performance;"
+                               " the rules are"
                                " the device's answers for the probed operations only"
                              : "the NDK API does not tell Capabilities: 1.0 (the CPU's) is"
                                " written everywhere, edit them; the rules are the device's"
                                " answers for the probed operations only");
-    char perf[96];
-    snprintf(perf, sizeof perf, "{\"execTime\": %.9g, \"powerUsage\": %.9g}", exec_time,
-             power_usage);
-    append(&t, "  \"capabilities\": {\n    \"operandPerformance\": {\"default\": %s},\n", perf);
-    append(&t, "    \"relaxedFloat32toFloat16PerformanceScalar\": %s,\n", perf);
-    append(&t, "    \"relaxedFloat32toFloat16PerformanceTensor\": %s,\n", perf);
-    append(&t, "    \"ifPerformance\": %s,\n    \"whilePerformance\": %s\n  },\n", perf, perf);
+    append_capabilities(&t, capabilities);
     append(&t, "  \"supportedOperations\": [");
     for (size_t i = 0; i < d->rule_count; i++)
         append(&t, "%s\n    %s,\n     \"supported\": %s}", i ? "," : "", d->rules[i].conditions,
@@ -570,16 +647,17 @@ static void write_profile(const DeviceAnswers* d, const char* dir, const char* l
 
 /* ------------------------------------------------------------------ main */
 
+#define USAGE "usage: nnapi_probe [--library PATH] [--out DIR] [--performance" \
+    " [WHAT=]EXEC,POWER]... [MODEL_FILE...]\n"
+
 static void usage(const char* problem) {
-    fprintf(stderr, "nnapi_probe: %s\nusage: nnapi_probe [--library PATH] [--out DIR]"
-            " [--performance EXEC,POWER] [MODEL_FILE...]\n", problem);
+    fprintf(stderr, "nnapi_probe: %s\n" USAGE, problem);
     exit(EXIT_USAGE);
 }
 
 int main(int argc, char** argv) {
     const char *library = "libneuralnetworks.so", *out = ".";
-    double exec_time = 1.0, power_usage = 1.0;
-    bool performance_given = false;
+    CapabilityOptions capabilities = {.fallback = {1.0, 1.0, false}};
     int first_model = argc;
     for (int i = 1; i < argc; i++) {
         bool has_value = i + 1 < argc;
@@ -589,17 +667,9 @@ int main(int argc, char** argv) {
             const char* value = argv[++i];
             if (argv[i - 1][2] == 'l') library = value;
             else if (argv[i - 1][2] == 'o') out = value;
-            else {
-                char extra;
-                if (sscanf(value, "%lf,%lf%c", &exec_time, &power_usage, &extra) != 2 ||
-                    !(exec_time > 0) || !(power_usage > 0) || !isfinite(exec_time) ||
-                    !isfinite(power_usage))
-                    usage("--performance: expected two positive numbers, EXEC,POWER");
-                performance_given = true;
-            }
+            else read_performance(&capabilities, value);
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: nnapi_probe [--library PATH] [--out DIR] [--performance EXEC,POWER]"
-                   " [MODEL_FILE...]\n");
+            printf(USAGE);
             return EXIT_OK;
         } else if (argv[i][0] == '-' && argv[i][1] == '-') {
             usage("unknown option");
@@ -645,11 +715,11 @@ int main(int argc, char** argv) {
     }
     for (uint32_t i = 0; i < device_count && model_count > 0; i++) {
         if (strcmp(answers[i].name, "nnapi-reference") == 0) continue; /* Android's CPU */
-        write_profile(&answers[i], out, library, exec_time, power_usage, performance_given);
+        write_profile(&answers[i], out, library, &capabilities);
     }
-    if (model_count > 0 && !performance_given)
+    if (model_count > 0 && !any_performance(&capabilities))
         fprintf(stderr, "nnapi_probe: note: the NDK API does not tell a device's Capabilities:"
-                " the profiles say 1.0 (the CPU's); pass --performance EXEC,POWER or edit"
-                " them\n");
+                " the profiles say 1.0 (the CPU's); pass --performance [WHAT=]EXEC,POWER or"
+                " edit them\n");
     return EXIT_OK;
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from torch_nnapi.capi import library_path
 from torch_nnapi.cli import main
 from torch_nnapi.nnapi.codes import PreferenceCode
 from torch_nnapi.nnapi.devices import (
+    DeviceProfile,
     load_profile_file,
     reference_profile,
     shipped_profile,
@@ -68,23 +70,48 @@ def test_probing_the_emulated_sample_drivers_gives_their_answers_back(probe, tmp
     assert "the NDK API does not tell a device's Capabilities" in result.stderr
 
 
-def test_a_probed_profile_with_its_capabilities_plans_as_the_emulated_one(probe, tmp_path):
+def _performance_options(profile: DeviceProfile) -> list[str]:
+    """The --performance options that give a profile's Capabilities back: the most common
+    figure as the default, the others by operand type."""
+    caps = profile.capabilities
+    figures = Counter(caps.operand_performance.values())
+    default = figures.most_common(1)[0][0]
+    options = [f"{default.exec_time:.9g},{default.power_usage:.9g}"]
+    options += [f"{t.name}={p.exec_time:.9g},{p.power_usage:.9g}"
+                for t, p in caps.operand_performance.items() if p != default]
+    assert caps.relaxed_scalar == caps.relaxed_tensor  # one option sets both
+    options += [f"{what}={p.exec_time:.9g},{p.power_usage:.9g}"
+                for what, p in (("relaxed", caps.relaxed_scalar), ("if", caps.if_performance),
+                                ("while", caps.while_performance))]
+    return [arg for option in options for arg in ("--performance", option)]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_a_probed_profile_with_its_capabilities_plans_as_the_emulated_one(probe, tmp_path,
+                                                                            name):
     model_file = tmp_path / "mixed.txt"
     write_probe_model(mixed_model(), model_file)
-    # nnapi-sample_minimal's float32 performance; it supports only float32 first inputs
-    result = _run(probe, "--out", str(tmp_path), "--performance", "0.4,0.5", str(model_file),
-                  devices="nnapi-sample_minimal")
+    shipped = shipped_profile(name)
+    result = _run(probe, "--out", str(tmp_path), *_performance_options(shipped),
+                  str(model_file), devices=name)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     model = read_probe_model(model_file)
-    probed = load_profile_file(tmp_path / "nnapi-sample_minimal.json")
-    for preference in PreferenceCode:
-        ours = plan(model, [probed, reference_profile()], preference)
-        theirs = plan(model, [shipped_profile("nnapi-sample_minimal"), reference_profile()],
-                      preference)
-        assert len(ours.steps) > 1
-        assert [(s.device, s.operations) for s in ours.steps] == \
-            [(s.device, s.operations) for s in theirs.steps]
+    probed = load_profile_file(tmp_path / f"{name}.json")
+    assert probed.capabilities == shipped.capabilities
+    for relaxed in (False, True):
+        model.relax_float32_to_float16 = relaxed
+        for preference in PreferenceCode:
+            ours = plan(model, [probed, reference_profile()], preference)
+            theirs = plan(model, [shipped, reference_profile()], preference)
+            assert [(s.device, s.operations) for s in ours.steps] == \
+                [(s.device, s.operations) for s in theirs.steps], (name, relaxed, preference)
+
+
+def test_bad_performance_options_are_named(probe):
+    result = _run(probe, "--performance", "TENSOR_QUANT8=0.5,0.5")
+    assert result.returncode == 4
+    assert result.stderr.startswith("nnapi_probe: --performance: WHAT is an operand type name")
 
 
 def test_a_converted_module_probed_through_inspect_feeds_device(probe, tmp_path, capsys):
