@@ -128,18 +128,17 @@ def test_convert_for_a_device_says_how_the_steps_change(tmp_path):
     torch.testing.assert_close(loaded(x), expected, rtol=1e-4, atol=1e-5)
 
 
-def test_convert_with_a_bad_device_is_one_line(tmp_path):
+def test_convert_with_a_bad_device_is_one_line(tmp_path, capsys):
     model, profile = _model(tmp_path), tmp_path / "npu.json"
     profile.write_text("{'name': 1}")
-    result = _cli("convert", model, "-o", str(tmp_path / "x.pt"), "--input", "1x3x10x10",
-                  "--device", str(profile))
-    assert result.returncode == int(ExitCode.BAD_FILE)
-    assert f"{profile}: not valid JSON" in result.stderr
-    assert "Traceback" not in result.stderr
-    result = _cli("convert", model, "-o", str(tmp_path / "x.pt"), "--input", "1x3x10x10",
-                  "--device", "nnapi-sample_fast")
-    assert result.returncode == int(ExitCode.USAGE)
-    assert "nnapi-sample_fast: no shipped profile has this name" in result.stderr
+    out = str(tmp_path / "x.pt")
+    assert main(["convert", model, "-o", out, "--input", "1x3x10x10", "--device",
+                 str(profile)]) == int(ExitCode.BAD_FILE)
+    err = capsys.readouterr().err
+    assert f"{profile}: not valid JSON" in err and "Traceback" not in err
+    assert main(["convert", model, "-o", out, "--input", "1x3x10x10", "--device",
+                 "nnapi-sample_fast"]) == int(ExitCode.USAGE)
+    assert "nnapi-sample_fast: no shipped profile has this name" in capsys.readouterr().err
 
 
 def test_convert_to_a_pte_for_a_device_leaves_what_it_cannot_run_to_executorch(tmp_path,
