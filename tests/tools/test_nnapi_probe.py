@@ -35,8 +35,9 @@ SAMPLES = shipped_profile_names()
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory) -> Path:
-    return build_c_program(tmp_path_factory.mktemp("probe"), SOURCE, "-O1", "-pedantic", "-ldl",
-                           "-lm")
+    companions = [str(SOURCE.with_name(f"nnapi_probe_{part}.c")) for part in ("model", "profile")]
+    return build_c_program(tmp_path_factory.mktemp("probe"), SOURCE, *companions, "-O1",
+                           "-pedantic", "-ldl", "-lm")
 
 
 def _run(probe: Path, *args: str, devices: str = "") -> subprocess.CompletedProcess:
