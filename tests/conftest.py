@@ -5,6 +5,8 @@ PyTorch's quantized engine."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,18 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # The library in this process offers nnapi-reference alone, whatever the shell lists (it reads
 # the list once, when it starts); tests of other device lists run processes of their own.
 os.environ.pop("TORCH_NNAPI_DEVICES", None)
+
+
+def build_c_program(directory: Path, source: Path, *flags: str) -> Path:
+    """``source`` compiled as C99 with the system compiler (``cc``), warnings as errors,
+    into ``directory``; the test is skipped, saying why, when there is no compiler."""
+    compiler = shutil.which("cc")
+    if compiler is None:
+        pytest.skip(f"no C compiler (cc) on this machine to build {source.name}")
+    program = directory / source.stem
+    subprocess.run([compiler, "-std=c99", "-Wall", "-Wextra", "-Werror", str(source), *flags,
+                    "-o", str(program)], check=True, capture_output=True, text=True)
+    return program
 
 
 def package_env(**extra: str) -> dict[str, str]:

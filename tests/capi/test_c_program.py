@@ -16,20 +16,16 @@ from torch_nnapi.capi import include_path, library_path
 from torch_nnapi.nnapi import OperationType
 from torch_nnapi.runtime import kernel_for
 
+from ..conftest import build_c_program
+
 SOURCE = Path(__file__).with_name("nnapi_client.c")
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory) -> Path:
-    compiler = shutil.which("cc")
-    if compiler is None:
-        pytest.skip("no C compiler (cc) on this machine")
-    program = tmp_path_factory.mktemp("c_client") / "nnapi_client"
     library_dir = os.path.dirname(library_path())
-    subprocess.run([compiler, "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{include_path()}",
-                    str(SOURCE), f"-L{library_dir}", "-lneuralnetworks", "-lpthread", "-lm",
-                    "-o", str(program)], check=True, capture_output=True, text=True)
-    return program
+    return build_c_program(tmp_path_factory.mktemp("c_client"), SOURCE, f"-I{include_path()}",
+                           f"-L{library_dir}", "-lneuralnetworks", "-lpthread", "-lm")
 
 
 def _run(program: Path, *args: str, **variables: str) -> subprocess.CompletedProcess:

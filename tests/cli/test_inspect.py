@@ -59,3 +59,30 @@ def test_inspect_shows_the_regions_inside_a_loop(tmp_path, capsys):
     assert "0 NNAPI regions (+1 inside loops and branches)" in text.splitlines()[0]
     assert "inside prim::Loop (body) at " in text
     assert "    partitioned: 1 NNAPI region (" in text
+    assert main(["inspect", path, "--probe-model", str(tmp_path / "gru.probe")]) == 4
+    assert "has no NNAPI region outside its loops and branches" in capsys.readouterr().err
+
+
+def test_probe_model_writes_each_region_of_a_partitioned_module(tmp_path, capsys):
+    from torch_nnapi.nnapi.probe_model import read_probe_model
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Sigmoid(),
+                                torch.nn.Conv2d(4, 4, 3)).eval()
+    source = save(model, torch.randn(1, 3, 10, 10), tmp_path / "model.pt")
+    converted = str(tmp_path / "parts.pt")
+    assert main(["convert", source, "-o", converted, "--input", "1x3x10x10", "--fallback",
+                 "--fallback-op", "aten::sigmoid"]) == 0
+    capsys.readouterr()
+    assert main(["inspect", converted, "--summary", "--probe-model",
+                 str(tmp_path / "parts.probe")]) == 0
+    text = capsys.readouterr().out
+    for k in (0, 1):
+        path = tmp_path / f"parts.region{k}.probe"
+        assert f"probe model: {path}" in text
+        assert [op.type.name for op in read_probe_model(path).operations] == ["CONV_2D"]
+    assert main(["inspect", converted, "--probe-model", str(tmp_path / "no" / "x.probe")]) == 6
+    assert "directory" in capsys.readouterr().err
+    assert main(["inspect", str(tmp_path / "model.pte"), "--probe-model", "x.probe"]) == 4
+    assert "--probe-model reads a module saved by torch-nnapi convert, not a .pte" in \
+        capsys.readouterr().err

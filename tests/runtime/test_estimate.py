@@ -7,7 +7,7 @@ import pytest
 
 from torch_nnapi.nnapi import Model, OperandType, OperationType, PreferenceCode
 from torch_nnapi.nnapi.devices import reference_profile, shipped_profile
-from torch_nnapi.runtime.estimate import CpuBaseline, estimate, operation_work
+from torch_nnapi.runtime.estimate import CpuBaseline, estimate, example_sizes, operation_work
 from torch_nnapi.runtime.partitioning import plan
 
 from .partition_support import chain
@@ -47,6 +47,41 @@ def test_a_step_costs_its_devices_exec_time_times_the_work_plus_its_copies():
     assert guess.steps[0].seconds == pytest.approx(one_add)
     assert guess.steps[0].copy_seconds == 0
     assert guess.steps[1].copy_seconds == pytest.approx(4000 / 1e6)  # the first ADD's result
-    on_cpu = guess.steps[1].seconds
-    assert guess.reference_share == pytest.approx(on_cpu / guess.seconds)
-    assert 0 < guess.reference_share < 1
+    on_cpu, total, share = guess.steps[1].seconds, guess.seconds, guess.reference_share
+    assert on_cpu is not None and total is not None and share is not None
+    assert share == pytest.approx(on_cpu / total)
+    assert 0 < share < 1
+
+
+def test_tensors_of_unknown_size_make_the_estimate_unknown_with_the_reason():
+    model = chain([OperationType.ADD, OperationType.MAXIMUM, OperationType.ADD], (0,),
+                  unknown_middle=True)
+    devices = [shipped_profile("nnapi-sample_minimal"), reference_profile()]
+    made = plan(model, devices, PreferenceCode.SUSTAINED_SPEED)
+    guess = estimate(made, model, devices)
+    assert all(s.seconds is None and s.copy_seconds is None for s in guess.steps)
+    assert guess.seconds is None and guess.reference_share is None
+    assert guess.steps[0].unknown == ("operation 0 (ADD): input 0, operand 0 TENSOR_FLOAT32[?],"
+                                      " has a size unknown without example inputs")
+    assert guess.unknown == f"step 0: {guess.steps[0].unknown}"
+    work = operation_work(model, 1)
+    assert (work.multiply_adds, work.bytes_moved) == (0, 0)
+    assert work.unknown.startswith("operation 1 (MAXIMUM): input 0, operand 2")
+
+
+def test_the_example_inputs_sizes_make_it_known_as_for_declared_sizes():
+    devices = [shipped_profile("nnapi-sample_minimal"), reference_profile()]
+    operations = [OperationType.ADD, OperationType.MAXIMUM, OperationType.ADD]
+    model = chain(operations, (0,), unknown_middle=True)
+    sizes = example_sizes(model, [np.ones(1000, np.float32), np.ones(1000, np.float32)])
+    assert sizes[2] == (1000,)  # the first ADD's result, of unknown size in the model
+    declared = chain(operations, (1000,))
+    for index in range(3):
+        assert operation_work(model, index, sizes) == operation_work(declared, index)
+    made = plan(model, devices, PreferenceCode.SUSTAINED_SPEED)
+    baseline = CpuBaseline(macs_per_second=1e6, bytes_per_second=1e6)
+    guess = estimate(made, model, devices, baseline, sizes)
+    works = [operation_work(declared, index) for index in range(3)]
+    seconds = sum(w.multiply_adds / 1e6 + w.bytes_moved / 1e6 for w in works)
+    assert guess.unknown == "" and guess.seconds == pytest.approx(seconds)
+    assert example_sizes(declared, []) == {}  # nothing unknown: nothing run

@@ -9,12 +9,16 @@ from typing import Any
 from ._errors import CliError, ExitCode, bad_file, usage
 
 
-def add_device_option(p: argparse.ArgumentParser) -> None:
+def add_device_option(p: argparse.ArgumentParser, *, preference: bool = True,
+                      what: str = "shows Android's steps, the operations left to"
+                                  " nnapi-reference and why, and the estimated time per"
+                                  " step") -> None:
+    """``--device`` and, unless the command has its own, ``--preference``."""
     p.add_argument("--device", action="append", default=[], metavar="NAME_OR_JSON",
                    help="a phone's NNAPI driver: a shipped profile (nnapi-sample_quant, ...)"
-                        " or a profile's JSON file (repeat for several); shows Android's"
-                        " steps, the operations left to nnapi-reference and why, and the"
-                        " estimated time per step")
+                        f" or a profile's JSON file (repeat for several); {what}")
+    if not preference:
+        return
     p.add_argument("--preference", default="sustained_speed",
                    choices=("fast_single_answer", "sustained_speed", "low_power"),
                    help="the compilation preference Android partitions for, with --device"
@@ -65,6 +69,25 @@ def render_plans(plans: list[Any]) -> list[str]:
         lines.append(f"region {k}:")
         lines += ["  " + line for line in made.render()]
     return lines
+
+
+def plans_summary(plans: list[Any]) -> str:
+    """The plans of a model's NNAPI models (a partitioned one's regions) in a few words:
+    steps, operations on nnapi-reference and their share of the estimated time."""
+    from ..nnapi.devices import REFERENCE_NAME
+
+    steps = sum(len(made.steps) for made in plans)
+    fallen = sum(len(made.fallen) for made in plans)
+    counted = f"{steps} step(s) in {len(plans)} NNAPI model(s), {fallen} operation(s) on" \
+        f" {REFERENCE_NAME}"
+    unknown = next((made.estimate.unknown for made in plans if made.estimate.unknown), "")
+    if unknown:
+        return f"{counted}, estimate unknown ({unknown})"
+    seconds = sum(made.estimate.seconds or 0.0 for made in plans)
+    on_reference = sum((made.estimate.seconds or 0.0) * (made.reference_share or 0.0)
+                       for made in plans)
+    share = on_reference / seconds if seconds else 0.0
+    return f"{counted}, estimated {seconds * 1e3:.3g} ms, {share:.0%} on {REFERENCE_NAME}"
 
 
 def plans_json(plans: list[Any]) -> list[dict[str, Any]]:

@@ -259,7 +259,7 @@ def plan_timelines(plans, heading: str) -> list[str]:
     colour = {n: MISMATCH_COLOUR if n == REFERENCE_NAME
               else _DEVICE_COLOURS[k % len(_DEVICE_COLOURS)] for k, n in enumerate(names)}
     for k, made in enumerate(plans):
-        total = made.estimate.seconds or 1.0
+        total = sum(guess.seconds or 0.0 for guess in made.estimate.steps) or 1.0
         steps = list(zip(made.steps, made.estimate.steps, strict=True))
         bar = "".join(_step_cell(s, guess.seconds, total, colour[s.device])
                       for s, guess in steps)
@@ -268,7 +268,8 @@ def plan_timelines(plans, heading: str) -> list[str]:
                     f'<div style="display:flex;gap:1px">{bar}</div>')
         body.append(_table(["step", "device", "operations", "estimated", "bytes in"],
                            ((_e(s.index), _e(s.device), _e(len(s.operations)),
-                             _e(f"{guess.seconds * 1e3:.3g} ms"),
+                             _e("unknown" if guess.seconds is None
+                                else f"{guess.seconds * 1e3:.3g} ms"),
                              _e(sum(t.nbytes or 0 for t in s.inputs if t.producer is not None)))
                             for s, guess in steps), numeric=(2, 3, 4)))
         if made.fallen:
@@ -279,11 +280,12 @@ def plan_timelines(plans, heading: str) -> list[str]:
     return body
 
 
-def _step_cell(step, seconds: float, total: float, colour: str) -> str:
-    """One step of a timeline: as wide as its share of the estimated time."""
+def _step_cell(step, seconds: float | None, total: float, colour: str) -> str:
+    """One step of a timeline: as wide as its share of the estimated time (a step whose
+    estimate is unknown: a sliver, titled so)."""
     title = f"step {step.index}: {step.device}, {len(step.operations)} operations," \
-        f" {seconds * 1e3:.3g} ms"
-    width = max(seconds / total * 100, 0.5)
+        + (" estimate unknown" if seconds is None else f" {seconds * 1e3:.3g} ms")
+    width = 0.5 if seconds is None else max(seconds / total * 100, 0.5)
     return (f'<div title="{_e(title)}" style="width:{width:.2f}%;background:{colour};'
             'height:1.6em"></div>')
 

@@ -13,7 +13,9 @@ verdict per output and exit code 2 when one is over the tolerance.
 ``--fallback`` runs on the CPU what NNAPI cannot (with ``--target-level``, also what a device
 of that level would reject): the result runs NNAPI regions and CPU nodes in one module.
 ``--fallback-op KIND`` keeps an op on the CPU, ``--min-region-size N`` and ``--max-regions N``
-bound the regions (``_fallback.py``).
+bound the regions (``_fallback.py``). ``--device NAME_OR_JSON`` converts for a phone's driver
+(``convert(..., device=, fallback=True)``; a .pte: ``NnapiPartitioner(device=)``): what it
+cannot run stays on the CPU, and the command says how Android's steps change.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import argparse
 import sys
 
 from ._commands import command
+from ._devices import add_device_option, device_profiles, plans_summary
 from ._errors import CliError, ExitCode
 from ._fallback import add_fallback_options, fallback_options
 from ._inputs import add_input_options, example_inputs, layout_options, parse_input
@@ -75,6 +78,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare", action="store_true",
                    help="print a layer-by-layer comparison with PyTorch (host runtime)")
     add_fallback_options(p)
+    add_device_option(p, preference=False,
+                      what="converts for the first: what it cannot run stays on PyTorch's CPU"
+                           " (implies --fallback; a .pte: on ExecuTorch's kernels), saying"
+                           " how Android's steps change (with --preference)")
 
 
 @command("convert", "convert a PyTorch model to a TorchScript module that runs on NNAPI",
@@ -88,7 +95,10 @@ def run(args: argparse.Namespace) -> int:
 
     specs = [parse_input(text) for text in args.input]
     as_pte = args.format == "pte" or (args.format is None and args.output.endswith(".pte"))
+    profiles = device_profiles(args)
+    args.fallback = args.fallback or bool(profiles)
     fallback = pte_policy(args) if as_pte else fallback_options(args)
+    device = {"device": profiles[0]} if profiles else {}
     output_path(args.output, args.model)
     with Progress("convert") as progress:
         progress.step("loading the model")
@@ -99,13 +109,14 @@ def run(args: argparse.Namespace) -> int:
         expected = run_eagerly(model, examples)
         if as_pte:
             progress.step("lowering to ExecuTorch")
-            return convert_pte(args, model, examples, pte_layout(specs), fallback)
+            return convert_pte(args, model, examples, pte_layout(specs),
+                               dict(fallback, **device))
         options = dict(layout_options(specs), compilation_preference=args.preference,
                        relax_fp32_to_fp16=args.fp16, capture=args.capture)
         progress.step("converting")
         try:
             conversion = convert_with_details(model, examples, target_level=args.target_level,
-                                              **options, **fallback)
+                                              **options, **fallback, **device)
         except FeatureLevelError as e:
             progress.done()
             print(f"torch-nnapi convert: {e}", file=sys.stderr)
@@ -137,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
 
             progress.step("comparing layer by layer")
             diffs = compare_layers(model, examples, **options)
+        changes = _device_changes(model, examples, conversion, profiles, args, options,
+                                  fallback, progress) if profiles else []
         verdicts = None
         if args.check:  # on the saved file: it must load and run as saved
             progress.step("running the saved module")
@@ -150,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"converted in {conversion.seconds:.2f} s: {operation_count}"
               f" NNAPI operations, feature level {conversion.feature_level}"
               f" (Android {_android(conversion.feature_level)})")
+    print("".join(line + "\n" for line in changes), end="")
     print(f"saved {args.output}")
     if args.compare and report is not None:
         print("layer-by-layer comparison: not available for a partitioned model (use"
@@ -162,6 +176,27 @@ def run(args: argparse.Namespace) -> int:
     for line in verdicts.lines:
         print(line)
     return int(ExitCode.OK if verdicts.ok else ExitCode.MISMATCH)
+
+
+def _device_changes(model, examples, conversion, profiles, args, options, fallback,
+                    progress) -> list[str]:
+    """``--device``: Android's steps for the model converted without ``device=`` and with
+    it, in two lines."""
+    from ..convert.tools.device_plan import plans_for_model, plans_of_conversion
+    from ..nnapi.devices import REFERENCE_NAME
+    from ..nnapi.errors import NnapiError
+
+    progress.step("planning for the devices")
+    drivers = ", ".join(p.name for p in profiles if p.name != REFERENCE_NAME)
+    try:
+        before = plans_for_model(model, examples, profiles, args.preference,
+                                 target_level=args.target_level, **options, **fallback)
+        after = plans_of_conversion(conversion, profiles, args.preference)
+    except NnapiError as e:
+        raise CliError(f"the devices cannot run the model: {e}", ExitCode.RUN_FAILED) from None
+    return [f"devices {drivers} + {REFERENCE_NAME} ({args.preference}): converted without"
+            f" --device, {plans_summary(before)}",
+            f"converted for {profiles[0].name}: {plans_summary(after)}"]
 
 
 def _android(level: int) -> str:

@@ -18,8 +18,8 @@ from collections import Counter
 from ..nnapi.errors import NnapiError
 from ._commands import command
 from ._devices import add_device_option, device_profiles, plans_json, plans_of_module, render_plans
-from ._errors import ExitCode, bad_file
-from ._loading import load_converted
+from ._errors import ExitCode, bad_file, usage
+from ._loading import load_converted, output_path, writing
 from ._pte import is_pte_path
 from ._pte_commands import inspect_pte
 
@@ -29,6 +29,9 @@ def _configure(p: argparse.ArgumentParser) -> None:
                                   " NNAPI delegates and what stays on ExecuTorch's kernels)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--summary", action="store_true", help="operation counts only")
+    p.add_argument("--probe-model", metavar="OUT",
+                   help="also write the NNAPI model for tools/nnapi_probe.c (a partitioned"
+                        " module: one file per region, OUT with .region<k> before its suffix)")
     add_device_option(p)
 
 
@@ -49,6 +52,32 @@ def describe(module) -> dict:
     return {"partitioned": True, "feature_level": int(level), "android": level.android,
             "api_level": level.api_level, "partition": report.to_json(),
             "regions": regions, **_returns(module)}
+
+
+def _write_probe_models(module, out: str, source: str) -> list:
+    """Writes the module's NNAPI model (each region's) in tools/nnapi_probe.c's format."""
+    from ..convert.fallback.run import is_partitioned, region_programs
+    from ..convert.tools.host import program_of
+    from ..convert.torchscript.deserialize import deserialize
+    from ..nnapi.probe_model import probe_model_text
+
+    programs = region_programs(module) if is_partitioned(module) else [program_of(module)]
+    if not programs:
+        raise usage(f"--probe-model: module {source} has no NNAPI region outside its loops and"
+                    " branches (the probe model file holds the top-level regions)")
+    target = output_path(out, source)
+    paths = [target] if len(programs) == 1 else \
+        [target.with_name(f"{target.stem}.region{k}{target.suffix}") for k in range(len(programs))]
+    for prog, path in zip(programs, paths, strict=True):
+        weights = [w.contiguous().numpy() for w in prog.weights]
+        try:
+            text = probe_model_text(deserialize(prog.ser_model.numpy(), weights).model)
+        except (NnapiError, ValueError) as e:
+            raise bad_file(f"module {source}: its NNAPI model cannot be written for the probe"
+                           f" ({e})") from None
+        with writing(str(path)), open(path, "w", encoding="ascii") as f:
+            f.write(text)
+    return paths
 
 
 def _returns(module) -> dict:
@@ -142,8 +171,14 @@ def _short(entry: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     profiles = device_profiles(args)
     if is_pte_path(args.module):
+        if args.probe_model:
+            raise usage("--probe-model reads a module saved by torch-nnapi convert, not a .pte")
         return inspect_pte(args)
     module = load_converted(args.module)
+    probe_models = _write_probe_models(module, args.probe_model, args.module) \
+        if args.probe_model else []
+    if not args.json:
+        print("".join(f"probe model: {path}\n" for path in probe_models), end="")
     try:
         info = describe(module)
     except (NnapiError, ValueError) as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -18,7 +19,10 @@ from torch_nnapi.convert.tools.device_plan import (
     timed_on_host,
 )
 from torch_nnapi.convert.tools.host import run_on_host
+from torch_nnapi.nnapi import OperationType
 from torch_nnapi.nnapi.devices import ProfileError
+
+from ...runtime.partition_support import chain
 
 MINIMAL = "nnapi-sample_minimal"  # ADD, CONCATENATION and float32 CONV_2D only
 
@@ -104,3 +108,32 @@ def test_a_device_needs_the_fallback():
     model, x = _conv_sigmoid_conv()
     with pytest.raises(ValueError, match="device needs fallback=True"):
         convert_with_details(model, x, device=MINIMAL)
+
+
+def test_flexible_sizes_take_the_example_inputs_sizes_or_are_shown_unknown():
+    model, x = _conv_sigmoid_conv()
+    module = convert_with_details(model, x, flexible={0: [2, 3]}).module
+    unknown = partition_plan(module, devices=[MINIMAL])
+    assert unknown.estimate.seconds is None and unknown.reference_share is None
+    first = unknown.render()[0]
+    # a tensor of unknown size between steps fails Android's partitioning: one CPU step
+    assert first.startswith(f"devices {MINIMAL} + nnapi-reference (sustained_speed): 1 step(s),"
+                            " estimate unknown (step 0: operation 0 (CONV_2D): input 0,")
+    assert "has a size unknown without example inputs" in first
+    assert "step 0: nnapi-reference, 3 operation(s) [0-2], estimate unknown" in \
+        "\n".join(unknown.render())
+    assert unknown.as_dict()["estimate_unknown"].startswith("step 0:")
+    known = partition_plan(module, x, devices=[MINIMAL])
+    assert known.estimate.unknown == "" and known.estimate.seconds is not None
+    fixed = partition_plan(convert_with_details(model, x).module, devices=[MINIMAL])
+    assert known.estimate.seconds == pytest.approx(fixed.estimate.seconds)
+
+
+def test_an_nnapi_model_of_unknown_sizes_takes_them_from_example_arrays():
+    model = chain([OperationType.ADD, OperationType.MAXIMUM, OperationType.ADD], (0,),
+                  unknown_middle=True)
+    assert partition_plan(model, devices=[MINIMAL]).estimate.seconds is None
+    arrays = [np.ones(1000, np.float32), np.ones(1000, np.float32)]
+    made = partition_plan(model, arrays, devices=[MINIMAL])
+    assert made.estimate.unknown == ""
+    assert made.estimate.seconds is not None and made.estimate.seconds > 0

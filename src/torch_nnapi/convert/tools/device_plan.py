@@ -13,16 +13,20 @@ import copy
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ...nnapi.codes import PreferenceCode
 from ...nnapi.devices import REFERENCE_NAME, DeviceProfile, load_profile, reference_profile
 from ...nnapi.model import Model
-from ...runtime.estimate import CpuBaseline, PlanEstimate, estimate
+from ...runtime.estimate import CpuBaseline, PlanEstimate, Sizes, estimate, example_sizes
 from ...runtime.partitioning import Plan, Step, exec_time_factor, plan
 from ..options import preference_code
+
+if TYPE_CHECKING:
+    from ..api import Conversion
+    from ..fallback.convert import PartitionedConversion
 
 DeviceSpec = DeviceProfile | str
 
@@ -54,8 +58,9 @@ class DevicePlan:
         return self.plan.steps
 
     @property
-    def reference_share(self) -> float:
-        """The fraction of the estimated time spent on ``nnapi-reference``."""
+    def reference_share(self) -> float | None:
+        """The fraction of the estimated time spent on ``nnapi-reference`` (None when a
+        step's estimate is unknown: ``estimate.unknown`` says why)."""
         return self.estimate.reference_share
 
     def as_dict(self) -> dict[str, Any]:
@@ -65,10 +70,12 @@ class DevicePlan:
             step["estimated_seconds"] = guess.seconds
             step["copy_seconds"] = guess.copy_seconds
             step["multiply_adds"] = guess.multiply_adds
+            step["estimate_unknown"] = guess.unknown
         for step, seconds in zip(data["steps"], self.host_seconds, strict=False):
             step["host_seconds"] = seconds
         data["estimated_seconds"] = self.estimate.seconds
         data["reference_share"] = self.reference_share
+        data["estimate_unknown"] = self.estimate.unknown
         data["on_reference"] = [{"operation": f.index, "type": f.operation, "reason": f.reason}
                                 for f in self.fallen]
         return data
@@ -77,10 +84,12 @@ class DevicePlan:
         """The plan for people: one line per step and one per tensor crossing into it, then
         the operations on nnapi-reference, grouped by why the drivers did not get them."""
         drivers = [d.name for d in self.devices if d.name != REFERENCE_NAME]
+        share = self.reference_share
         lines = [f"devices {', '.join(drivers) or '(none)'} + {REFERENCE_NAME}"
                  f" ({self.plan.preference.name.lower()}): {len(self.steps)} step(s),"
-                 f" estimated {_ms(self.estimate.seconds)},"
-                 f" {self.reference_share:.0%} on {REFERENCE_NAME}"]
+                 + (f" estimated {_ms(self.estimate.seconds)}, {share:.0%} on {REFERENCE_NAME}"
+                    if self.estimate.seconds is not None and share is not None else
+                    f" estimate unknown ({self.estimate.unknown})")]
         if self.plan.fallback:
             lines.append(f"  partitioning failed, the whole model runs on {REFERENCE_NAME}:"
                          f" {self.plan.fallback}")
@@ -88,9 +97,10 @@ class DevicePlan:
         for step, guess, measured in zip(self.steps, self.estimate.steps, host, strict=True):
             crossing = [t for t in step.inputs if t.producer is not None]
             copied = sum(t.nbytes or 0 for t in crossing)
+            guessed = "estimate unknown" if guess.seconds is None else \
+                f"estimated {_ms(guess.seconds)}"
             lines.append(f"  step {step.index}: {step.device}, {len(step.operations)}"
-                         f" operation(s) {_ranges(step.operations)}, estimated"
-                         f" {_ms(guess.seconds)}"
+                         f" operation(s) {_ranges(step.operations)}, {guessed}"
                          + ("" if measured is None else f", host runtime {_ms(measured)}")
                          + (f", {len(crossing)} tensor(s) in from other steps"
                             f" ({_size(copied)})" if crossing else ""))
@@ -126,17 +136,38 @@ def partition_plan(model: object, example_inputs: object = None, *,
     ProfileError for a profile that cannot be read; ValueError for a bad preference, a
     partitioned module (plan its regions: ``region_plans``) or a model that cannot convert."""
     nnapi_model = nnapi_model_of(model, example_inputs, relax_fp32_to_fp16)
-    return plan_model(nnapi_model, devices, preference, baseline)
+    sizes = _sizes_on_examples(model, nnapi_model, example_inputs)
+    return plan_model(nnapi_model, devices, preference, baseline, sizes)
 
 
 def plan_model(model: Model, devices: Sequence[DeviceSpec], preference: str | int,
-               baseline: CpuBaseline | None = None) -> DevicePlan:
-    """``partition_plan`` for a finished NNAPI ``Model``."""
+               baseline: CpuBaseline | None = None, sizes: Sizes | None = None) -> DevicePlan:
+    """``partition_plan`` for a finished NNAPI ``Model``; ``sizes``: the dimensions its
+    tensors of unknown size had on example inputs (``runtime.estimate.example_sizes``)."""
     profiles = device_list(devices)
     code = PreferenceCode(preference_code(preference))
     made = plan(model, profiles, code)
-    return DevicePlan(model, made, profiles, estimate(made, model, profiles, baseline),
+    return DevicePlan(model, made, profiles, estimate(made, model, profiles, baseline, sizes),
                       _fallen(model, made, profiles))
+
+
+def _sizes_on_examples(model: object, nnapi_model: Model, example_inputs: object) -> Sizes:
+    """The sizes ``nnapi_model``'s tensors take on the example inputs, when there are some
+    and a tensor's size is unknown ({} otherwise)."""
+    if example_inputs is None:
+        return {}
+    inputs: list[Any] = list(example_inputs) if isinstance(example_inputs, tuple | list) \
+        else [example_inputs]
+    if isinstance(model, Model):
+        arrays = [x.numpy() if isinstance(x, torch.Tensor) else x for x in inputs]
+        return example_sizes(nnapi_model, arrays)
+    module = model if isinstance(model, torch.jit.ScriptModule) and hasattr(model, "nnapi") \
+        else None
+    if module is None:
+        return {}  # a PyTorch model: converted with these examples, its sizes are known
+    from .host import host_inputs, program_of
+
+    return example_sizes(nnapi_model, host_inputs(program_of(module), inputs))
 
 
 def device_list(devices: Sequence[DeviceSpec]) -> tuple[DeviceProfile, ...]:
@@ -273,9 +304,19 @@ def plans_for_model(model: object, example_inputs: object, devices: Sequence[Dev
     """Converts ``model`` with ``options`` (as ``convert`` takes them, ``fallback=True``
     included) and plans its NNAPI model, or each region's: a list in running order."""
     from ..api import convert_with_details
-    from ..fallback.convert import PartitionedConversion
 
     conversion = convert_with_details(model, example_inputs, **options)
+    return plans_of_conversion(conversion, devices, preference, baseline)
+
+
+def plans_of_conversion(conversion: Conversion | PartitionedConversion,
+                        devices: Sequence[DeviceSpec],
+                        preference: str | int = "sustained_speed",
+                        baseline: CpuBaseline | None = None) -> list[DevicePlan]:
+    """The plan of a conversion's (``convert_with_details``) NNAPI model, or of each of its
+    regions, in running order."""
+    from ..fallback.convert import PartitionedConversion
+
     if isinstance(conversion, PartitionedConversion):
         return [plan_model(region.lowered.cx.model, devices, preference, baseline)
                 for region in conversion.regions if region.lowered is not None]
