@@ -8,6 +8,7 @@ plot's background. They are skipped, saying so, where no Chromium is installed.
 from __future__ import annotations
 
 import html
+import os
 import re
 import shutil
 import subprocess
@@ -146,10 +147,10 @@ def test_the_bench_plot_is_drawn(pages, tmp_path):
     assert count >= 200, f"{count} pixels of the bars' colour in the plot {box}"
 
 
-def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+def _cli(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
     """The command as a user runs it."""
     return subprocess.run([sys.executable, "-m", "torch_nnapi.cli", *argv], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, env={**os.environ, **env})
 
 
 @pytest.fixture(scope="module")
@@ -165,12 +166,12 @@ def partitioned_pages(tmp_path_factory) -> dict[str, Path]:
              (0, ["check", around, "--input", "2x6", "--fallback", "--report",
                   str(pages["fallback"])]),
              (0, ["convert", around, "--input", "2x6", "--fallback", "-o", converted]),
-             (0, ["bench", converted, "--runs", "2", "--top", "3", "--report",
-                  str(pages["bench"])]),
+             (0, ["bench", converted, "--original", around, "--runs", "2", "--top", "3",
+                  "--report", str(pages["bench"])]),
              (0, ["check", save_deep_quantized(d / "deep_q.pt"), "--input", "1x3x16x16",
                   "--quanta", "0.5", "--report", str(pages["drift"])])]
-    for code, argv in steps:
-        result = _cli(*argv)
+    for code, argv in steps:  # bench's eager runs recorded as contended (for testing)
+        result = _cli(*argv, TORCH_NNAPI_BENCH_CONTEND="eager")
         assert result.returncode == code, (argv, result.stdout[-1500:], result.stderr[-1500:])
         if argv[0] == "bench":
             pages["bench.txt"] = d / "bench.txt"
@@ -225,6 +226,7 @@ def test_the_partitioned_bench_page_numbers_operations_as_the_text_does(partitio
     assert numbers and all(re.fullmatch(r"r[01]:\d", n) for n in numbers), numbers
     table = text[text.index("Slowest operations"):]
     assert all(f" {n} " in table for n in numbers), (numbers, table)
+    assert "NNAPI / eager no ratio: " in text and "the eager runs were contended" in text
     assert re.search(r"Regions and CPU nodes, each timed alone part NNAPI operations median"
                      r" region 0 2 [\d.]+ ms region 1 3 [\d.]+ ms CPU nodes [\d.]+ ms", text)
 

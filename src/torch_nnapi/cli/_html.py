@@ -385,7 +385,8 @@ def bench_page(report, module_path: str) -> str:
         rows.append((f"eager PyTorch (original{engine}) median",
                      _e(_ms(latency.eager.median))))
         rows.append(("NNAPI / eager", _e(f"no ratio: {latency.refusal}" if latency.ratio is None
-                                         else f"{latency.ratio:.2f}x")))
+                                         else f"{latency.ratio:.2f}x (both on"
+                                              f" {latency.eager.threads} threads)")))
     body = [_pairs(rows)]
     parts = report.parts
     if parts.regions:

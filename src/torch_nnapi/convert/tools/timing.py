@@ -8,7 +8,7 @@ OpenMP workers spin for a while after eager work, the native kernels' pool after
 so that a ratio is refused rather than printed from such a measurement.
 
 ``TORCH_NNAPI_BENCH_CONTEND=SIDE`` (``nnapi``, ``eager`` or both, comma-separated) is for
-testing: it records every timed run of that side after the first as four times slower, as a
+testing: it records every timed run of that side but the fastest as four times slower, as a
 competing process would make it, so that the refusal can be seen end to end.
 """
 
@@ -67,11 +67,11 @@ class Latency:
 
     @property
     def busy_cores(self) -> float | None:
-        """Process CPU time over wall time across the runs (None: not recorded)."""
-        wall = sum(self.seconds)
-        if not self.cpu_seconds or wall <= 0:
-            return None
-        return sum(self.cpu_seconds) / wall
+        """The median run's process CPU time over its wall time (None: not recorded); the
+        median, as for the latency, so that a few preempted runs do not decide it."""
+        shares = [cpu / wall for cpu, wall in zip(self.cpu_seconds, self.seconds, strict=False)
+                  if wall > 0]
+        return statistics.median(shares) if shares else None
 
     def to_json(self) -> dict[str, float]:
         data = {"runs": len(self.seconds), "median_ms": self.median * 1e3,
@@ -97,7 +97,8 @@ def time_calls(call: Callable[[], object], runs: int, warmup: int = WARMUP, *,
         cpu.append(time.process_time() - start_cpu)
         seconds.append(time.perf_counter() - start)
     if side and side in _contended_sides():
-        seconds = seconds[:1] + [s * _INJECTED_SLOWDOWN for s in seconds[1:]]
+        fastest = seconds.index(min(seconds))
+        seconds = [s if k == fastest else s * _INJECTED_SLOWDOWN for k, s in enumerate(seconds)]
     return Latency(seconds, cpu)
 
 
