@@ -52,3 +52,40 @@ class AroundCumsum(nn.Module):
     def forward(self, x):
         y = torch.cumsum(torch.relu(x * 2.0 + 1.0), -1)
         return {"scores": torch.sigmoid(y - 1.0), "total": y.sum(-1)}
+
+
+class DeepQuantized(nn.Module):
+    """Eager post-training quantization's shape of a CNN: convolutions and ReLUs between
+    QuantStub and DeQuantStub, averaged into a small linear head (whose outputs match while
+    the layers before drift by a quantum)."""
+
+    def __init__(self, depth: int = 8, width: int = 16):
+        super().__init__()
+        from torch.ao.quantization import DeQuantStub, QuantStub
+
+        self.quant, self.dequant = QuantStub(), DeQuantStub()
+        layers: list[nn.Module] = [nn.Conv2d(3, width, 3, padding=1), nn.ReLU()]
+        for _ in range(depth):
+            layers += [nn.Conv2d(width, width, 3, padding=1), nn.ReLU()]
+        self.body = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(width, 4)
+
+    def forward(self, x):
+        x = self.pool(self.body(self.quant(x))).flatten(1)
+        return self.dequant(self.head(x))
+
+
+def save_deep_quantized(path, size: int = 16) -> str:
+    """DeepQuantized, random weights, calibrated on 4 random batches with qnnpack, traced."""
+    from torch_nnapi.convert.tools.check import quantized_engine
+
+    torch.manual_seed(0)
+    with quantized_engine("qnnpack"):
+        model = DeepQuantized().eval()
+        model.qconfig = torch.ao.quantization.get_default_qconfig("qnnpack")
+        torch.ao.quantization.prepare(model, inplace=True)
+        for _ in range(4):
+            model(torch.randn(1, 3, size, size))
+        torch.ao.quantization.convert(model, inplace=True)
+        return save(model, torch.randn(1, 3, size, size), path)

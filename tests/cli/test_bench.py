@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -10,7 +13,7 @@ import torch
 from torch_nnapi.cli import main
 from torch_nnapi.cli._errors import ExitCode
 
-from ._models import Scaled, save
+from ._models import QuantizedRelu, Scaled, save
 
 
 @pytest.fixture()
@@ -63,8 +66,11 @@ def test_bench_json(converted, capsys):
     assert report["nnapi"]["runs"] == 2 and report["nnapi"]["median_ms"] > 0
     assert report["nnapi"]["p90_ms"] >= report["nnapi"]["median_ms"]
     assert report["compile_ms"] > 0 and report["eager"] is None and report["ratio"] is None
+    # like with like: the host runtime's own unprofiled runs, as many, timed beside them
+    assert report["host_runtime"]["runs"] == 2
     assert report["outside_runtime_ms"] == pytest.approx(
-        report["nnapi"]["median_ms"] - report["host_profile"]["wall_ms"])
+        report["nnapi"]["median_ms"] - report["host_runtime"]["median_ms"])
+    assert report["nnapi"]["threads"] == 1
     profile = report["host_profile"]
     assert sum(t["count"] for t in profile["by_type"]) == 7
     assert sum(t["share"] for t in profile["by_type"]) == pytest.approx(1.0)
@@ -138,3 +144,79 @@ def test_bench_times_a_generation_against_the_original(tmp_path, capsys):
     assert "token ids separated by commas" in capsys.readouterr().err
     assert main([*args[:3], "1,5", "--new-tokens", "9", "--runs", "1"]) == ExitCode.USAGE
     assert "do not fit the cache's 8 slots" in capsys.readouterr().err
+
+
+def _bench_as_a_user(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "bench", *argv],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+
+
+def test_bench_refuses_a_ratio_from_contended_runs(converted):
+    """TORCH_NNAPI_BENCH_CONTEND (documented for testing) records the eager side's runs as a
+    competing process makes them: no ratio, the reason and what to do instead."""
+    original, out = converted
+    result = _bench_as_a_user(out, "--original", original, "--runs", "4", "--top", "0",
+                              "--threads", "1", TORCH_NNAPI_BENCH_CONTEND="eager")
+    assert result.returncode == 0, result.stderr
+    [line] = [x for x in result.stdout.splitlines() if x.startswith("NNAPI / eager: ")]
+    # (the NNAPI side may be contended too on a busy machine: then it is named first)
+    assert line.startswith("NNAPI / eager: no ratio: ") and "the eager runs were contended" \
+        " (its median run took " in line, line
+    assert "rerun when the machine is idle, with --threads 1" in line
+    assert "Traceback" not in result.stderr
+    result = _bench_as_a_user(out, "--original", original, "--runs", "4", "--json",
+                              "--threads", "1", TORCH_NNAPI_BENCH_CONTEND="nnapi")
+    report = json.loads(result.stdout)
+    assert report["ratio"] is None and report["nnapi"]["threads"] == report["eager"]["threads"]
+    assert report["ratio_refused"].startswith("the NNAPI runs were contended")
+
+
+def test_a_ratio_names_its_threads_and_never_mixes_conditions():
+    from torch_nnapi.cli.bench_cmd import render
+    from torch_nnapi.convert.tools.bench import BenchReport, Latencies, Latency
+
+    steady = [0.010, 0.0101, 0.0102]
+    report = BenchReport(inputs=[{"shape": [1], "dtype": "float32"}], threads=None,
+                         latency=Latencies(nnapi=Latency(steady, threads=2),
+                                           eager=Latency([0.020, 0.0201], threads=2)))
+    assert "NNAPI / eager: 0.50x (both on 2 threads)" in render(report)
+    report.latency.eager = Latency([0.020, 0.0201], threads=1)
+    assert report.latency.ratio is None
+    assert "NNAPI / eager: no ratio: the sides ran on different thread counts (NNAPI on 2," \
+        " eager on 1)" in render(report)
+
+
+def test_outside_the_runtime_compares_like_with_like():
+    """A profiled run slower than the NNAPI median printed 'outside the host runtime:
+    0.00 ms'; against the host runtime's own runs, a negative difference is noise."""
+    from torch_nnapi.cli.bench_cmd import render
+    from torch_nnapi.convert.tools.bench import BenchReport, HostProfile, Latencies, Latency
+
+    report = BenchReport(inputs=[{"shape": [1], "dtype": "float32"}], threads=1,
+                         latency=Latencies(nnapi=Latency([0.0050, 0.0052], threads=1),
+                                           host=Latency([0.0040, 0.0041])),
+                         profile=HostProfile(3, 0.0090, [], []))
+    [line] = [x for x in render(report) if "outside the host runtime" in x]
+    assert "1.05 ms of the NNAPI median (the host runtime's own runs: 4.05 ms)" in line
+    report.latency.host = Latency([0.0060, 0.0061])
+    [line] = [x for x in render(report) if "outside the host runtime" in x]
+    assert "0.00 ms" not in line and "within the noise" in line
+
+
+@pytest.mark.skipif("x86" not in torch.backends.quantized.supported_engines,
+                    reason="needs PyTorch's x86 quantized engine")
+def test_bench_says_which_quantized_engine_it_timed(tmp_path):
+    original = save(QuantizedRelu(), torch.randn(1, 8), tmp_path / "q.pt")
+    out = str(tmp_path / "q_nnapi.pt")
+    assert main(["convert", original, "-o", out, "--input", "1x8"]) == 0
+    result = _bench_as_a_user(out, "--original", original, "--runs", "2", "--top", "0",
+                              "--profile-runs", "0", "--quantized-engine", "x86")
+    assert result.returncode == 0, result.stderr
+    assert "eager PyTorch (original, quantized engine x86): median " in result.stdout
+    result = _bench_as_a_user(out, "--original", original, "--runs", "2", "--json",
+                              "--profile-runs", "0")
+    assert json.loads(result.stdout)["quantized_engine"] == "qnnpack"  # the default
+    result = _bench_as_a_user(out, "--quantized-engine", "nosuch")
+    assert result.returncode == ExitCode.USAGE
+    assert result.stderr.count("\n") == 1 and "--quantized-engine 'nosuch'" in result.stderr

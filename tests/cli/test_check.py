@@ -327,3 +327,39 @@ def test_check_shows_the_regions_inside_a_branch():
     assert "\n    partitioned: 1 NNAPI region (6 operations)" in text
     assert "1 NNAPI region (+1 inside loops and branches)" in text.splitlines()[-1]
     assert "output 0 [1, 5]: " in text and "result: OK" in text
+
+
+def test_quantized_drift_with_matching_outputs_is_not_a_failure(tmp_path):
+    """Eager-quantized layers drift by a quantum each, carried down the network, while the
+    output matches (torchvision's quantized MobileNetV2 drifted 11 quanta against a tolerance
+    of 8 and check said FAIL, exit 2): the verdict is the outputs', the drift is named and
+    --isolated is pointed to. A tolerance of half a quantum shows it on a small network."""
+    import subprocess
+    import sys
+
+    from ._models import save_deep_quantized
+
+    path = save_deep_quantized(tmp_path / "deep_q.pt")
+
+    def check(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "check", path,
+                               "--input", "1x3x16x16", "--quanta", "0.5", *argv],
+                              capture_output=True, text=True, timeout=300)
+
+    result = check("--json")
+    report = json.loads(result.stdout)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert all(o["verdict"] == "ok" for o in report["outputs"])
+    drifting = [layer for layer in report["layers"] if layer["verdict"] == "drift"]
+    assert drifting and all(layer["drift"] for layer in drifting)
+    assert report["first_bad_layer"] is None
+    result = check()
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout
+    assert any(line.startswith(f"  drift, not a mismatch: {len(drifting)} quantized layers"
+                               " drift up to ") and "--isolated computes each layer" in line
+               for line in lines), result.stdout
+    assert lines[-1].startswith("result: OK, converts and matches PyTorch;")
+    assert "carried down the layers while the outputs match" in lines[-1]
+    result = check("--isolated")  # each layer alone: no drift to excuse
+    assert "each from PyTorch's own input" in result.stdout and "drift" not in result.stdout

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from torch_nnapi.cli import main
 
 
@@ -15,7 +19,9 @@ def test_demo_from_another_directory(tmp_path, monkeypatch, capsys):
     assert "CONV_2D" in text and "DEPTHWISE_CONV_2D" in text and "FULLY_CONNECTED" in text
     assert "2. ran through torch.classes._nnapi.Compilation on " in text
     assert "libneuralnetworks.so" in text and " ok" in text
-    assert "outputs identical" in text and "4. latency (2 runs): NNAPI median" in text
+    assert "outputs identical" in text and "4. latency (2 runs on " in text
+    # a ratio of both sides on the same threads, or why there is none
+    assert "   NNAPI / eager: " in text
     assert text.splitlines()[-1].startswith("OK: the NNAPI model agrees with PyTorch.")
     assert list(tmp_path.iterdir()) == []  # nothing left behind
 
@@ -32,3 +38,15 @@ def test_demo_model_is_what_it_says():
     assert not model.training
     out = model(torch.randn(1, 3, 64, 64))
     assert out.shape == (1, 10) and torch.allclose(out.sum(), torch.tensor(1.0))
+
+
+def test_demo_refuses_a_ratio_from_contended_runs(tmp_path):
+    """As a user runs it, with the eager side's runs recorded as a competing process makes
+    them (TORCH_NNAPI_BENCH_CONTEND, documented for testing)."""
+    result = subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "demo", "--runs", "3"],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                            env={**os.environ, "TORCH_NNAPI_BENCH_CONTEND": "eager"})
+    assert result.returncode == 0, result.stderr
+    [line] = [x for x in result.stdout.splitlines() if "NNAPI / eager: " in x]
+    assert line.startswith("   NNAPI / eager: no ratio: ") and "the eager runs were" \
+        " contended" in line and "--threads 1" in line, line

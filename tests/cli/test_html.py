@@ -7,9 +7,12 @@ plot's background. They are skipped, saying so, where no Chromium is installed.
 
 from __future__ import annotations
 
+import html
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ from torch_nnapi.cli._html import (
     severity_plot,
 )
 
-from ._models import QuantizedRelu, Scaled, save
+from ._models import AroundCumsum, QuantizedRelu, Scaled, save, save_deep_quantized
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
@@ -142,3 +145,96 @@ def test_the_bench_plot_is_drawn(pages, tmp_path):
     image = _screenshot(pages["bench"], tmp_path)
     count, box = _plot_pixels(image, OK_COLOUR)  # the slowest type's bars
     assert count >= 200, f"{count} pixels of the bars' colour in the plot {box}"
+
+
+def _cli(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "torch_nnapi.cli", *argv], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **env})
+
+
+@pytest.fixture(scope="module")
+def partitioned_pages(tmp_path_factory) -> dict[str, Path]:
+    """The pages of a model NNAPI runs in two regions around a CPU cumsum, and of a quantized
+    network whose layers drift while its outputs match."""
+    d = tmp_path_factory.mktemp("partitioned")
+    around = str(d / "around.pt")
+    torch.jit.save(torch.jit.trace(AroundCumsum(), torch.randn(2, 6), strict=False), around)
+    converted = str(d / "around_nnapi.pt")
+    pages = {name: d / f"{name}.html" for name in ("cannot", "fallback", "bench", "drift")}
+    steps = [(1, ["check", around, "--input", "2x6", "--report", str(pages["cannot"])]),
+             (0, ["check", around, "--input", "2x6", "--fallback", "--report",
+                  str(pages["fallback"])]),
+             (0, ["convert", around, "--input", "2x6", "--fallback", "-o", converted]),
+             (0, ["bench", converted, "--original", around, "--runs", "2", "--top", "3",
+                  "--report", str(pages["bench"])]),
+             (0, ["check", save_deep_quantized(d / "deep_q.pt"), "--input", "1x3x16x16",
+                  "--quanta", "0.5", "--report", str(pages["drift"])])]
+    for code, argv in steps:  # bench's eager runs recorded as contended (for testing)
+        result = _cli(*argv, TORCH_NNAPI_BENCH_CONTEND="eager")
+        assert result.returncode == code, (argv, result.stdout[-1500:], result.stderr[-1500:])
+        if argv[0] == "bench":
+            pages["bench.txt"] = d / "bench.txt"
+            pages["bench.txt"].write_text(result.stdout)
+    return pages
+
+
+def _rendered_text(page: Path, tmp_path: Path) -> str:
+    """The page's text as headless Chromium renders it (its DOM after loading, tags, styles
+    and plots left out)."""
+    chromium = _chromium()
+    assert chromium is not None  # the tests that call this are marked needs_chromium
+    result = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'p'}",
+                             "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                            timeout=180)
+    assert result.returncode == 0 and "</html>" in result.stdout, result.stderr[-2000:]
+    text = re.sub(r"<style.*?</style>|<svg.*?</svg>", " ", result.stdout, flags=re.S)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", text)))
+
+
+@needs_chromium
+def test_the_cannot_convert_page_gives_the_fallback_hint(partitioned_pages, tmp_path):
+    text = _rendered_text(partitioned_pages["cannot"], tmp_path)
+    assert "FAIL, cannot convert (1 unsupported operation)" in text
+    assert "aten::cumsum no lowering for this op" in text
+    assert "(torch-nnapi convert --fallback) would convert the model into 2 NNAPI regions" \
+        " (5 operations) with 1 node on the CPU" in text
+
+
+@needs_chromium
+def test_the_fallback_check_page_shows_regions_crossing_tensors_and_cpu_nodes(
+        partitioned_pages, tmp_path):
+    text = _rendered_text(partitioned_pages["fallback"], tmp_path)
+    assert "Partitioned: 2 NNAPI regions (5 operations), 1 node on the CPU" in text
+    # the steps in running order: region 0, the CPU's cumsum, region 1
+    assert re.search(r"region 0 3 PyTorch nodes, feature level 1: MUL 1, ADD 1 .*"
+                     r" CPU aten::cumsum .* region 1 3 PyTorch nodes, feature level 3", text)
+    assert "Tensors crossing the boundaries" in text
+    assert "region 0 out %13 float32[2, 6] 48 the CPU" in text
+    assert "region 1 in %y.1 float32[2, 6] 48 the CPU (aten::cumsum at " in text
+    assert "On the CPU, and why PyTorch op why where aten::cumsum no lowering for this op" \
+        in text
+
+
+@needs_chromium
+def test_the_partitioned_bench_page_numbers_operations_as_the_text_does(partitioned_pages,
+                                                                        tmp_path):
+    text = _rendered_text(partitioned_pages["bench"], tmp_path)
+    printed = partitioned_pages["bench.txt"].read_text().splitlines()
+    slowest = printed[printed.index("  slowest operations:") + 2:][:3]  # --top 3
+    numbers = [row.split()[0] for row in slowest]
+    assert numbers and all(re.fullmatch(r"r[01]:\d", n) for n in numbers), numbers
+    table = text[text.index("Slowest operations"):]
+    assert all(f" {n} " in table for n in numbers), (numbers, table)
+    assert "NNAPI / eager no ratio: " in text and "the eager runs were contended" in text
+    assert re.search(r"Regions and CPU nodes, each timed alone part NNAPI operations median"
+                     r" region 0 2 [\d.]+ ms region 1 3 [\d.]+ ms CPU nodes [\d.]+ ms", text)
+
+
+@needs_chromium
+def test_the_check_page_names_quantized_drift(partitioned_pages, tmp_path):
+    text = _rendered_text(partitioned_pages["drift"], tmp_path)
+    assert "OK, converts and matches PyTorch" in text
+    assert re.search(r"Drift, not a mismatch: \d+ quantized layers drift up to 1 quanta while"
+                     r" every output matches", text)
+    assert "--isolated computes each layer from PyTorch's own input" in text

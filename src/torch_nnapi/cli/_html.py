@@ -20,7 +20,7 @@ PLOT_BACKGROUND = "#f3f6fb"
 TYPE_COLOURS = ("#1f6fd1", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
                 "#7f7f7f")
 _VERDICT_COLOURS = {"ok": OK_COLOUR, "reference disagrees": DISAGREE_COLOUR,
-                    "MISMATCH": MISMATCH_COLOUR}
+                    "drift": DISAGREE_COLOUR, "MISMATCH": MISMATCH_COLOUR}
 
 _STYLE = f"""
 body {{ font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto;
@@ -28,6 +28,7 @@ body {{ font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin
 h1 {{ font-size: 22px; margin: 0 0 4px; }}
 h2 {{ font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid #dde3ec; }}
 .sub {{ color: #5b6475; margin: 0 0 16px; }}
+.hint {{ background: #fff6db; border-left: 4px solid #e0a800; padding: 8px 12px; }}
 .verdict {{ display: inline-block; padding: 6px 12px; border-radius: 6px; font-weight: 600; }}
 .good {{ background: #e3f4e6; color: #1d6b2c; }}
 .bad {{ background: #fbe4e4; color: #9b1c1c; }}
@@ -200,11 +201,11 @@ def check_page(report, model_path: str, plans=(), for_device=()) -> str:
                    if accuracy.alternate_engine else ""))))
     body.append(_pairs(summary))
     if facts.unsupported:
-        body.append("<h2>Unsupported operations</h2>")
-        body.append(_table(["PyTorch op", "why", "where"],
-                           ((f"<code>{_e(u.kind)}</code>", _e(u.reason),
-                             f'<span class="loc">{_e(u.location)}</span>')
-                            for u in facts.unsupported)))
+        body.extend(_nodes_and_why("Unsupported operations", facts.unsupported))
+        if facts.hint:
+            body.append(f'<p class="hint">{_e(facts.hint)}</p>')
+    if facts.partition is not None:
+        body.extend(partition_section(facts.partition))
     if accuracy.layers:
         body.append("<h2>Error along the network</h2>")
         how = " each computed from PyTorch's own input;" if accuracy.isolated else ""
@@ -214,8 +215,14 @@ def check_page(report, model_path: str, plans=(), for_device=()) -> str:
                    f"{t.kind} %{t.name} {t.shape}: {t.value()} (tolerance {t.limit()})"
                    f" {t.verdict} at {t.location}") for t in accuracy.layers]
         body.append(severity_plot(points, "layer-errors"))
+        drift = accuracy.drift_summary()
+        if drift:
+            body.append(f'<p class="sub">Drift, not a mismatch: {_e(drift)} while every output'
+                        " matches, each layer's rounding carried down the network;"
+                        " <code>--isolated</code> computes each layer from PyTorch's own input"
+                        " to show what it adds alone.</p>")
         body.append(_legend([("within tolerance", OK_COLOUR),
-                             ("reference disagrees", DISAGREE_COLOUR),
+                             ("reference disagrees or drift", DISAGREE_COLOUR),
                              ("over tolerance", MISMATCH_COLOUR)]))
         body.append(_table(["layer", "value", "shape", "error", "verdict", "where"],
                            ((f"<code>{_e(t.kind)}</code>", _e(t.name), _e(t.shape),
@@ -239,6 +246,44 @@ def check_page(report, model_path: str, plans=(), for_device=()) -> str:
                     + "</ul>")
     return _page(f"torch-nnapi check: {model_path}", "Will this model run on NNAPI, and"
                  " correctly?", body)
+
+
+def partition_section(partition) -> list[str]:
+    """A partitioned model (``check --fallback``): its steps in running order, the tensors
+    crossing each region's boundary, and every CPU node with why it stays there."""
+    body = [f"<h2>Partitioned: {_e(partition.summary())}</h2>"]
+    steps, crossing = [], []
+    for step in partition.schedule:
+        what, _, number = step.partition(" ")
+        if what == "cpu":
+            node = partition.cpu[int(number)]
+            steps.append((_e("CPU"), f"<code>{_e(node.kind)}</code>",
+                          f'<span class="loc">{_e(node.location)}</span>'))
+            continue
+        r = partition.regions[int(number)]
+        ops = ", ".join(f"{name} {n}" for name, n in r.operations.items())
+        steps.append((_e(f"region {r.index}"), _e(f"{r.nodes} PyTorch nodes, feature level"
+                                                  f" {r.feature_level}: {ops}"),
+                      f'<span class="loc">{_e(r.first)} &rarr; {_e(r.last)}</span>'))
+        crossing += [(_e(f"region {r.index}"), _e(direction), f"<code>%{_e(t.name)}</code>",
+                      _e(f"{t.dtype}{list(t.shape)}"), _e(t.bytes), _e(t.peer))
+                     for direction, tensors in (("in", r.inputs), ("out", r.outputs))
+                     for t in tensors]
+    body.append(_table(["step", "what", "where"], steps))
+    body.append("<h2>Tensors crossing the boundaries</h2>")
+    body.append(_table(["region", "", "tensor", "type", "bytes", "from / to"], crossing,
+                       numeric=(4,)))
+    if partition.cpu:
+        body.extend(_nodes_and_why("On the CPU, and why", partition.cpu))
+    return body
+
+
+def _nodes_and_why(heading: str, nodes) -> list[str]:
+    """PyTorch nodes (anything with a kind, a reason and a location) and why, in a table."""
+    return [f"<h2>{_e(heading)}</h2>",
+            _table(["PyTorch op", "why", "where"],
+                   ((f"<code>{_e(n.kind)}</code>", _e(n.reason),
+                     f'<span class="loc">{_e(n.location)}</span>') for n in nodes))]
 
 
 # One colour per driver of a plan; nnapi-reference has the warning one.
@@ -337,9 +382,22 @@ def bench_page(report, module_path: str) -> str:
             ("median / p90 / min", _e(f"{_ms(n.median)} / {_ms(n.p90)} / {_ms(n.minimum)}"
                                       f" over {len(n.seconds)} runs"))]
     if latency.eager is not None:
-        rows.append(("eager PyTorch (original) median", _e(_ms(latency.eager.median))))
-        rows.append(("NNAPI / eager", _e(f"{latency.ratio:.2f}x")))
+        engine = f", quantized engine {report.quantized_engine}" if report.quantized_engine \
+            else ""
+        rows.append((f"eager PyTorch (original{engine}) median",
+                     _e(_ms(latency.eager.median))))
+        rows.append(("NNAPI / eager", _e(f"no ratio: {latency.refusal}" if latency.ratio is None
+                                         else f"{latency.ratio:.2f}x (both on"
+                                              f" {latency.eager.threads} threads)")))
     body = [_pairs(rows)]
+    parts = report.parts
+    if parts.regions:
+        body.append("<h2>Regions and CPU nodes, each timed alone</h2>")
+        rows_ = [(_e(f"region {r.index}"), _e(r.operations), _e(_ms(r.latency.median)))
+                 for r in parts.regions]
+        if parts.cpu is not None:
+            rows_.append((_e("CPU nodes"), "", _e(_ms(parts.cpu.median))))
+        body.append(_table(["part", "NNAPI operations", "median"], rows_, numeric=(1, 2)))
     p = report.profile
     if p is not None:
         types = [t.type for t in p.by_type]
@@ -349,7 +407,7 @@ def bench_page(report, module_path: str) -> str:
         body.append(f'<p class="sub">Host runtime, median of {p.runs} runs:'
                     f" {_e(_ms(p.total))} in {len(p.operations)} operations.</p>")
         bars = [(op.seconds * 1e3, colours[op.type],
-                 f"#{op.index} {op.type} {_ms(op.seconds)} ({op.share:.1%}): "
+                 f"#{_number(op)} {op.type} {_ms(op.seconds)} ({op.share:.1%}): "
                  + ", ".join(op.inputs) + " -> " + ", ".join(op.outputs))
                 for op in p.operations]
         body.append(bar_plot(bars, "operation-times", "operations, in run order"
@@ -362,12 +420,19 @@ def bench_page(report, module_path: str) -> str:
                            numeric=(1, 2, 3)))
         body.append("<h2>Slowest operations</h2>")
         body.append(_table(["#", "operation", "time", "share", "operands"],
-                           ((_e(op.index), f"<code>{_e(op.type)}</code>", _e(_ms(op.seconds)),
+                           ((_e(_number(op)), f"<code>{_e(op.type)}</code>",
+                             _e(_ms(op.seconds)),
                              _e(f"{op.share:.1%}"),
                              f'<span class="loc">{_e(", ".join(op.inputs))} &rarr;'
                              f' {_e(", ".join(op.outputs))}</span>')
                             for op in p.slowest(15)), numeric=(0, 2, 3)))
     return _page(f"torch-nnapi bench: {module_path}", "Where does the time go?", body)
+
+
+def _number(op) -> str:
+    """An operation's number as the text report gives it: ``r1:12`` in region 1 of a
+    partitioned module, else ``12``."""
+    return f"r{op.region}:{op.index}" if op.region >= 0 else str(op.index)
 
 
 def _ms(seconds: float) -> str:

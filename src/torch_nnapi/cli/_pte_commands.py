@@ -230,7 +230,8 @@ def bench_pte(args: argparse.Namespace) -> int:
           f" first run {report.first_run_seconds * 1e3:.2f} ms")
     print(f"median {report.latency.median * 1e3:.3f} ms, p90 {report.latency.p90 * 1e3:.3f}"
           f" ms, min {report.latency.minimum * 1e3:.3f} ms")
-    if report.eager is not None and report.ratio is not None:
-        print(f"eager PyTorch median {report.eager.median * 1e3:.3f} ms; .pte / eager"
-              f" {report.ratio:.2f}x")
+    if report.eager is not None:
+        print(f"eager PyTorch median {report.eager.median * 1e3:.3f} ms; .pte / eager "
+              + (f"{report.ratio:.2f}x (both on {report.eager.threads} threads)"
+                 if report.ratio is not None else f"no ratio: {report.refusal}"))
     return int(ExitCode.OK)

@@ -43,6 +43,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=int, default=20, metavar="N",
                    help="timed runs (default: %(default)s)")
     add_threads_option(p)  # applied by bench_module for the measurement only
+    p.add_argument("--quantized-engine", default="qnnpack", metavar="ENGINE",
+                   help="PyTorch's quantized kernels for timing a quantized original"
+                        " (default: %(default)s, as on mobile and in check; 'default' keeps"
+                        " PyTorch's)")
     p.add_argument("--profile-runs", type=int, default=3, metavar="N",
                    help="host-runtime profile runs, 0 for none (default: %(default)s)")
     p.add_argument("--top", type=int, default=10, metavar="N",
@@ -74,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
                                ("--threads", args.threads or 1, 1)):
         if value < least:
             raise usage(f"{name} must be at least {least}")
+    engines = torch.backends.quantized.supported_engines
+    if args.quantized_engine not in ("default", *engines):
+        raise usage(f"--quantized-engine {args.quantized_engine!r} is not available in this"
+                    f" PyTorch (it has {', '.join(engines)})")
     profiles = device_profiles(args)
     if args.generate is not None:
         return _bench_generation(args)
@@ -92,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
         with running("torch NNAPI runtime"):
             report = bench_module(module, inputs, runs=args.runs, threads=args.threads,
                                   original=original, profile_runs=args.profile_runs,
-                                  progress=progress.step)
+                                  engine=None if args.quantized_engine == "default"
+                                  else args.quantized_engine, progress=progress.step)
         plans = _device_plans(module, inputs, profiles, args, progress.step)
     from ._html import bench_page
 
@@ -183,7 +192,7 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
     if latency.pools_contend and latency.single_thread is not None:
         one = latency.single_thread
         threads = f"{report.threads} threads" if report.threads else "several threads"
-        lines.append(f"warning: {threads} ran slower than one"
+        lines.append(f"warning: on NNAPI, {threads} ran slower than one"
                      f" ({_ms(n.median)} against {_ms(one.median)} on one thread): thread pools"
                      " are competing for the cores (another busy process, or PyTorch's OpenMP"
                      " threads spinning: set OMP_WAIT_POLICY=PASSIVE); try --threads 1")
@@ -197,9 +206,13 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
         lines.append(f"  CPU nodes alone: median {_ms(parts.cpu.median)}")
     if latency.eager is not None:
         e = latency.eager
-        lines.append(f"eager PyTorch (original): median {_ms(e.median)}, p90 {_ms(e.p90)},"
-                     f" min {_ms(e.minimum)}")
-        lines.append(f"NNAPI / eager: {latency.ratio:.2f}x")
+        engine = f", quantized engine {report.quantized_engine}" if report.quantized_engine \
+            else ""
+        lines.append(f"eager PyTorch (original{engine}): median {_ms(e.median)},"
+                     f" p90 {_ms(e.p90)}, min {_ms(e.minimum)}")
+        lines.append(f"NNAPI / eager: no ratio: {latency.refusal}" if latency.ratio is None
+                     else f"NNAPI / eager: {latency.ratio:.2f}x (both on"
+                          f" {e.threads} thread{'s' if e.threads != 1 else ''})")
         for o in report.output_errors:
             value = f"{o['error']:g} quanta" if o["unit"] == "quanta" else \
                 f"{o['error']:.2g} relative"
@@ -208,8 +221,7 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
     if p is not None:
         lines.append(f"host runtime profile (median of {p.runs} runs): {_ms(p.wall_seconds)}"
                      f" per run, {_ms(p.total)} in {len(p.operations)} operations")
-        lines.append(f"  outside the host runtime (wrapper module, C API, copies):"
-                     f" {_ms(max(0.0, report.outside_runtime))} of the NNAPI median")
+        lines.append(_outside_line(report))
         lines.append(f"  {'operation type':28} {'total':>10} {'share':>7} {'count':>6}")
         for t in p.by_type:
             lines.append(f"  {t.type:28} {_ms(t.seconds):>10} {t.share:>7.1%} {t.count:>6}")
@@ -223,3 +235,17 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
                 lines.append(f"  {where + str(op.index):>5} {op.type:24} {_ms(op.seconds):>10}"
                              f" {op.share:>7.1%}  {kind} {operands}")
     return lines
+
+
+def _outside_line(report) -> str:
+    """What runs outside the host runtime: the NNAPI median against the host runtime's own
+    unprofiled runs, timed beside them."""
+    outside, host = report.outside_runtime, report.latency.host
+    if outside is None:
+        return "  outside the host runtime: not measured (a partitioned module: see the" \
+            " regions and CPU nodes alone)"
+    if outside < 0:
+        return (f"  outside the host runtime: within the noise (the host runtime's own runs"
+                f" took {_ms(host.median)}, the NNAPI runs {_ms(report.latency.nnapi.median)})")
+    return (f"  outside the host runtime (wrapper module, C API, copies): {_ms(outside)} of"
+            f" the NNAPI median (the host runtime's own runs: {_ms(host.median)})")

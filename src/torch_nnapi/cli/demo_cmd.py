@@ -86,8 +86,10 @@ def run(args: argparse.Namespace) -> int:
     import torch_nnapi
 
     from ..convert.api import Conversion, convert_with_details
-    from ..convert.tools.bench import first_run, time_calls
+    from ..convert.tools.bench import first_run
     from ..convert.tools.check import loaded_nnapi_library
+    from ..convert.tools.timing import quiet_pools, refusal, time_calls
+    from ..runtime.threads import get_num_threads
     from .inspect_cmd import describe
 
     if args.runs < 1:
@@ -157,13 +159,20 @@ def run(args: argparse.Namespace) -> int:
     if not same:
         failures.append("the reloaded module gives different outputs")
 
-    runs = args.runs
-    with torch.no_grad():
-        nnapi = time_calls(lambda: module(x), runs)
-        eager = time_calls(lambda: model(x), runs)
-    print(f"4. latency ({runs} runs): NNAPI median {nnapi.median * 1e3:.2f} ms (compile"
-          f" {compile_seconds * 1e3:.0f} ms, first run {first_seconds * 1e3:.1f} ms), eager"
-          f" PyTorch median {eager.median * 1e3:.2f} ms")
+    runs, threads = args.runs, get_num_threads()
+    with torch.no_grad():  # each side on the same threads, the other's pool quiet
+        with quiet_pools(threads, torch_threads=1):
+            nnapi = time_calls(lambda: module(x), runs, side="nnapi")
+        with quiet_pools(threads):
+            eager = time_calls(lambda: model(x), runs, side="eager")
+    nnapi.threads = eager.threads = threads
+    print(f"4. latency ({runs} runs on {threads} thread{'s' if threads != 1 else ''}): NNAPI"
+          f" median {nnapi.median * 1e3:.2f} ms (compile {compile_seconds * 1e3:.0f} ms,"
+          f" first run {first_seconds * 1e3:.1f} ms), eager PyTorch median"
+          f" {eager.median * 1e3:.2f} ms")
+    why = refusal({"NNAPI": nnapi, "eager": eager})
+    print(f"   NNAPI / eager: no ratio: {why}" if why
+          else f"   NNAPI / eager: {nnapi.median / eager.median:.2f}x")
     if failures:
         for failure in failures:
             print(f"FAIL: {failure}")

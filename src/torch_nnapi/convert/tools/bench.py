@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import functools
-import math
 import statistics
 import sys
 import time
@@ -26,35 +25,13 @@ import torch
 
 from ...nnapi.model import Lifetime, Model
 from ...runtime.threads import get_num_threads
+from ..capture.script import quantized_engine
 from ..fallback.run import Trace, cpu_program, is_partitioned, region_programs, run_apart
 from ..outputs import leaves_of
 from .check import loaded_nnapi_library, tensor_error
 from .host import model_for, program_of
 from .threads import num_threads
-
-
-@dataclass
-class Latency:
-    seconds: list[float]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.seconds)
-
-    @property
-    def p90(self) -> float:
-        """The 90th percentile (nearest rank)."""
-        ordered = sorted(self.seconds)
-        return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
-
-    @property
-    def minimum(self) -> float:
-        return min(self.seconds)
-
-    def to_json(self) -> dict[str, float]:
-        return {"runs": len(self.seconds), "median_ms": self.median * 1e3,
-                "p90_ms": self.p90 * 1e3, "min_ms": self.minimum * 1e3,
-                "mean_ms": statistics.fmean(self.seconds) * 1e3}
+from .timing import Latency, quiet_pools, refusal, time_calls
 
 
 @dataclass
@@ -120,11 +97,22 @@ class Latencies:
     # With several threads, a few runs on one thread: more threads should never be slower.
     single_thread: Latency | None = None
     eager: Latency | None = None
+    # the host runtime's own unprofiled runs of the NNAPI model (one NNAPI model only)
+    host: Latency | None = None
+
+    @property
+    def refusal(self) -> str:
+        """Why the NNAPI / eager ratio is not given (empty: it is, or there is no eager)."""
+        if self.nnapi is None or self.eager is None:
+            return ""
+        return refusal({"NNAPI": self.nnapi, "eager": self.eager})
 
     @property
     def ratio(self) -> float | None:
-        """NNAPI median latency / eager median latency (above 1: NNAPI is slower)."""
-        if self.nnapi is None or self.eager is None or not self.eager.median:
+        """NNAPI median latency / eager median latency (above 1: NNAPI is slower); None when
+        either side's measurement was contended or the sides ran under different thread
+        counts."""
+        if self.nnapi is None or self.eager is None or not self.eager.median or self.refusal:
             return None
         return self.nnapi.median / self.eager.median
 
@@ -150,6 +138,7 @@ class BenchReport:
     inputs: list[dict[str, Any]]  # per input: shape, dtype
     threads: int | None
     backend: str = ""
+    quantized_engine: str = ""  # PyTorch's engine for a quantized original ("": not one)
     first_call: FirstCall = field(default_factory=FirstCall)
     latency: Latencies = field(default_factory=Latencies)
     output_errors: list[dict[str, Any]] = field(default_factory=list)  # output, error, unit
@@ -158,12 +147,13 @@ class BenchReport:
 
     @property
     def outside_runtime(self) -> float | None:
-        """Median NNAPI latency minus the host runtime's own run time: what the wrapper
-        module, PyTorch's NNAPI runtime, the C API and its copies add (noisy)."""
-        nnapi = self.latency.nnapi
-        if nnapi is None or self.profile is None:
+        """Median NNAPI latency minus the median of the host runtime's own unprofiled runs
+        (timed beside them, as many): what the wrapper module, PyTorch's NNAPI runtime, the C
+        API and its copies add; noisy, so it can come out negative."""
+        nnapi, host = self.latency.nnapi, self.latency.host
+        if nnapi is None or host is None:
             return None
-        return nnapi.median - self.profile.wall_seconds
+        return nnapi.median - host.median
 
     def to_json(self, slowest: int = 10) -> dict[str, Any]:
         first, latency = self.first_call, self.latency
@@ -173,7 +163,10 @@ class BenchReport:
             "first_run_ms": first.run_seconds * 1e3, "first_use": first.first_use,
             "nnapi": latency.nnapi.to_json() if latency.nnapi else None,
             "eager": latency.eager.to_json() if latency.eager else None,
-            "ratio": latency.ratio, "output_errors": self.output_errors,
+            "ratio": latency.ratio, "ratio_refused": latency.refusal or None,
+            "quantized_engine": self.quantized_engine or None,
+            "host_runtime": latency.host.to_json() if latency.host else None,
+            "output_errors": self.output_errors,
             "single_thread": latency.single_thread.to_json() if latency.single_thread
             else None,
             "pools_contend": latency.pools_contend,
@@ -198,23 +191,6 @@ class BenchReport:
 
 # Several threads slower than one by more than this factor: the pools contend.
 CONTENTION_MARGIN = 1.1
-# Untimed calls before timing: TorchScript's profiling executor optimizes a function only
-# after its first couple of calls, which are several times slower.
-WARMUP = 2
-
-
-def time_calls(call: Callable[[], object], runs: int, warmup: int = WARMUP) -> Latency:
-    """Wall time of ``runs`` calls of ``call``, after ``warmup`` untimed ones."""
-    for _ in range(warmup):
-        call()
-    seconds = []
-    for _ in range(max(1, runs)):
-        start = time.perf_counter()
-        call()
-        seconds.append(time.perf_counter() - start)
-    return Latency(seconds)
-
-
 def first_run(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor]
               ) -> tuple[float, float]:
     """(compile seconds, first-run seconds) of a converted module on PyTorch's NNAPI
@@ -253,12 +229,7 @@ def profile_program(program: torch.jit.ScriptModule, inputs: Sequence[torch.Tens
                     region: int = -1) -> HostProfile:
     """:func:`profile_on_host` of one NnapiProgram (region ``region`` of a partitioned
     module)."""
-    from ...runtime import Compilation
-
-    model = model_for(program, list(inputs))
-    compilation = Compilation(model, preference=int(program.compilation_preference))
-    ready = [x.int_repr().numpy() if x.is_quantized else x.numpy()
-             for x in program.prepare_inputs(list(inputs))]
+    model, compilation, ready = _on_host(program, inputs)
     per_operation: dict[int, list[float]] = defaultdict(list)
     walls = []
     for _ in range(max(1, runs)):
@@ -278,6 +249,18 @@ def profile_program(program: torch.jit.ScriptModule, inputs: Sequence[torch.Tens
             [_operand(model, compilation.shapes, o) for o in operation.outputs],
             model.operands[operation.inputs[0]].type.name if operation.inputs else "", region))
     return _profile(len(walls), statistics.median(walls), operations)
+
+
+def _on_host(program: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor]
+             ) -> tuple[Model, Any, list[Any]]:
+    """The program's NNAPI model, compiled on the host runtime, and its inputs as arrays."""
+    from ...runtime import Compilation
+
+    model = model_for(program, list(inputs))
+    compilation = Compilation(model, preference=int(program.compilation_preference))
+    ready = [x.int_repr().numpy() if x.is_quantized else x.numpy()
+             for x in program.prepare_inputs(list(inputs))]
+    return model, compilation, ready
 
 
 def _profile(runs: int, wall: float, operations: list[OperationTime]) -> HostProfile:
@@ -312,10 +295,13 @@ def _operand(model: Model, shapes: Sequence[Sequence[int]] | None, index: int) -
 def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor], *,
                  runs: int = 20, threads: int | None = None,
                  original: Callable[..., object] | None = None, profile_runs: int = 3,
+                 engine: str | None = None,
                  progress: Callable[[str], None] | None = None) -> BenchReport:
     """Latency of a converted module on PyTorch's NNAPI runtime (and of ``original`` in
-    eager PyTorch when given), and its host-runtime profile (``profile_runs=0``: none).
-    ``progress`` is told each step."""
+    eager PyTorch when given, a quantized one with PyTorch's quantized ``engine``, None: its
+    default), and its host-runtime profile (``profile_runs=0``: none). Each side is timed on
+    the same thread count with the other's pool quiet (timing.quiet_pools). ``progress`` is
+    told each step."""
     step = progress or (lambda text: None)
     inputs = tuple(inputs)
     report = BenchReport(
@@ -324,6 +310,10 @@ def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
     first, latency = report.first_call, report.latency
     first.first_use = "torch_nnapi.capi.bridge" not in sys.modules
     partitioned = is_partitioned(module)
+    count = threads or get_num_threads()
+    # the converted module's own TorchScript is glue, unless CPU nodes run in it
+    nnapi_pools = functools.partial(quiet_pools, count,
+                                    torch_threads=count if partitioned else 1)
     with num_threads(threads), torch.no_grad():
         step("compiling")
         if partitioned:
@@ -335,17 +325,27 @@ def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
         library = loaded_nnapi_library()
         report.backend = "PyTorch's NNAPI runtime" + (f" ({library})" if library else "")
         step(f"timing {runs} runs on NNAPI")
-        latency.nnapi = time_calls(lambda: module(*inputs), runs)
-        if (threads or get_num_threads()) > 1:
+        with nnapi_pools():
+            latency.nnapi = time_calls(lambda: module(*inputs), runs, side="nnapi")
+            if not partitioned:
+                _, compilation, ready = _on_host(program_of(module), inputs)
+                latency.host = time_calls(lambda: compilation.run(ready), runs)
+        latency.nnapi.threads = count
+        if count > 1:
             step("timing a few runs on one thread")
-            with num_threads(1):
+            with quiet_pools(1):
                 latency.single_thread = time_calls(lambda: module(*inputs), max(3, runs // 2))
         if partitioned:
-            report.parts = _time_apart(module, inputs, trace, runs)
+            with nnapi_pools():
+                report.parts = _time_apart(module, inputs, trace, runs)
         if original is not None:
             step(f"timing {runs} runs of the original in eager PyTorch")
-            expected = original(*inputs)
-            latency.eager = time_calls(lambda: original(*inputs), runs)
+            with quantized_engine(engine), quiet_pools(count):
+                if uses_quantized_kernels(original):
+                    report.quantized_engine = torch.backends.quantized.engine
+                expected = original(*inputs)
+                latency.eager = time_calls(lambda: original(*inputs), runs, side="eager")
+            latency.eager.threads = count
             actual = module(*inputs)
             for i, (a, e) in enumerate(zip(leaves_of(actual), leaves_of(expected),
                                            strict=False)):
@@ -362,6 +362,20 @@ def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
         elif profile_runs > 0:
             report.profile = profile_on_host(module, inputs, profile_runs)
     return report
+
+
+def uses_quantized_kernels(model: Callable[..., object]) -> bool:
+    """Whether eager ``model`` runs PyTorch's quantized kernels (whose engine then matters):
+    quantized modules, or quantized ops in a TorchScript graph."""
+    if isinstance(model, torch.jit.ScriptModule):
+        try:
+            graph = str(model.inlined_graph)
+        except (AttributeError, RuntimeError):
+            return False
+        return "quantized::" in graph or "aten::quantize_per_" in graph
+    if isinstance(model, torch.nn.Module):
+        return any(".quantized" in type(m).__module__ for m in model.modules())
+    return False
 
 
 def _time_apart(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...],
@@ -381,4 +395,4 @@ def _time_apart(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...]
 
 __all__ = ["BenchReport", "FirstCall", "HostProfile", "Latencies", "Latency", "OperationTime",
            "PartTimes", "RegionTime", "TypeTime", "bench_module", "first_run",
-           "profile_on_host", "profile_program", "time_calls"]
+           "profile_on_host", "profile_program", "time_calls", "uses_quantized_kernels"]

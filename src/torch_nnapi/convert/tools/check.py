@@ -230,6 +230,7 @@ def _check(report: CheckReport, model: torch.nn.Module | torch.export.ExportedPr
     except ConversionError as e:
         report.conversion.unsupported = list(e.uses)
         report.conversion.unsupported_text = e.render()
+        report.conversion.hint = e.hint
         return
     except (ConverterBug, ValueError, TypeError) as e:
         report.errors.append(f"conversion failed: {e}")
@@ -256,6 +257,7 @@ def _check(report: CheckReport, model: torch.nn.Module | torch.export.ExportedPr
             report.errors.append(f"layer-by-layer comparison failed: {one_line(e)}")
         else:
             accuracy.layers = [_layer(d, accuracy) for d in diffs]
+            accuracy.mark_drift()
 
 
 def _eager(model: torch.nn.Module | torch.export.ExportedProgram,

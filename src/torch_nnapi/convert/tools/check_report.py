@@ -70,6 +70,9 @@ class TensorCheck:
     kind: str = ""
     location: str = ""
     alternate: AlternateReference | None = None  # for a quantized model, when computed
+    # a quantized layer over the tolerance in the accumulated comparison while every output
+    # matches: rounding carried down the layers (Accuracy.mark_drift), not a broken layer
+    drift: bool = False
 
     @property
     def within(self) -> bool:
@@ -86,13 +89,15 @@ class TensorCheck:
     @property
     def ok(self) -> bool:
         """Not a fault of the conversion."""
-        return self.within or self.reference_disagrees
+        return self.within or self.reference_disagrees or self.drift
 
     @property
     def verdict(self) -> str:
         if self.within:
             return "ok"
-        return "reference disagrees" if self.reference_disagrees else "MISMATCH"
+        if self.reference_disagrees:
+            return "reference disagrees"
+        return "drift" if self.drift else "MISMATCH"
 
     def value(self) -> str:
         return f"{self.error:g} quanta" if self.unit == "quanta" else \
@@ -123,7 +128,7 @@ class TensorCheck:
         alternate = self.alternate
         return {"name": self.name, "shape": list(self.shape), "error": self.error,
                 "unit": self.unit, "tolerance": self.tolerance, "kind": self.kind,
-                "location": self.location,
+                "location": self.location, "drift": self.drift,
                 "alternate_error": None if alternate is None else alternate.error,
                 "reference_gap": None if alternate is None else alternate.gap}
 
@@ -138,6 +143,7 @@ class ConversionFacts:
     converted: bool = False
     unsupported: list[UnsupportedUse] = field(default_factory=list)
     unsupported_text: str = ""  # the ConversionError, rendered
+    hint: str = ""  # what would make it convert (e.g. --fallback's regions), if anything
     seconds: float = 0.0  # the conversion's
     operation_counts: dict[str, int] = field(default_factory=dict)
     transposes: list[Transpose] = field(default_factory=list)
@@ -214,6 +220,29 @@ class Accuracy:
         """Outputs and layers where PyTorch's references disagree (not the conversion)."""
         return [t for t in self.outputs + self.layers if t.reference_disagrees]
 
+    def mark_drift(self) -> None:
+        """The verdict is the outputs': when every output matches, the quantized layers over
+        the tolerance of an accumulated (not isolated) comparison are drift, each layer's
+        rounding difference carried down the network, and do not fail the check."""
+        if self.isolated or not self.outputs or not all(o.ok for o in self.outputs):
+            return
+        for layer in self.layers:
+            if not layer.ok and layer.unit == "quanta":
+                layer.drift = True
+
+    @property
+    def drifting(self) -> list[TensorCheck]:
+        return [t for t in self.layers if t.verdict == "drift"]
+
+    def drift_summary(self) -> str:
+        """``5 quantized layers drift up to 11 quanta`` (empty: none)."""
+        drifting = self.drifting
+        if not drifting:
+            return ""
+        count = len(drifting)
+        return (f"{count} quantized layer{'s' if count != 1 else ''} drift up to"
+                f" {max(t.error for t in drifting):g} quanta")
+
     @property
     def first_bad_layer(self) -> TensorCheck | None:
         return next((layer for layer in self.layers if not layer.ok), None)
@@ -232,7 +261,7 @@ class Accuracy:
 # ------------------------------------------------------------------------------ the report
 
 # The keys of CheckReport.to_json, in order, before the derived ones.
-_JSON_KEYS = ("inputs", "unsupported", "unsupported_text", "errors", "converted",
+_JSON_KEYS = ("inputs", "unsupported", "unsupported_text", "hint", "errors", "converted",
               "feature_level", "model_requirements", "operations", "operation_counts",
               "transposes", "float_islands", "backend", "outputs", "layers", "float_tolerance",
               "quanta_tolerance", "target_level", "conversion_seconds", "quantized",
@@ -281,12 +310,14 @@ class CheckReport:
         if code == 3:
             return (f"result: FAIL, converts and matches PyTorch, but needs feature level"
                     f" {self.levels.feature_level} (target {self.levels.target_level})")
-        note = ""
+        drift = self.accuracy.drift_summary()
+        note = f" ({drift} carried down the layers while the outputs match; --isolated" \
+            " compares each layer alone)" if drift else ""
         disagreements = self.accuracy.disagreements
         if disagreements:
             first, second = self.accuracy.engines
-            note = (f" (PyTorch's {first} and {second} kernels disagree on"
-                    f" {len(disagreements)} tensors; NNAPI agrees with one of them)")
+            note += (f" (PyTorch's {first} and {second} kernels disagree on"
+                     f" {len(disagreements)} tensors; NNAPI agrees with one of them)")
         partition = self.conversion.partition
         parts = f" into {partition.summary()}" if partition is not None else ""
         return (f"result: OK, converts{parts} and matches PyTorch; needs NNAPI feature level"

@@ -19,11 +19,12 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves
 
+from ...runtime.threads import get_num_threads
 from ..executorch.outputs import leaf_paths
 from ..executorch.pte_file import PteInfo, PteModule
-from .bench import Latency, time_calls
 from .check import FLOAT_TOLERANCE, QUANTA_TOLERANCE, tensor_error
 from .check_report import TensorCheck
+from .timing import Latency, quiet_pools, refusal, time_calls
 
 
 @dataclass
@@ -93,9 +94,14 @@ class PteBench:
     check: PteCheck | None = None
 
     @property
+    def refusal(self) -> str:
+        """Why there is no ratio (timing.refusal; empty: there is one, or no eager)."""
+        return "" if self.eager is None else refusal({".pte": self.latency, "eager": self.eager})
+
+    @property
     def ratio(self) -> float | None:
-        """The .pte's median over eager PyTorch's."""
-        if self.eager is None or not self.eager.median:
+        """The .pte's median over eager PyTorch's; None from contended or unlike runs."""
+        if self.eager is None or not self.eager.median or self.refusal:
             return None
         return self.latency.median / self.eager.median
 
@@ -103,7 +109,7 @@ class PteBench:
         return {"load_seconds": self.load_seconds, "first_run_seconds": self.first_run_seconds,
                 "pte": self.latency.to_json(),
                 "eager": None if self.eager is None else self.eager.to_json(),
-                "ratio": self.ratio,
+                "ratio": self.ratio, "ratio_refused": self.refusal or None,
                 "outputs": [] if self.check is None else [
                     {"output": c.name, "error": c.error, "unit": c.unit}
                     for c in self.check.checks]}
@@ -117,12 +123,17 @@ def bench_pte(data: bytes, inputs: Sequence[torch.Tensor], runs: int,
     loaded = time.perf_counter()
     actual = module(*inputs)
     first = time.perf_counter() - loaded
-    report = PteBench(loaded - start, first, time_calls(lambda: module(*inputs), runs))
+    threads = get_num_threads()  # each side on these, the other's pool quiet
+    with quiet_pools(threads, torch_threads=1):
+        report = PteBench(loaded - start, first,
+                          time_calls(lambda: module(*inputs), runs, side="nnapi"))
+    report.latency.threads = threads
     if original is not None:
         expected = eager_outputs(original, inputs)
         model = original.module() if isinstance(original, torch.export.ExportedProgram) \
             else original
-        with torch.no_grad():
-            report.eager = time_calls(lambda: model(*inputs), runs)
+        with torch.no_grad(), quiet_pools(threads):
+            report.eager = time_calls(lambda: model(*inputs), runs, side="eager")
+        report.eager.threads = threads
         report.check = compare_pte(module.info, actual, expected)
     return report
