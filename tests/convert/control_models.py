@@ -170,3 +170,19 @@ class GptBlock(nn.Module):
         attended = torch.softmax(scores, dim=-1) @ values  # [heads, 1, head_dim]
         x = x + self.out(attended.reshape(1, -1))
         return x + self.mlp(self.norm2(x)), keys, values
+
+
+def quantized_gpt_step(step: TinyGptStep, prompts: list[list[int]], new_tokens: int = 32
+                       ) -> torch.nn.Module:
+    """``step`` quantized for NNAPI (``torch_nnapi.quantize``, PT2E, feature level 3),
+    calibrated on the steps of the float model's greedy generations from ``prompts``."""
+    import torch_nnapi
+    from torch_nnapi.convert.tools.generation import StepRecorder
+    from torch_nnapi.convert.torchscript.generate import Generator
+
+    keys = torch.zeros(step.cache_shape())
+    recorder = StepRecorder(step)
+    with torch.no_grad():
+        for prompt in prompts:
+            Generator(recorder, keys, keys)(torch.tensor(prompt), new_tokens, -1)
+    return torch_nnapi.quantize(step, recorder.inputs[0], recorder.inputs, target_level=3)
