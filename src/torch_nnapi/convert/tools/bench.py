@@ -7,7 +7,9 @@
   time per NNAPI operation type, and the slowest operations with their operand shapes.
 * For a partitioned module (``fallback=True``): each NNAPI region timed alone on the inputs
   the module gives it, and the CPU nodes timed alone on the regions' outputs; the profile
-  covers every region.
+  covers every region. Regions inside loops and branches are timed where they run, each
+  execution within whole runs of the module (``fallback/run.py``'s ``run_inlined``),
+  summed per region and run; the CPU nodes are then the rest of each run.
 """
 
 from __future__ import annotations
@@ -26,7 +28,18 @@ import torch
 
 from ...nnapi.model import Lifetime, Model
 from ...runtime.threads import get_num_threads
-from ..fallback.run import Trace, cpu_program, is_partitioned, region_programs, run_apart
+from ..fallback.run import (
+    InlinedProgram,
+    InlinedRegion,
+    Trace,
+    cpu_program,
+    has_bodies,
+    inlined_program,
+    is_partitioned,
+    region_programs,
+    run_apart,
+    run_inlined,
+)
 from ..outputs import leaves_of
 from .check import loaded_nnapi_library, tensor_error
 from .host import model_for, program_of
@@ -94,11 +107,15 @@ class HostProfile:
 
 @dataclass
 class RegionTime:
-    """One region of a partitioned module, timed alone on the inputs the module gives it."""
+    """One region of a partitioned module, timed alone on the inputs the module gives it;
+    a region inside a loop or branch (``name``: ``body_0.region_0``), its ``executions``
+    per run of the module summed (their mean count per run)."""
 
     index: int
     operations: int
     latency: Latency
+    name: str = ""
+    executions: float = 1.0
 
 
 @dataclass(kw_only=True)
@@ -180,7 +197,8 @@ class BenchReport:
             "outside_runtime_ms": None if self.outside_runtime is None
             else self.outside_runtime * 1e3}
         if self.parts.regions:
-            data["regions"] = [{"region": r.index, "operations": r.operations,
+            data["regions"] = [{"region": r.index, "name": r.name or f"region_{r.index}",
+                                "operations": r.operations, "executions": r.executions,
                                 **r.latency.to_json()} for r in self.parts.regions]
             data["cpu"] = self.parts.cpu.to_json() if self.parts.cpu else None
         if self.profile is not None:
@@ -324,6 +342,9 @@ def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
     first, latency = report.first_call, report.latency
     first.first_use = "torch_nnapi.capi.bridge" not in sys.modules
     partitioned = is_partitioned(module)
+    if partitioned and has_bodies(module):
+        return _bench_inlined(module, inputs, report, runs, threads, original, profile_runs,
+                              step)
     with num_threads(threads), torch.no_grad():
         step("compiling")
         if partitioned:
@@ -343,14 +364,7 @@ def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
         if partitioned:
             report.parts = _time_apart(module, inputs, trace, runs)
         if original is not None:
-            step(f"timing {runs} runs of the original in eager PyTorch")
-            expected = original(*inputs)
-            latency.eager = time_calls(lambda: original(*inputs), runs)
-            actual = module(*inputs)
-            for i, (a, e) in enumerate(zip(leaves_of(actual), leaves_of(expected),
-                                           strict=False)):
-                error, unit = tensor_error(a, e)
-                report.output_errors.append({"output": i, "error": error, "unit": unit})
+            _time_original(module, inputs, report, runs, original, step)
         if profile_runs > 0:
             step(f"profiling {profile_runs} runs on the host runtime")
         if profile_runs > 0 and partitioned:
@@ -362,6 +376,86 @@ def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
         elif profile_runs > 0:
             report.profile = profile_on_host(module, inputs, profile_runs)
     return report
+
+
+def _time_original(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...],
+                   report: BenchReport, runs: int, original: Callable[..., object],
+                   step: Callable[[str], None]) -> None:
+    step(f"timing {runs} runs of the original in eager PyTorch")
+    expected = original(*inputs)
+    report.latency.eager = time_calls(lambda: original(*inputs), runs)
+    actual = module(*inputs)
+    for i, (a, e) in enumerate(zip(leaves_of(actual), leaves_of(expected), strict=False)):
+        error, unit = tensor_error(a, e)
+        report.output_errors.append({"output": i, "error": error, "unit": unit})
+
+
+def _bench_inlined(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...],
+                   report: BenchReport, runs: int, threads: int | None,
+                   original: Callable[..., object] | None, profile_runs: int,
+                   step: Callable[[str], None]) -> BenchReport:
+    """:func:`bench_module` of a module with regions inside loops and branches."""
+    with num_threads(threads), torch.no_grad():
+        step("compiling")
+        inlined = inlined_program(module)
+        run_inlined(inlined, inputs, lambda region, given: region.program(given))
+        first = report.first_call
+        for region in inlined.regions:
+            if region.calls:  # a region no branch reached on these inputs stays as loaded
+                region.program.reset()
+                start = time.perf_counter()
+                region.program.init(region.calls[0])
+                first.compile_seconds += time.perf_counter() - start
+        start = time.perf_counter()
+        module(*inputs)
+        first.run_seconds = time.perf_counter() - start
+        library = loaded_nnapi_library()
+        report.backend = "PyTorch's NNAPI runtime" + (f" ({library})" if library else "")
+        step(f"timing {runs} runs on NNAPI")
+        report.latency.nnapi = time_calls(lambda: module(*inputs), runs)
+        report.parts = _time_inlined(inlined, inputs, runs)
+        if original is not None:
+            _time_original(module, inputs, report, runs, original, step)
+        reached = [(k, r) for k, r in enumerate(inlined.regions) if r.calls]
+        if profile_runs > 0 and reached:
+            step(f"profiling {profile_runs} runs on the host runtime")
+            profiles = [profile_program(r.program, r.calls[0], profile_runs, k)
+                        for k, r in reached]
+            report.profile = _profile(profile_runs, sum(p.wall_seconds for p in profiles),
+                                      [op for p in profiles for op in p.operations])
+    return report
+
+
+def _time_inlined(inlined: InlinedProgram, inputs: tuple[torch.Tensor, ...], runs: int
+                  ) -> PartTimes:
+    """Each region's executions timed within ``runs`` whole runs, summed per run; the CPU
+    nodes: the rest of each run."""
+    spent = [[0.0] * len(inlined.regions) for _ in range(max(1, runs))]
+    position = {id(region): k for k, region in enumerate(inlined.regions)}
+    walls = []
+    for run in spent:
+        for region in inlined.regions:
+            region.calls.clear()
+
+        def timed(region: InlinedRegion, given: list[torch.Tensor], run: list[float] = run
+                  ) -> list[torch.Tensor]:
+            start = time.perf_counter()
+            outputs: list[torch.Tensor] = region.program(given)
+            run[position[id(region)]] += time.perf_counter() - start
+            return outputs
+
+        start = time.perf_counter()
+        run_inlined(inlined, inputs, timed)
+        walls.append(time.perf_counter() - start)
+    parts = PartTimes()
+    for k, region in enumerate(inlined.regions):
+        if not region.calls:
+            continue
+        operations = len(model_for(region.program, region.calls[0]).operations)
+        parts.regions.append(RegionTime(k, operations, Latency([run[k] for run in spent]),
+                                        region.name, len(region.calls)))
+    parts.cpu = Latency([wall - sum(run) for wall, run in zip(walls, spent, strict=True)])
+    return parts
 
 
 def _time_apart(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...],
