@@ -147,7 +147,9 @@ def test_the_quantized_step_converts_whole_in_8_bits(quantized_gpt):
                for op in eight_bit)
 
 
-@pytest.mark.parametrize("prompt", [PROMPT, torch.tensor([4, 2]), torch.tensor([25])])
+@pytest.mark.parametrize("prompt", [  # other prompts: slow (a few seconds each)
+    PROMPT, pytest.param(torch.tensor([4, 2]), marks=pytest.mark.slow),
+    pytest.param(torch.tensor([25]), marks=pytest.mark.slow)])
 def test_quantized_generation_matches_the_quantized_eager_model(quantized_gpt, prompt):
     quantized, conversion, keys = quantized_gpt
     expected, decided = _reference(quantized, keys, prompt, NEW_TOKENS)
@@ -157,6 +159,7 @@ def test_quantized_generation_matches_the_quantized_eager_model(quantized_gpt, p
     assert decided >= MIN_DECIDED, f"the quantized model decided only {decided} tokens"
 
 
+@pytest.mark.slow  # a fresh process importing torch and loading both files: ~15 s
 def test_the_quantized_generator_runs_in_a_fresh_process_and_the_lite_interpreter(
         quantized_gpt, tmp_path):
     quantized, conversion, keys = quantized_gpt
