@@ -265,6 +265,9 @@ def _call_operator(graph: torch._C.Graph, call: torch._C.Node, region: int) -> N
 def _inline_call(graph: torch._C.Graph, call: torch._C.Node, body: torch._C.Graph) -> None:
     """Replaces ``call`` (of a body's forward) with the nodes of ``body``, which no longer
     reads its module input."""
+    if list(body.inputs())[0].uses():
+        raise ValueError("a body of this partitioned module reads attributes other than its"
+                         " regions and bodies; it cannot be taken apart")
     values = dict(zip(list(body.inputs())[1:], list(call.inputs())[1:], strict=True))
     for node in body.nodes():
         clone = graph.createClone(  # type: ignore[attr-defined]  # not in torch's stubs
