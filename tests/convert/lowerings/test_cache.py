@@ -77,9 +77,10 @@ def test_index_copy_of_several_positions_is_refused():
                                      torch.randn(2, 3)))
 
 
-def test_a_gpt_step_writing_its_cache_by_index_copy_generates_as_eager():
+@pytest.mark.parametrize("write", ["index_copy", "assign"])
+def test_a_gpt_step_writing_its_cache_at_the_position_generates_as_eager(write):
     torch.manual_seed(0)
-    step = cm.TinyGptStep(index_copy=True).eval().requires_grad_(False)
+    step = cm.TinyGptStep(**{write: True}).eval().requires_grad_(False)
     keys = torch.zeros(step.cache_shape())
     conversion = convert_with_details(step, (torch.tensor([5]), torch.tensor([3]), keys, keys),
                                       nhwc=False)
