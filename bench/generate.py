@@ -5,9 +5,13 @@ The step is the tests' ``TinyGptStep`` (pre-norm blocks, learned positions, a fi
 key/value cache written through ``torch.where``; tests/convert/control_models.py), converted
 whole; both sides run the same greedy loop (``Generator``: scripted around the converted
 step, in Python around the eager one), timed in turn in this process
-(``torch-nnapi bench --generate`` does the same for saved generators).
+(``torch-nnapi bench --generate`` does the same for saved generators). With
+``--quantized`` the step is quantized for NNAPI first (``torch_nnapi.quantize``, PT2E,
+level 3, calibrated on the float model's generations) and both sides run the quantized
+model: eager is the PT2E model in PyTorch.
 
     PYTHONPATH=src:. python3 bench/generate.py [--runs 5] [--new-tokens 32] [--threads 1]
+        [--quantized]
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.convert.control_models import TinyGptStep  # noqa: E402
+from tests.convert.control_models import TinyGptStep, quantized_gpt_step  # noqa: E402
 from torch_nnapi.convert.api import Conversion, convert_with_details  # noqa: E402
 from torch_nnapi.convert.tools.generation import (  # noqa: E402
     executions_per_step,
@@ -30,6 +34,7 @@ from torch_nnapi.convert.tools.threads import set_num_threads  # noqa: E402
 from torch_nnapi.convert.torchscript.generate import Generator  # noqa: E402
 
 PROMPT = torch.tensor([1, 7, 3, 9])
+CALIBRATION_PROMPTS = [[1, 7, 3, 9], [4, 2], [11, 30, 5]]
 
 
 def main() -> None:
@@ -37,11 +42,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--quantized", action="store_true",
+                        help="quantize the step for NNAPI (PT2E, level 3) first")
     args = parser.parse_args()
     set_num_threads(args.threads)
     torch.manual_seed(0)
-    step = TinyGptStep().eval().requires_grad_(False)
-    keys = torch.zeros(step.cache_shape())
+    tiny = TinyGptStep().eval().requires_grad_(False)
+    keys = torch.zeros(tiny.cache_shape())
+    step = quantized_gpt_step(tiny, CALIBRATION_PROMPTS, args.new_tokens) \
+        if args.quantized else tiny
     conversion = convert_with_details(step, (torch.tensor([5]), torch.tensor([3]), keys, keys),
                                       nhwc=False)
     if not isinstance(conversion, Conversion):
@@ -50,7 +59,9 @@ def main() -> None:
     eager = Generator(step, keys, keys)
     same = converted(PROMPT, args.new_tokens, -1).tolist() == \
         eager(PROMPT, args.new_tokens, -1).tolist()
-    print(f"GPT-style step: {len(conversion.model.operations)} NNAPI operations,"
+    kind = "GPT-style step, quantized (eager: the PT2E model)" if args.quantized else \
+        "GPT-style step"
+    print(f"{kind}: {len(conversion.model.operations)} NNAPI operations,"
           f" {executions_per_step(conversion.module)} NNAPI execution per token;"
           f" prompt {len(PROMPT)} tokens, {args.new_tokens} new tokens, tokens identical"
           f" to eager: {same}")

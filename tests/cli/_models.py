@@ -89,3 +89,21 @@ def save_deep_quantized(path, size: int = 16) -> str:
             model(torch.randn(1, 3, size, size))
         torch.ao.quantization.convert(model, inplace=True)
         return save(model, torch.randn(1, 3, size, size), path)
+
+
+def saved_loop_decoder(directory) -> tuple[str, str, torch.nn.Module]:
+    """A greedy GRU decoder converted with the fallback (its one region inside its loop)
+    and saved, its inputs saved (a .pt tuple): (model path, inputs path, the scripted
+    original)."""
+    from torch_nnapi.convert.api import convert_with_details
+
+    from ..convert import control_models as cm
+
+    model = cm.scripted(cm.GreedyGru())
+    inputs = (torch.randn(1, 16, generator=torch.Generator().manual_seed(0)),
+              torch.tensor([1]))
+    module = convert_with_details(model, inputs, fallback=True).module
+    path, data = str(directory / "gru_nnapi.pt"), str(directory / "gru_inputs.pt")
+    torch.jit.save(module, path)
+    torch.save(inputs, data)
+    return path, data, model

@@ -13,7 +13,7 @@ import torch
 from torch_nnapi.cli import main
 from torch_nnapi.cli._errors import ExitCode
 
-from ._models import QuantizedRelu, Scaled, save
+from ._models import QuantizedRelu, Scaled, save, saved_loop_decoder
 
 
 @pytest.fixture()
@@ -220,3 +220,25 @@ def test_bench_says_which_quantized_engine_it_timed(tmp_path):
     result = _bench_as_a_user(out, "--quantized-engine", "nosuch")
     assert result.returncode == ExitCode.USAGE
     assert result.stderr.count("\n") == 1 and "--quantized-engine 'nosuch'" in result.stderr
+
+
+def test_bench_times_the_regions_inside_a_loop(tmp_path):
+    """The region inside the decoder's loop is timed where it runs: its executions (one
+    per token, `break` included) summed per run of the module, beside the CPU nodes."""
+    path, data, model = saved_loop_decoder(tmp_path)
+    tokens = model(*torch.load(data)).shape[1]
+    done = subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "bench", path,
+                           "--input-file", data, "--runs", "3", "--threads", "1"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == ExitCode.OK, done.stderr[-2000:]
+    assert f"region 0: body_0.region_0, {tokens} executions per run, median " \
+        in done.stdout
+    assert "CPU nodes alone: median " in done.stdout
+    done = subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "bench", path,
+                           "--input-file", data, "--runs", "2", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == ExitCode.OK, done.stderr[-2000:]
+    (region,) = json.loads(done.stdout)["regions"]
+    assert (region["name"], region["executions"], region["runs"]) == \
+        ("body_0.region_0", tokens, 2)
+    assert region["median_ms"] > 0

@@ -36,8 +36,8 @@ def test_every_option_the_readme_names_exists():
     known = set().union(*_options().values())
     named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", README))
     not_cli = {"--no-undefined", "--inplace", "--no-deps", "--build", "--gemm", "--library",
-               "--out", "--performance"}  # compiler, setup.py, pip, cmake, bench/models.py
-    # and tools/nnapi_probe.c options
+               "--out", "--performance", "--quantized"}  # compiler, setup.py, pip, cmake,
+    # bench/models.py, bench/generate.py and tools/nnapi_probe.c options
     assert named - known - not_cli == set()
 
 

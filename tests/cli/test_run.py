@@ -3,6 +3,9 @@ from files, outputs saved, deterministic bundled and random inputs of the model'
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +13,7 @@ import torch
 from torch_nnapi.cli import main
 from torch_nnapi.cli._errors import ExitCode
 
-from ._models import Plain, save
+from ._models import Plain, save, saved_loop_decoder
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +157,17 @@ def test_check_and_bench_take_input_files(tmp_path, converted, capsys):
     assert main(["bench", converted, "--input-file", str(tmp_path / "x.npy"), "--runs", "1",
                  "--profile-runs", "0"]) == ExitCode.OK
     assert "inputs (from files): [1, 3, 4, 4] float32" in capsys.readouterr().out
+
+
+def test_run_host_runs_the_regions_inside_a_loop(tmp_path):
+    """Each execution of the region inside the decoder's loop runs on the host runtime; the
+    tokens (the loop's outputs, `break` included) are eager's."""
+    path, data, model = saved_loop_decoder(tmp_path)
+    saved = tmp_path / "out.npz"
+    done = subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "run", path, "--host",
+                           "--input-file", data, "--repeat", "1", "--save-outputs",
+                           str(saved)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == ExitCode.OK, done.stderr[-2000:]
+    assert "host runtime" in done.stdout
+    with np.load(saved) as outputs:
+        assert outputs["output_0"].tolist() == model(*torch.load(data)).tolist()

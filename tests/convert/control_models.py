@@ -116,13 +116,15 @@ class TinyGptStep(nn.Module):
     at ``position`` through a ``torch.where`` mask over the cache length."""
 
     def __init__(self, vocab: int = 40, width: int = 32, heads: int = 2, layers: int = 2,
-                 capacity: int = 48, index_copy: bool = False) -> None:
-        """``index_copy``: the caches written by ``index_copy`` at the position instead."""
+                 capacity: int = 48, index_copy: bool = False, assign: bool = False) -> None:
+        """``index_copy``: the caches written by ``index_copy`` at the position instead;
+        ``assign``: by slice assignment (``cache[:, position] = k``)."""
         super().__init__()
         self.heads, self.capacity = heads, capacity
         self.token_embedding = nn.Embedding(vocab, width)
         self.position_embedding = nn.Embedding(capacity, width)
-        self.blocks = nn.ModuleList(GptBlock(width, heads, index_copy) for _ in range(layers))
+        self.blocks = nn.ModuleList(GptBlock(width, heads, index_copy, assign)
+                                    for _ in range(layers))
         self.norm = nn.LayerNorm(width)
         self.head = nn.Linear(width, vocab)
 
@@ -146,10 +148,11 @@ class TinyGptStep(nn.Module):
 
 
 class GptBlock(nn.Module):
-    def __init__(self, width: int, heads: int, index_copy: bool = False) -> None:
+    def __init__(self, width: int, heads: int, index_copy: bool = False,
+                 assign: bool = False) -> None:
         super().__init__()
         self.heads, self.head_dim = heads, width // heads
-        self.index_copy = index_copy
+        self.index_copy, self.assign = index_copy, assign
         self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
         self.qkv = nn.Linear(width, 3 * width)
         self.out = nn.Linear(width, width)
@@ -163,6 +166,10 @@ class GptBlock(nn.Module):
         if self.index_copy:
             keys = keys.index_copy(1, position, k)
             values = values.index_copy(1, position, v)
+        elif self.assign:
+            keys, values = keys.clone(), values.clone()
+            keys[:, position] = k
+            values[:, position] = v
         else:
             keys = torch.where(written, k, keys)  # [heads, capacity, head_dim]
             values = torch.where(written, v, values)
@@ -170,3 +177,19 @@ class GptBlock(nn.Module):
         attended = torch.softmax(scores, dim=-1) @ values  # [heads, 1, head_dim]
         x = x + self.out(attended.reshape(1, -1))
         return x + self.mlp(self.norm2(x)), keys, values
+
+
+def quantized_gpt_step(step: TinyGptStep, prompts: list[list[int]], new_tokens: int = 32
+                       ) -> torch.nn.Module:
+    """``step`` quantized for NNAPI (``torch_nnapi.quantize``, PT2E, feature level 3),
+    calibrated on the steps of the float model's greedy generations from ``prompts``."""
+    import torch_nnapi
+    from torch_nnapi.convert.tools.generation import StepRecorder
+    from torch_nnapi.convert.torchscript.generate import Generator
+
+    keys = torch.zeros(step.cache_shape())
+    recorder = StepRecorder(step)
+    with torch.no_grad():
+        for prompt in prompts:
+            Generator(recorder, keys, keys)(torch.tensor(prompt), new_tokens, -1)
+    return torch_nnapi.quantize(step, recorder.inputs[0], recorder.inputs, target_level=3)

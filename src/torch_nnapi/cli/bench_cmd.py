@@ -201,7 +201,9 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
         lines.append(f"  NNAPI regions alone: median {_ms(total)} in {len(parts.regions)}"
                      " region" + ("s" if len(parts.regions) != 1 else ""))
         for r in parts.regions:
-            lines.append(f"    region {r.index}: median {_ms(r.latency.median)}"
+            inside = (f" {r.name}," if r.name else "") + (
+                f" {r.executions:g} executions per run," if r.executions != 1 else "")
+            lines.append(f"    region {r.index}:{inside} median {_ms(r.latency.median)}"
                          f" ({r.operations} operations)")
         lines.append(f"  CPU nodes alone: median {_ms(parts.cpu.median)}")
     if latency.eager is not None:

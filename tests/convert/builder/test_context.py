@@ -6,12 +6,15 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
 from torch_nnapi.convert.builder import layout as lay
 from torch_nnapi.convert.builder.context import Converter
 from torch_nnapi.convert.builder.values import TensorValue
 from torch_nnapi.convert.errors import ConverterBug
 from torch_nnapi.nnapi.codes import OperationType as Op
+
+from ..harness import Fn, check
 
 
 def _conv_operands(cx: Converter):
@@ -166,3 +169,37 @@ def test_a_binding_error_names_the_node_being_lowered():
     cx.node = SimpleNamespace(kind="aten::relu", location="model.py:12")  # type: ignore[assignment]
     assert _bug(lambda: cx.emit(Op.RELU, dict(x=x), x.shape, "float32")) \
         == "aten::relu at model.py:12: RELU has no input named 'x' (its inputs: input)"
+
+
+# Data movement of int and bool tensors (Converter.through_float): RESHAPE, TRANSPOSE and
+# STRIDED_SLICE take neither TENSOR_INT32 nor TENSOR_BOOL8, so select/slice/reshape/permute
+# of such tensors once emitted models NNAPI's validation rejects.
+
+_INTS = torch.arange(720).reshape(2, 3, 4, 5, 6)
+_MOVES = {
+    "select": lambda t: t[:, 1],
+    "slice": lambda t: t[:, :, 1:3],
+    "reshape": lambda t: t.reshape(6, -1),
+    "permute then reshape": lambda t: t.permute(1, 0, 2).reshape(-1),
+    "permute then select": lambda t: t.permute(2, 1, 0)[1],
+    "unbind": lambda t: t.unbind(1)[2],
+    "rank 5 permute, slice and reshape": lambda t: t.permute(4, 2, 1, 0, 3)[:, 1:3].reshape(6, -1),
+}
+
+
+@pytest.mark.parametrize("move", list(_MOVES))
+@pytest.mark.parametrize("dtype", ["int", "bool"])
+def test_int_and_bool_data_movement_is_valid_and_exact(move, dtype):
+    shape = (2, 3, 4, 5, 6) if move.startswith("rank 5") else (3, 4, 5)
+    if dtype == "int":
+        x = _INTS.reshape(-1)[:int(np.prod(shape))].reshape(shape)
+        model = Fn(lambda t: _MOVES[move](t) + 1)
+    else:
+        x = torch.randn(shape)
+        model = Fn(lambda t: _MOVES[move](t > 0).float())
+    conversion, worst = check(model, (x,), nhwc=False)  # validated on the way
+    assert worst == 0.0
+    types = {(op.type.name, conversion.model.operands[op.inputs[0]].type.name)
+             for op in conversion.model.operations}
+    moved = {"RESHAPE", "TRANSPOSE", "STRIDED_SLICE"}
+    assert not {t for t in types if t[0] in moved and t[1] != "TENSOR_FLOAT32"}

@@ -10,7 +10,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 import torch
 
 from torch_nnapi.convert.capture.script import capture_script
@@ -180,13 +179,3 @@ def test_saved_modules_run_in_a_fresh_process_and_the_lite_interpreter(tmp_path)
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == [w for n in cases for w in (n, "ok")]
-
-
-def test_the_host_runner_refuses_regions_inside_loops_in_one_line():
-    from torch_nnapi.convert.tools.host import run_on_host
-
-    model = cm.scripted(cm.Cascade())
-    x = seeded((1, 3, 12, 12), 1)
-    conversion = converted(model, (x,), [])
-    with pytest.raises(ValueError, match="runs regions inside loops or branches"):
-        run_on_host(conversion.module, x)

@@ -10,7 +10,7 @@ deduplicated scalar and constant operands, sizes that depend on flexible input d
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias, TypeGuard
 
@@ -469,6 +469,8 @@ class Converter:
             self.operation(Op.RESHAPE, dict(input=t, shape=self.shape_vector(out.nnapi_shape)),
                            dict(output=out))
             return out
+        if t.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
+            return self.through_float(t, lambda f: self.to_layout(f, layout))
         perm = lay.transpose_perm(t.layout, layout)
         return self.emit(Op.TRANSPOSE, dict(input=t, perm=self.int_vector(perm)), t.shape,
                          t.dtype, layout, t.scale, t.zero_point)
@@ -525,10 +527,30 @@ class Converter:
                         out = self.emit(Op.EXPAND_DIMS, dict(input=out, axis=self.i32(i)),
                                         new_shape, t.dtype)
                     return out
-        if t.dtype == "bool":
-            raise Unsupported("reshaping a bool tensor")
-        as_float = self.cast(t, "float32")
-        return self.cast(self.reshape(as_float, shape), t.dtype)
+        return self.through_float(t, lambda f: self.reshape(f, shape))
+
+    def through_float(self, t: TensorValue,
+                      move: Callable[[TensorValue], TensorValue]) -> TensorValue:
+        """``move`` (a data movement: RESHAPE, TRANSPOSE, STRIDED_SLICE, which take no
+        TENSOR_INT32 or TENSOR_BOOL8 operands at the levels converted for) applied to ``t``
+        as float32 and brought back: integers by CAST (exact below 2**24, which covers
+        indices, positions and token ids), bools as 1.0 / 0.0 (SELECT) compared back with
+        GREATER 0.5."""
+        if t.dtype != "bool":
+            return self.cast(move(self.cast(t, "float32")), t.dtype)
+        if any(isinstance(n, Sym) for n in t.nnapi_shape):
+            raise Unsupported("moving the data of a bool tensor of flexible size (NNAPI"
+                              " takes no bool tensor in RESHAPE, TRANSPOSE or STRIDED_SLICE)")
+        full = [int(n) for n in t.nnapi_shape] or [1]
+        ones, zeros = (self.constant(np.full(full, v, np.float32), "float32",
+                                     nnapi_type=OperandType.TENSOR_FLOAT32)
+                       for v in (1.0, 0.0))
+        as_float = self.emit(Op.SELECT, dict(condition=t, input1=ones, input2=zeros),
+                             t.shape, "float32", t.layout, groups=t.groups)
+        moved = move(as_float)
+        half = self.constant(np.full([1], 0.5, np.float32), "float32")
+        return self.emit(Op.GREATER, dict(input0=moved, input1=half), moved.shape, "bool",
+                         moved.layout, groups=moved.groups)
 
     def cast(self, t: TensorValue, dtype: str) -> TensorValue:
         if t.dtype == dtype or NNAPI_TYPE_OF[t.dtype] == NNAPI_TYPE_OF[dtype]:

@@ -19,7 +19,9 @@ axis, so:
 Writes keep the tensor and SELECT the written elements: a constant map from each element to
 the value written there (the last write, as PyTorch's CPU kernel does), a GATHER of the
 values through it, and a SELECT (an ADD with ``accumulate``). NNAPI has no scatter: the
-written positions must be known at conversion time.
+written positions must be known at conversion time, except one position the model takes
+along one dimension (a decoder's cache slot), written by an EQUAL over the slots and a
+SELECT.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from .context import Arg, Converter
 from .slicing import gather_indices, permute
 from .symbolic import Sym, SymInt
 from .values import TensorValue
+
+_TORCH_DTYPES = {"float32": torch.float32, "int32": torch.int32, "int64": torch.int64,
+                 "bool": torch.bool}
 
 Index = torch.Tensor | TensorValue  # an int64 constant (non-negative) or a model tensor
 
@@ -293,14 +298,15 @@ def _as_bool(cx: Converter, x: TensorValue) -> TensorValue:
 def put_indexed(cx: Converter, x: TensorValue, plan: Indexing, values: Arg,
                 accumulate: bool = False) -> TensorValue:
     """``x`` with ``x[indices] = values`` (``+=`` with ``accumulate``), as :func:`indexing`
-    planned the indices, which must be constants."""
-    if not plan.constant:
-        raise Unsupported("writing at positions the model computes (NNAPI has no scatter)")
+    planned the indices: constants, or one position the model takes along one dimension
+    (:func:`put_at_position`)."""
     if x.dtype == "bool":  # SELECT, RESHAPE and TRANSPOSE take no bool tensors
         as_float = values if not isinstance(values, TensorValue) else _as_float(cx, values)
         if isinstance(as_float, torch.Tensor) and as_float.dtype == torch.bool:
             as_float = as_float.float()
         return _as_bool(cx, put_indexed(cx, _as_float(cx, x), plan, as_float, accumulate))
+    if not plan.constant:
+        return put_at_position(cx, x, plan, values, accumulate)
     sizes = _indexed_sizes(x, plan)
     linear = _linear_index(cx, plan, sizes)
     assert isinstance(linear, torch.Tensor)
@@ -349,6 +355,31 @@ def copy_at_position(cx: Converter, x: TensorValue, d: int, index: Arg,
     return select(cx, written, source, x, x.dtype)
 
 
+def put_at_position(cx: Converter, x: TensorValue, plan: Indexing, values: Arg,
+                    accumulate: bool = False) -> TensorValue:
+    """``x[..., position, ...] = values`` (``index_put_``, slice assignment) at one position
+    the model takes along one dimension: :func:`copy_at_position` with ``values`` broadcast
+    to one slot, a negative position counted from the end as PyTorch does."""
+    if len(plan.dims) != 1 or accumulate:
+        raise Unsupported("writing at positions the model computes along more than one"
+                          " dimension, or accumulating there (NNAPI has no scatter)")
+    d = plan.dims[0]
+    index = plan.indices[0]
+    assert isinstance(index, TensorValue)
+    if [static_int(n, "index size") for n in index.shape] not in ([1], []):
+        raise Unsupported("writing at more than one position the model computes (NNAPI"
+                          " has no scatter)")
+    one_slot = tuple(1 if k == d else n for k, n in enumerate(x.shape))
+    if isinstance(values, TensorValue):
+        source: Arg = cx.reshape(expand_to(cx, values, plan.result_shape(x.shape), x.dtype),
+                                 one_slot)
+    else:
+        source = torch.as_tensor(values, dtype=_TORCH_DTYPES.get(x.dtype, torch.float32)).expand(
+            *[static_int(n, "written size") for n in one_slot]).contiguous()
+    size = static_int(x.shape[d], "the size along dim")
+    return copy_at_position(cx, x, d, _wrapped(cx, index, size), source)
+
+
 def _values_at(cx: Converter, values: Arg, plan: Indexing, x: TensorValue,
                merged: TensorValue, source: np.ndarray) -> Arg:
     """The value written to each element of the merged dimension (``source``: which of
@@ -372,4 +403,5 @@ def _values_at(cx: Converter, values: Arg, plan: Indexing, x: TensorValue,
                    tuple(grouped.shape[axis + 1:]))
 
 
-__all__ = ["Indexing", "copy_at_position", "gather_indexed", "indexing", "put_indexed"]
+__all__ = ["Indexing", "copy_at_position", "gather_indexed", "indexing", "put_at_position",
+           "put_indexed"]

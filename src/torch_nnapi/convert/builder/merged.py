@@ -13,7 +13,7 @@ the others get one NNAPI dimension per PyTorch dimension from :func:`ungroup`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from ...nnapi.codes import OperandType
@@ -52,6 +52,9 @@ class Converter(Protocol):
 
     def cast(self, t: TensorValue, dtype: str) -> TensorValue: ...
 
+    def through_float(self, t: TensorValue,
+                      move: Callable[[TensorValue], TensorValue]) -> TensorValue: ...
+
 
 def with_rank(cx: Converter, t: TensorValue, rank: int) -> TensorValue:
     """``t`` with size-1 dimensions prepended up to ``rank``, as broadcasting does: the
@@ -74,6 +77,8 @@ def transpose_merged(cx: Converter, t: TensorValue, layout: lay.Layout) -> Tenso
     move together (layout.transpose_plan)."""
     order = [d for d in t.layout if not is_one(t.shape[d])]
     wanted = [d for d in layout if not is_one(t.shape[d])]
+    if order != wanted and t.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
+        return cx.through_float(t, lambda f: transpose_merged(cx, f, layout))
     if order != wanted:
         plan = lay.transpose_plan(order, wanted)
         if plan is None:
@@ -128,12 +133,8 @@ def regroup(cx: Converter, t: TensorValue, groups: Sequence[int],
     if _same_dims(source.nnapi_shape, wanted):
         return t.with_(groups=groups, operand=source.operand)
     if t.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
-        if t.dtype == "bool":
-            raise Unsupported("reshaping a bool tensor")
-        as_float = cx.cast(source, "float32")
-        out = regroup(cx, t.with_(operand=as_float.operand, dtype="float32"), groups,
-                           relabel_from=as_float)
-        return cx.cast(out, t.dtype)
+        return cx.through_float(source, lambda f: regroup(
+            cx, t.with_(operand=f.operand, dtype="float32"), groups, relabel_from=f))
     key = (source.operand, tuple(wanted))
     found = cx.regrouped.get(key)
     if found is not None:

@@ -84,6 +84,8 @@ def strided_slice(cx: Converter, x: TensorValue, slices: Slices,
     if not shrink and all(not isinstance(a, Sym) and not isinstance(b, Sym) and a == b
                           for a, b in zip(out_shape, x.shape, strict=False)):
         return x
+    if x.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
+        return cx.through_float(x, lambda f: strided_slice(cx, f, slices, shrink))
     return cx.emit(Op.STRIDED_SLICE,
                    dict(input=x, begin=cx.int_vector(begin), end=cx.int_vector(end),
                         strides=cx.int_vector(strides), begin_mask=cx.i32(begin_mask),
@@ -147,6 +149,8 @@ def _strided_slice_merged(cx: Converter, x: TensorValue, slices: Slices,
     groups = lay.normalize_groups(kept, len(out_shape)) if out_shape else ()
     if not shrink and all(same_dim(a, b) for a, b in zip(out_shape, x.shape, strict=False)):
         return x
+    if x.nnapi_type in (OperandType.TENSOR_INT32, OperandType.TENSOR_BOOL8):
+        return cx.through_float(x, lambda f: strided_slice(cx, f, slices, shrink))
     return cx.emit(Op.STRIDED_SLICE,
                    dict(input=x, begin=cx.int_vector(begin), end=cx.int_vector(end),
                         strides=cx.int_vector(strides), begin_mask=cx.i32(0),

@@ -9,12 +9,20 @@ of the graph are made into functions where region calls become inputs:
 * :func:`region_inputs` is the graph up to call ``k``, returning what region ``k`` takes,
   given the outputs of the calls before it (the CPU nodes before ``k`` run again);
 * :func:`cpu_program` is the whole graph with every call an input: the CPU nodes alone.
+
+A module whose regions sit inside loops and branches (``body_<k>``, fallback/bodies.py)
+cannot be cut that way: a region inside a loop runs once per iteration. :func:`run_inlined`
+runs a copy of its graph with every body inlined and every region call, at any depth,
+replaced by one call of an operator of this module (``torch_nnapi_regions::run``) that hands
+the region's tensors to a Python function: each execution of each region is seen (run on
+the host runtime, timed, counted) while the loops and branches run as TorchScript.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -86,11 +94,9 @@ def _cut(module: torch.jit.ScriptModule, upto: int | None) -> torch._C.Graph:
             getter.destroy()
     torch._C._jit_pass_dce(graph)
     this = list(graph.inputs())[0]
-    if this.uses() and hasattr(module, f"{BODY_PREFIX}0"):
+    if this.uses() and has_bodies(module):
         raise ValueError("this partitioned module runs regions inside loops or branches"
-                         f" ({BODY_PREFIX}0...), which cannot be taken apart to run on the"
-                         " host runtime or be timed alone: run it through PyTorch's NNAPI"
-                         " runtime")
+                         f" ({BODY_PREFIX}0...): run it with run_inlined")
     if this.uses():
         raise ValueError("this partitioned module's forward reads attributes other than its"
                          " regions; it cannot be taken apart")
@@ -147,4 +153,155 @@ def cpu_program(module: torch.jit.ScriptModule) -> Callable[..., Any]:
     return standalone_function("cpu_nodes", _cut(module, None))
 
 
-__all__ = ["Trace", "cpu_program", "is_partitioned", "region_programs", "run_apart"]
+def has_bodies(module: object) -> bool:
+    """Whether a partitioned module converted blocks of its loops or branches."""
+    return hasattr(module, f"{BODY_PREFIX}0")
+
+
+# ------------------------------------------------------------------ regions inside bodies
+
+REGION_OPERATOR = "torch_nnapi_regions::run"
+_library: torch.library.Library | None = None
+_current: list[Callable[[int, list[torch.Tensor]], list[torch.Tensor]]] = []
+
+
+def _run_region_operator(region: int, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    if not _current:
+        raise RuntimeError(f"{REGION_OPERATOR} called outside run_inlined")
+    return _current[-1](region, list(tensors))
+
+
+def _define_operator() -> None:
+    """The operator the inlined graph calls (defined once per process)."""
+    global _library
+    if _library is None:
+        # torch.library is untyped
+        library = torch.library.Library(  # type: ignore[no-untyped-call]
+            REGION_OPERATOR.split("::")[0], "DEF")
+        library.define(  # type: ignore[no-untyped-call]
+            "run(int region, Tensor[] inputs) -> Tensor[]")
+        library.impl(  # type: ignore[no-untyped-call]
+            "run", _run_region_operator, "CompositeExplicitAutograd")
+        _library = library
+
+
+@dataclass(eq=False)
+class InlinedRegion:
+    """A region of a partitioned module or of one of its bodies, as :func:`run_inlined`
+    saw it run: its path (``body_0.region_1``), program, and each execution's inputs."""
+
+    name: str
+    program: torch.jit.ScriptModule
+    calls: list[list[torch.Tensor]] = field(default_factory=list)
+
+
+@dataclass
+class InlinedProgram:
+    """A partitioned module's graph with its bodies inlined and its regions operators."""
+
+    function: Callable[..., Any]
+    regions: list[InlinedRegion]
+
+
+def inlined_program(module: torch.jit.ScriptModule) -> InlinedProgram:
+    """``module``'s forward with every body inlined and every region call the operator."""
+    _define_operator()
+    graph = module.graph.copy()
+    regions: list[InlinedRegion] = []
+    _inline(module, graph, regions, "")
+    this = list(graph.inputs())[0]
+    if this.uses():
+        raise ValueError("this partitioned module's forward reads attributes other than its"
+                         " regions and bodies; it cannot be taken apart")
+    graph.eraseInput(0)
+    graph.lint()
+    return InlinedProgram(standalone_function("inlined", graph), regions)
+
+
+def _inline(module: torch.jit.ScriptModule, graph: torch._C.Graph,
+            regions: list[InlinedRegion], prefix: str) -> None:
+    """In ``graph`` (a copy of ``module``'s forward): each region call becomes the operator
+    (numbered in ``regions``), each body call the body's graph, itself inlined."""
+    this = list(graph.inputs())[0]
+
+    def visit(block: torch._C.Block) -> None:
+        for node in list(block.nodes()):
+            for inner in node.blocks():
+                visit(inner)
+            target = node.inputsAt(0).node() if node.inputsSize() else None
+            if node.kind() != "prim::CallMethod" or target is None or \
+                    target.kind() != "prim::GetAttr" or target.inputsAt(0) != this:
+                continue
+            name = target.s("name")
+            if name.startswith(REGION_PREFIX):
+                _call_operator(graph, node, len(regions))
+                regions.append(InlinedRegion(prefix + name, getattr(module, name)))
+            elif name.startswith(BODY_PREFIX):
+                body = getattr(module, name)
+                body_graph = body.graph.copy()
+                _inline(body, body_graph, regions, f"{prefix}{name}.")
+                _inline_call(graph, node, body_graph)
+            else:
+                continue
+            if not target.output().uses():
+                target.destroy()
+
+    visit(graph.block())
+    torch._C._jit_pass_dce(graph)
+
+
+def _call_operator(graph: torch._C.Graph, call: torch._C.Node, region: int) -> None:
+    number = graph.create("prim::Constant", [], 1)
+    number.i_("value", region)
+    number.output().setType(torch._C.IntType.get())
+    number.insertBefore(call)
+    operator = graph.create(REGION_OPERATOR, [number.output(), call.inputsAt(1)], 1)
+    operator.output().setType(call.output().type())
+    operator.insertBefore(call)
+    call.output().replaceAllUsesWith(operator.output())
+    call.destroy()
+
+
+def _inline_call(graph: torch._C.Graph, call: torch._C.Node, body: torch._C.Graph) -> None:
+    """Replaces ``call`` (of a body's forward) with the nodes of ``body``, which no longer
+    reads its module input."""
+    if list(body.inputs())[0].uses():
+        raise ValueError("a body of this partitioned module reads attributes other than its"
+                         " regions and bodies; it cannot be taken apart")
+    values = dict(zip(list(body.inputs())[1:], list(call.inputs())[1:], strict=True))
+    for node in body.nodes():
+        clone = graph.createClone(  # type: ignore[attr-defined]  # not in torch's stubs
+            node, lambda v: values[v])
+        clone.insertBefore(call)
+        values.update(zip(node.outputs(), clone.outputs(), strict=True))
+    call.output().replaceAllUsesWith(values[next(iter(body.outputs()))])
+    call.destroy()
+
+
+@contextlib.contextmanager
+def _running(runner: Callable[[int, list[torch.Tensor]], list[torch.Tensor]]) -> Iterator[None]:
+    _current.append(runner)
+    try:
+        yield
+    finally:
+        _current.pop()
+
+
+def run_inlined(program: InlinedProgram, inputs: Sequence[Any],
+                run_region: Callable[[InlinedRegion, list[torch.Tensor]], list[torch.Tensor]]
+                ) -> Any:
+    """Runs an :func:`inlined_program` on ``inputs`` with each execution of each region done
+    by ``run_region(region, tensors)``; returns what the module's forward returns."""
+
+    def runner(index: int, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        region = program.regions[index]
+        region.calls.append(tensors)
+        return list(run_region(region, tensors))
+
+    with _running(runner), torch.no_grad():
+        return program.function(*inputs)
+
+
+__all__ = ["REGION_OPERATOR", "InlinedProgram", "InlinedRegion", "Trace", "cpu_program",
+           "has_bodies", "inlined_program", "is_partitioned", "region_programs", "run_apart",
+           "run_inlined"]

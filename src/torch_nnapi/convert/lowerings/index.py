@@ -1,6 +1,7 @@
 """Slicing and gathering: slice, select, narrow, chunk, split, unbind, index_select,
 embedding, advanced indexing with index tensors (``x[i, j]``, builder/gather.py) and writes
-at constant positions (``x[i, j] = v``, ``index_copy_``).
+at constant positions (``x[i, j] = v``, ``index_copy_``) or at one position the model takes
+(a decoder's cache slot: ``cache[:, pos] = k``, ``index_put_``, ``index_copy_``).
 
 Slices are STRIDED_SLICE (builder/slicing.py) with begin/end masks for untouched dimensions,
 so slicing keeps working on flexible dimensions (bounds that depend on them are patched at
@@ -143,8 +144,11 @@ def index(cx: Converter, x: Arg, indices: Sequence[Arg]) -> TensorValue:
     return gather_indexed(cx, x, plan)
 
 
-@lowering("aten::index_put", "aten::index_put_", nnapi=("GATHER", "SELECT", "ADD", "RESHAPE"),
-          notes="x[i, j] = v at constant positions: a SELECT of the written elements")
+@lowering("aten::index_put", "aten::index_put_",
+          nnapi=("GATHER", "SELECT", "ADD", "RESHAPE", "EQUAL", "LESS"),
+          notes="x[i, j] = v at constant positions: a SELECT of the written elements; at one"
+                " position the model takes along one dimension (cache[:, pos] = k): EQUAL"
+                " over the slots")
 def index_put(cx: Converter, x: Arg, indices: Sequence[Arg], values: Arg,
               accumulate: bool = False) -> TensorValue:
     x = _written_tensor(cx, x, values)

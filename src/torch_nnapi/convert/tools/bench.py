@@ -7,7 +7,9 @@
   time per NNAPI operation type, and the slowest operations with their operand shapes.
 * For a partitioned module (``fallback=True``): each NNAPI region timed alone on the inputs
   the module gives it, and the CPU nodes timed alone on the regions' outputs; the profile
-  covers every region.
+  covers every region. Regions inside loops and branches are timed where they run, each
+  execution within whole runs of the module (``fallback/run.py``'s ``run_inlined``),
+  summed per region and run; the CPU nodes are then the rest of each run.
 """
 
 from __future__ import annotations
@@ -26,7 +28,18 @@ import torch
 from ...nnapi.model import Lifetime, Model
 from ...runtime.threads import get_num_threads
 from ..capture.script import quantized_engine
-from ..fallback.run import Trace, cpu_program, is_partitioned, region_programs, run_apart
+from ..fallback.run import (
+    InlinedProgram,
+    InlinedRegion,
+    Trace,
+    cpu_program,
+    has_bodies,
+    inlined_program,
+    is_partitioned,
+    region_programs,
+    run_apart,
+    run_inlined,
+)
 from ..outputs import leaves_of
 from .check import loaded_nnapi_library, tensor_error
 from .host import model_for, program_of
@@ -71,11 +84,15 @@ class HostProfile:
 
 @dataclass
 class RegionTime:
-    """One region of a partitioned module, timed alone on the inputs the module gives it."""
+    """One region of a partitioned module, timed alone on the inputs the module gives it;
+    a region inside a loop or branch (``name``: ``body_0.region_0``), its ``executions``
+    per run of the module summed (their mean count per run)."""
 
     index: int
     operations: int
     latency: Latency
+    name: str = ""
+    executions: float = 1.0
 
 
 @dataclass(kw_only=True)
@@ -173,7 +190,8 @@ class BenchReport:
             "outside_runtime_ms": None if self.outside_runtime is None
             else self.outside_runtime * 1e3}
         if self.parts.regions:
-            data["regions"] = [{"region": r.index, "operations": r.operations,
+            data["regions"] = [{"region": r.index, "name": r.name or f"region_{r.index}",
+                                "operations": r.operations, "executions": r.executions,
                                 **r.latency.to_json()} for r in self.parts.regions]
             data["cpu"] = self.parts.cpu.to_json() if self.parts.cpu else None
         if self.profile is not None:
@@ -310,6 +328,9 @@ def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
     first, latency = report.first_call, report.latency
     first.first_use = "torch_nnapi.capi.bridge" not in sys.modules
     partitioned = is_partitioned(module)
+    if partitioned and has_bodies(module):
+        return _bench_inlined(module, inputs, report, runs=runs, original=original,
+                              profile_runs=profile_runs, engine=engine, step=step)
     count = threads or get_num_threads()
     # the converted module's own TorchScript is glue, unless CPU nodes run in it
     nnapi_pools = functools.partial(quiet_pools, count,
@@ -339,18 +360,8 @@ def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
             with nnapi_pools():
                 report.parts = _time_apart(module, inputs, trace, runs)
         if original is not None:
-            step(f"timing {runs} runs of the original in eager PyTorch")
-            with quantized_engine(engine), quiet_pools(count):
-                if uses_quantized_kernels(original):
-                    report.quantized_engine = torch.backends.quantized.engine
-                expected = original(*inputs)
-                latency.eager = time_calls(lambda: original(*inputs), runs, side="eager")
-            latency.eager.threads = count
-            actual = module(*inputs)
-            for i, (a, e) in enumerate(zip(leaves_of(actual), leaves_of(expected),
-                                           strict=False)):
-                error, unit = tensor_error(a, e)
-                report.output_errors.append({"output": i, "error": error, "unit": unit})
+            _time_original(module, inputs, report, runs=runs, original=original, engine=engine,
+                           step=step)
         if profile_runs > 0:
             step(f"profiling {profile_runs} runs on the host runtime")
         if profile_runs > 0 and partitioned:
@@ -376,6 +387,98 @@ def uses_quantized_kernels(model: Callable[..., object]) -> bool:
     if isinstance(model, torch.nn.Module):
         return any(".quantized" in type(m).__module__ for m in model.modules())
     return False
+
+
+def _time_original(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...],
+                   report: BenchReport, *, runs: int, original: Callable[..., object],
+                   engine: str | None, step: Callable[[str], None]) -> None:
+    """The original in eager PyTorch, on the NNAPI side's thread count with that side's
+    pools quiet, with PyTorch's quantized ``engine``; and the outputs compared."""
+    step(f"timing {runs} runs of the original in eager PyTorch")
+    count = report.threads or get_num_threads()
+    with quantized_engine(engine), quiet_pools(count):
+        if uses_quantized_kernels(original):
+            report.quantized_engine = torch.backends.quantized.engine
+        expected = original(*inputs)
+        report.latency.eager = time_calls(lambda: original(*inputs), runs, side="eager")
+    report.latency.eager.threads = count
+    actual = module(*inputs)
+    for i, (a, e) in enumerate(zip(leaves_of(actual), leaves_of(expected), strict=False)):
+        error, unit = tensor_error(a, e)
+        report.output_errors.append({"output": i, "error": error, "unit": unit})
+
+
+def _bench_inlined(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...],
+                   report: BenchReport, *, runs: int, original: Callable[..., object] | None,
+                   profile_runs: int, engine: str | None, step: Callable[[str], None]
+                   ) -> BenchReport:
+    """:func:`bench_module` of a module with regions inside loops and branches."""
+    count = report.threads or get_num_threads()
+    with num_threads(report.threads), torch.no_grad():
+        step("compiling")
+        inlined = inlined_program(module)
+        run_inlined(inlined, inputs, lambda region, given: region.program(given))
+        first = report.first_call
+        for region in inlined.regions:
+            if region.calls:  # a region no branch reached on these inputs stays as loaded
+                region.program.reset()
+                start = time.perf_counter()
+                region.program.init(region.calls[0])
+                first.compile_seconds += time.perf_counter() - start
+        start = time.perf_counter()
+        module(*inputs)
+        first.run_seconds = time.perf_counter() - start
+        library = loaded_nnapi_library()
+        report.backend = "PyTorch's NNAPI runtime" + (f" ({library})" if library else "")
+        step(f"timing {runs} runs on NNAPI")
+        # CPU nodes run in the module's TorchScript: its pool keeps the thread count
+        with quiet_pools(count, torch_threads=count):
+            report.latency.nnapi = time_calls(lambda: module(*inputs), runs, side="nnapi")
+            report.parts = _time_inlined(inlined, inputs, runs)
+        report.latency.nnapi.threads = count
+        if original is not None:
+            _time_original(module, inputs, report, runs=runs, original=original, engine=engine,
+                           step=step)
+        reached = [(k, r) for k, r in enumerate(inlined.regions) if r.calls]
+        if profile_runs > 0 and reached:
+            step(f"profiling {profile_runs} runs on the host runtime")
+            profiles = [profile_program(r.program, r.calls[0], profile_runs, k)
+                        for k, r in reached]
+            report.profile = _profile(profile_runs, sum(p.wall_seconds for p in profiles),
+                                      [op for p in profiles for op in p.operations])
+    return report
+
+
+def _time_inlined(inlined: InlinedProgram, inputs: tuple[torch.Tensor, ...], runs: int
+                  ) -> PartTimes:
+    """Each region's executions timed within ``runs`` whole runs, summed per run; the CPU
+    nodes: the rest of each run."""
+    spent = [[0.0] * len(inlined.regions) for _ in range(max(1, runs))]
+    position = {id(region): k for k, region in enumerate(inlined.regions)}
+    walls = []
+    for run in spent:
+        for region in inlined.regions:
+            region.calls.clear()
+
+        def timed(region: InlinedRegion, given: list[torch.Tensor], run: list[float] = run
+                  ) -> list[torch.Tensor]:
+            start = time.perf_counter()
+            outputs: list[torch.Tensor] = region.program(given)
+            run[position[id(region)]] += time.perf_counter() - start
+            return outputs
+
+        start = time.perf_counter()
+        run_inlined(inlined, inputs, timed)
+        walls.append(time.perf_counter() - start)
+    parts = PartTimes()
+    for k, region in enumerate(inlined.regions):
+        if not region.calls:
+            continue
+        operations = len(model_for(region.program, region.calls[0]).operations)
+        parts.regions.append(RegionTime(k, operations, Latency([run[k] for run in spent]),
+                                        region.name, len(region.calls)))
+    parts.cpu = Latency([wall - sum(run) for wall, run in zip(walls, spent, strict=True)])
+    return parts
 
 
 def _time_apart(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...],

@@ -1,5 +1,7 @@
 """Timing a greedy generation (``torch-nnapi bench --generate``): time to first token and
-tokens per second of a :class:`~..torchscript.generate.Generator`, against eager's.
+tokens per second of a :class:`~..torchscript.generate.Generator`, against eager's; and
+what a quantized generation is compared on (:class:`StepRecorder`,
+:func:`decided_tokens`).
 
 The first token costs the prompt (one step per prompt token, filling the cache) and an
 argmax; every further token one step. Both are medians over whole generations: one of one
@@ -39,6 +41,38 @@ def executions_per_step(module: torch.nn.Module) -> int:
     return sum(1 for m in module.modules() if getattr(m, "original_name", "") == NNAPI_PROGRAM)
 
 
+class StepRecorder(torch.nn.Module):
+    """A decoder step that records what it is called with and the logits it returns, for
+    an eager (unscripted) :class:`~..torchscript.generate.Generator`: the calibration
+    inputs of a quantizer, or the logits each generated token was chosen from."""
+
+    def __init__(self, step: Callable[..., Any]) -> None:
+        super().__init__()
+        self.step = step
+        self.inputs: list[tuple[torch.Tensor, ...]] = []
+        self.logits: list[torch.Tensor] = []
+
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        self.inputs.append(tuple(t.clone() for t in inputs))
+        result = self.step(*inputs)
+        self.logits.append(result[0].detach().reshape(-1))
+        return result
+
+
+def decided_tokens(logits: list[torch.Tensor], prompt_length: int, quantum: float) -> int:
+    """How many generated tokens a quantized model chose unambiguously, from the logits a
+    :class:`StepRecorder` saw: tokens up to (not including) the first whose best two
+    logits are within one output ``quantum``, where one rounding step apart could choose
+    the other (and every later token follows from that choice). Token ``j`` comes from the
+    step after prompt token ``prompt_length - 1 + j``."""
+    chosen = logits[prompt_length - 1:]
+    for j, row in enumerate(chosen):
+        best, second = row.topk(2).values.tolist()
+        if best - second <= quantum:
+            return j
+    return len(chosen)
+
+
 def time_generation(generator: Callable[[torch.Tensor, int, int], torch.Tensor],
                     prompt: torch.Tensor, new_tokens: int, runs: int) -> GenerationTiming:
     """Medians of ``runs`` generations (after one untimed: a converted step compiles on its
@@ -60,4 +94,5 @@ def time_generation(generator: Callable[[torch.Tensor, int, int], torch.Tensor],
     return GenerationTiming(first, max(whole - first, 0.0) / (new_tokens - 1), new_tokens)
 
 
-__all__ = ["GenerationTiming", "executions_per_step", "time_generation"]
+__all__ = ["GenerationTiming", "StepRecorder", "decided_tokens", "executions_per_step",
+           "time_generation"]

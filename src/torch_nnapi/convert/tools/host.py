@@ -50,8 +50,15 @@ def run_on_host(module: torch.jit.ScriptModule, *inputs: torch.Tensor,
     returns (a tensor, a tuple or a list: Any, as for calling the module), and with
     ``profile`` a pair of it and the per-operation timings. In a
     partitioned module (``fallback=True``) each region runs on the host runtime and the
-    CPU nodes in TorchScript."""
-    from ..fallback.run import is_partitioned, run_apart
+    CPU nodes in TorchScript, the loops and branches holding regions too (each execution
+    of a region inside them on the host runtime; the timings of every execution)."""
+    from ..fallback.run import (
+        has_bodies,
+        inlined_program,
+        is_partitioned,
+        run_apart,
+        run_inlined,
+    )
 
     given = list(inputs)
     if is_partitioned(module):
@@ -64,7 +71,11 @@ def run_on_host(module: torch.jit.ScriptModule, *inputs: torch.Tensor,
             timings.extend(region_timings or [])
             return outs
 
-        returned = run_apart(module, given, run_region).outputs
+        if has_bodies(module):  # regions inside loops and branches: each execution
+            returned = run_inlined(inlined_program(module), given,
+                                   lambda region, tensors: run_region(region.program, tensors))
+        else:
+            returned = run_apart(module, given, run_region).outputs
         return (returned, timings) if profile else returned
     outs, program_timings = run_program_on_host(program_of(module), given,
                                                 relaxed_precision, profile)
