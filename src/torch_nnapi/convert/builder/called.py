@@ -81,7 +81,10 @@ def lower_called(cx: Converter, module: object, args: Sequence[Any], role: str) 
     errors: "the true branch")."""
     if cx.lower_called is None:
         raise Unsupported(f"{role}: this converter lowers no called models")
-    return cx.lower_called(cx, module, args)
+    try:
+        return cx.lower_called(cx, module, args)
+    except Unsupported as e:
+        raise Unsupported(f"{role} does not convert: {e}") from None
 
 
 def results_of(cx: Converter, called: CalledModel) -> tuple[list[TensorValue], list[Any]]:
