@@ -63,11 +63,12 @@ class GrowUntil(nn.Module):
 
 
 class CountedLoop(nn.Module):
-    """An integer counter against a count given as an input."""
+    """An integer counter against a count given as an input (of shape [1]: ExecuTorch's
+    regions take no 0-D inputs)."""
 
     def forward(self, x: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
         def going(i: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            return i < count
+            return i < count.reshape(())
 
         def step(i: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             return i + 1, torch.tanh(y) + y

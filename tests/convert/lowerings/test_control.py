@@ -81,13 +81,13 @@ def test_while_loop_runs_as_often_as_the_data_says() -> None:
 
 def test_while_loop_with_an_integer_counter() -> None:
     x = torch.randn(4)
-    check_runs(CountedLoop(), (x, torch.tensor(3)),
-               [(x, torch.tensor(n)) for n in (0, 1, 5)])
+    check_runs(CountedLoop(), (x, torch.tensor([3])),
+               [(x, torch.tensor([n])) for n in (0, 1, 5)])
 
 
 @pytest.mark.parametrize("model,examples,what", [
     (BranchOnSum(), (torch.randn(2, 6),), "torch.cond becomes NNAPI IF"),
-    (CountedLoop(), (torch.randn(4), torch.tensor(3)), "torch.while_loop becomes NNAPI WHILE"),
+    (CountedLoop(), (torch.randn(4), torch.tensor([3])), "torch.while_loop becomes NNAPI WHILE"),
 ])
 def test_below_level_4_control_flow_is_refused_in_one_line(
         model: nn.Module, examples: tuple[torch.Tensor, ...], what: str) -> None:

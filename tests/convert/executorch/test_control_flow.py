@@ -1,0 +1,133 @@
+"""torch.cond and torch.while_loop through ExecuTorch: at target level 4 the whole control
+flow is one NNAPI delegate (IF and WHILE with their referenced models in the blob); at level
+3 a cond stays on ExecuTorch's kernels (a while_loop is refused: they have none). Each .pte
+is saved and run in a fresh process through ``executorch.runtime`` on torch-nnapi's
+libneuralnetworks.so, against eager, on inputs that take each branch and loop several
+times."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("executorch", reason="ExecuTorch is not installed (pip install"
+                    " '.[executorch]' -c constraints.txt, README: \"ExecuTorch\")")
+
+import torch  # noqa: E402
+from executorch.exir._serialize._program import deserialize_pte_binary  # noqa: E402
+from torch import nn  # noqa: E402
+
+from tests.conftest import package_env  # noqa: E402
+from torch_nnapi.convert.errors import ConversionError  # noqa: E402
+from torch_nnapi.convert.executorch.blob import read_blob  # noqa: E402
+from torch_nnapi.convert.executorch.pte import PteConversion, to_pte_with_details  # noqa: E402
+from torch_nnapi.nnapi import OperandType, OperationType  # noqa: E402
+
+from ..exported_control import BranchOnSum, CountedLoop, GrowUntil, NestedBranches  # noqa: E402
+
+RUNNER = Path(__file__).with_name("run_pte.py")
+
+
+def _inputs() -> dict[str, tuple[nn.Module, int, list[tuple[torch.Tensor, ...]]]]:
+    """Per .pte: the model, the target level, and the inputs it runs on (the first is the
+    example it is lowered with)."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 6)
+    pair = (torch.randn(2, 3).abs(), torch.rand(2, 3))
+    grow = torch.randn(2, 3)
+    count = torch.randn(4)
+    return {
+        "cond": (BranchOnSum(), 4, [(x.abs(),), (-x.abs(),)]),
+        "nested": (NestedBranches(), 4, [(pair[0], pair[1] * 0.1 + 0.8),
+                                         (pair[0], pair[1] * 0.1), (-pair[0], pair[1])]),
+        "while": (GrowUntil(), 4, [(grow, torch.tensor([limit])) for limit in (10.0, 0.0, 300.0)]),
+        "counted": (CountedLoop(), 4, [(count, torch.tensor([n])) for n in (3, 0, 7)]),
+        "cond_level3": (BranchOnSum(), 3, [(x.abs(),), (-x.abs(),)]),
+    }
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory
+        ) -> tuple[Path, dict[str, PteConversion], dict[str, list[list[torch.Tensor]]]]:
+    """Each model lowered once, saved with each of its inputs, all run by one fresh process;
+    the conversions and eager's outputs by run name."""
+    directory = tmp_path_factory.mktemp("control_pte")
+    conversions, expected, names = {}, {}, []
+    for name, (model, level, inputs) in _inputs().items():
+        model.eval()
+        conversions[name] = to_pte_with_details(model, inputs[0], target_level=level)
+        for k, args in enumerate(inputs):
+            run = f"{name}_{k}"
+            (directory / f"{run}.pte").write_bytes(conversions[name].pte)
+            torch.save(args, directory / f"{run}.inputs.pt")
+            with torch.no_grad():
+                out = model(*args)
+            expected[run] = list(out) if isinstance(out, tuple) else [out]
+            names.append(run)
+    done = subprocess.run([sys.executable, str(RUNNER), str(directory), *names],
+                          capture_output=True, text=True, env=package_env(), timeout=900,
+                          check=False)
+    assert done.returncode == 0 and "done" in done.stdout, done.stderr[-4000:]
+    return directory, conversions, expected
+
+
+@pytest.mark.parametrize("name", list(_inputs()))
+def test_control_flow_matches_eager_in_a_fresh_process(
+        ran: tuple[Path, dict[str, PteConversion], dict[str, list[torch.Tensor]]],
+        name: str) -> None:
+    directory, _, expected = ran
+    runs = [run for run in expected if run.rsplit("_", 1)[0] == name]
+    assert len(runs) >= 2
+    for run in runs:
+        error = directory / f"{run}.error.txt"
+        assert not error.exists(), error.read_text()
+        outputs = torch.load(directory / f"{run}.outputs.pt")
+        assert len(outputs) == len(expected[run])
+        for got, want in zip(outputs, expected[run], strict=True):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,operation", [("cond", "IF"), ("nested", "IF"),
+                                            ("while", "WHILE"), ("counted", "WHILE")])
+def test_level_4_delegates_the_whole_control_flow(
+        ran: tuple[Path, dict[str, PteConversion], dict[str, list[torch.Tensor]]],
+        name: str, operation: str) -> None:
+    """Nothing is left to ExecuTorch's kernels: one delegate call, no operator; the blob
+    holds the models IF and WHILE refer to."""
+    _, conversions, _ = ran
+    conversion = conversions[name]
+    assert conversion.partition.kept == []
+    plan = deserialize_pte_binary(conversion.pte).program
+    chain = plan.execution_plan[0].chains[0].instructions
+    assert plan.execution_plan[0].operators == []
+    assert [type(i.instr_args).__name__ for i in chain] == ["DelegateCall"]
+    (delegate,) = plan.backend_delegate_data
+    blob = read_blob(delegate.data)
+    assert len(blob.models) >= 3
+    main = blob.models[0]
+    assert int(OperationType[operation]) in [op.type for op in main.operations]
+    assert sum(o.type == OperandType.MODEL for o in main.operands) == 2
+    assert blob.settings.feature_level == 4
+
+
+def test_level_3_leaves_the_cond_to_executorch(
+        ran: tuple[Path, dict[str, PteConversion], dict[str, list[torch.Tensor]]]) -> None:
+    """The cond runs on ExecuTorch's kernels (its branches too: the partitioner tags the
+    top-level graph only), the sum before it on NNAPI; it still matches eager (above)."""
+    _, conversions, _ = ran
+    kept = {k.kind: k.reason for k in conversions["cond_level3"].partition.kept}
+    assert "IF needs NNAPI feature level 4, above the target 3" in kept["higher_order::cond"]
+    plan = deserialize_pte_binary(conversions["cond_level3"].pte).program
+    chain = [type(i.instr_args).__name__ for i in plan.execution_plan[0].chains[0].instructions]
+    assert "JumpFalseCall" in chain and "DelegateCall" in chain
+
+
+def test_a_while_loop_below_level_4_is_refused_in_one_line() -> None:
+    with pytest.raises(ConversionError, match="torch.while_loop stays off NNAPI .*WHILE needs"
+                       " NNAPI feature level 4.*ExecuTorch's kernels cannot run it"):
+        to_pte_with_details(CountedLoop().eval(), (torch.randn(4), torch.tensor([3])),
+                            target_level=3)
