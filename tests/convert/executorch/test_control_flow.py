@@ -31,6 +31,11 @@ from ..exported_control import BranchOnSum, CountedLoop, GrowUntil, NestedBranch
 RUNNER = Path(__file__).with_name("run_pte.py")
 
 
+Runs = tuple[Path, dict[str, PteConversion], dict[str, list[torch.Tensor]]]
+# in the default suite; the others (nesting, an integer counter) in the slow one
+DEFAULT = ("cond", "while", "cond_level3")
+
+
 def _inputs() -> dict[str, tuple[nn.Module, int, list[tuple[torch.Tensor, ...]]]]:
     """Per .pte: the model, the target level, and the inputs it runs on (the first is the
     example it is lowered with)."""
@@ -49,14 +54,13 @@ def _inputs() -> dict[str, tuple[nn.Module, int, list[tuple[torch.Tensor, ...]]]
     }
 
 
-@pytest.fixture(scope="module")
-def ran(tmp_path_factory: pytest.TempPathFactory
-        ) -> tuple[Path, dict[str, PteConversion], dict[str, list[list[torch.Tensor]]]]:
-    """Each model lowered once, saved with each of its inputs, all run by one fresh process;
-    the conversions and eager's outputs by run name."""
-    directory = tmp_path_factory.mktemp("control_pte")
+def _run(directory: Path, chosen: list[str]) -> Runs:
+    """Each chosen model lowered once, saved with each of its inputs, all run by one fresh
+    process; the conversions and eager's outputs by run name."""
     conversions, expected, names = {}, {}, []
     for name, (model, level, inputs) in _inputs().items():
+        if name not in chosen:
+            continue
         model.eval()
         conversions[name] = to_pte_with_details(model, inputs[0], target_level=level)
         for k, args in enumerate(inputs):
@@ -74,11 +78,31 @@ def ran(tmp_path_factory: pytest.TempPathFactory
     return directory, conversions, expected
 
 
-@pytest.mark.parametrize("name", list(_inputs()))
-def test_control_flow_matches_eager_in_a_fresh_process(
-        ran: tuple[Path, dict[str, PteConversion], dict[str, list[torch.Tensor]]],
-        name: str) -> None:
-    directory, _, expected = ran
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    return _run(tmp_path_factory.mktemp("control_pte"), list(DEFAULT))
+
+
+@pytest.fixture(scope="module")
+def ran_slow(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    return _run(tmp_path_factory.mktemp("control_pte_slow"),
+                [name for name in _inputs() if name not in DEFAULT])
+
+
+def _cases(names: list[str]) -> list[object]:
+    return [name if name in DEFAULT else pytest.param(name, marks=pytest.mark.slow)
+            for name in names]
+
+
+def _results(request: pytest.FixtureRequest, name: str) -> Runs:
+    runs: Runs = request.getfixturevalue("ran" if name in DEFAULT else "ran_slow")
+    return runs
+
+
+@pytest.mark.parametrize("name", _cases(list(_inputs())))
+def test_control_flow_matches_eager_in_a_fresh_process(request: pytest.FixtureRequest,
+                                                       name: str) -> None:
+    directory, _, expected = _results(request, name)
     runs = [run for run in expected if run.rsplit("_", 1)[0] == name]
     assert len(runs) >= 2
     for run in runs:
@@ -91,14 +115,13 @@ def test_control_flow_matches_eager_in_a_fresh_process(
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name,operation", [("cond", "IF"), ("nested", "IF"),
-                                            ("while", "WHILE"), ("counted", "WHILE")])
-def test_level_4_delegates_the_whole_control_flow(
-        ran: tuple[Path, dict[str, PteConversion], dict[str, list[torch.Tensor]]],
-        name: str, operation: str) -> None:
+@pytest.mark.parametrize("name", _cases(["cond", "nested", "while", "counted"]))
+def test_level_4_delegates_the_whole_control_flow(request: pytest.FixtureRequest,
+                                                  name: str) -> None:
     """Nothing is left to ExecuTorch's kernels: one delegate call, no operator; the blob
     holds the models IF and WHILE refer to."""
-    _, conversions, _ = ran
+    _, conversions, _ = _results(request, name)
+    operation = "WHILE" if name in ("while", "counted") else "IF"
     conversion = conversions[name]
     assert conversion.partition.kept == []
     plan = deserialize_pte_binary(conversion.pte).program
@@ -114,8 +137,7 @@ def test_level_4_delegates_the_whole_control_flow(
     assert blob.settings.feature_level == 4
 
 
-def test_level_3_leaves_the_cond_to_executorch(
-        ran: tuple[Path, dict[str, PteConversion], dict[str, list[torch.Tensor]]]) -> None:
+def test_level_3_leaves_the_cond_to_executorch(ran: Runs) -> None:
     """The cond runs on ExecuTorch's kernels (its branches too: the partitioner tags the
     top-level graph only), the sum before it on NNAPI; it still matches eager (above)."""
     _, conversions, _ = ran
