@@ -42,7 +42,7 @@ def cond(cx: Converter, pred: Arg, true_branch: Arg, false_branch: Arg,
     _check_level(cx, "torch.cond", "IF")
     if not isinstance(pred, TensorValue):
         raise Unsupported("its condition is known at conversion time (a constant)")
-    if pred.dtype != "bool" or any(d != 1 for d in pred.shape):
+    if not _one_bool(pred):
         raise Unsupported(f"its condition is a {pred.dtype} tensor of shape"
                           f" {list(pred.shape)}; IF takes one bool")
     args = _arguments(operands, "operands")
@@ -59,11 +59,12 @@ def cond(cx: Converter, pred: Arg, true_branch: Arg, false_branch: Arg,
     return _node_result(returned)
 
 
-@lowering("higher_order::while_loop", nnapi=("WHILE",),
-          notes="torch.while_loop in an exported program (the ExecuTorch path); carried"
-          " tensors keep their shapes, feature level 4")
-def while_loop(cx: Converter, condition: Arg, body: Arg, carried: Arg,
-               additional: Arg) -> Arg:
+_WHILE_NOTES = ("torch.while_loop in an exported program (the ExecuTorch path); carried"
+                " tensors keep their shapes, feature level 4")
+
+
+@lowering("higher_order::while_loop", nnapi=("WHILE",), notes=_WHILE_NOTES)
+def while_loop(cx: Converter, condition: Arg, body: Arg, carried: Arg, additional: Arg) -> Arg:
     _check_level(cx, "torch.while_loop", "WHILE")
     state: list[TensorValue] = []
     for a in _arguments(carried, "carried_inputs"):
@@ -74,8 +75,7 @@ def while_loop(cx: Converter, condition: Arg, body: Arg, carried: Arg,
         state.append(a)
     args = [*state, *_arguments(additional, "additional_inputs")]
     condition_model = lower_called(cx, condition, args, "the condition")
-    if len(condition_model.results) != 1 or condition_model.results[0].dtype != "bool" \
-            or any(d != 1 for d in condition_model.results[0].shape):
+    if len(condition_model.results) != 1 or not _one_bool(condition_model.results[0]):
         raise Unsupported("its condition must return one bool")
     body_model = lower_called(cx, body, args, "the body")
     _check_carried(state, body_model)
@@ -84,6 +84,11 @@ def while_loop(cx: Converter, condition: Arg, body: Arg, carried: Arg,
                                 body_model=model_operand(cx, body_model),
                                 inputs=_passed(cx, args)), dict(outputs=written))
     return _node_result(returned)
+
+
+def _one_bool(t: TensorValue) -> bool:
+    """Whether ``t`` is one bool (0-D, or of one element), as IF and WHILE decide on."""
+    return t.dtype == "bool" and all(d == 1 for d in t.shape)
 
 
 def _node_result(returned: list[Arg]) -> Arg:
