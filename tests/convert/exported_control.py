@@ -75,3 +75,16 @@ class CountedLoop(nn.Module):
 
         _, y = while_loop(going, step, (torch.zeros((), dtype=torch.int64), x))
         return y
+
+
+class CumsumBranch(nn.Module):
+    """A branch NNAPI cannot run (cumsum has no lowering), the other one it can."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def running(x: torch.Tensor) -> torch.Tensor:
+            return torch.cumsum(x, 0) * 0.5
+
+        def plain(x: torch.Tensor) -> torch.Tensor:
+            return torch.sigmoid(x) * 2.0
+
+        return torch.cond(x.sum() > 0, running, plain, (x,))

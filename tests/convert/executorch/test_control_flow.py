@@ -1,7 +1,8 @@
 """torch.cond and torch.while_loop through ExecuTorch: at target level 4 the whole control
 flow is one NNAPI delegate (IF and WHILE with their referenced models in the blob); at level
-3 a cond stays on ExecuTorch's kernels (a while_loop is refused: they have none). Each .pte
-is saved and run in a fresh process through ``executorch.runtime`` on torch-nnapi's
+3, or with a branch NNAPI cannot run, a cond stays on ExecuTorch's kernels with its
+branches' regions delegated (a while_loop is refused: they have none). Each .pte is saved
+and run in a fresh process through ``executorch.runtime`` on torch-nnapi's
 libneuralnetworks.so, against eager, on inputs that take each branch and loop several
 times."""
 
@@ -26,14 +27,20 @@ from torch_nnapi.convert.executorch.blob import read_blob  # noqa: E402
 from torch_nnapi.convert.executorch.pte import PteConversion, to_pte_with_details  # noqa: E402
 from torch_nnapi.nnapi import OperandType, OperationType  # noqa: E402
 
-from ..exported_control import BranchOnSum, CountedLoop, GrowUntil, NestedBranches  # noqa: E402
+from ..exported_control import (  # noqa: E402
+    BranchOnSum,
+    CountedLoop,
+    CumsumBranch,
+    GrowUntil,
+    NestedBranches,
+)
 
 RUNNER = Path(__file__).with_name("run_pte.py")
 
 
 Runs = tuple[Path, dict[str, PteConversion], dict[str, list[torch.Tensor]]]
 # in the default suite; the others (nesting, an integer counter) in the slow one
-DEFAULT = ("cond", "while", "cond_level3")
+DEFAULT = ("cond", "while", "cond_level3", "cond_cumsum")
 
 
 def _inputs() -> dict[str, tuple[nn.Module, int, list[tuple[torch.Tensor, ...]]]]:
@@ -51,6 +58,7 @@ def _inputs() -> dict[str, tuple[nn.Module, int, list[tuple[torch.Tensor, ...]]]
         "while": (GrowUntil(), 4, [(grow, torch.tensor([limit])) for limit in (10.0, 0.0, 300.0)]),
         "counted": (CountedLoop(), 4, [(count, torch.tensor([n])) for n in (3, 0, 7)]),
         "cond_level3": (BranchOnSum(), 3, [(x.abs(),), (-x.abs(),)]),
+        "cond_cumsum": (CumsumBranch(), 4, [(x.abs(),), (-x.abs(),)]),
     }
 
 
@@ -137,15 +145,26 @@ def test_level_4_delegates_the_whole_control_flow(request: pytest.FixtureRequest
     assert blob.settings.feature_level == 4
 
 
-def test_level_3_leaves_the_cond_to_executorch(ran: Runs) -> None:
-    """The cond runs on ExecuTorch's kernels (its branches too: the partitioner tags the
-    top-level graph only), the sum before it on NNAPI; it still matches eager (above)."""
+@pytest.mark.parametrize("name,kernels,why", [
+    ("cond_level3", ["aten::gt"], "IF needs NNAPI feature level 4, above the target 3"),
+    ("cond_cumsum", ["aten::gt", "aten::cumsum"], None),  # (its reason: the predicate
+])                                                        # stays with it on the CPU)
+def test_a_cond_left_to_executorch_has_its_branches_regions_delegated(
+        ran: Runs, name: str, kernels: list[str], why: str | None) -> None:
+    """The cond runs on ExecuTorch's kernels (JumpFalseCall), the sum before it and what
+    NNAPI runs of each branch in delegates of their own; it still matches eager (above)."""
     _, conversions, _ = ran
-    kept = {k.kind: k.reason for k in conversions["cond_level3"].partition.kept}
-    assert "IF needs NNAPI feature level 4, above the target 3" in kept["higher_order::cond"]
-    plan = deserialize_pte_binary(conversions["cond_level3"].pte).program
+    conversion = conversions[name]
+    kept = {k.kind: k.reason for k in conversion.partition.kept}
+    assert why is None or why in kept["higher_order::cond"]
+    assert "higher_order::cond" in kept
+    assert len(conversion.partition.regions) == 3  # the sum, one in each branch
+    plan = deserialize_pte_binary(conversion.pte).program
     chain = [type(i.instr_args).__name__ for i in plan.execution_plan[0].chains[0].instructions]
-    assert "JumpFalseCall" in chain and "DelegateCall" in chain
+    assert chain.count("JumpFalseCall") == 2 and chain.count("DelegateCall") == 3
+    assert len(plan.backend_delegate_data) == 3
+    operators = [o.name for o in plan.execution_plan[0].operators]
+    assert sorted(operators) == sorted(kernels)
 
 
 def test_a_while_loop_below_level_4_is_refused_in_one_line() -> None:

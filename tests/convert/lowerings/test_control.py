@@ -18,7 +18,13 @@ from torch_nnapi.convert.pipeline.lowerer import Lowered
 from torch_nnapi.nnapi import OperandType
 from torch_nnapi.runtime import Compilation
 
-from ..exported_control import BranchOnSum, CountedLoop, GrowUntil, NestedBranches
+from ..exported_control import (
+    BranchOnSum,
+    CountedLoop,
+    CumsumBranch,
+    GrowUntil,
+    NestedBranches,
+)
 
 
 def lowered(model: nn.Module, examples: tuple[torch.Tensor, ...],
@@ -94,11 +100,6 @@ def test_below_level_4_control_flow_is_refused_in_one_line(
     with pytest.raises(ConversionError, match=f"{what}, feature level 4, above the target"
                                               " level 3"):
         lowered(model, examples, target_level=3)
-
-
-class CumsumBranch(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cond(x.sum() > 0, lambda x: torch.cumsum(x, 0), lambda x: x * 2.0, (x,))
 
 
 def test_a_branch_that_does_not_convert_is_named() -> None:

@@ -131,7 +131,9 @@ class NnapiPartitioner(Partitioner):  # type: ignore[misc]  # ExecuTorch ships n
                 return False
             if taken is None:
                 found = find_regions(ep, self.options, self.weights)
-                taken = {n.name for region in found.regions for n in region.nodes}
+                top = ep.graph_module.graph  # (branches' nodes may share top-level names)
+                taken = {n.name for region in found.regions for n in region.nodes
+                         if n.graph is top}
             return node.name in taken
 
         return in_a_region
