@@ -128,3 +128,27 @@ def test_bad_use_is_one_line_and_an_exit_code(files: dict[str, str], tmp_path,
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
     assert err.splitlines()[0].startswith(f"torch-nnapi {command[0]}: error: ")
+
+
+def test_an_exported_cond_converts_runs_and_shows_its_called_models(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A .pt2 with torch.cond at --target-level 4: one NnapiBackend delegate running IF,
+    checked against the program, inspected with its branches' operations, and run."""
+    from ..convert.exported_control import BranchOnSum
+
+    program, pte = str(tmp_path / "branch.pt2"), str(tmp_path / "branch.pte")
+    torch.manual_seed(0)
+    torch.export.save(torch.export.export(BranchOnSum().eval(), (torch.randn(2, 6),)), program)
+    assert main(["convert", program, "--input", "2x6", "-o", pte, "--format", "pte",
+                 "--target-level", "4", "--check"]) == 0
+    text = capsys.readouterr().out
+    assert "1 NNAPI region(s)" in text and "0 node(s) on ExecuTorch's kernels" in text
+    assert "output 0: ok" in text
+    assert main(["inspect", pte]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].startswith("  delegate 0: NnapiBackend, feature level 4: ")
+    assert lines[2].endswith("IF")
+    assert lines[3] == "    called model 0 (of IF or WHILE): FULLY_CONNECTED, MUL"
+    assert lines[4] == "    called model 1 (of IF or WHILE): LOGISTIC, ABS, SUB"
+    assert main(["run", pte, "--repeat", "2"]) == 0
+    assert "output 0: [2, 6] float32" in capsys.readouterr().out

@@ -140,11 +140,20 @@ def describe_pte(path: str) -> dict[str, Any]:
             counts = Counter(op.type.name for op in delegate.model.operations)
             entry.update(operations=dict(counts.most_common()),
                          feature_level=int(delegate.model.feature_level))
+            called = delegate.model.referenced_models()  # IF's branches, WHILE's bodies
+            if called:
+                entry["called_models"] = [
+                    dict(Counter(op.type.name for op in m.operations).most_common())
+                    for m in called]
         steps.append(entry)
     return {"program": path, "bytes": info.size,
             "inputs": [f"{t.dtype} {list(t.shape)}" for t in info.inputs],
             "outputs": [f"{t.dtype} {list(t.shape)}" for t in info.outputs],
             "structured_outputs": info.structure is not None, "steps": steps}
+
+
+def _counted(operations: dict[str, int]) -> str:
+    return ", ".join(f"{n} x{c}" if c > 1 else n for n, c in operations.items())
 
 
 def inspect_pte(args: argparse.Namespace) -> int:
@@ -164,9 +173,10 @@ def inspect_pte(args: argparse.Namespace) -> int:
         if "operations" not in step:
             print(f"  delegate {step['delegate']}: {step['backend']} ({step['bytes']} bytes)")
             continue
-        ops = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in step["operations"].items())
         print(f"  delegate {step['delegate']}: NnapiBackend, feature level"
-              f" {step['feature_level']}: {ops}")
+              f" {step['feature_level']}: {_counted(step['operations'])}")
+        for k, called in enumerate(step.get("called_models", [])):
+            print(f"    called model {k} (of IF or WHILE): {_counted(called)}")
     regions = sum(1 for s in found["steps"] if "operations" in s)
     print(f"{regions} NNAPI region(s); on ExecuTorch's kernels: "
           + (", ".join(f"{n} x{c}" if c > 1 else n for n, c in kernels.most_common())

@@ -228,10 +228,22 @@ def test_cpu_fallback_of_a_pt2e_quantized_model():
 
 
 def test_cpu_fallback_refuses_exported_control_flow():
-    """A trace would keep only the branch the example input takes."""
+    """NNAPI would run the cond as IF, whose called models PyTorch Mobile's format cannot
+    carry (a trace of it on the CPU would keep only the branch the example input takes)."""
     class Branch(nn.Module):
         def forward(self, x):
             return torch.cond(x.sum() > 0, lambda t: t + 1, lambda t: t - 1, (x,))
+
+    with pytest.raises(ConversionError, match="PyTorch Mobile's NNAPI format cannot carry"):
+        convert_with_details(Branch(), (torch.randn(4),), capture="export", fallback=True)
+
+
+def test_cpu_fallback_refuses_exported_control_flow_nnapi_leaves():
+    """A cond whose branch NNAPI cannot run stays on the CPU, where a trace would keep only
+    the branch the example input takes."""
+    class Branch(nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda t: torch.cumsum(t, 0), lambda t: t - 1, (x,))
 
     with pytest.raises(CaptureError, match="cannot hold the exported cond"):
         convert_with_details(Branch(), (torch.randn(4),), capture="export", fallback=True)

@@ -31,6 +31,7 @@ from ..capture.graph import ExampleTensor
 from ..errors import ConverterBug, Unsupported
 from . import layout as lay
 from .binding import Named, Slot, bind, trimmed_length
+from .called import CalledLowering, registered_called_lowering
 from .merged import default_groups, is_one, reshape_merged, same_dim, transpose_merged
 from .symbolic import Sym, SymInt, hint
 from .values import NNAPI_TYPE_OF, QUANT_DTYPES, TensorValue, dtype_name
@@ -109,6 +110,8 @@ class Converter:
         self._constants: dict[tuple[object, ...], TensorValue] = {}
         # (operand, NNAPI dims) -> the operand a RESHAPE made of it (merged views, reused)
         self.regrouped: dict[tuple[int, tuple[SymInt, ...]], int] = {}
+        # Set by the lowering driver: lowers a graph module an IF or WHILE calls (called.py)
+        self.lower_called: CalledLowering | None = registered_called_lowering()
 
     @property
     def current_node(self) -> Node:

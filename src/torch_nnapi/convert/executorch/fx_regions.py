@@ -9,7 +9,9 @@ results to those holding its inputs takes in what the capture folded into one no
 norms into convolutions, PT2E's quantize/dequantize pairs, reshape-permute-reshape chains)
 and the getitems of its multi-output nodes. Parameters are left to ExecuTorch's
 ``tag_constant_data``; everything else stays on ExecuTorch's kernels, or goes to a
-partitioner that follows.
+partitioner that follows. A ``torch.cond`` no region takes (below feature level 4, or with a
+branch NNAPI cannot run) has each branch partitioned as a graph of its own
+(:func:`find_called_regions`): ExecuTorch lowers tagged nodes inside control-flow submodules.
 """
 
 from __future__ import annotations
@@ -62,14 +64,60 @@ def find_regions(program: torch.export.ExportedProgram, options: PartitionerOpti
     are fake tensors: ``weights`` are the real ones by name (see :func:`real_state`)."""
     examples = program_examples(program)
     capture = exported_capture(program, examples, state=real_state(program, weights or {}))
+    part = _partition(capture, examples, program, options)
+    regions = [_fx_region(i, region, capture) for i, region in enumerate(part.regions)]
+    taken = {n for region in regions for n in region.nodes}
+    regions += find_called_regions(program.graph_module, options, taken, len(regions))
+    _check_disjoint(regions)
+    return FxPartition(regions, _kept(part))
+
+
+def find_called_regions(module: torch.fx.GraphModule, options: PartitionerOptions,
+                        taken: set[torch.fx.Node], first: int) -> list[FxRegion]:
+    """The regions inside the branches of each ``torch.cond`` of ``module`` that no region
+    in ``taken`` holds (below feature level 4, or with a branch NNAPI cannot run): each
+    branch partitioned as a graph of its own, nested conds too, numbered from ``first``.
+    ExecuTorch's ``to_backend`` lowers tagged nodes inside control-flow submodules.
+    (A ``torch.while_loop`` left to ExecuTorch is refused: its kernels cannot run it.)"""
+    found: list[FxRegion] = []
+    for node in module.graph.nodes:
+        if node in taken or node.op != "call_function" \
+                or node.target is not torch.ops.higher_order.cond:
+            continue
+        for branch in node.args[1:3]:
+            assert isinstance(branch, torch.fx.Node) and isinstance(branch.target, str)
+            graph_module = module.get_submodule(branch.target)
+            assert isinstance(graph_module, torch.fx.GraphModule)
+            examples = tuple(_placeholder_example(n) for n in graph_module.graph.nodes
+                             if n.op == "placeholder")
+            regions = [_fx_region(first + len(found) + i, region, capture)
+                       for capture in [exported_capture(graph_module, examples)]
+                       for i, region in enumerate(_partition(capture, examples,
+                                                             graph_module, options).regions)]
+            found.extend(regions)
+            inner = {n for region in regions for n in region.nodes}
+            found.extend(find_called_regions(graph_module, options, inner,
+                                             first + len(found)))
+    return found
+
+
+def _placeholder_example(node: torch.fx.Node) -> torch.Tensor:
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        raise ConverterBug(f"the branch input {node.name} records no tensor")
+    shape = [int(d) for d in val.shape]
+    return torch.rand(shape, dtype=val.dtype) if val.dtype.is_floating_point else \
+        torch.zeros(shape, dtype=val.dtype)
+
+
+def _partition(capture: ExportedCapture, examples: tuple[torch.Tensor, ...],
+               program: torch.export.ExportedProgram | torch.fx.GraphModule,
+               options: PartitionerOptions) -> Partition:
     qdq.fold(capture.graph)
-    part = partition(capture, examples, policy=options.policy,
+    return partition(capture, examples, policy=options.policy,
                      nhwc=nhwc_choices(examples, options.compile.nhwc),
                      flexible=flexible_dims(program), relax=options.compile.relax,
                      boundary=BOUNDARY_DTYPES)
-    regions = [_fx_region(i, region, capture) for i, region in enumerate(part.regions)]
-    _check_disjoint(regions)
-    return FxPartition(regions, _kept(part))
 
 
 def program_examples(program: torch.export.ExportedProgram) -> tuple[torch.Tensor, ...]:
@@ -136,4 +184,5 @@ def _kept(part: Partition) -> list[KeptNode]:
     return [KeptNode(c.node.kind, c.node.location, c.reason) for c in part.cpu]
 
 
-__all__ = ["FxPartition", "FxRegion", "KeptNode", "find_regions", "program_examples"]
+__all__ = ["FxPartition", "FxRegion", "KeptNode", "find_called_regions", "find_regions",
+           "program_examples"]

@@ -27,6 +27,7 @@ from executorch.exir.program._program import _default_decomposition_table
 from torch._subclasses.fake_tensor import FakeTensor
 
 from ..capture.export import aten_overload
+from ..errors import ConversionError, UnsupportedUse
 from ..lowerings import lowering_for
 from .backend import BACKEND_ID, compile_specs
 from .fx_regions import FxPartition, find_regions
@@ -51,6 +52,22 @@ WHOLE_OPS = (
 # nn.MultiheadAttention and F.scaled_dot_product_attention alike.
 # ExecuTorch keeps no op returning several tensors, such as aten::lstm: recurrent layers
 # arrive as their cells' matrix products and activations, which lower one by one.)
+
+
+# Control flow ExecuTorch's own kernels cannot run (its emitter takes cond, map and scan):
+# left to them, the program would fail to serialize with an internal error.
+NOT_ON_EXECUTORCH = {"higher_order::while_loop": "torch.while_loop"}
+
+
+def _check_executorch_runs(found: FxPartition) -> None:
+    """Refuses, in one line, a program whose part left to ExecuTorch it cannot run."""
+    for kept in found.kept:
+        what = NOT_ON_EXECUTORCH.get(kept.kind)
+        if what is not None:
+            raise ConversionError([UnsupportedUse(
+                kept.kind, f"{what} stays off NNAPI ({kept.reason}), and ExecuTorch's kernels"
+                " cannot run it: lower it at target_level 4 or above (NNAPI WHILE), with a"
+                " condition and body NNAPI converts", kept.location)])
 
 
 def whole_ops() -> list[torch._ops.OpOverload]:
@@ -84,6 +101,7 @@ class NnapiPartitioner(Partitioner):  # type: ignore[misc]  # ExecuTorch ships n
 
     def partition(self, exported_program: torch.export.ExportedProgram) -> PartitionResult:
         self.found = find_regions(exported_program, self.options, self.weights)
+        _check_executorch_runs(self.found)
         tags = {}
         for region in self.found.regions:
             tag = f"{TAG_PREFIX}{region.number}"
@@ -113,7 +131,9 @@ class NnapiPartitioner(Partitioner):  # type: ignore[misc]  # ExecuTorch ships n
                 return False
             if taken is None:
                 found = find_regions(ep, self.options, self.weights)
-                taken = {n.name for region in found.regions for n in region.nodes}
+                top = ep.graph_module.graph  # (branches' nodes may share top-level names)
+                taken = {n.name for region in found.regions for n in region.nodes
+                         if n.graph is top}
             return node.name in taken
 
         return in_a_region

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ...nnapi.codes import OperationType
 from ..builder import layout as lay
 from ..builder.symbolic import program
 from ..builder.values import TensorValue
+from ..errors import ConversionError, UnsupportedUse
 from ..levels import origin_of
 from ..options import CompileOptions, ReturnShapes
 from ..pipeline.lowerer import InputSpec, Lowered
@@ -59,7 +61,26 @@ def torchscript_model(lowered: Lowered, compile: CompileOptions,
 
 def serialize_lowered(lowered: Lowered) -> SerializedModel:
     cx = lowered.cx
+    _refuse_called_models(lowered)
     return serialize(cx.model, cx.sym_dims, cx.sym_values)
+
+
+def _refuse_called_models(lowered: Lowered) -> None:
+    """PyTorch Mobile's NNAPI format (version 1) carries no models for IF and WHILE to call:
+    ``torch.cond`` and ``torch.while_loop`` convert for ExecuTorch only."""
+    cx = lowered.cx
+    uses = []
+    for op in cx.model.operations:
+        if op.type in (OperationType.IF, OperationType.WHILE):
+            node = cx.origins.get(op.outputs[0]) if op.outputs else None
+            uses.append(UnsupportedUse(
+                node.kind if node is not None else op.type.name,
+                f"it becomes NNAPI {op.type.name}, whose called models PyTorch Mobile's NNAPI"
+                " format cannot carry; lower it for ExecuTorch"
+                " (torch_nnapi.executorch.to_pte(..., target_level=4))",
+                node.location if node is not None else "the model"))
+    if uses:
+        raise ConversionError(uses)
 
 
 def nnapi_program(lowered: Lowered, serialized: SerializedModel, compile: CompileOptions,
