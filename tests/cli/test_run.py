@@ -3,6 +3,9 @@ from files, outputs saved, deterministic bundled and random inputs of the model'
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +13,8 @@ import torch
 from torch_nnapi.cli import main
 from torch_nnapi.cli._errors import ExitCode
 
-from ._models import Plain, save
+from ..conftest import package_env
+from ._models import ConvLinear, Plain, save
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +158,24 @@ def test_check_and_bench_take_input_files(tmp_path, converted, capsys):
     assert main(["bench", converted, "--input-file", str(tmp_path / "x.npy"), "--runs", "1",
                  "--profile-runs", "0"]) == ExitCode.OK
     assert "inputs (from files): [1, 3, 4, 4] float32" in capsys.readouterr().out
+
+
+def test_a_flexible_module_takes_the_images_own_size(tmp_path):
+    """`run flexible.pt --input-file cat.jpg`, in a real process: a module converted with
+    flexible height and width runs on the image as it is."""
+    from PIL import Image
+
+    model = tmp_path / "conv_linear.pt"
+    torch.jit.save(torch.jit.trace(ConvLinear().eval(), torch.rand(1, 3, 12, 12)), str(model))
+    pixels = np.random.default_rng(0).integers(0, 256, (20, 30, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(tmp_path / "cat.jpg")
+
+    def cli(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "torch_nnapi.cli", *argv], cwd=tmp_path,
+                              capture_output=True, text=True, env=package_env(), timeout=600)
+
+    assert cli("convert", "conv_linear.pt", "-o", "flexible.pt", "--input",
+               "1x3x?12x?12").returncode == 0
+    result = cli("run", "flexible.pt", "--input-file", "cat.jpg")
+    assert result.returncode == 0, result.stderr
+    assert "inputs (from files): [1, 3, 20, 30] float32" in result.stdout

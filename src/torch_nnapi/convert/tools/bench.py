@@ -197,6 +197,28 @@ class BenchReport:
 
 
 # Several threads slower than one by more than this factor: the pools contend.
+class OriginalMismatch(ValueError):
+    """The original's outputs are not the converted module's: it is not the model the
+    module was converted from."""
+
+
+def _compare_outputs(actual: object, expected: object) -> list[dict[str, Any]]:
+    """Each output's error against the original's (:class:`OriginalMismatch` when their
+    count or shapes differ)."""
+    actual_leaves, expected_leaves = leaves_of(actual), leaves_of(expected)
+    if len(actual_leaves) != len(expected_leaves):
+        raise OriginalMismatch(f"it returns {len(expected_leaves)} output tensor(s), the"
+                               f" converted module {len(actual_leaves)}")
+    errors = []
+    for i, (a, e) in enumerate(zip(actual_leaves, expected_leaves, strict=True)):
+        if tuple(a.shape) != tuple(e.shape):
+            raise OriginalMismatch(f"its output {i} has shape {list(e.shape)}, the converted"
+                                   f" module's {list(a.shape)}")
+        error, unit = tensor_error(a, e)
+        errors.append({"output": i, "error": error, "unit": unit})
+    return errors
+
+
 CONTENTION_MARGIN = 1.1
 # Untimed calls before timing: TorchScript's profiling executor optimizes a function only
 # after its first couple of calls, which are several times slower.
@@ -346,11 +368,7 @@ def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
             step(f"timing {runs} runs of the original in eager PyTorch")
             expected = original(*inputs)
             latency.eager = time_calls(lambda: original(*inputs), runs)
-            actual = module(*inputs)
-            for i, (a, e) in enumerate(zip(leaves_of(actual), leaves_of(expected),
-                                           strict=False)):
-                error, unit = tensor_error(a, e)
-                report.output_errors.append({"output": i, "error": error, "unit": unit})
+            report.output_errors += _compare_outputs(module(*inputs), expected)
         if profile_runs > 0:
             step(f"profiling {profile_runs} runs on the host runtime")
         if profile_runs > 0 and partitioned:
