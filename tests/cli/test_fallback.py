@@ -137,7 +137,7 @@ class _ReluThenCumsum(torch.nn.Module):
         return torch.cumsum(torch.relu(x), -1)
 
 
-def test_counts_of_one_are_singular(tmp_path):
+def test_counts_of_one_are_singular(tmp_path, capsys):
     """"1 PyTorch node", "1 operation", "expected 1 input": in a real process."""
     model = tmp_path / "relu_cumsum.pt"
     torch.jit.save(torch.jit.trace(_ReluThenCumsum(), torch.randn(2, 3)), str(model))
@@ -147,13 +147,15 @@ def test_counts_of_one_are_singular(tmp_path):
         return subprocess.run([sys.executable, "-m", "torch_nnapi.cli", *argv],
                               capture_output=True, text=True, env=package_env(), timeout=600)
 
-    assert cli("convert", str(model), "-o", str(converted), "--input", "2x3",
-               "--fallback").returncode == 0
+    assert main(["convert", str(model), "-o", str(converted), "--input", "2x3",
+                 "--fallback"]) == 0
     summary = cli("inspect", str(converted), "--summary").stdout.splitlines()
     assert "1 NNAPI region (1 operation), 1 node on the CPU" in summary[0], summary
     assert summary[1] == "  region 0: 1 PyTorch node, feature level 1: RELU 1", summary
     run = cli("run", str(converted), "--input", "2x3", "--input", "2x3")
     assert run.returncode == 4 and "expected 1 input, got 2" in run.stderr, run.stderr
-    cannot = cli("convert", str(model), "-o", str(tmp_path / "x.pt"), "--input", "2x3")
-    assert "1 unsupported operation (1 use)" in cannot.stderr, cannot.stderr
-    assert "into 1 NNAPI region (1 operation) with 1 node on the CPU" in cannot.stderr
+    capsys.readouterr()
+    assert main(["convert", str(model), "-o", str(tmp_path / "x.pt"), "--input", "2x3"]) == 1
+    cannot = capsys.readouterr().err
+    assert "1 unsupported operation (1 use)" in cannot, cannot
+    assert "into 1 NNAPI region (1 operation) with 1 node on the CPU" in cannot

@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch import nn
 
+from torch_nnapi.cli import main
 from torch_nnapi.cli._errors import ExitCode
 
 from ..conftest import package_env
@@ -46,35 +47,31 @@ class _Detections(nn.Module):
 
 @pytest.fixture(scope="module")
 def torchvision_files(tmp_path_factory) -> Path:
-    """A pickled torchvision model, its traced TorchScript, and a scripted NMS."""
+    """A pickled torchvision model and a scripted NMS."""
     load_torchvision()
     d = tmp_path_factory.mktemp("torchvision_files")
     from torchvision.ops.misc import Conv2dNormActivation, SqueezeExcitation
 
     model = nn.Sequential(Conv2dNormActivation(3, 8), SqueezeExcitation(8, 4)).eval()
     torch.save(model, d / "pickled.pt")
-    torch.jit.save(torch.jit.trace(model, torch.rand(1, 3, 8, 8)), d / "traced.pt")
     torch.jit.save(torch.jit.script(_Detections()), d / "scripted_nms.pt")
     return d
 
 
 def test_a_pickled_torchvision_model_loads_in_every_command(torchvision_files):
+    """check, convert and bench --original read the pickle (run and inspect read what
+    convert wrote, which names no torchvision class or operator)."""
     d = torchvision_files
-    for model in ("pickled.pt", "traced.pt"):
-        result = _cli("check", model, "--input", "1x3x8x8", "--no-layers", cwd=d)
-        assert result.returncode == ExitCode.OK, result.stderr
-        assert "result: OK" in result.stdout and result.stderr == ""
+    result = _cli("check", "pickled.pt", "--input", "1x3x8x8", "--no-layers", cwd=d)
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert "result: OK" in result.stdout and result.stderr == ""
     converted = _cli("convert", "pickled.pt", "-o", "converted.pt", "--input", "1x3x8x8",
                      cwd=d)
     assert converted.returncode == ExitCode.OK, converted.stderr
-    torch.save(torch.rand(1, 3, 8, 8), d / "x.pt")
-    for argv in (("run", "converted.pt", "--input-file", "x.pt"),
-                 ("bench", "converted.pt", "--original", "pickled.pt", "--runs", "2",
-                  "--profile-runs", "0"),
-                 ("inspect", "converted.pt")):
-        result = _cli(*argv, cwd=d)
-        assert result.returncode == ExitCode.OK, (argv, result.stderr)
-    assert "output 0 against eager: max error" in result.stdout or argv[0] == "inspect"
+    result = _cli("bench", "converted.pt", "--original", "pickled.pt", "--runs", "2",
+                  "--profile-runs", "0", cwd=d)
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert "output 0 against eager: max error" in result.stdout
 
 
 def test_a_scripted_model_calling_torchvision_nms_loads(torchvision_files):
@@ -122,8 +119,6 @@ def test_a_quantized_pt2_is_read_without_log_lines_or_inputs(quantized_pt2):
     checked = _cli("check", "quantized.pt2", "--no-layers", cwd=d)
     assert checked.returncode == ExitCode.OK, checked.stderr
     assert checked.stderr == "" and "result: OK" in checked.stdout
-    assert "inputs: [1, 3, 12, 12]" in checked.stdout or "1x3x12x12" in checked.stdout \
-        or "[1, 3, 12, 12]" in checked.stdout
     converted = _cli("convert", "quantized.pt2", "-o", "quantized_nnapi.pt", cwd=d)
     assert converted.returncode == ExitCode.OK, converted.stderr
     assert "W1" not in converted.stderr
@@ -133,19 +128,18 @@ def test_a_quantized_pt2_is_read_without_log_lines_or_inputs(quantized_pt2):
     assert "output 0 against eager: max error" in bench.stdout
 
 
-def test_convert_without_input_needs_a_pt2(quantized_pt2, tmp_path):
-    torch.jit.save(torch.jit.trace(ConvLinear().eval(), torch.rand(1, 3, 12, 12)),
-                   tmp_path / "small.pt")
-    result = _cli("convert", "small.pt", "-o", "small_nnapi.pt", cwd=tmp_path)
-    _one_line_error(result, ExitCode.USAGE, "--input", ".pt2")
-    result = _cli("check", "small.pt", cwd=tmp_path)
-    _one_line_error(result, ExitCode.USAGE, "--input", ".pt2")
+def test_convert_without_input_needs_a_pt2(tmp_path, capsys):
+    small = str(tmp_path / "small.pt")
+    torch.jit.save(torch.jit.trace(ConvLinear().eval(), torch.rand(1, 3, 12, 12)), small)
+    for argv in (["convert", small, "-o", str(tmp_path / "small_nnapi.pt")], ["check", small]):
+        assert main(argv) == ExitCode.USAGE
+        error = capsys.readouterr().err.splitlines()[0]
+        assert "give the model's inputs with --input" in error and ".pt2" in error
 
 
 def test_bench_names_the_original_when_it_is_the_one_failing(quantized_pt2, tmp_path):
     d = quantized_pt2
-    converted = _cli("convert", "float.pt2", "-o", "float_nnapi.pt", cwd=d)
-    assert converted.returncode == ExitCode.OK, converted.stderr
+    assert main(["convert", str(d / "float.pt2"), "-o", str(d / "float_nnapi.pt")]) == 0
     # a model of other outputs: its outputs are not the converted module's
     other = nn.Sequential(nn.Conv2d(3, 5, 3), nn.Flatten()).eval()
     torch.jit.save(torch.jit.trace(other, torch.rand(1, 3, 12, 12)), tmp_path / "other.pt")

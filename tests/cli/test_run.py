@@ -170,12 +170,10 @@ def test_a_flexible_module_takes_the_images_own_size(tmp_path):
     pixels = np.random.default_rng(0).integers(0, 256, (20, 30, 3), dtype=np.uint8)
     Image.fromarray(pixels).save(tmp_path / "cat.jpg")
 
-    def cli(*argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "torch_nnapi.cli", *argv], cwd=tmp_path,
-                              capture_output=True, text=True, env=package_env(), timeout=600)
-
-    assert cli("convert", "conv_linear.pt", "-o", "flexible.pt", "--input",
-               "1x3x?12x?12").returncode == 0
-    result = cli("run", "flexible.pt", "--input-file", "cat.jpg")
+    assert main(["convert", str(model), "-o", str(tmp_path / "flexible.pt"), "--input",
+                 "1x3x?12x?12"]) == 0
+    result = subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "run", "flexible.pt",
+                             "--input-file", "cat.jpg"], cwd=tmp_path, capture_output=True,
+                            text=True, env=package_env(), timeout=600)
     assert result.returncode == 0, result.stderr
     assert "inputs (from files): [1, 3, 20, 30] float32" in result.stdout
