@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,20 @@ def test_a_scripted_model_calling_torchvision_nms_loads(torchvision_files):
                   cwd=torchvision_files)
     assert result.returncode not in (ExitCode.BAD_FILE, ExitCode.INTERNAL), result.stderr
     assert "does not exist" not in result.stderr + result.stdout
+
+
+def test_a_torchvision_operator_without_a_definition_is_named(torchvision_files, tmp_path):
+    """A scripted model calling torchvision::roi_pool (the NMS archive, its call renamed):
+    one line naming the operator, not a corrupted file."""
+    with zipfile.ZipFile(torchvision_files / "scripted_nms.pt") as source, \
+            zipfile.ZipFile(tmp_path / "roi_pool.pt", "w") as renamed:
+        for info in source.infolist():
+            if not info.filename.endswith(".debug_pkl"):  # source positions of the old code
+                renamed.writestr(info, source.read(info).replace(b"torchvision.nms",
+                                                                 b"torchvision.roi_pool"))
+    result = _cli("check", "roi_pool.pt", "--input", "5x4", "--input", "5", cwd=tmp_path)
+    _one_line_error(result, ExitCode.BAD_FILE, "roi_pool.pt", "uses torchvision::roi_pool",
+                    "does not load beside this torch")
 
 
 def test_an_operator_nobody_registered_is_named(tmp_path):
