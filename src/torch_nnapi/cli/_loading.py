@@ -12,6 +12,7 @@ operators defined first when its compiled extension cannot load here
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -191,7 +192,7 @@ def _register_quantize_ops(p: Path) -> None:
     the modules defining them, which loading does not import."""
     import torch.ao.quantization.fx._decomposed  # noqa: F401 - registers quantized_decomposed
 
-    if _mentions(p, b"torchao"):
+    if _mentions(p, b"torchao") and importlib.util.find_spec("torchao") is not None:
         with _collecting("torchao"), _collecting("torch.utils._pytree"):
             import torchao.quantization.quant_primitives  # noqa: F401 - registers torchao ops
 
