@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+
 import torch
 from torch import nn
 
@@ -107,3 +109,25 @@ def saved_loop_decoder(directory) -> tuple[str, str, torch.nn.Module]:
     torch.jit.save(module, path)
     torch.save(inputs, data)
     return path, data, model
+
+
+class ConvLinear(nn.Module):
+    """A convolution, a ReLU, a mean and a linear layer: what PT2E quantizes for NNAPI."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.linear = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.linear(torch.relu(self.conv(x)).mean((2, 3)))
+
+
+Pair = collections.namedtuple("Pair", ["out", "state"])
+
+
+class ReturnsPair(nn.Module):
+    """A named tuple holding a tensor and a dict."""
+
+    def forward(self, x):
+        return Pair(torch.relu(x), {"doubled": x * 2.0})

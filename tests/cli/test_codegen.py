@@ -2,18 +2,33 @@
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
+
 import torch
 
 from torch_nnapi.cli import main
 
+from ..conftest import package_env
 from ..convert import zoo
-from ._models import Plain, save
+from ._models import ConvLinear, Plain, ReturnsPair, save
 
 
 def _pickled(tmp_path, model, name="model.pt") -> str:
     path = tmp_path / name
     torch.save(model.eval(), str(path))
     return str(path)
+
+
+def _import_written(path, monkeypatch):
+    """The written file as a module named after it (its classes pickle by that name)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, path.stem, module)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_codegen_writes_a_matching_file(tmp_path, capsys):
@@ -35,6 +50,42 @@ def test_codegen_of_the_quantized_stage(tmp_path, capsys):
                  "quantized", "--calibration", "2"]) == 0
     assert "(class MobileNetV2)" in capsys.readouterr().out
     assert "quantize_per_tensor(" in out.read_text()
+
+
+def test_the_written_quantized_model_converts_as_its_source(tmp_path, monkeypatch, capsys):
+    """The written file calls PT2E's quantize ops (not their arithmetic), so converting it
+    gives the NNAPI operations torch_nnapi.quantize's model gives, from the command line."""
+    import torch_nnapi
+    from torch_nnapi.convert import convert_with_details
+
+    torch.manual_seed(0)
+    model = ConvLinear().eval()
+    out = tmp_path / "quantized_code.py"
+    assert main(["codegen", _pickled(tmp_path, model), "-o", str(out), "--input",
+                 "1x3x12x12", "--stage", "quantized", "--calibration", "2"]) == 0
+    written = _import_written(out, monkeypatch).load()
+    x = torch.rand(1, 3, 12, 12)
+    quantized = torch_nnapi.quantize(model, (x,), [(x,)], target_level=3)
+    kinds = [[op.type for op in convert_with_details(m, (x,)).lowered.cx.model.operations]
+             for m in (written, quantized)]
+    assert kinds[0] == kinds[1]
+    torch.save(written, tmp_path / "written.pt")
+    result = subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "convert", "written.pt",
+                             "-o", "written_nnapi.pt", "--input", "1x3x12x12"], cwd=tmp_path,
+                            capture_output=True, text=True, env=package_env(), timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert f"{len(kinds[0])} NNAPI operations" in result.stdout
+
+
+def test_codegen_returns_the_models_named_tuple(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "pair_code.py"
+    assert main(["codegen", _pickled(tmp_path, ReturnsPair()), "-o", str(out), "--input",
+                 "2x3"]) == 0
+    assert "Pair = collections.namedtuple('Pair', ('out', 'state'))" in out.read_text()
+    x = torch.randn(2, 3)
+    result = _import_written(out, monkeypatch).load()(x)
+    assert type(result).__name__ == "Pair" and result._fields == ("out", "state")
+    torch.testing.assert_close(result.state["doubled"], x * 2.0)
 
 
 def test_codegen_of_a_model_quantized_to_int8(tmp_path, capsys):

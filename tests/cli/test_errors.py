@@ -68,7 +68,9 @@ def _pickle_unimportable_class(d: Path) -> None:
 CASES = [
     (["bogus"], ExitCode.USAGE, "invalid choice: 'bogus'"),
     ([], ExitCode.USAGE, "required: COMMAND"),
-    (["convert", "{model}"], ExitCode.USAGE, "required: -o/--output, --input"),
+    (["convert", "{model}"], ExitCode.USAGE, "required: -o/--output"),
+    (["convert", "{model}", "-o", "{dir}/o.pt"], ExitCode.USAGE,
+     "give the model's inputs with --input (only a .pt2 file carries example inputs)"),
     (["convert", "{linear}", "-o", "{dir}/o.pt", "--input", "1x5"], ExitCode.USAGE,
      "the model fails on inputs [1, 5] float32"),
     (["convert", "{unsupported}", "-o", "{dir}/o.pt", "--input", "2x3"],

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
 
 from torch_nnapi.cli import main
 
+from ..conftest import package_env
 from ..convert import fallback_models as fm
 
 
@@ -125,3 +128,34 @@ def test_bench_times_regions_and_cpu_nodes_apart(converted, residual, capsys):
     data = json.loads(capsys.readouterr().out)
     assert [r["region"] for r in data["regions"]] == [0, 1, 2]
     assert data["cpu"]["runs"] == 2
+
+
+class _ReluThenCumsum(torch.nn.Module):
+    """One PyTorch node in one NNAPI region, one node (cumsum) on the CPU."""
+
+    def forward(self, x):
+        return torch.cumsum(torch.relu(x), -1)
+
+
+def test_counts_of_one_are_singular(tmp_path, capsys):
+    """"1 PyTorch node", "1 operation", "expected 1 input": in a real process."""
+    model = tmp_path / "relu_cumsum.pt"
+    torch.jit.save(torch.jit.trace(_ReluThenCumsum(), torch.randn(2, 3)), str(model))
+    converted = tmp_path / "relu_cumsum_nnapi.pt"
+
+    def cli(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "torch_nnapi.cli", *argv],
+                              capture_output=True, text=True, env=package_env(), timeout=600)
+
+    assert main(["convert", str(model), "-o", str(converted), "--input", "2x3",
+                 "--fallback"]) == 0
+    summary = cli("inspect", str(converted), "--summary").stdout.splitlines()
+    assert "1 NNAPI region (1 operation), 1 node on the CPU" in summary[0], summary
+    assert summary[1] == "  region 0: 1 PyTorch node, feature level 1: RELU 1", summary
+    run = cli("run", str(converted), "--input", "2x3", "--input", "2x3")
+    assert run.returncode == 4 and "expected 1 input, got 2" in run.stderr, run.stderr
+    capsys.readouterr()
+    assert main(["convert", str(model), "-o", str(tmp_path / "x.pt"), "--input", "2x3"]) == 1
+    cannot = capsys.readouterr().err
+    assert "1 unsupported operation (1 use)" in cannot, cannot
+    assert "into 1 NNAPI region (1 operation) with 1 node on the CPU" in cannot

@@ -56,8 +56,11 @@ def test_an_lstm_returning_out_h_c(models):
     for place, shape in (("output 0 [0]", "[2, 3, 5]"), ("output 1 [1][0]", "[1, 2, 5]"),
                          ("output 2 [1][1]", "[1, 2, 5]")):
         assert f"{place} {shape}:" in out, out
-    run = _ok(models, "run", "rec_nnapi.pt", "--input", "2x3x4", "--host")
+    run = _ok(models, "run", "rec_nnapi.pt", "--input", "2x3x4", "--host", "--save-outputs",
+              "rec.npz")
     assert "output 2 [1][1]: [1, 2, 5] float32" in run, run
+    with np.load(models / "rec.npz") as saved_outputs:  # named by their place: out, (h, c)
+        assert saved_outputs.files == ["output_0", "output_1.0", "output_1.1"]
     inspect = _ok(models, "inspect", "rec_nnapi.pt", "--summary")
     assert "returns (output 0, (output 1, output 2))" in inspect.splitlines(), inspect
 
@@ -73,7 +76,8 @@ def test_a_dict_with_a_named_tuple_a_list_and_none_through_the_fallback(models, 
     run = _ok(models, "run", saved, "--input", "2x4", "--save-outputs", f"{capture}.npz")
     assert "output 4 ['again'][1]: [2, 3] float32" in run, run
     with np.load(models / f"{capture}.npz") as saved_outputs:
-        assert len(saved_outputs.files) == 5
+        assert saved_outputs.files == ["logits", "extra.out", "extra.state.0", "again.0",
+                                       "again.1"]
     inspect = _ok(models, "inspect", saved).splitlines()
     assert inspect[1] == ("returns {'logits': output 0, 'extra': Pair(out=output 1,"
                           " state=(output 2, None)), 'again': [output 3, output 4]}"), inspect

@@ -13,7 +13,8 @@ import torch
 from torch_nnapi.cli import main
 from torch_nnapi.cli._errors import ExitCode
 
-from ._models import Plain, save, saved_loop_decoder
+from ..conftest import package_env
+from ._models import ConvLinear, Plain, save, saved_loop_decoder
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +172,22 @@ def test_run_host_runs_the_regions_inside_a_loop(tmp_path):
     assert "host runtime" in done.stdout
     with np.load(saved) as outputs:
         assert outputs["output_0"].tolist() == model(*torch.load(data)).tolist()
+
+
+def test_a_flexible_module_takes_the_images_own_size(tmp_path):
+    """`run flexible.pt --input-file cat.jpg`, in a real process: a module converted with
+    flexible height and width runs on the image as it is."""
+    from PIL import Image
+
+    model = tmp_path / "conv_linear.pt"
+    torch.jit.save(torch.jit.trace(ConvLinear().eval(), torch.rand(1, 3, 12, 12)), str(model))
+    pixels = np.random.default_rng(0).integers(0, 256, (20, 30, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(tmp_path / "cat.jpg")
+
+    assert main(["convert", str(model), "-o", str(tmp_path / "flexible.pt"), "--input",
+                 "1x3x?12x?12"]) == 0
+    result = subprocess.run([sys.executable, "-m", "torch_nnapi.cli", "run", "flexible.pt",
+                             "--input-file", "cat.jpg"], cwd=tmp_path, capture_output=True,
+                            text=True, env=package_env(), timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "inputs (from files): [1, 3, 20, 30] float32" in result.stdout

@@ -9,7 +9,8 @@ default the converter chooses), a dtype (``float32``, ``int64``, ``int32``, ``bo
 ``--input-file`` reads real inputs: ``.npy`` (one input), ``.npz`` (its arrays in order),
 ``.pt`` (a tensor, or a tuple or list of them, saved with ``torch.save``), or an image
 (``.png``, ``.jpg``...; needs Pillow) turned into a ``[1, 3, H, W]`` float tensor in [0, 1],
-resized to the ``--input`` shape when there is one, then normalized with ``--mean`` and
+resized to the ``--input`` shape when there is one (a flexible height or width keeps the
+image's own), then normalized with ``--mean`` and
 ``--std`` as the model's preprocessing does.
 
 Random examples are seeded (input ``i`` with seed ``i``), so they are the same every run.
@@ -151,6 +152,12 @@ def example_inputs(specs: Sequence[InputSpec]) -> tuple:
     return tuple(s.example(i) for i, s in enumerate(specs))
 
 
+def spec_of(example) -> InputSpec:
+    """The spec of a stored example tensor (a ``.pt2``'s)."""
+    dtype = str(example.dtype).removeprefix("torch.")
+    return InputSpec(tuple(example.shape), dtype=dtype if dtype in DTYPES else None)
+
+
 def layout_options(specs: Sequence[InputSpec]) -> dict:
     """The converter's ``nhwc`` and ``flexible`` options that the inputs ask for."""
     return dict(nhwc=[s.nhwc for s in specs],
@@ -252,8 +259,12 @@ def _read_image(path: Path, spec: InputSpec | None, mean, std):
         with Image.open(path) as image:
             rgb = image.convert("RGB")
             if spec is not None and len(spec.shape) == 4:
-                height, width = spec.shape[2], spec.shape[3]
-                rgb = rgb.resize((width, height), Image.Resampling.BILINEAR)
+                # a flexible dimension (-1: a module converted with flexible sizes) takes
+                # the image's own size
+                height, width = (size if size > 0 else own for size, own in
+                                 zip(spec.shape[2:], (rgb.height, rgb.width), strict=True))
+                if (width, height) != rgb.size:
+                    rgb = rgb.resize((width, height), Image.Resampling.BILINEAR)
             pixels = np.asarray(rgb, dtype=np.float32) / 255.0
     except Exception as e:  # noqa: BLE001 - any reading failure is the file's
         raise bad_file(f"--input-file {path}: not a readable image ({_short(e)})") from None

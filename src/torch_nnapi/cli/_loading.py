@@ -5,13 +5,18 @@ with ``torch.save``, or an ``ExportedProgram`` saved by ``torch.export.save`` (`
 Anything else (a text file renamed ``.pt``, a truncated or corrupted archive, a state dict,
 a pickle whose class cannot be imported) is a :class:`CliError` with ``ExitCode.BAD_FILE``
 naming the file and the reason. Pickled modules are unpickled with the current directory on
-the import path, as ``python -m`` would have it.
+the import path, as ``python -m`` would have it. A file naming torchvision gets torchvision's
+operators defined first when its compiled extension cannot load here
+(``convert.tools.torchvision_ops``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import logging
 import os
+import re
 import sys
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
@@ -20,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from ..convert.errors import one_line
+from ..nnapi.errors import counted
 from ._errors import CliError, ExitCode, bad_file, usage
 
 _PICKLE_PROTOCOL = 0x80  # the first byte of a binary pickle (torch.save's legacy format)
+_SEARCHED_SIZE = 1 << 24  # an archive's members larger than this are weights
 
 
 def _readable(path: str, what: str) -> Path:
@@ -60,6 +67,56 @@ def _archive_names(p: Path, where: str) -> list[str] | None:
     return names
 
 
+def _mentions(p: Path, needle: bytes) -> bool:
+    """Whether the file holds ``needle`` (a module's name: a pickled class, a scripted or
+    exported call of its operators). An archive's members are searched decompressed (the
+    code of a TorchScript archive is deflated), its tensor data skipped."""
+    if zipfile.is_zipfile(p):
+        with zipfile.ZipFile(p) as archive:
+            return any(needle in archive.read(info)
+                       for info in archive.infolist()
+                       if "/data/" not in info.filename and info.file_size < _SEARCHED_SIZE)
+    with open(p, "rb") as f:
+        tail = b""
+        while chunk := f.read(_SEARCHED_SIZE):
+            if needle in tail + chunk:
+                return True
+            tail = chunk[-len(needle):]
+    return False
+
+
+def _prepare_torchvision(p: Path, what: str) -> None:
+    from ..convert.tools.torchvision_ops import (
+        TorchvisionUnavailable,
+        ensure_torchvision_operators,
+    )
+
+    if "torchvision" in sys.modules or not _mentions(p, b"torchvision"):
+        return
+    try:
+        ensure_torchvision_operators()
+    except TorchvisionUnavailable:
+        raise bad_file(f"{what} {p}: uses torchvision, which is not installed",
+                       "pip install torchvision -c constraints.txt") from None
+    except Exception as e:  # noqa: BLE001 - importing torchvision can fail in many ways
+        raise bad_file(f"{what} {p}: uses torchvision, which cannot be imported here"
+                       f" ({one_line(e)})") from None
+
+
+def _missing_torchvision_operator(error: object, p: Path, what: str) -> CliError | None:
+    """The error for a file using a torchvision operator this machine cannot provide (only
+    torchvision's compiled extension has it, and it does not load beside this torch)."""
+    from ..convert.tools.torchvision_ops import DEFINED
+
+    found = re.search(r"torchvision::(\w+)", str(error))
+    if found is None or found.group(1) in DEFINED:
+        return None
+    return bad_file(f"{what} {p}: uses torchvision::{found.group(1)}, which only torchvision's"
+                    " compiled extension provides, and it does not load beside this torch",
+                    "install a torchvision built for this torch, or save the model without"
+                    " that operator")
+
+
 def load_model(path: str, what: str = "model"):
     """A TorchScript module or a pickled nn.Module from ``path`` (see the module docstring)."""
     import torch
@@ -68,6 +125,7 @@ def load_model(path: str, what: str = "model"):
     with open(p, "rb") as f:
         head = f.read(4)
     names = _archive_names(p, f"{what} {path}")
+    _prepare_torchvision(p, what)
     if names is not None:
         if _is_torchscript(names):
             return _load_torchscript(p, what)
@@ -97,18 +155,73 @@ def _load_torchscript(p: Path, what: str):
     try:
         return torch.jit.load(str(p), map_location="cpu")
     except Exception as e:  # noqa: BLE001 - any loading failure is the file's
-        raise bad_file(f"{what} {p}: a TorchScript archive that cannot be loaded, truncated"
-                       f" or corrupted ({one_line(e)})") from None
+        raise _missing_torchvision_operator(e, p, what) or bad_file(
+            f"{what} {p}: a TorchScript archive that cannot be loaded, truncated"
+            f" or corrupted ({one_line(e)})") from None
+
+
+class _Collected(logging.Handler):
+    """Keeps the log records of a load: PyTorch logs a failed deserialization's cause as
+    warnings (with tracebacks) and raises an error pointing at them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+        if record.exc_info and record.exc_info[1] is not None:
+            self.messages.append(str(record.exc_info[1]))
+
+
+@contextmanager
+def _collecting(logger_name: str) -> Iterator[_Collected]:
+    """The logger's records go to the returned handler instead of the terminal."""
+    logger = logging.getLogger(logger_name)
+    handler = _Collected()
+    handlers, propagate = logger.handlers, logger.propagate
+    logger.handlers, logger.propagate = [handler], False  # PyTorch gives some their own
+    try:
+        yield handler
+    finally:
+        logger.handlers, logger.propagate = handlers, propagate
+
+
+def _register_quantize_ops(p: Path) -> None:
+    """The quantize/dequantize operators a PT2E-quantized program calls are registered by
+    the modules defining them, which loading does not import."""
+    import torch.ao.quantization.fx._decomposed  # noqa: F401 - registers quantized_decomposed
+
+    if _mentions(p, b"torchao") and importlib.util.find_spec("torchao") is not None:
+        with _collecting("torchao"), _collecting("torch.utils._pytree"):
+            import torchao.quantization.quant_primitives  # noqa: F401 - registers torchao ops
+
+
+def _unresolved_operator(messages: list[str]) -> str | None:
+    for message in messages:
+        found = re.search(r"failed to resolve (\S+) to an operator", message)
+        if found:
+            return found.group(1).removeprefix("torch.ops.")
+    return None
 
 
 def _load_exported_program(p: Path, what: str):
     import torch
 
-    try:
-        return torch.export.load(str(p))
-    except Exception as e:  # noqa: BLE001 - any loading failure is the file's
-        raise bad_file(f"{what} {p}: an exported program (torch.export.save) that cannot be"
-                       f" loaded ({one_line(e)})") from None
+    _register_quantize_ops(p)
+    with _collecting("torch.export") as log:
+        try:
+            return torch.export.load(str(p))
+        except Exception as e:  # noqa: BLE001 - any loading failure is the file's
+            operator = _unresolved_operator(log.messages)
+            if operator is None:
+                raise _missing_torchvision_operator(e, p, what) or bad_file(
+                    f"{what} {p}: an exported program (torch.export.save) that cannot be"
+                    f" loaded ({one_line(e)})") from None
+            raise _missing_torchvision_operator(operator.replace(".", "::", 1), p, what) or \
+                bad_file(f"{what} {p}: uses operator {operator}, which is not registered"
+                         " here", "import the library defining it before loading, or export"
+                         " the model without it") from None
 
 
 def _unpickle(p: Path, what: str) -> Any:
@@ -126,8 +239,9 @@ def _unpickle(p: Path, what: str) -> Any:
                        " add it to PYTHONPATH, or save a TorchScript module with"
                        " torch.jit.save") from None
     except Exception as e:  # noqa: BLE001 - any unpickling failure is the file's
-        raise bad_file(f"{what} {p}: not a readable PyTorch file, truncated or corrupted"
-                       f" ({one_line(e)})") from None
+        raise _missing_torchvision_operator(e, p, what) or bad_file(
+            f"{what} {p}: not a readable PyTorch file, truncated or corrupted"
+            f" ({one_line(e)})") from None
     finally:
         if added and os.getcwd() in sys.path:
             sys.path.remove(os.getcwd())
@@ -180,10 +294,26 @@ def input_names(model) -> list[str] | None:
     return [p.name for p in parameters if p.default is p.empty]
 
 
+def stored_examples(model) -> tuple | None:
+    """The example inputs a ``.pt2`` carries (``torch.export.save`` keeps those it was
+    exported with); None for other models, or when they are not positional tensors."""
+    import torch
+
+    if not isinstance(model, torch.export.ExportedProgram):
+        return None
+    stored = getattr(model, "example_inputs", None)
+    if not stored:
+        return None
+    args, kwargs = stored
+    if kwargs or not args or not all(isinstance(x, torch.Tensor) for x in args):
+        return None
+    return tuple(args)
+
+
 def check_input_count(model, count: int, what: str = "--input") -> None:
     names = input_names(model)
     if names is not None and len(names) != count:
-        raise usage(f"the model takes {len(names)} input{'s' if len(names) != 1 else ''}"
+        raise usage(f"the model takes {counted(len(names), 'input')}"
                     f" ({', '.join(names) or 'none'}), got {count} {what}",
                     f"give one {what} per model input")
 

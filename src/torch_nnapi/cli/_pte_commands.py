@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from ..nnapi.errors import counted
 from ._errors import CliError, ExitCode, usage
 from ._inputs import InputSpec, conform, example_inputs, parse_input, read_input_files
 from ._loading import load_model, writing
@@ -120,7 +121,7 @@ def run_pte(args: argparse.Namespace) -> int:
     print(f"latency (ExecuTorch with NnapiBackend, {args.repeat} runs): median"
           f" {latency.median * 1e3:.2f} ms, min {latency.minimum * 1e3:.2f} ms")
     if args.save_outputs:
-        save_outputs(args.save_outputs, [t for _, t in leaves])
+        save_outputs(args.save_outputs, [t for _, t in leaves], [n for n, _ in leaves])
         print(f"saved outputs to {args.save_outputs}")
     return int(ExitCode.OK)
 
@@ -192,8 +193,8 @@ def check_pte(args: argparse.Namespace) -> int:
     check_pte_inputs(module, inputs)
     if not args.original:
         leaves = output_leaves(module, module(*inputs))
-        print(f"{args.model}: loads and runs ({len(leaves)} outputs); give --original MODEL"
-              " to compare them with the model's")
+        print(f"{args.model}: loads and runs ({counted(len(leaves), 'output')}); give"
+              " --original MODEL to compare them with the model's")
         return int(ExitCode.OK)
     return _verdicts(module, inputs, load_model(args.original, "original"), args)
 

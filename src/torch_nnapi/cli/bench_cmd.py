@@ -15,10 +15,12 @@ second and NNAPI executions per token, with ``--original`` against the original'
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
+from ..nnapi.errors import counted
 from ._commands import add_threads_option, command
 from ._devices import add_device_option, device_profiles, plans_json, plans_of_module, render_plans
-from ._errors import ExitCode, usage
+from ._errors import CliError, ExitCode, bad_file, usage
 from ._inputs import add_input_options
 from ._loading import (
     check_input_count,
@@ -68,9 +70,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if is_pte_path(args.module) and args.runs >= 1:
         return bench_pte(args)
-    import torch
-
-    from ..convert.tools.bench import bench_module
+    from ..convert.tools.bench import OriginalMismatch, bench_module
     from .run_cmd import check_inputs, converted_inputs, running
 
     for name, value, least in (("--runs", args.runs, 1), ("--profile-runs", args.profile_runs,
@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
                                ("--threads", args.threads or 1, 1)):
         if value < least:
             raise usage(f"{name} must be at least {least}")
+    import torch
+
     engines = torch.backends.quantized.supported_engines
     if args.quantized_engine not in ("default", *engines):
         raise usage(f"--quantized-engine {args.quantized_engine!r} is not available in this"
@@ -90,18 +92,22 @@ def run(args: argparse.Namespace) -> int:
     with Progress("bench") as progress:
         progress.step("loading")
         module = load_converted(args.module)
-        original = load_model(args.original, "original") if args.original else None
-        if isinstance(original, torch.nn.Module):
-            original.eval()
+        original = _original(args.original) if args.original else None
         inputs, source = converted_inputs(module, args)
         check_inputs(module, inputs)
         if original is not None:
             check_input_count(original, len(inputs), "inputs")
+        timed_original = None if original is None else _naming(original, args.original)
         with running("torch NNAPI runtime"):
-            report = bench_module(module, inputs, runs=args.runs, threads=args.threads,
-                                  original=original, profile_runs=args.profile_runs,
-                                  engine=None if args.quantized_engine == "default"
-                                  else args.quantized_engine, progress=progress.step)
+            try:
+                report = bench_module(module, inputs, runs=args.runs, threads=args.threads,
+                                      original=timed_original,
+                                      profile_runs=args.profile_runs,
+                                      engine=None if args.quantized_engine == "default"
+                                      else args.quantized_engine, progress=progress.step)
+            except OriginalMismatch as e:
+                raise bad_file(f"original {args.original}: {e}: not the model {args.module}"
+                               " was converted from") from None
         plans = _device_plans(module, inputs, profiles, args, progress.step)
     from ._html import bench_page
 
@@ -111,6 +117,35 @@ def run(args: argparse.Namespace) -> int:
                  + render_plans(plans), args.json,
                  args.report, lambda: bench_page(report, args.module))
     return int(ExitCode.OK)
+
+
+def _original(path: str) -> Callable[..., object]:
+    """The original model as eager PyTorch runs it (a .pt2's module)."""
+    import torch
+
+    model = load_model(path, "original")
+    if isinstance(model, torch.export.ExportedProgram):
+        return model.module()
+    if isinstance(model, torch.nn.Module):
+        model.eval()
+    return model
+
+
+def _naming(model: Callable[..., object], path: str) -> Callable[..., object]:
+    """``model``, whose failures name it rather than the NNAPI side."""
+    from ..convert.errors import one_line
+
+    def call(*inputs: object) -> object:
+        try:
+            return model(*inputs)
+        except MemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - whatever the original raises
+            raise CliError(f"the original {path} failed to run (eager PyTorch): {one_line(e)}",
+                           ExitCode.RUN_FAILED) from None
+
+    call.__wrapped__ = model  # type: ignore[attr-defined]  # what bench inspects for its engine
+    return call
 
 
 def _device_plans(module, inputs, profiles, args, step) -> list:
@@ -144,7 +179,8 @@ def _bench_generation(args: argparse.Namespace) -> int:
     if args.original:
         timed["eager"] = load_model(args.original, "original")
     report: dict[str, object] = {"prompt": len(prompt), "new_tokens": args.new_tokens}
-    lines = [f"generation: a prompt of {len(prompt)} tokens, {args.new_tokens} new tokens"]
+    lines = [f"generation: a prompt of {counted(len(prompt), 'token')},"
+             f" {counted(args.new_tokens, 'new token')}"]
     for name, generator in timed.items():
         step = getattr(generator, "step", None)
         if not isinstance(step, torch.nn.Module):
@@ -187,7 +223,7 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
                  + (" (first use in this process: includes importing the runtime)"
                     if first.first_use else "")
                  + f", first run {_ms(first.run_seconds)}")
-    lines.append(f"  {len(n.seconds)} runs: median {_ms(n.median)}, p90 {_ms(n.p90)},"
+    lines.append(f"  {counted(len(n.seconds), 'run')}: median {_ms(n.median)}, p90 {_ms(n.p90)},"
                  f" min {_ms(n.minimum)}")
     if latency.pools_contend and latency.single_thread is not None:
         one = latency.single_thread
@@ -222,7 +258,7 @@ def render(report, source: str = "", top: int = 10) -> list[str]:
     p = report.profile
     if p is not None:
         lines.append(f"host runtime profile (median of {p.runs} runs): {_ms(p.wall_seconds)}"
-                     f" per run, {_ms(p.total)} in {len(p.operations)} operations")
+                     f" per run, {_ms(p.total)} in {counted(len(p.operations), 'operation')}")
         lines.append(_outside_line(report))
         lines.append(f"  {'operation type':28} {'total':>10} {'share':>7} {'count':>6}")
         for t in p.by_type:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..nnapi.errors import counted
 from ._commands import command
 from ._devices import add_device_option, device_profiles, plans_json, render_plans
 from ._errors import CliError, ExitCode, usage
@@ -38,8 +39,15 @@ from ._inputs import (
     layout_options,
     parse_input,
     read_input_files,
+    spec_of,
 )
-from ._loading import check_input_count, load_model, output_path, print_report
+from ._loading import (
+    check_input_count,
+    load_model,
+    output_path,
+    print_report,
+    stored_examples,
+)
 from ._progress import Progress
 from ._pte import is_pte_path
 from ._pte_commands import check_pte
@@ -85,19 +93,26 @@ def _configure(p: argparse.ArgumentParser) -> None:
     add_device_option(p)
 
 
-def _examples(args: argparse.Namespace) -> tuple[list, tuple]:
+def _examples(args: argparse.Namespace) -> tuple[list, tuple | None]:
+    """The inputs the options give (None: none given, a .pt2's own are used)."""
     specs = [parse_input(text) for text in args.input]
     if args.input_file:
         tensors = conform(read_input_files(args.input_file, specs, args.mean, args.std), specs)
         if specs and len(specs) != len(tensors):
-            raise usage(f"{len(specs)} --input for {len(tensors)} inputs read from"
+            raise usage(f"{len(specs)} --input for {counted(len(tensors), 'input')} read from"
                         " --input-file", "give one --input per file input, or none")
         return specs, tuple(tensors)
-    if not specs:
-        raise usage("give the model's inputs with --input or --input-file")
     if args.mean or args.std:
         raise usage("--mean and --std apply to image input files only")
-    return specs, example_inputs(specs)
+    return specs, example_inputs(specs) if specs else None
+
+
+def _stored_examples(model) -> tuple[list, tuple]:
+    examples = stored_examples(model)
+    if examples is None:
+        raise usage("give the model's inputs with --input or --input-file (only a .pt2 file"
+                    " carries example inputs)")
+    return [spec_of(x) for x in examples], examples
 
 
 @command("check", "check that a PyTorch model converts, which NNAPI feature level it needs,"
@@ -127,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
     with Progress("check") as progress:
         progress.step("loading the model")
         model = load_model(args.model)
+        if examples is None:
+            specs, examples = _stored_examples(model)
         check_input_count(model, len(examples), "inputs")
         report = check_model(
             model, examples, **(layout_options(specs) if specs else {}), capture=args.capture,
@@ -282,7 +299,8 @@ def _numbers(report, worst: int) -> list[str]:
         how = ", each from PyTorch's own input" if accuracy.isolated else \
             ", each from the converted layers before it"
         within = all(t.within for t in accuracy.layers)
-        lines.append(f"layer by layer (host runtime{how}, {len(accuracy.layers)} tensors):"
+        lines.append(f"layer by layer (host runtime{how},"
+                     f" {counted(len(accuracy.layers), 'tensor')}):"
                      + (" all within tolerance" if within else
                         " no mismatch of the conversion" if first is None else ""))
         drift = accuracy.drift_summary()
@@ -297,9 +315,9 @@ def _numbers(report, worst: int) -> list[str]:
         disagreeing = [t for t in accuracy.layers if t.reference_disagrees]
         if disagreeing:
             first_engine, second_engine = accuracy.engines
-            lines.append(f"  reference disagrees on {len(disagreeing)} layers: NNAPI agrees"
-                         f" with PyTorch's {second_engine} kernels there, which differ from"
-                         f" {first_engine}'s; first: {disagreeing[0].kind}"
+            lines.append(f"  reference disagrees on {counted(len(disagreeing), 'layer')}:"
+                         f" NNAPI agrees with PyTorch's {second_engine} kernels there, which"
+                         f" differ from {first_engine}'s; first: {disagreeing[0].kind}"
                          f" {disagreeing[0].name} at {disagreeing[0].location}")
         if worst > 0:
             lines.append("  worst layers:")

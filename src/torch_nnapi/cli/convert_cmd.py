@@ -25,10 +25,17 @@ import sys
 
 from ._commands import command
 from ._devices import add_device_option, device_profiles, plans_summary
-from ._errors import CliError, ExitCode
+from ._errors import CliError, ExitCode, usage
 from ._fallback import add_fallback_options, fallback_options
-from ._inputs import add_input_options, example_inputs, layout_options, parse_input
-from ._loading import check_input_count, load_model, output_path, run_eagerly, writing
+from ._inputs import add_input_options, example_inputs, layout_options, parse_input, spec_of
+from ._loading import (
+    check_input_count,
+    load_model,
+    output_path,
+    run_eagerly,
+    stored_examples,
+    writing,
+)
 from ._progress import Progress
 from ._pte_commands import convert_pte, pte_layout, pte_policy
 
@@ -52,7 +59,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="a TorchScript module for PyTorch Mobile, or an ExecuTorch program"
                         " whose NNAPI regions run on NnapiBackend and the rest on ExecuTorch's"
                         " kernels (default: pte for a .pte output, else torchscript)")
-    add_input_options(p, required=True, files=False)
+    add_input_options(p, files=False, default_help="; a .pt2 file's default: the example"
+                      " inputs it was exported with")
     p.add_argument("--target-level", type=int, choices=[int(v) for v in FeatureLevel],
                    help="fail if the result needs a higher NNAPI feature level (1: Android"
                         " 8.1, 2: Android 9, 3: Android 10, 4: Android 11), naming the"
@@ -103,8 +111,14 @@ def run(args: argparse.Namespace) -> int:
     with Progress("convert") as progress:
         progress.step("loading the model")
         model = load_model(args.model)
+        stored = None if specs else stored_examples(model)
+        if stored is not None:
+            specs = [spec_of(x) for x in stored]
+        elif not specs:
+            raise usage("give the model's inputs with --input (only a .pt2 file carries"
+                        " example inputs)", "e.g. --input 1x3x224x224")
         check_input_count(model, len(specs))
-        examples = example_inputs(specs)
+        examples = stored or example_inputs(specs)
         progress.step("running it in PyTorch")
         expected = run_eagerly(model, examples)
         if as_pte:

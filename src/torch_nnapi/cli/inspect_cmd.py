@@ -15,7 +15,7 @@ import argparse
 import json
 from collections import Counter
 
-from ..nnapi.errors import NnapiError
+from ..nnapi.errors import NnapiError, counted
 from ._commands import command
 from ._devices import add_device_option, device_profiles, plans_json, plans_of_module, render_plans
 from ._errors import ExitCode, bad_file, usage
@@ -214,8 +214,9 @@ def run(args: argparse.Namespace) -> int:
 def _render_program(info: dict, summary: bool) -> list[str]:
     counts = Counter(op["type"] for op in info["operations"])
     lines = [f"NNAPI feature level {info['feature_level']} (Android {info['android']},"
-             f" API {info['api_level']}): {len(info['operations'])} operations,"
-             f" {info['operand_count']} operands, {info['weights_bytes'] / 1e6:.2f} MB of"
+             f" API {info['api_level']}): {counted(len(info['operations']), 'operation')},"
+             f" {counted(info['operand_count'], 'operand')},"
+             f" {info['weights_bytes'] / 1e6:.2f} MB of"
              " weights",
              f"preference {info['compilation_preference']}, relaxed float16:"
              f" {info['relax_fp32_to_fp16']}, flexible sizes patched at load:"

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..nnapi.errors import counted
 from ._commands import command
 from ._errors import CliError, ExitCode, usage
 from ._inputs import (
@@ -133,7 +134,7 @@ def _check_partitioned_inputs(taken: list[InputSpec], inputs: tuple, hint: str) 
     """A partitioned module's inputs against the model's (its regions check what they get
     again when they run)."""
     if len(inputs) != len(taken):
-        raise usage(f"expected {len(taken)} inputs, got {len(inputs)}", hint)
+        raise usage(f"expected {counted(len(taken), 'input')}, got {len(inputs)}", hint)
     for i, (x, spec) in enumerate(zip(inputs, taken, strict=True)):
         shape = list(x.shape)
         if len(shape) != len(spec.shape) or any(d >= 0 and d != n
@@ -208,8 +209,8 @@ def run(args: argparse.Namespace) -> int:
     outputs, names = named_outputs(out)
     for name, o in zip(names, outputs, strict=True):
         print(f"{name}: {summary(o)}")
-    print(f"latency ({backend}, {len(times)} runs): median {statistics.median(times) * 1e3:.2f}"
-          f" ms, min {min(times) * 1e3:.2f} ms")
+    print(f"latency ({backend}, {counted(len(times), 'run')}):"
+          f" median {statistics.median(times) * 1e3:.2f} ms, min {min(times) * 1e3:.2f} ms")
     if timings:
         by_op: dict[str, float] = {}
         for t in timings:
@@ -217,6 +218,6 @@ def run(args: argparse.Namespace) -> int:
         for name, seconds in sorted(by_op.items(), key=lambda kv: -kv[1])[:10]:
             print(f"  {name:28} {seconds * 1e3:8.2f} ms")
     if args.save_outputs:
-        save_outputs(args.save_outputs, outputs)
+        save_outputs(args.save_outputs, outputs, names)
         print(f"saved outputs to {args.save_outputs}")
     return int(ExitCode.OK)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 import numpy as np
 
 from ..nnapi.codes import OperandType
-from ..nnapi.errors import NnapiError
+from ..nnapi.errors import NnapiError, counted
 from .spec import (
     CtsTest,
     SpecExample,
@@ -107,7 +107,7 @@ def compare_example(test: CtsTest, spec_model: SpecModel, example: SpecExample,
     """The first way ``outputs`` differ from the example's expectation, or None."""
     expected = example_arrays(spec_model, example["outputs"], "outputs")
     if len(outputs) != len(expected):
-        return f"got {len(outputs)} outputs, expected {len(expected)}"
+        return f"got {counted(len(outputs), 'output')}, expected {len(expected)}"
     ignored = set(spec_model.get("ignoredOutputs", []))
     relaxed = relaxed_or_float16(spec_model, example)
     for pos, (actual, want) in enumerate(zip(outputs, expected, strict=True)):

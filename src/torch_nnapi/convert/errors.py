@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..nnapi.errors import counted
+
 if TYPE_CHECKING:
     from .levels import OperationLevel
 
@@ -80,9 +82,8 @@ class ConversionError(Exception):
 
     def render(self, max_locations: int = 5) -> str:
         grouped = self.by_kind()
-        lines = [f"cannot convert the model: {len(grouped)} unsupported operation"
-                 f"{'s' if len(grouped) != 1 else ''} ({len(self.uses)} use"
-                 f"{'s' if len(self.uses) != 1 else ''})"]
+        lines = [f"cannot convert the model: {counted(len(grouped), 'unsupported operation')}"
+                 f" ({counted(len(self.uses), 'use')})"]
         for kind, uses in sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             reasons: dict[str, list[str]] = {}
             for use in uses:
@@ -116,7 +117,7 @@ class FeatureLevelError(ConversionError):
         count = len(self.operations)
         lines = [f"the converted model needs NNAPI feature {describe_level(self.feature_level)},"
                  f" above the target {describe_level(self.target_level)}: a device of level"
-                 f" {self.target_level} would reject {count} operation{'s' if count != 1 else ''}"]
+                 f" {self.target_level} would reject {counted(count, 'operation')}"]
         lines += [f"  the model: {reason}" for reason in self.model_reasons]
         lines += render_operations(self.operations, self.target_level, max_locations)
         return self._hinted(lines)

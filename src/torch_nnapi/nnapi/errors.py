@@ -54,3 +54,9 @@ class OutputInsufficientSizeError(NnapiError):
     def __init__(self, message: str, output_dimensions: dict[int, tuple[int, ...]]):
         super().__init__(message)
         self.output_dimensions = output_dimensions
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and the noun agreeing with it ("1 node", "2 nodes", "0 operations"): every
+    layer's messages write counts through this."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -124,7 +124,7 @@ def test_front_end_choice_is_checked():
     scripted = torch.jit.trace(Specialized(), (x,))
     with pytest.raises(ValueError, match="TorchScript module cannot be exported"):
         convert_with_details(scripted, (x,), capture="export")
-    with pytest.raises(TypeError, match="takes 1 inputs, but 2 example inputs"):
+    with pytest.raises(TypeError, match="takes 1 input, but 2 example inputs given"):
         convert_with_details(program, (x, x))
     with pytest.raises(TypeError, match="expected an nn.Module, an ExportedProgram or the"
                                         " GraphModule of one, got str"):

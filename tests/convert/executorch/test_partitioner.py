@@ -133,5 +133,5 @@ def test_inputs_the_program_does_not_take_are_one_line() -> None:
     with pytest.raises(PteError, match=r"input 0 is float32 \[3, 8\], the program takes"
                                        r" float32 \[2, 8\]"):
         module(torch.randn(3, 8))
-    with pytest.raises(PteError, match="takes 1 inputs, got 2"):
+    with pytest.raises(PteError, match="takes 1 input, got 2"):
         module(x, x)

@@ -99,7 +99,11 @@ def test_quantization_stages(tmp_path):
     result = trace_to_code(quantized, (x,), str(tmp_path / "quantized.py"))
     text = (tmp_path / "quantized.py").read_text()
     assert "def quantize_per_tensor(" in text and "def dequantize_per_tensor(" in text
-    assert "quantized_decomposed" not in text and result.max_error == 0.0
+    # the helpers call PT2E's registered ops, which the converter folds (not their arithmetic,
+    # whose round it has no lowering for)
+    assert "torch.ops.quantized_decomposed.quantize_per_tensor(" in text
+    assert "import torch.ao.quantization.fx._decomposed" in text
+    assert "torch.round" not in text and result.max_error == 0.0
 
 
 def derive_bias(observers: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -30,6 +30,7 @@ import torch
 from torch.fx.node import Argument
 from torch.utils._pytree import TreeSpec, tree_unflatten
 
+from ...nnapi.errors import counted
 from ..errors import CaptureError, ConverterBug, first_line
 from ..outputs import TENSOR, OutputStructure, structure_of
 from .flat_outputs import checked
@@ -158,8 +159,8 @@ def exported_capture(program: Exported, example_inputs: tuple[torch.Tensor, ...]
         copier.state = state
     graph = copier.copy()
     if len(example_inputs) != len(graph.inputs):
-        raise TypeError(f"the exported model takes {len(graph.inputs)} inputs, but"
-                        f" {len(example_inputs)} example inputs were given")
+        raise TypeError(f"the exported model takes {counted(len(graph.inputs), 'input')}, but"
+                        f" {counted(len(example_inputs), 'example input')} given")
     copier.probe(example_inputs, keep_values)
     fold_batch_norms(graph)
     fx_nodes: dict[Value, list[torch.fx.Node]] = {}

@@ -3,7 +3,8 @@
 ``"trace"`` (``script.py``): torch.jit.trace and freeze, what PyTorch Mobile's existing apps
 run. ``"export"`` (``export.py``): torch.export, what PyTorch recommends today, and
 the form PT2E quantization produces. An ``ExportedProgram`` (or the GraphModule of one) is
-always captured through export; an ``nn.Module`` through tracing unless asked otherwise.
+always captured through export; an ``nn.Module`` through tracing unless asked otherwise (or
+unless it calls PT2E's quantize ops: a quantized model written as Python goes through export).
 Both give the same :class:`Graph`, whose PT2E quantize/dequantize patterns are then folded
 into quantized operations (``qdq.py``).
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ...nnapi.errors import counted
 from ..errors import CaptureError, first_line
 from ..options import Flexible
 from . import qdq
@@ -62,6 +64,14 @@ def front_end_of(model: object, capture_mode: str | None) -> str:
     if capture_mode == "export" and isinstance(model, torch.jit.ScriptModule):
         raise CaptureError("a TorchScript module cannot be exported: use capture='trace'")
     return capture_mode
+
+
+def _pt2e_quantized(graph: Graph, model: object) -> bool:
+    """Whether a traced module calls PT2E's quantize ops (a quantized model written as Python,
+    e.g. by codegen): it is captured through export, as PT2E's own output is, because
+    freezing a trace computes the weights' dequantization and loses their 8-bit integers."""
+    return not isinstance(model, torch.jit.ScriptModule) and any(
+        node.kind in qdq.PT2E_OPS for node in graph.nodes)
 
 
 def flexible_per_input(examples: tuple[torch.Tensor, ...], flexible: Flexible
@@ -112,7 +122,9 @@ def capture_model(model: object, example_inputs: object, *, capture_mode: str | 
     if mode == "trace":
         script = capture_script(model, examples, keep_values, alternate=alternate)
         graph = script.graph
-    else:
+        if capture_mode is None and alternate is None and _pt2e_quantized(graph, model):
+            mode, script = "export", None
+    if mode == "export":
         program = model if is_exported(model) else export_module(model, examples, flex)
         flex = _merged(flex, flexible_dims(program))
         graph = capture_exported(program, examples, keep_values)
@@ -155,8 +167,8 @@ def _merged(requested: list[tuple[int, ...]], symbolic: list[tuple[int, ...]]
     """The exported program's symbolic dimensions are flexible; asking for a dimension
     flexible that the program fixed is an error."""
     if len(symbolic) != len(requested):
-        raise TypeError(f"the exported model takes {len(symbolic)} inputs, but"
-                        f" {len(requested)} example inputs were given")
+        raise TypeError(f"the exported model takes {counted(len(symbolic), 'input')}, but"
+                        f" {counted(len(requested), 'example input')} given")
     for i, (want, have) in enumerate(zip(requested, symbolic, strict=True)):
         fixed = sorted(set(want) - set(have))
         if fixed:

@@ -30,6 +30,7 @@ from .packed import ConvParams, LinearParams, StoredWeight
 _QUANTIZE = ("quantized_decomposed::quantize_per_tensor",)
 _DEQUANTIZE = ("quantized_decomposed::dequantize_per_tensor",
                "quantized_decomposed::dequantize_per_channel")
+PT2E_OPS = (*_QUANTIZE, *_DEQUANTIZE)
 _QUANT_NAMES = {"uint8": "quint8", "int8": "qint8"}
 
 _ACTIVATIONS = ("aten::relu", "aten::relu_", "aten::relu6", "aten::relu6_",

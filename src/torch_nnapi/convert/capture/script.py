@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from ...nnapi.errors import counted
 from ..outputs import OutputStructure
 from .flat_outputs import (
     WRAPPED,
@@ -241,8 +242,8 @@ def _captured(ts_graph: torch._C.Graph, examples: tuple[torch.Tensor, ...], keep
     torch._C._jit_pass_dce(ts_graph)
     ts_inputs = list(ts_graph.inputs())[1:]
     if len(ts_inputs) != len(examples):
-        raise TypeError(f"the model's forward takes {len(ts_inputs)} inputs, but"
-                        f" {len(examples)} example inputs were given")
+        raise TypeError(f"the model's forward takes {counted(len(ts_inputs), 'input')}, but"
+                        f" {counted(len(examples), 'example input')} given")
     copier = _Copier()
     graph = copier.copy(ts_graph)
     graph.structure = structure

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from executorch.exir._serialize._program import deserialize_pte_binary
 
+from ...nnapi.errors import counted
 from ...nnapi.model import Model
 from .backend import BACKEND_ID
 from .blob import Blob, BlobError, Conversion, read_blob
@@ -196,7 +197,7 @@ class PteModule:
         """PteError naming the first input the program does not take."""
         taken = self.info.inputs
         if len(inputs) != len(taken):
-            raise PteError(f"the program takes {len(taken)} inputs, got {len(inputs)}")
+            raise PteError(f"the program takes {counted(len(taken), 'input')}, got {len(inputs)}")
         for i, (x, spec) in enumerate(zip(inputs, taken, strict=True)):
             dtype = str(x.dtype).replace("torch.", "")
             if tuple(x.shape) != spec.shape or dtype != spec.dtype:

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ...nnapi.errors import counted
 from ..capture.graph import Graph
 from ..capture.script import Captured, capture_body
 from ..errors import ConversionError, UnsupportedUse
@@ -106,9 +107,8 @@ def fallback_hint(captured: Captured, examples: tuple[torch.Tensor, ...],
     count = len(part.regions)
     operations = sum(len(r.result.cx.model.operations) for r in part.regions)
     return (f"hint: convert(..., fallback=True) (torch-nnapi convert --fallback) would convert"
-            f" the model into {count} NNAPI region{'s' if count != 1 else ''} ({operations}"
-            f" operations) with {len(part.cpu)} node{'s' if len(part.cpu) != 1 else ''} on"
-            " the CPU")
+            f" the model into {counted(count, 'NNAPI region')} ({counted(operations, 'operation')})"
+            f" with {counted(len(part.cpu), 'node')} on the CPU")
 
 
 def output_quantum(conversion: PartitionedConversion, output: int) -> float:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...nnapi.errors import counted
 from ..builder.values import QUANT_DTYPES
 from ..capture.graph import ExampleTensor, Value, free_values
 from ..capture.script import Captured
@@ -130,8 +131,8 @@ class PartitionReport:
         regions, cpu = len(self.regions), len(self.cpu)
         inner = self.region_count - regions
         inside = f" (+{inner} inside loops and branches)" if self.bodies else ""
-        return (f"{regions} NNAPI region{'s' if regions != 1 else ''}{inside}"
-                f" ({self.operation_count} operations), {cpu} node{'s' if cpu != 1 else ''}"
+        return (f"{counted(regions, 'NNAPI region')}{inside}"
+                f" ({counted(self.operation_count, 'operation')}), {counted(cpu, 'node')}"
                 f" on the CPU, {_size(self.boundary_bytes)} crossing")
 
     def render(self, max_locations: int = 3) -> list[str]:
@@ -143,7 +144,7 @@ class PartitionReport:
         def flush() -> None:
             if pending:
                 kinds = Counter(c.kind for c in pending)
-                lines.append(f"  CPU: {len(pending)} node{'s' if len(pending) != 1 else ''}"
+                lines.append(f"  CPU: {counted(len(pending), 'node')}"
                              f" ({', '.join(f'{k} x{n}' for k, n in kinds.most_common(4))}"
                              f"{', ...' if len(kinds) > 4 else ''})")
                 pending.clear()
@@ -156,7 +157,7 @@ class PartitionReport:
             flush()
             r = self.regions[int(number)]
             ops = ", ".join(f"{name} {n}" for name, n in r.operations.items())
-            lines.append(f"  region {r.index}: {r.nodes} PyTorch nodes, feature level"
+            lines.append(f"  region {r.index}: {counted(r.nodes, 'PyTorch node')}, feature level"
                          f" {r.feature_level}: {ops}")
             lines.append(f"      from {r.first}")
             lines.append(f"      to {r.last}")

@@ -3,5 +3,6 @@ it match PyTorch; ``check_report`` holds what it finds), ``compare`` (layer by l
 ``bench`` (where the time goes), ``generation`` (time to first token and tokens per second
 of a greedy generation), ``host`` (run a converted module on the host runtime),
 ``codegen`` (a captured model as Python code), ``threads`` (one thread count for every
-pool) and ``device_plan`` (``partition_plan``: what Android does with a model on a phone's
-drivers)."""
+pool), ``device_plan`` (``partition_plan``: what Android does with a model on a phone's
+drivers) and ``torchvision_ops`` (torchvision's operators in Python when its compiled
+extension cannot load, for the files that name them)."""

@@ -208,6 +208,28 @@ class BenchReport:
 
 
 # Several threads slower than one by more than this factor: the pools contend.
+class OriginalMismatch(ValueError):
+    """The original's outputs are not the converted module's: it is not the model the
+    module was converted from."""
+
+
+def _compare_outputs(actual: object, expected: object) -> list[dict[str, Any]]:
+    """Each output's error against the original's (:class:`OriginalMismatch` when their
+    count or shapes differ)."""
+    actual_leaves, expected_leaves = leaves_of(actual), leaves_of(expected)
+    if len(actual_leaves) != len(expected_leaves):
+        raise OriginalMismatch(f"it returns {len(expected_leaves)} output tensor(s), the"
+                               f" converted module {len(actual_leaves)}")
+    errors = []
+    for i, (a, e) in enumerate(zip(actual_leaves, expected_leaves, strict=True)):
+        if tuple(a.shape) != tuple(e.shape):
+            raise OriginalMismatch(f"its output {i} has shape {list(e.shape)}, the converted"
+                                   f" module's {list(a.shape)}")
+        error, unit = tensor_error(a, e)
+        errors.append({"output": i, "error": error, "unit": unit})
+    return errors
+
+
 CONTENTION_MARGIN = 1.1
 def first_run(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor]
               ) -> tuple[float, float]:
@@ -377,7 +399,9 @@ def bench_module(module: torch.jit.ScriptModule, inputs: Sequence[torch.Tensor],
 
 def uses_quantized_kernels(model: Callable[..., object]) -> bool:
     """Whether eager ``model`` runs PyTorch's quantized kernels (whose engine then matters):
-    quantized modules, or quantized ops in a TorchScript graph."""
+    quantized modules, or quantized ops in a TorchScript graph (seen through a wrapper that
+    sets ``__wrapped__``)."""
+    model = getattr(model, "__wrapped__", model)
     if isinstance(model, torch.jit.ScriptModule):
         try:
             graph = str(model.inlined_graph)
@@ -402,10 +426,7 @@ def _time_original(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, .
         expected = original(*inputs)
         report.latency.eager = time_calls(lambda: original(*inputs), runs, side="eager")
     report.latency.eager.threads = count
-    actual = module(*inputs)
-    for i, (a, e) in enumerate(zip(leaves_of(actual), leaves_of(expected), strict=False)):
-        error, unit = tensor_error(a, e)
-        report.output_errors.append({"output": i, "error": error, "unit": unit})
+    report.output_errors += _compare_outputs(module(*inputs), expected)
 
 
 def _bench_inlined(module: torch.jit.ScriptModule, inputs: tuple[torch.Tensor, ...],

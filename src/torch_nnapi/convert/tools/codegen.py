@@ -24,14 +24,17 @@ import re
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, TypeGuard
 
 import torch
 from torch.utils._pytree import TreeSpec
 
+from ...nnapi.errors import counted
 from ..capture.export import export_module, get_attribute, is_exported
 from ..capture.frontend import example_inputs_of
-from .codegen_ops import QUANT_HELPERS, CodegenError, literal, render_call
+from ..errors import CaptureError
+from ..outputs import structure_of
+from .codegen_ops import QUANT_HELPERS, QUANT_OPS_IMPORT, CodegenError, literal, render_call
 
 TOLERANCE = 1e-5
 
@@ -101,6 +104,7 @@ class _Writer:
         self.submodules: dict[str, torch.nn.Module] = {}  # attribute -> observer module
         self.helpers: set[str] = set()
         self.imports: set[str] = set()
+        self.named_tuples: dict[str, tuple[str, ...]] = {}  # returned: name -> fields
 
     def source(self) -> str:
         body = self._forward()
@@ -110,9 +114,14 @@ class _Writer:
                      ' file (load() reads it)."""\n')
         # annotations postponed: a derive function copied below may name types the file
         # does not import
-        parts = [docstring, "from __future__ import annotations\n", "import os\n",
+        parts = [docstring, "from __future__ import annotations\n",
+                 *(["import collections"] if self.named_tuples else []), "import os\n",
                  "import torch", "import torch.nn.functional as F", "from torch import nn"]
-        parts += sorted(self.imports)
+        parts += sorted(self.imports | ({QUANT_OPS_IMPORT} if self.helpers else set()))
+        if self.named_tuples:  # what the model returns, defined here: the file stands alone
+            parts.append("\n")
+        parts += [f"{name} = collections.namedtuple({name!r}, {fields!r})"
+                  for name, fields in self.named_tuples.items()]
         for kind in sorted(self.helpers):
             parts.append("\n" + QUANT_HELPERS[kind][1].rstrip())
         for fn in self._derive_functions():
@@ -174,7 +183,7 @@ class _Writer:
         values = iter(literal(v, self._expression) for v in flat)
         if spec is None:
             return ", ".join(values) if len(flat) > 1 else next(values)
-        return _structure(spec, values)
+        return _structure(spec, values, self.named_tuples)
 
     def _expression(self, node: torch.fx.Node) -> str:
         return self.names[node]
@@ -325,16 +334,40 @@ def _is_observer(module: torch.nn.Module) -> bool:
                for base in type(module).__mro__)
 
 
-def _structure(spec: TreeSpec, leaves: Iterator[str]) -> str:
+def _structure(spec: TreeSpec, leaves: Iterator[str],
+               named_tuples: dict[str, tuple[str, ...]]) -> str:
+    """The return expression of a pytree of values; the named tuples it builds are recorded
+    in ``named_tuples``."""
     if spec.is_leaf():
         return next(leaves)
-    items = [_structure(child, leaves) for child in spec.children()]
+    items = [_structure(child, leaves, named_tuples) for child in spec.children()]
+    # a named tuple's node: its class is the context (the type is pytree's marker)
+    cls = spec.context if isinstance(spec.context, type) else spec.type
+    if _is_named_tuple_type(cls):
+        named_tuples[cls.__name__] = tuple(cls._fields)
+        return f"{cls.__name__}({', '.join(items)})"
     if spec.type is list:
         return f"[{', '.join(items)}]"
     if spec.type is dict:
         keys = spec.context
         return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(keys, items, strict=False)) + "}"
     return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
+def _check_structure(path: str, actual: object, expected: object) -> None:
+    """The generated module returns what the model does: the same dicts, named tuples and
+    nesting (a structure of tensors; other returns are compared value by value)."""
+    try:
+        want, got = structure_of(expected), structure_of(actual)
+    except CaptureError:  # not a structure of tensors: its values are compared
+        return
+    if not got.same_as(want):
+        raise CodegenError(f"the generated {path} returns {got.describe()}, the model"
+                           f" {want.describe()}")
+
+
+def _is_named_tuple_type(cls: object) -> TypeGuard[type[NamedTuple]]:
+    return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
 
 
 def _module_path(node: torch.fx.Node) -> str:
@@ -378,13 +411,16 @@ def _verify(model: torch.nn.Module | torch.export.ExportedProgram,
         state[key] = value.clone()
     try:
         with torch.no_grad():
-            expected = torch.utils._pytree.tree_leaves(original(*[x.clone() for x in examples]))
-            actual = torch.utils._pytree.tree_leaves(generated(*[x.clone() for x in examples]))
+            expected_out = original(*[x.clone() for x in examples])
+            actual_out = generated(*[x.clone() for x in examples])
     finally:
         original.load_state_dict(state)  # observers record what they see: not these examples
+    _check_structure(path, actual_out, expected_out)
+    expected = torch.utils._pytree.tree_leaves(expected_out)
+    actual = torch.utils._pytree.tree_leaves(actual_out)
     if len(expected) != len(actual):
-        raise CodegenError(f"the generated {path} returns {len(actual)} values, the model"
-                           f" {len(expected)}")
+        raise CodegenError(f"the generated {path} returns {counted(len(actual), 'value')},"
+                           f" the model {len(expected)}")
     error = 0.0
     for want, got in zip(expected, actual, strict=True):
         if isinstance(want, torch.Tensor):

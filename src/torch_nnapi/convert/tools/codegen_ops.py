@@ -72,27 +72,30 @@ _BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.flo
            operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
 _LONG_MAX = 2 ** 63 - 1
 
-# PT2E's quantize/dequantize ops: the helper written into the file for each.
+# PT2E's quantize/dequantize ops: the helper written into the file for each. Each calls the
+# registered op (not its arithmetic): the converter folds those into 8-bit operands, so the
+# written model converts as the quantized model it was written from does.
+QUANT_OPS_IMPORT = ("import torch.ao.quantization.fx._decomposed  # noqa: F401 - registers"
+                    " PT2E's quantize ops")
 QUANT_HELPERS = {
     "quantized_decomposed::quantize_per_tensor": ("quantize_per_tensor", '''
 def quantize_per_tensor(x, scale, zero_point, quant_min, quant_max, dtype):
-    """PT2E's quantize: integers of ``dtype``, as PyTorch's kernel computes them."""
-    return torch.clamp(torch.round(x * (1.0 / scale)) + zero_point, quant_min,
-                       quant_max).to(dtype)
+    """PT2E's quantize: round(x / scale) + zero point, clamped, as integers of ``dtype``."""
+    return torch.ops.quantized_decomposed.quantize_per_tensor(x, scale, zero_point, quant_min,
+                                                              quant_max, dtype)
 '''),
     "quantized_decomposed::dequantize_per_tensor": ("dequantize_per_tensor", '''
 def dequantize_per_tensor(x, scale, zero_point, quant_min, quant_max, dtype, out_dtype=None):
     """PT2E's dequantize: (integers - zero point) * scale."""
-    return (x.to(out_dtype or torch.float32) - zero_point) * scale
+    return torch.ops.quantized_decomposed.dequantize_per_tensor(
+        x, scale, zero_point, quant_min, quant_max, dtype, out_dtype=out_dtype)
 '''),
     "quantized_decomposed::dequantize_per_channel": ("dequantize_per_channel", '''
 def dequantize_per_channel(x, scales, zero_points, axis, quant_min, quant_max, dtype,
                            out_dtype=None):
     """PT2E's per-channel dequantize: one scale and zero point per index of ``axis``."""
-    shape = [1] * x.dim()
-    shape[axis] = -1
-    return (x.to(out_dtype or torch.float32) - zero_points.reshape(shape)) * \\
-        scales.reshape(shape)
+    return torch.ops.quantized_decomposed.dequantize_per_channel(
+        x, scales, zero_points, axis, quant_min, quant_max, dtype, out_dtype=out_dtype)
 '''),
 }
 

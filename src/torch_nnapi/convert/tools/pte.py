@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves
 
+from ...nnapi.errors import counted
 from ...runtime.threads import get_num_threads
 from ..executorch.outputs import leaf_paths
 from ..executorch.pte_file import PteInfo, PteModule
@@ -56,7 +57,8 @@ def compare_pte(info: PteInfo, actual: Any, expected: Any,
     got = [x for x in tree_leaves(actual) if isinstance(x, torch.Tensor)]
     want = [x for x in tree_leaves(expected) if isinstance(x, torch.Tensor)]
     if len(got) != len(want):
-        report.errors.append(f"the .pte returned {len(got)} tensors, the model {len(want)}")
+        report.errors.append(f"the .pte returned {counted(len(got), 'tensor')},"
+                             f" the model {len(want)}")
         return report
     names = leaf_paths(info.structure, len(got))
     for i, (a, e) in enumerate(zip(got, want, strict=True)):
