@@ -33,36 +33,23 @@ FORCE_INLINE tnn_f32x16 splat(float v) {
 }
 
 /* dst[i] = expr(a, b), each of a and b a vector or a scalar; n is 1 when both are scalars.
- * Sixteen lanes at a time (vexpr, the same IEEE operation on vectors: GCC 12 leaves the
- * scalar loops of this switch unvectorized), the rest one at a time. */
+ * Sixteen lanes at a time (vexpr, the same IEEE operation on vectors, a scalar operand
+ * broadcast: GCC 12 leaves the scalar loops of this switch unvectorized), the rest one at a
+ * time. */
 #define BINARY_LOOP(expr, vexpr)                                                              \
     do {                                                                                      \
         ptrdiff_t i = 0;                                                                      \
-        if (va && vb) {                                                                       \
+        if (va || vb) {                                                                       \
+            const tnn_f32x16 a_all = splat(x[0]), b_all = splat(y[0]);                        \
             for (; i + LANES <= n; i += LANES) {                                              \
-                const tnn_f32x16 A = tnn_load_f32x16(x + i), B = tnn_load_f32x16(y + i);      \
+                const tnn_f32x16 A = va ? tnn_load_f32x16(x + i) : a_all;                     \
+                const tnn_f32x16 B = vb ? tnn_load_f32x16(y + i) : b_all;                     \
                 tnn_store_f32x16(d + i, (vexpr));                                             \
             }                                                                                 \
-            for (; i < n; i++) { float a = x[i], b = y[i]; d[i] = (expr); }                  \
-        } else if (va) {                                                                      \
-            const float b = y[0];                                                             \
-            const tnn_f32x16 B = splat(b);                                                    \
-            for (; i + LANES <= n; i += LANES) {                                              \
-                const tnn_f32x16 A = tnn_load_f32x16(x + i);                                  \
-                tnn_store_f32x16(d + i, (vexpr));                                             \
-            }                                                                                 \
-            for (; i < n; i++) { float a = x[i]; d[i] = (expr); }                            \
-        } else if (vb) {                                                                      \
-            const float a = x[0];                                                             \
-            const tnn_f32x16 A = splat(a);                                                    \
-            for (; i + LANES <= n; i += LANES) {                                              \
-                const tnn_f32x16 B = tnn_load_f32x16(y + i);                                  \
-                tnn_store_f32x16(d + i, (vexpr));                                             \
-            }                                                                                 \
-            for (; i < n; i++) { float b = y[i]; d[i] = (expr); }                            \
-        } else {                                                                              \
-            const float a = x[0], b = y[0];                                                   \
-            d[0] = (expr);                                                                    \
+        }                                                                                     \
+        for (; i < n; i++) {                                                                  \
+            const float a = x[va ? i : 0], b = y[vb ? i : 0];                                 \
+            d[i] = (expr);                                                                    \
         }                                                                                     \
     } while (0)
 
