@@ -34,8 +34,8 @@ FORCE_INLINE tnn_f32x16 splat(float v) {
 
 /* dst[i] = expr(a, b), each of a and b a vector or a scalar; n is 1 when both are scalars.
  * Sixteen lanes at a time (vexpr, the same IEEE operation on vectors, a scalar operand
- * broadcast: GCC 12 leaves the scalar loops of this switch unvectorized), the rest one at a
- * time. */
+ * broadcast; explicit, as the exp, tanh and logistic instructions are, rather than left to
+ * the compiler's vectorizer), the rest one at a time. */
 #define BINARY_LOOP(expr, vexpr)                                                              \
     do {                                                                                      \
         ptrdiff_t i = 0;                                                                      \
