@@ -158,10 +158,9 @@ class ExecutionState(Handled):
                                    " with its dimensions")
             return operand.dimensions
         t = read_operand_type(type_address)
-        try:
-            Model().add_operand(t.type, t.dimensions, t.scale, t.zero_point)
-        except BadDataError as e:
-            raise BadDataError(f"type is invalid: {str(e).split(': ', 1)[-1]}") from None
+        problem = _type_problem(t)
+        if problem:
+            raise BadDataError(f"type is invalid: {problem}")
         if not allow_unspecified and not type_info(t.type).is_scalar \
                 and not (t.dimensions and all(t.dimensions)):
             raise BadDataError(f"type dimensions {list(t.dimensions)} are not fully specified")

@@ -317,6 +317,29 @@ def test_float_depthwise_3x3(monkeypatch, channels, stride, pads):
     assert_close(expected, actual)
 
 
+@pytest.mark.parametrize("seed", range(16))
+def test_float_depthwise_large_filters(monkeypatch, seed):
+    """5x5 and 7x7 filters (ConvNeXt's): inside columns four at a time, the border columns
+    and rows by the general loop; strides, dilations, uneven padding, NHWC and NCHW."""
+    rng = np.random.default_rng(500 + seed)
+    size = int(rng.choice([5, 7]))
+    channels = int(rng.choice([16, 32, 48]))
+    stride, dilation = int(rng.integers(1, 3)), int(rng.choice([1, 1, 2]))
+    pads = [int(v) for v in rng.integers(0, size, 4)]
+    height, width = int(rng.integers(size * dilation, 16)), int(rng.integers(size * dilation, 24))
+    nchw = bool(seed % 4 == 3)
+    x = rng.standard_normal((2, height, width, channels)).astype(np.float32)
+    if nchw:
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    inputs = [feed(F32, x),
+              const(F32, rng.standard_normal((1, size, size, channels)).astype(np.float32)),
+              const(F32, rng.standard_normal(channels).astype(np.float32)),
+              *map(i32, pads), i32(stride), i32(stride), i32(1), i32(int(rng.integers(0, 4))),
+              boolean(nchw), i32(dilation), i32(dilation)]
+    expected, actual = run_both(monkeypatch, Op.DEPTHWISE_CONV_2D, inputs, [out(F32)])
+    assert_close(expected, actual)
+
+
 @SIGNED
 @pytest.mark.parametrize("channels", [16, 48])
 @pytest.mark.parametrize("stride", [1, 2])

@@ -12,7 +12,7 @@ import pytest
 from torch_nnapi.nnapi import OperationType
 from torch_nnapi.runtime.native.elementwise import broadcast_layout
 
-from ..ops._single_op import F32, Q8, feed, i32, out
+from ..ops._single_op import F16, F32, I32, Q8, feed, i32, out
 from ._compare import assert_same, needs_native, run_both
 
 Op = OperationType
@@ -150,4 +150,29 @@ def test_float_sigmoids(monkeypatch, op):
     x = float_values(np.random.default_rng(9), (3, 50)) * np.float32(10)
     x.flat[:4] = [np.nan, np.inf, -np.inf, 100.0]
     expected, actual = run_both(monkeypatch, op, [feed(F32, x)], [out(F32)])
+    assert_same(expected, actual)
+
+
+CAST_TYPES = {F32: np.float32, F16: np.float16, I32: np.int32}
+# (source, target): every pair of the float and integer types, and uint8 to itself (CAST
+# takes 8-bit quantized tensors only to the same type and parameters).
+CAST_PAIRS = [(a, b) for a in CAST_TYPES for b in CAST_TYPES] + [(Q8, Q8)]
+
+
+@pytest.mark.parametrize("seed", range(len(CAST_PAIRS)))
+def test_cast(monkeypatch, seed):
+    """Values beyond the target's range, fractions and NaN (saturation, truncation toward
+    zero, NaN to 0)."""
+    rng = np.random.default_rng(400 + seed)
+    source, target = CAST_PAIRS[seed]
+    if source == Q8:
+        x = rng.integers(0, 256, (3, 5), dtype=np.uint8)
+        inputs, output = [feed(Q8, x, 0.5, 3)], out(Q8, (), 0.5, 3)
+    else:
+        with np.errstate(over="ignore"):  # beyond float16's range: infinities
+            x = (rng.standard_normal((3, 5)) * 1e5).astype(CAST_TYPES[source])
+        if source != I32:
+            x.flat[0] = np.nan
+        inputs, output = [feed(source, x)], out(target)
+    expected, actual = run_both(monkeypatch, OperationType.CAST, inputs, [output])
     assert_same(expected, actual)

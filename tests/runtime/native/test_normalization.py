@@ -44,3 +44,18 @@ def test_float_softmax(monkeypatch, seed):
     inputs, output = softmax_inputs(np.random.default_rng(100 + seed), quantized=False)
     expected, actual = run_both(monkeypatch, OperationType.SOFTMAX, inputs, [output])
     assert_close(expected, actual, rtol=2e-6)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_float_softmax_long_rows(monkeypatch, seed):
+    """Rows long enough for the sixteen-lane path (and its padded last group), along the
+    last axis, a few with infinities or NaN (the one-at-a-time path)."""
+    rng = np.random.default_rng(200 + seed)
+    shape = (int(rng.integers(1, 6)), int(rng.integers(16, 300)))
+    x = (rng.standard_normal(shape) * 5).astype(np.float32)
+    if seed % 2:
+        x[0, int(rng.integers(shape[1]))] = rng.choice([np.inf, -np.inf, np.nan])
+    beta = float(10 ** rng.uniform(-1, 1))
+    expected, actual = run_both(monkeypatch, OperationType.SOFTMAX,
+                                [feed(F32, x), f32(beta), i32(-1)], [out(F32)])
+    assert_close(expected, actual, rtol=2e-6)

@@ -77,3 +77,15 @@ def test_quantized_concatenation(monkeypatch, seed, signed):
     expected, actual = run_both(monkeypatch, OperationType.CONCATENATION, [*inputs, i32(axis)],
                                 [out(Q8, (), scale, zero)], signed=signed)
     assert_same(expected, actual)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_tile(monkeypatch, seed):
+    rng = np.random.default_rng(300 + seed)
+    shape = [int(v) for v in rng.integers(1, 4, int(rng.integers(1, 5)))]
+    multiples = rng.integers(0 if seed % 5 == 0 else 1, 4, len(shape)).astype(np.int32)
+    x = rng.standard_normal(shape).astype(np.float32)
+    inputs = [feed(F32, x), const(I32, multiples)]
+    expected, actual = run_both(monkeypatch, OperationType.TILE, inputs, [out(F32)])
+    assert_same(expected, actual)
+    assert all(a.flags.c_contiguous for a in actual)

@@ -110,6 +110,7 @@ def _configure() -> None:
 # Last: they use module(); importing each family registers its kernels.
 from . import (  # noqa: E402, F401
     blas,
+    comparison,
     conv_kernels,
     elementwise,
     fused,

@@ -47,6 +47,39 @@ static int depthwise_3x3_row(const DepthwiseF32 *p, const float *rows, float *ou
     return c % 16 ? first : last; /* leftover channels: the general loop does these columns */
 }
 
+/* Larger filters (ConvNeXt's 7x7) with multiplier 1: four output columns whose windows are
+ * inside the image at once, each weight vector loaded once for the four; every output sums its
+ * taps in the order the general loop does (bias, then row by row, column by column), so the
+ * results are the same. Channels in whole runs of 16; returns the next column. */
+TNN_VECTOR_INLINE int depthwise_four_columns(const DepthwiseF32 *p, const float *image, int ih0,
+                                             int i0, int i1, float *out_row, int ow) {
+    const tnn_window *g = &p->g;
+    const int c = g->channels;
+    const size_t col_stride = (size_t)g->stride_w * c, tap_stride = (size_t)g->dilation_w * c;
+    const float *x = image + (size_t)(ow * g->stride_w - g->pad_left) * c;
+    for (int c0 = 0; c0 + 16 <= c; c0 += 16) {
+        const tnn_f32x16 bias = p->bias ? tnn_load_f32x16(p->bias + c0) : (tnn_f32x16){0};
+        tnn_f32x16 acc0 = bias, acc1 = bias, acc2 = bias, acc3 = bias;
+        for (int i = i0; i < i1; i++) {
+            const float *in = x + (size_t)(ih0 + i * g->dilation_h) * g->width * c + c0;
+            const float *w_row = p->taps + (size_t)i * g->kernel_w * c + c0;
+            for (int j = 0; j < g->kernel_w; j++, in += tap_stride) {
+                const tnn_f32x16 w = tnn_load_f32x16(w_row + (size_t)j * c);
+                acc0 += tnn_load_f32x16(in) * w;
+                acc1 += tnn_load_f32x16(in + col_stride) * w;
+                acc2 += tnn_load_f32x16(in + 2 * col_stride) * w;
+                acc3 += tnn_load_f32x16(in + 3 * col_stride) * w;
+            }
+        }
+        float *out = out_row + (size_t)ow * c + c0;
+        tnn_store_f32x16(out, tnn_clamp_f32x16(acc0, p->lo, p->hi));
+        tnn_store_f32x16(out + c, tnn_clamp_f32x16(acc1, p->lo, p->hi));
+        tnn_store_f32x16(out + 2 * c, tnn_clamp_f32x16(acc2, p->lo, p->hi));
+        tnn_store_f32x16(out + 3 * c, tnn_clamp_f32x16(acc3, p->lo, p->hi));
+    }
+    return ow + 4;
+}
+
 TNN_VECTOR_CLONES
 static void depthwise_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
     (void)thread;
@@ -60,6 +93,13 @@ static void depthwise_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int threa
     const int first_inside = (g->pad_left + g->stride_w - 1) / g->stride_w;
     const int last_inside = TNN_MAX(first_inside,
                                     TNN_MIN(g->out_w, (g->width - 3 + g->pad_left) / g->stride_w + 1));
+    /* Other filters: columns whose whole window is inside the image, [first_whole,
+     * last_whole), four at a time (multiplier 1). */
+    const int blocked = !fast && p->multiplier == 1 && g->kernel_w > 1 && channels % 16 == 0;
+    const int span = (g->kernel_w - 1) * g->dilation_w;
+    const int first_whole = (g->pad_left + g->stride_w - 1) / g->stride_w;
+    const int last_whole = g->width - 1 - span + g->pad_left < 0 ? 0 :
+        TNN_MIN(g->out_w, (g->width - 1 - span + g->pad_left) / g->stride_w + 1);
     for (ptrdiff_t row = start; row < stop; row++) {
         int b = (int)(row / g->out_h), oh = (int)(row % g->out_h);
         int i0, i1;
@@ -75,6 +115,9 @@ static void depthwise_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int threa
         }
         for (int ow = 0; ow < g->out_w; ow++) {
             if (ow == skip_from) ow = skip_to;
+            if (ow >= g->out_w) break;
+            while (blocked && ow >= first_whole && ow + 4 <= last_whole)
+                ow = depthwise_four_columns(p, image, ih0, i0, i1, out_row, ow);
             if (ow >= g->out_w) break;
             int j0, j1;
             int iw0 = tnn_window_taps(ow, g->stride_w, g->pad_left, g->dilation_w, g->kernel_w,

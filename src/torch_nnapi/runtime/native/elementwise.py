@@ -1,6 +1,6 @@
 """Native element-wise kernels (elementwise.c): ADD, SUB, MUL, DIV with broadcasting and fused
 activations, RELU/RELU1/RELU6, LOGISTIC and TANH (quantized: tables; float: NumPy's vectorized
-exp and tanh, as the reference), HARD_SWISH (quantized: a table), QUANTIZE and DEQUANTIZE.
+exp and tanh, as the reference), HARD_SWISH (quantized: a table), QUANTIZE, DEQUANTIZE and CAST.
 
 Float arithmetic is IEEE float32 as NumPy's, so these results equal the reference kernels'.
 Quantized ADD/SUB/MUL reproduce the reference's fixed-point steps. An operation whose 8-bit
@@ -24,6 +24,7 @@ from ...nnapi.codes import OperandType
 from ...nnapi.codes import OperationType as Op
 from ..context import KernelContext
 from ..ops import activation
+from ..ops.conversion import cast_values
 from ..quant import (
     activation_range_float,
     activation_range_quantized,
@@ -237,3 +238,11 @@ def quantize(ctx: KernelContext) -> Runner | None:
         return out
 
     return run
+
+
+@register_native(Op.CAST)
+def cast(ctx: KernelContext) -> Runner | None:
+    """The reference's conversion with the target type read once (a text encoder casts its
+    attention mask at every execution)."""
+    target = ctx.output_dtype()
+    return lambda x: cast_values(x, target)

@@ -25,33 +25,44 @@ typedef struct {
 
 #define FORCE_INLINE static inline __attribute__((always_inline))
 
-/* dst[i] = expr(a, b), each of a and b a vector or a scalar; n is 1 when both are scalars. */
-#define BINARY_LOOP(expr)                                                                     \
+/* One value in every lane (an exact broadcast: -0 stays -0, NaN stays NaN). */
+FORCE_INLINE tnn_f32x16 splat(float v) {
+    tnn_f32x16 r;
+    for (int i = 0; i < LANES; i++) r[i] = v;
+    return r;
+}
+
+/* dst[i] = expr(a, b), each of a and b a vector or a scalar; n is 1 when both are scalars.
+ * Sixteen lanes at a time (vexpr, the same IEEE operation on vectors, a scalar operand
+ * broadcast; explicit, as the exp, tanh and logistic instructions are, rather than left to
+ * the compiler's vectorizer), the rest one at a time. */
+#define BINARY_LOOP(expr, vexpr)                                                              \
     do {                                                                                      \
-        if (va && vb)                                                                         \
-            for (ptrdiff_t i = 0; i < n; i++) { float a = x[i], b = y[i]; d[i] = (expr); }   \
-        else if (va) {                                                                        \
-            const float b = y[0];                                                             \
-            for (ptrdiff_t i = 0; i < n; i++) { float a = x[i]; d[i] = (expr); }             \
-        } else if (vb) {                                                                      \
-            const float a = x[0];                                                             \
-            for (ptrdiff_t i = 0; i < n; i++) { float b = y[i]; d[i] = (expr); }             \
-        } else {                                                                              \
-            const float a = x[0], b = y[0];                                                   \
-            d[0] = (expr);                                                                    \
+        ptrdiff_t i = 0;                                                                      \
+        if (va || vb) {                                                                       \
+            const tnn_f32x16 a_all = splat(x[0]), b_all = splat(y[0]);                        \
+            for (; i + LANES <= n; i += LANES) {                                              \
+                const tnn_f32x16 A = va ? tnn_load_f32x16(x + i) : a_all;                     \
+                const tnn_f32x16 B = vb ? tnn_load_f32x16(y + i) : b_all;                     \
+                tnn_store_f32x16(d + i, (vexpr));                                             \
+            }                                                                                 \
+        }                                                                                     \
+        for (; i < n; i++) {                                                                  \
+            const float a = x[va ? i : 0], b = y[vb ? i : 0];                                 \
+            d[i] = (expr);                                                                    \
         }                                                                                     \
     } while (0)
 
 FORCE_INLINE void binary(int op, float *d, const float *x, int va, const float *y, int vb,
                          ptrdiff_t n) {
     switch (op) {
-    case TNN_FUSED_ADD: BINARY_LOOP(a + b); break;
-    case TNN_FUSED_SUB: BINARY_LOOP(a - b); break;
-    case TNN_FUSED_MUL: BINARY_LOOP(a * b); break;
-    case TNN_FUSED_DIV: BINARY_LOOP(a / b); break;
+    case TNN_FUSED_ADD: BINARY_LOOP(a + b, A + B); break;
+    case TNN_FUSED_SUB: BINARY_LOOP(a - b, A - B); break;
+    case TNN_FUSED_MUL: BINARY_LOOP(a * b, A * B); break;
+    case TNN_FUSED_DIV: BINARY_LOOP(a / b, A / B); break;
     /* the reference's np.where(a < b, b, a) and np.where(b < a, b, a) */
-    case TNN_FUSED_MAXIMUM: BINARY_LOOP(a < b ? b : a); break;
-    default: BINARY_LOOP(b < a ? b : a); break;
+    case TNN_FUSED_MAXIMUM: BINARY_LOOP(a < b ? b : a, tnn_select_f32x16(A < B, B, A)); break;
+    default: BINARY_LOOP(b < a ? b : a, tnn_select_f32x16(B < A, B, A)); break;
     }
 }
 
@@ -68,11 +79,16 @@ FORCE_INLINE void binary(int op, float *d, const float *x, int va, const float *
         }                                                                                     \
     } while (0)
 
+FORCE_INLINE tnn_f32x16 negate(tnn_f32x16 v) { return -v; }
+FORCE_INLINE tnn_f32x16 absolute(tnn_f32x16 v) {
+    return (tnn_f32x16)((tnn_i32x16)v & TNN_INT32_MAX);
+}
+
 FORCE_INLINE void unary(const tnn_fused_instruction *in, float *d, const float *x, ptrdiff_t n) {
     const float lo = in->lo, hi = in->hi;
     switch (in->op) {
-    case TNN_FUSED_NEG: for (ptrdiff_t i = 0; i < n; i++) d[i] = -x[i]; break;
-    case TNN_FUSED_ABS: for (ptrdiff_t i = 0; i < n; i++) d[i] = __builtin_fabsf(x[i]); break;
+    case TNN_FUSED_NEG: VECTOR_MAP(negate); break;
+    case TNN_FUSED_ABS: VECTOR_MAP(absolute); break;
     case TNN_FUSED_SQRT: for (ptrdiff_t i = 0; i < n; i++) d[i] = __builtin_sqrtf(x[i]); break;
     case TNN_FUSED_RSQRT:
         for (ptrdiff_t i = 0; i < n; i++) d[i] = 1.0f / __builtin_sqrtf(x[i]);
@@ -80,18 +96,30 @@ FORCE_INLINE void unary(const tnn_fused_instruction *in, float *d, const float *
     case TNN_FUSED_EXP: VECTOR_MAP(tnn_exp_f32x16); break;
     case TNN_FUSED_TANH: VECTOR_MAP(tnn_tanh_f32x16); break;
     case TNN_FUSED_LOGISTIC: VECTOR_MAP(tnn_logistic_f32x16); break;
-    case TNN_FUSED_CLIP: /* np.clip: NaN stays NaN */
-        for (ptrdiff_t i = 0; i < n; i++) {
+    case TNN_FUSED_CLIP: { /* np.clip: NaN stays NaN */
+        ptrdiff_t i = 0;
+        for (; i + LANES <= n; i += LANES)
+            tnn_store_f32x16(d + i, tnn_clamp_f32x16(tnn_load_f32x16(x + i), lo, hi));
+        for (; i < n; i++) {
             float v = x[i] < lo ? lo : x[i];
             d[i] = v > hi ? hi : v;
         }
         break;
-    default: /* TNN_FUSED_RELU: std::min(std::max(lo, x), hi), NaN becomes lo */
-        for (ptrdiff_t i = 0; i < n; i++) {
+    }
+    default: { /* TNN_FUSED_RELU: std::min(std::max(lo, x), hi), NaN becomes lo */
+        ptrdiff_t i = 0;
+        const tnn_f32x16 low = splat(lo), high = splat(hi);
+        for (; i + LANES <= n; i += LANES) {
+            const tnn_f32x16 v = tnn_load_f32x16(x + i);
+            const tnn_f32x16 up = tnn_select_f32x16(v > low, v, low);
+            tnn_store_f32x16(d + i, tnn_select_f32x16(up > high, high, up));
+        }
+        for (; i < n; i++) {
             float v = x[i] > lo ? x[i] : lo;
             d[i] = v > hi ? hi : v;
         }
         break;
+    }
     }
 }
 

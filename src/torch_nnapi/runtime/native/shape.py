@@ -1,5 +1,5 @@
 """Runners for the operations that only move values: RESHAPE, SQUEEZE and EXPAND_DIMS (free:
-a view of their input), TRANSPOSE, SPLIT, STRIDED_SLICE, CONCATENATION and GATHER; and the
+a view of their input), TRANSPOSE, TILE, SPLIT, STRIDED_SLICE, CONCATENATION and GATHER; and the
 float element-wise functions of unary_math (ABS, EXP, LOG, NEG, RSQRT, SIN, SQRT, FLOOR).
 
 They compute what the reference kernels compute, with the reference's own parameter
@@ -42,6 +42,14 @@ def transpose(ctx: KernelContext) -> Runner | None:
         return None
     permutation = tuple(shape.transpose_permutation(ctx))
     return lambda x, *_: np.ascontiguousarray(x.transpose(permutation))
+
+
+@register_native(Op.TILE)
+def tile(ctx: KernelContext) -> Runner | None:
+    if not constant_parameters(ctx):
+        return None
+    multiples = shape.tile_multiples(ctx)
+    return lambda x, *_: np.tile(x, multiples)
 
 
 @register_native(Op.SPLIT)

@@ -42,6 +42,67 @@ TNN_VECTOR_INLINE tnn_f32x16 exp_nonpositive(tnn_f32x16 x) {
 /* Row r = (o, i): elements x[(o * n + k) * inner + i], k < n. */
 #define ROW_BASE(p, r) (((r) / (p)->inner) * (p)->n * (p)->inner + (r) % (p)->inner)
 
+typedef double tnn_f64x8 __attribute__((vector_size(64)));
+
+/* The maximum of a contiguous row, NaN when a value is NaN, sixteen lanes at a time. */
+TNN_VECTOR_INLINE float contiguous_max(const float *x, ptrdiff_t n) {
+    ptrdiff_t k = 0;
+    float max = x[0];
+    int nan = 0;
+    if (n >= 16) {
+        tnn_f32x16 best = tnn_load_f32x16(x);
+        tnn_i32x16 unordered = best != best;
+        for (k = 16; k + 16 <= n; k += 16) {
+            tnn_f32x16 v = tnn_load_f32x16(x + k);
+            unordered |= v != v;
+            best = tnn_select_f32x16(v > best, v, best);
+        }
+        max = best[0];
+        for (int i = 0; i < 16; i++) {
+            max = best[i] > max ? best[i] : max;
+            nan |= unordered[i];
+        }
+    }
+    for (; k < n; k++) {
+        max = x[k] > max ? x[k] : max;
+        nan |= x[k] != x[k];
+    }
+    return nan ? __builtin_nanf("") : max;
+}
+
+/* A contiguous row whose maximum is finite: its exponentials stored sixteen at a time, each
+ * added in double (eight lanes per half, as exact as the scalar sum), then every one divided
+ * by the total (IEEE division: the same results as one at a time). beta is positive
+ * (NNAPI requires it), so the padding's -infinity stays below -87.3. */
+TNN_VECTOR_INLINE void contiguous_row(const float *x, float *out, ptrdiff_t n, float max,
+                                      float beta) {
+    tnn_f64x8 lanes = {0};
+    ptrdiff_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        tnn_f32x16 e = exp_nonpositive((tnn_load_f32x16(x + k) - max) * beta);
+        tnn_store_f32x16(out + k, e);
+        lanes += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7),
+                                         tnn_f64x8);
+        lanes += __builtin_convertvector(
+            __builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15), tnn_f64x8);
+    }
+    double sum = 0;
+    for (int i = 0; i < 8; i++) sum += lanes[i];
+    if (k < n) { /* the last partial group, padded with -infinity (exponentials of 0) */
+        float tail[16];
+        for (int i = 0; i < 16; i++) tail[i] = k + i < n ? x[k + i] : -INFINITY;
+        tnn_f32x16 e = exp_nonpositive((tnn_load_f32x16(tail) - max) * beta);
+        for (int i = 0; k + i < n; i++) {
+            out[k + i] = e[i];
+            sum += e[i];
+        }
+    }
+    const float total = (float)sum;
+    k = 0;
+    for (; k + 16 <= n; k += 16) tnn_store_f32x16(out + k, tnn_load_f32x16(out + k) / total);
+    for (; k < n; k++) out[k] = out[k] / total;
+}
+
 TNN_VECTOR_CLONES
 static void softmax_f32_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
     (void)thread;
@@ -50,20 +111,18 @@ static void softmax_f32_rows(void *arg, ptrdiff_t start, ptrdiff_t stop, int thr
     for (ptrdiff_t r = start; r < stop; r++) {
         const float *x = (const float *)p->x + ROW_BASE(p, r);
         float *out = (float *)p->out + ROW_BASE(p, r);
+        if (step == 1) {
+            const float max = contiguous_max(x, n);
+            if (max > -INFINITY && max < INFINITY) { /* finite: not NaN either */
+                contiguous_row(x, out, n, max, p->beta);
+                continue;
+            }
+        }
         float max = x[0];
         for (ptrdiff_t k = 1; k < n; k++)
             if (x[k * step] > max || x[k * step] != x[k * step]) max = x[k * step];
         double sum = 0;
-        ptrdiff_t k = 0;
-        if (step == 1 && max == max && max > -INFINITY && max < INFINITY) {
-            /* Contiguous finite rows: sixteen exponentials at a time. */
-            for (; k + 16 <= n; k += 16) {
-                tnn_f32x16 e = exp_nonpositive((tnn_load_f32x16(x + k) - max) * p->beta);
-                tnn_store_f32x16(out + k, e);
-                for (int i = 0; i < 16; i++) sum += e[i];
-            }
-        }
-        for (; k < n; k++) {
+        for (ptrdiff_t k = 0; k < n; k++) {
             float e = expf((x[k * step] - max) * p->beta);
             out[k * step] = e;
             sum += e;

@@ -59,7 +59,8 @@ TNN_VECTOR_INLINE tnn_i32x16 tnn_load_i32x16(const int32_t *p) {
 TNN_VECTOR_INLINE void tnn_store_i32x16(int32_t *p, tnn_i32x16 v) { __builtin_memcpy(p, &v, sizeof v); }
 /* v < lo ? lo : v, then > hi ? hi : v, lane by lane (NaN stays NaN, as in the scalar code). */
 TNN_VECTOR_INLINE tnn_f32x16 tnn_clamp_f32x16(tnn_f32x16 v, float lo, float hi) {
-    tnn_f32x16 low = v - v + lo, high = v - v + hi; /* broadcasts (v - v is 0 but keeps NaN) */
+    tnn_f32x16 low, high; /* broadcasts (not v - v + lo: infinite lanes would become NaN) */
+    for (int i = 0; i < 16; i++) low[i] = lo, high[i] = hi;
     tnn_i32x16 below = v < lo, above = v > hi;
     tnn_i32x16 bits = (tnn_i32x16)v;
     bits = (bits & ~below) | ((tnn_i32x16)low & below);

@@ -22,7 +22,7 @@ from ..registry import register
 from ._common import broadcast_inputs, same_as_input
 from ._requantize import in_output_terms
 
-_PREDICATES = {
+PREDICATES = {
     Op.EQUAL: np.equal,
     Op.NOT_EQUAL: np.not_equal,
     Op.GREATER: np.greater,
@@ -40,9 +40,9 @@ def _comparable(ctx: KernelContext, name: str) -> np.ndarray:
     return ctx.input(name)
 
 
-@register(*_PREDICATES, prepare=broadcast_inputs())
+@register(*PREDICATES, prepare=broadcast_inputs())
 def binary_predicate(ctx: KernelContext) -> np.ndarray:
-    result = _PREDICATES[ctx.operation](_comparable(ctx, "input0"), _comparable(ctx, "input1"))
+    result = PREDICATES[ctx.operation](_comparable(ctx, "input0"), _comparable(ctx, "input1"))
     return np.asarray(result).astype(np.uint8)
 
 

@@ -33,7 +33,12 @@ def _prepare(ctx: KernelContext) -> list[Shape]:
 
 
 def _cast(ctx: KernelContext) -> np.ndarray:
-    values, target = ctx.input("input"), ctx.output_dtype()
+    return cast_values(ctx.input("input"), ctx.output_dtype())
+
+
+def cast_values(values: np.ndarray, target: np.dtype) -> np.ndarray:
+    """CAST's values: integers saturate, floats truncate toward zero (NaN to 0) on the way
+    to integers (the native runner calls this too, with the target read once)."""
     if target.kind in "iu" and values.dtype != target:
         limits = np.iinfo(target)
         if values.dtype.kind == "f":

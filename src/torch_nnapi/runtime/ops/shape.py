@@ -212,7 +212,7 @@ def split(ctx: KernelContext) -> list[np.ndarray]:
 # TILE
 
 
-def _multiples(ctx: KernelContext) -> list[int]:
+def tile_multiples(ctx: KernelContext) -> list[int]:
     multiples = int_vector(ctx, "multiples", len(ctx.input_shape("input")))
     if any(m < 0 for m in multiples):
         raise BadDataError(f"{ctx.describe_input('multiples')} {multiples} must not be"
@@ -221,12 +221,13 @@ def _multiples(ctx: KernelContext) -> list[int]:
 
 
 def _prepare_tile(ctx: KernelContext) -> list[Shape]:
-    return [tuple(n * m for n, m in zip(ctx.input_shape("input"), _multiples(ctx), strict=True))]
+    return [tuple(n * m for n, m in zip(ctx.input_shape("input"), tile_multiples(ctx),
+                                        strict=True))]
 
 
 @register(Op.TILE, prepare=_prepare_tile)
 def tile(ctx: KernelContext) -> np.ndarray:
-    return np.tile(ctx.input("input"), _multiples(ctx))
+    return np.tile(ctx.input("input"), tile_multiples(ctx))
 
 
 # --------------------------------------------------------------------------------------------
