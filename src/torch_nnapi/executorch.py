@@ -28,7 +28,8 @@ _EXPORTS = {"NnapiBackend": "backend", "NnapiPartitioner": "partitioner", "to_pt
             "to_pte_with_details": "pte", "nnapi_compile_specs": "backend",
             "read_blob": "blob", "write_blob": "blob"}
 
-__all__ = ["BuildError", "build_backend", "load_backend", "quantize", *sorted(_EXPORTS)]
+__all__ = ["BuildError", "build_backend", "generate", "load_backend", "quantize",
+           *sorted(_EXPORTS)]
 
 
 def quantize(model: Any, example_inputs: object = None, calibration: Any = None, *,
@@ -40,6 +41,18 @@ def quantize(model: Any, example_inputs: object = None, calibration: Any = None,
 
     return pt2e_quantize(model, example_inputs, calibration, target_level=target_level,
                          per_channel=per_channel, **options)
+
+
+def generate(program: Any, prompt_ids: Any, max_new_tokens: int, eos_id: int, *, keys: Any,
+             values: Any) -> Any:
+    """Greedy decoding with a decoder step lowered by ``to_pte`` (``program``: the .pte's
+    bytes): the step takes ``(token [1], position [1], keys, values)`` and returns
+    ``(logits, keys, values)``, ``keys``/``values`` the empty fixed-size caches; each token is
+    one execution of the program. Returns the generated token ids (``eos_id`` included when
+    reached)."""
+    from .convert.tools.generation import generate_pte
+
+    return generate_pte(program, prompt_ids, max_new_tokens, eos_id, keys=keys, values=values)
 
 
 def __getattr__(name: str) -> Any:

@@ -260,3 +260,18 @@ def test_probe_records_every_value():
     tensors = [v for n in graph.nodes for v in n.outputs
                if getattr(v.example, "dtype", None) == "float32"]
     assert tensors and all(v.tensor is not None for v in tensors)
+
+
+class _WeighsTwo(nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a + 2 * b
+
+
+def test_one_tensor_given_for_two_inputs_stays_two_inputs():
+    """torch.export merges inputs given the same tensor (the program then reads the first
+    for both): a decoder's two empty caches passed as one zero tensor. The capture copies
+    such examples, so the converted model reads each input."""
+    zeros = torch.zeros(3)
+    conversion = convert_with_details(_WeighsTwo(), (zeros, zeros), capture="export")
+    a, b = torch.ones(3), torch.full((3,), 5.0)
+    torch.testing.assert_close(conversion.module(a, b), a + 2 * b)

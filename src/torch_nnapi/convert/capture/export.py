@@ -96,6 +96,7 @@ def export_module(model: object, examples: tuple[torch.Tensor, ...],
         raise TypeError(f"expected an nn.Module, an ExportedProgram or the GraphModule of one,"
                         f" got {type(model).__name__}")
     model = model.train(train)
+    examples = unaliased(examples)
     dynamic = None
     if any(flexible):
         dynamic = tuple({d % x.dim(): torch.export.Dim.DYNAMIC for d in dims} or None
@@ -120,6 +121,24 @@ def export_module(model: object, examples: tuple[torch.Tensor, ...],
                 raise CaptureError(f"input {i} dimension {d % x.dim()} cannot be flexible:"
                                    " the exported model specializes it")
     return program
+
+
+def unaliased(examples: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """``examples`` with every tensor that shares memory with an earlier one copied.
+    torch.export takes two inputs given the same tensor for one: the program then reads the
+    first for both, whatever it is given later (a decoder's two empty caches, passed as one
+    zero tensor, become one). Examples stand for data, never for aliasing."""
+    seen: set[int] = set()
+    result = []
+    for x in examples:
+        if x.numel() > 0:
+            storage = x.untyped_storage().data_ptr()
+            if storage in seen:
+                x = x.clone()
+            else:
+                seen.add(storage)
+        result.append(x)
+    return tuple(result)
 
 
 def _widened(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:

@@ -18,7 +18,7 @@ import torch
 from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 from executorch.exir.backend.partitioner import Partitioner
 
-from ..capture.export import export_module, is_exported
+from ..capture.export import export_module, is_exported, unaliased
 from ..capture.frontend import example_inputs_of
 from ..errors import CaptureError
 from .fx_regions import FxPartition
@@ -70,7 +70,7 @@ def exported_program(model: object, examples: tuple[torch.Tensor, ...]
     if is_exported(model) and isinstance(model, torch.fx.GraphModule):
         # a GraphModule from export or PT2E: no eval() of its own
         try:
-            return torch.export.export(model, examples, strict=False)
+            return torch.export.export(model, unaliased(examples), strict=False)
         except Exception as e:  # torch.export's own errors are long and varied: one line
             first = next((line for line in str(e).splitlines() if line.strip()),
                          type(e).__name__)

@@ -316,6 +316,9 @@ class Lowerer:
             positional, keywords = [], {}
             for arg, value in zip(schema.arguments, args, strict=False):
                 value = _as_tensor_argument(str(arg.type), value)
+                if arg.name == "layout" and isinstance(value, str):
+                    # the export capture names layouts ("strided"): factories fold too
+                    value = getattr(torch, value)
                 if arg.kwarg_only:
                     keywords[arg.name] = value
                 else:

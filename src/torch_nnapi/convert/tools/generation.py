@@ -1,7 +1,7 @@
 """Timing a greedy generation (``torch-nnapi bench --generate``): time to first token and
-tokens per second of a :class:`~..torchscript.generate.Generator`, against eager's; and
-what a quantized generation is compared on (:class:`StepRecorder`,
-:func:`decided_tokens`).
+tokens per second of a :class:`~..torchscript.generate.Generator`, against eager's; what a
+quantized generation is compared on (:class:`StepRecorder`, :func:`decided_tokens`); and
+the same greedy loop in plain Python over an ExecuTorch program (:func:`generate_pte`).
 
 The first token costs the prompt (one step per prompt token, filling the cache) and an
 argmax; every further token one step. Both are medians over whole generations: one of one
@@ -14,9 +14,14 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+from ..torchscript.generate import Generator
+
+if TYPE_CHECKING:
+    from ..executorch.pte_file import PteModule
 
 NNAPI_PROGRAM = "NnapiProgram"  # the TorchScript class of a compiled NNAPI model
 
@@ -94,5 +99,19 @@ def time_generation(generator: Callable[[torch.Tensor, int, int], torch.Tensor],
     return GenerationTiming(first, max(whole - first, 0.0) / (new_tokens - 1), new_tokens)
 
 
+def generate_pte(program: bytes | PteModule, prompt_ids: torch.Tensor, max_new_tokens: int,
+                 eos_id: int, *, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """Greedy decoding with a decoder step lowered to a .pte (``program``: its bytes, or a
+    loaded :class:`PteModule`), as an app runs it with ExecuTorch: the loop of
+    :class:`Generator` in plain Python, each token one execution of the program."""
+    from ..executorch.pte_file import PteModule  # ExecuTorch's reader: the extra's import
+
+    step = program if isinstance(program, PteModule) else PteModule(program)
+    with torch.no_grad():
+        tokens: torch.Tensor = Generator(step, keys, values)(prompt_ids, max_new_tokens, eos_id)
+    return tokens
+
+
 __all__ = ["GenerationTiming", "StepRecorder", "decided_tokens", "executions_per_step",
-           "time_generation"]
+           "generate_pte", "time_generation"]
+
