@@ -106,10 +106,21 @@ def generate_pte(program: bytes | PteModule, prompt_ids: torch.Tensor, max_new_t
     :class:`Generator` in plain Python, each token one execution of the program."""
     from ..executorch.pte_file import PteModule  # ExecuTorch's reader: the extra's import
 
-    step = program if isinstance(program, PteModule) else PteModule(program)
+    step = _ProgramStep(program if isinstance(program, PteModule) else PteModule(program))
     with torch.no_grad():
         tokens: torch.Tensor = Generator(step, keys, values)(prompt_ids, max_new_tokens, eos_id)
     return tokens
+
+
+class _ProgramStep(torch.nn.Module):
+    """A loaded .pte as the step module :class:`Generator` calls (run eagerly)."""
+
+    def __init__(self, program: PteModule) -> None:
+        super().__init__()
+        self.program = program
+
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        return self.program(*inputs)
 
 
 __all__ = ["GenerationTiming", "StepRecorder", "decided_tokens", "executions_per_step",

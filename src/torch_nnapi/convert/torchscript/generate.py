@@ -13,9 +13,6 @@ per step, then each step's argmax is the next token until ``eos_id`` or
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import torch
 from torch import nn
 
@@ -23,12 +20,9 @@ from torch import nn
 class Generator(nn.Module):
     """``forward(prompt_ids, max_new_tokens, eos_id)``: the generated token ids (1-D,
     ``eos_id`` included when reached), for a step module of the shape above. ``keys`` and
-    ``values`` are the empty caches (their shapes and dtype; they are copied per call).
-    Scripted, ``step`` must be a module; run eagerly, any callable (an ExecuTorch program:
-    ``torch_nnapi.executorch.generate``)."""
+    ``values`` are the empty caches (their shapes and dtype; they are copied per call)."""
 
-    def __init__(self, step: Callable[..., Any], keys: torch.Tensor, values: torch.Tensor
-                 ) -> None:
+    def __init__(self, step: nn.Module, keys: torch.Tensor, values: torch.Tensor) -> None:
         super().__init__()
         if keys.dim() < 2 or keys.shape != values.shape:
             raise ValueError(f"keys {tuple(keys.shape)} and values {tuple(values.shape)}:"
