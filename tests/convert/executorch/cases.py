@@ -217,6 +217,38 @@ def model_cases() -> dict[str, Callable[[], Case]]:
     }
 
 
+class CausalEncoderLayer(nn.Module):
+    """GPT-style through nn.TransformerEncoderLayer: a causal float mask and is_causal."""
+
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0,
+                                                batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        causal = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+        return self.layer(x, src_mask=causal, is_causal=True)
+
+
+def transformer_cases() -> dict[str, Callable[[], Case]]:
+    """BERT-, GPT- and Whisper-style transformers (tests/convert/transformers.py), small."""
+    from ..transformers import Decoder, PaddedTransformer, SpeechToText, TextEncoder
+
+    torch.manual_seed(0)
+    ids = torch.randint(0, 100, (2, 8))
+    padding = torch.ones(2, 8, dtype=torch.long)
+    padding[1, 5:] = 0
+    return {
+        "bert": lambda: eager_case(TextEncoder(layers=1), (ids, padding)),
+        "bert_padded": lambda: eager_case(PaddedTransformer(False, layers=1), (ids, padding)),
+        "gpt_sdpa": lambda: eager_case(Decoder(layers=1), (ids,)),
+        "gpt_padded": lambda: eager_case(PaddedTransformer(True, layers=1), (ids, padding)),
+        "gpt_encoder_layer": lambda: eager_case(CausalEncoderLayer(), (torch.randn(2, 8, 32),)),
+        "whisper_step": lambda: eager_case(SpeechToText(layers=1), (
+            torch.randn(1, 16, 40), torch.randint(0, 60, (1, 5)))),
+    }
+
+
 def cases() -> dict[str, Callable[[], Case]]:
     torch.manual_seed(0)
     image = torch.randn(1, 3, 16, 16)
@@ -242,4 +274,5 @@ def cases() -> dict[str, Callable[[], Case]]:
         "if_false": lambda: if_case(False),
         "while": while_case,
         **model_cases(),
+        **transformer_cases(),
     }

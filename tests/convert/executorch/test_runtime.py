@@ -29,7 +29,7 @@ from torch_nnapi.convert.executorch.blob import (  # noqa: E402
 from torch_nnapi.convert.executorch.pte import to_pte  # noqa: E402
 from torch_nnapi.nnapi import OperandType  # noqa: E402
 
-from .cases import Case, SmallCnn, cases  # noqa: E402
+from .cases import Case, SmallCnn, cases, transformer_cases  # noqa: E402
 
 RUNNER = Path(__file__).with_name("run_pte.py")
 CORRUPTED = "cnn_corrupted"
@@ -149,3 +149,15 @@ def test_the_blob_carries_what_the_case_is_about(results: tuple[Path, dict[str, 
         assert [t.conversion for t in blob.inputs] == [Conversion.COPY, Conversion.BOOL_INT32]
         assert [t.conversion for t in blob.outputs] == [Conversion.COPY,
                                                         Conversion.INT64_INT32]
+
+
+@pytest.mark.parametrize("name", [*transformer_cases(), "lstm"])
+def test_a_transformer_or_lstm_is_one_delegate(results: tuple[Path, dict[str, Case], str],
+                                               name: str) -> None:
+    """Attention as ExecuTorch decomposes it, LSTM cells as matrix products: all on NNAPI,
+    nothing left to ExecuTorch's kernels between the layers."""
+    _, made, _ = results
+    program = deserialize_pte_binary(made[name].pte).program
+    assert len(program.backend_delegate_data) == 1
+    (plan,) = (p for p in program.execution_plan if p.name == "forward")
+    assert [op.name for op in plan.operators] == []  # no ExecuTorch kernel runs
