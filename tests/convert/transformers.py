@@ -184,25 +184,23 @@ class PaddedTransformer(nn.Module):
 
 
 class CrossAttentionBlock(nn.Module):
-    """Causal self-attention, then attention to the encoder's features (nn.MultiheadAttention)."""
+    """Causal self-attention, then attention to the encoder's features (nn.MultiheadAttention);
+    the self-attention, norms and MLP are an AudioBlock's."""
 
     def __init__(self, dim, heads):
         super().__init__()
-        self.norm1 = nn.LayerNorm(dim)
-        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
-        self.norm2 = nn.LayerNorm(dim)
+        self.own = AudioBlock(dim, heads)
+        self.cross_norm = nn.LayerNorm(dim)
         self.cross = nn.MultiheadAttention(dim, heads, batch_first=True)
-        self.norm3 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
 
     def forward(self, x, features):
         t = x.shape[1]
         causal = torch.ones(t, t, dtype=torch.bool).triu(1)  # True: not allowed
-        y = self.norm1(x)
-        x = x + self.attn(y, y, y, attn_mask=causal, need_weights=False)[0]
-        y = self.norm2(x)
+        y = self.own.norm1(x)
+        x = x + self.own.attn(y, y, y, attn_mask=causal, need_weights=False)[0]
+        y = self.cross_norm(x)
         x = x + self.cross(y, features, features, need_weights=False)[0]
-        return x + self.mlp(self.norm3(x))
+        return x + self.own.mlp(self.own.norm2(x))
 
 
 class SpeechToText(nn.Module):
