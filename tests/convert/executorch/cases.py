@@ -230,22 +230,26 @@ class CausalEncoderLayer(nn.Module):
         return self.layer(x, src_mask=causal, is_causal=True)
 
 
-def transformer_cases() -> dict[str, Callable[[], Case]]:
-    """BERT-, GPT- and Whisper-style transformers (tests/convert/transformers.py), small."""
+def transformer_cases(full: bool = False) -> dict[str, Callable[[], Case]]:
+    """BERT-, GPT- and Whisper-style transformers (tests/convert/transformers.py): one layer
+    over 8 tokens, or (``full``) four layers of width 64 over 32 tokens and 200 mel frames."""
     from ..transformers import Decoder, PaddedTransformer, SpeechToText, TextEncoder
 
     torch.manual_seed(0)
-    ids = torch.randint(0, 100, (2, 8))
-    padding = torch.ones(2, 8, dtype=torch.long)
-    padding[1, 5:] = 0
+    tokens, size = (32, dict(dim=64, layers=4)) if full else (8, dict(layers=1))
+    ids = torch.randint(0, 100, (2, tokens))
+    padding = torch.ones(2, tokens, dtype=torch.long)
+    padding[1, tokens * 2 // 3:] = 0
+    mels, frames = (80, 200) if full else (16, 40)
     return {
-        "bert": lambda: eager_case(TextEncoder(layers=1), (ids, padding)),
-        "bert_padded": lambda: eager_case(PaddedTransformer(False, layers=1), (ids, padding)),
-        "gpt_sdpa": lambda: eager_case(Decoder(layers=1), (ids,)),
-        "gpt_padded": lambda: eager_case(PaddedTransformer(True, layers=1), (ids, padding)),
-        "gpt_encoder_layer": lambda: eager_case(CausalEncoderLayer(), (torch.randn(2, 8, 32),)),
-        "whisper_step": lambda: eager_case(SpeechToText(layers=1), (
-            torch.randn(1, 16, 40), torch.randint(0, 60, (1, 5)))),
+        "bert": lambda: eager_case(TextEncoder(**size), (ids, padding)),
+        "bert_padded": lambda: eager_case(PaddedTransformer(False, **size), (ids, padding)),
+        "gpt_sdpa": lambda: eager_case(Decoder(**size), (ids,)),
+        "gpt_padded": lambda: eager_case(PaddedTransformer(True, **size), (ids, padding)),
+        "gpt_encoder_layer": lambda: eager_case(CausalEncoderLayer(size.get("dim", 32)), (
+            torch.randn(2, tokens, size.get("dim", 32)),)),
+        "whisper_step": lambda: eager_case(SpeechToText(mels=mels, frames=frames, **size), (
+            torch.randn(1, mels, frames), torch.randint(0, 60, (1, tokens // 2)))),
     }
 
 
