@@ -2,7 +2,8 @@
 BERT-style text encoder (token ids and an attention mask in, nn.TransformerEncoder), a
 GPT-style decoder (causal F.scaled_dot_product_attention, tied output embedding), a
 Whisper-style audio encoder (convolutional front end, nn.MultiheadAttention without
-weights), and an encoder calling F.scaled_dot_product_attention with explicit masks."""
+weights), and an encoder calling F.scaled_dot_product_attention with explicit masks; a
+Whisper-style decoder step (cross-attention to that audio encoder's features)."""
 
 from __future__ import annotations
 
@@ -180,3 +181,43 @@ class PaddedTransformer(nn.Module):
         if self.causal:
             return {"logits": x @ self.tokens.weight.t(), "hidden_states": tuple(states)}
         return {"last_hidden_state": x, "pooler_output": torch.tanh(self.pooler(x[:, 0]))}
+
+
+class CrossAttentionBlock(nn.Module):
+    """Causal self-attention, then attention to the encoder's features (nn.MultiheadAttention);
+    the self-attention, norms and MLP are an AudioBlock's."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.own = AudioBlock(dim, heads)
+        self.cross_norm = nn.LayerNorm(dim)
+        self.cross = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x, features):
+        t = x.shape[1]
+        causal = torch.ones(t, t, dtype=torch.bool).triu(1)  # True: not allowed
+        y = self.own.norm1(x)
+        x = x + self.own.attn(y, y, y, attn_mask=causal, need_weights=False)[0]
+        y = self.cross_norm(x)
+        x = x + self.cross(y, features, features, need_weights=False)[0]
+        return x + self.own.mlp(self.own.norm2(x))
+
+
+class SpeechToText(nn.Module):
+    """Whisper-style: the audio encoder, and one decoder step over the tokens so far
+    (causal self-attention, cross-attention to the audio) -> the next token's logits."""
+
+    def __init__(self, vocab=60, mels=16, dim=32, heads=4, layers=2, frames=40, max_len=16):
+        super().__init__()
+        self.encoder = AudioEncoder(mels, dim, heads, layers, frames)
+        self.tokens = nn.Embedding(vocab, dim)
+        self.positions = nn.Embedding(max_len, dim)
+        self.blocks = nn.ModuleList(CrossAttentionBlock(dim, heads) for _ in range(layers))
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, mel, ids):
+        features = self.encoder(mel)
+        x = self.tokens(ids) + self.positions(torch.arange(ids.shape[1]))
+        for block in self.blocks:
+            x = block(x, features)
+        return self.norm(x[:, -1]) @ self.tokens.weight.t()

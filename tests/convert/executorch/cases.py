@@ -217,6 +217,42 @@ def model_cases() -> dict[str, Callable[[], Case]]:
     }
 
 
+class CausalEncoderLayer(nn.Module):
+    """GPT-style through nn.TransformerEncoderLayer: a causal float mask and is_causal."""
+
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0,
+                                                batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        causal = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+        return self.layer(x, src_mask=causal, is_causal=True)
+
+
+def transformer_cases(full: bool = False) -> dict[str, Callable[[], Case]]:
+    """BERT-, GPT- and Whisper-style transformers (tests/convert/transformers.py): one layer
+    over 8 tokens, or (``full``) four layers of width 64 over 32 tokens and 200 mel frames."""
+    from ..transformers import Decoder, PaddedTransformer, SpeechToText, TextEncoder
+
+    torch.manual_seed(0)
+    tokens, size = (32, dict(dim=64, layers=4)) if full else (8, dict(layers=1))
+    ids = torch.randint(0, 100, (2, tokens))
+    padding = torch.ones(2, tokens, dtype=torch.long)
+    padding[1, tokens * 2 // 3:] = 0
+    mels, frames = (80, 200) if full else (16, 40)
+    return {
+        "bert": lambda: eager_case(TextEncoder(**size), (ids, padding)),
+        "bert_padded": lambda: eager_case(PaddedTransformer(False, **size), (ids, padding)),
+        "gpt_sdpa": lambda: eager_case(Decoder(**size), (ids,)),
+        "gpt_padded": lambda: eager_case(PaddedTransformer(True, **size), (ids, padding)),
+        "gpt_encoder_layer": lambda: eager_case(CausalEncoderLayer(size.get("dim", 32)), (
+            torch.randn(2, tokens, size.get("dim", 32)),)),
+        "whisper_step": lambda: eager_case(SpeechToText(mels=mels, frames=frames, **size), (
+            torch.randn(1, mels, frames), torch.randint(0, 60, (1, tokens // 2)))),
+    }
+
+
 def cases() -> dict[str, Callable[[], Case]]:
     torch.manual_seed(0)
     image = torch.randn(1, 3, 16, 16)
@@ -242,4 +278,5 @@ def cases() -> dict[str, Callable[[], Case]]:
         "if_false": lambda: if_case(False),
         "while": while_case,
         **model_cases(),
+        **transformer_cases(),
     }

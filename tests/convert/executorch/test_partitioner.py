@@ -18,7 +18,7 @@ from torch.utils._pytree import tree_flatten  # noqa: E402
 
 from torch_nnapi.convert.executorch.outputs import leaf_paths, structure_of  # noqa: E402
 from torch_nnapi.convert.executorch.partitioner import NnapiPartitioner, whole_ops  # noqa: E402
-from torch_nnapi.convert.executorch.pte import to_pte_with_details  # noqa: E402
+from torch_nnapi.convert.executorch.pte import PteConversion, to_pte_with_details  # noqa: E402
 from torch_nnapi.convert.executorch.pte_file import PteError, PteModule, read_pte  # noqa: E402
 
 from .cases import Pair, RegionsBothSides, Structured, magnitude_tolerance  # noqa: E402
@@ -78,6 +78,38 @@ def test_linear_and_layer_norm_are_kept_whole() -> None:
     (region,) = made.partition.regions
     assert "FULLY_CONNECTED" in region.operations, region.operations
     assert not made.partition.kept
+
+
+def _attention_nodes(made: PteConversion) -> list[str]:
+    return [n.name for region in made.partition.regions for n in region.nodes
+            if "scaled_dot_product_attention" in str(n.target)]
+
+
+def test_attention_is_kept_whole_where_nnapi_takes_it() -> None:
+    """Its output's transpose and view (kept as views: no copy when captured) take a copy
+    first, or ExecuTorch's decomposition of the program fails on them."""
+    from ..transformers import Decoder
+
+    torch.manual_seed(0)
+    model, ids = Decoder(layers=1).eval(), torch.randint(0, 100, (2, 8))
+    made = to_pte_with_details(model, (ids,))
+    assert len(made.partition.regions) == 1 and len(_attention_nodes(made)) == 1
+    assert not made.partition.kept
+    with torch.no_grad():
+        assert_close(PteModule(made.pte)(ids), model(ids))
+
+
+def test_attention_not_kept_whole_is_decomposed() -> None:
+    from ..transformers import AudioBlock
+
+    torch.manual_seed(0)
+    model, x = AudioBlock(16, 2).eval(), torch.randn(1, 6, 16)
+    made = to_pte_with_details(model, (x,), fallback_ops=["aten::scaled_dot_product_attention"])
+    # decomposed by ExecuTorch (its parts, matrix products and softmax, then lower one by
+    # one: fallback_ops names the whole op only)
+    assert not _attention_nodes(made) and len(made.partition.regions) == 1
+    with torch.no_grad():
+        assert_close(PteModule(made.pte)(x), model(x))
 
 
 def test_fallback_ops_go_to_the_partitioner_that_follows() -> None:

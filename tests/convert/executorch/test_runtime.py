@@ -1,7 +1,8 @@
 """End to end: models lowered to .pte files with NnapiBackend, saved, and run in a fresh
 process through ExecuTorch's runtime on torch-nnapi's libneuralnetworks.so, against eager
 PyTorch (within 1e-4 of the outputs' magnitude), the PT2E model (within one quantum) or the
-host runtime (the NNAPI models built directly: per-channel quantization, IF, WHILE).
+host runtime (the NNAPI models built directly: per-channel quantization, IF, WHILE). The
+transformers run small here, and at full size in the slow suite.
 Mismatched inputs and a corrupted blob give ExecuTorch errors, never a crash."""
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from torch_nnapi.convert.executorch.blob import (  # noqa: E402
 from torch_nnapi.convert.executorch.pte import to_pte  # noqa: E402
 from torch_nnapi.nnapi import OperandType  # noqa: E402
 
-from .cases import Case, SmallCnn, cases  # noqa: E402
+from .cases import Case, SmallCnn, cases, transformer_cases  # noqa: E402
 
 RUNNER = Path(__file__).with_name("run_pte.py")
 CORRUPTED = "cnn_corrupted"
@@ -41,9 +42,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, C
     """Every case lowered and saved, then run by one fresh process; its stderr."""
     directory = tmp_path_factory.mktemp("pte")
     made = {name: make() for name, make in cases().items()}
-    for name, case in made.items():
-        (directory / f"{name}.pte").write_bytes(case.pte)
-        torch.save(case.inputs, directory / f"{name}.inputs.pt")
+    save(directory, made)
     corrupted = bytearray(made["cnn"].pte)
     at = corrupted.find(b"TNNAPIET")  # the blob, inside the .pte
     assert at > 0
@@ -54,20 +53,37 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, C
                                          devices=("npu-that-is-not-there",))),):
         (directory / f"{name}.pte").write_bytes(bad)
         torch.save(made["cnn"].inputs, directory / f"{name}.inputs.pt")
+    return directory, made, run_fresh(directory, [*made, CORRUPTED, NO_DEVICE])
+
+
+def save(directory: Path, made: dict[str, Case]) -> None:
+    for name, case in made.items():
+        (directory / f"{name}.pte").write_bytes(case.pte)
+        torch.save(case.inputs, directory / f"{name}.inputs.pt")
+
+
+def run_fresh(directory: Path, names: list[str]) -> str:
+    """Runs the saved .pte files ``names`` in a fresh process (run_pte.py); its stderr."""
     cache = directory / "nnapi-cache"  # compilations ask NNAPI to cache there
     cache.mkdir()
-    run = subprocess.run([sys.executable, str(RUNNER), str(directory), *made, CORRUPTED,
-                          NO_DEVICE],
+    run = subprocess.run([sys.executable, str(RUNNER), str(directory), *names],
                          capture_output=True, text=True,
                          env=package_env(TORCH_NNAPI_CACHE_DIR=str(cache)), timeout=900,
                          check=False)
     assert run.returncode == 0 and "done" in run.stdout, run.stderr[-4000:]
-    return directory, made, run.stderr
+    return run.stderr
 
 
-@pytest.mark.parametrize("name", list(cases()))
-def test_executorch_matches_the_reference(results: tuple[Path, dict[str, Case], str],
-                                          name: str) -> None:
+@pytest.fixture(scope="module")
+def full_size(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Case], str]:
+    """The transformers at full size, run alike."""
+    directory = tmp_path_factory.mktemp("pte_full")
+    made = {name: make() for name, make in transformer_cases(full=True).items()}
+    save(directory, made)
+    return directory, made, run_fresh(directory, list(made))
+
+
+def _matches(results: tuple[Path, dict[str, Case], str], name: str) -> None:
     directory, made, _ = results
     error = directory / f"{name}.error.txt"
     assert not error.exists(), error.read_text()
@@ -79,6 +95,21 @@ def test_executorch_matches_the_reference(results: tuple[Path, dict[str, Case], 
         difference = (got.double() - want.double()).abs().max().item() if got.numel() else 0
         assert difference <= case.tolerance, f"{name}: max error {difference:g}"
         print(f"{name}: max error {difference:.3g} (tolerance {case.tolerance:.3g})")
+
+
+@pytest.mark.parametrize("name", list(cases()))
+def test_executorch_matches_the_reference(results: tuple[Path, dict[str, Case], str],
+                                          name: str) -> None:
+    _matches(results, name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(transformer_cases(full=True)))
+def test_full_size_transformers_match_eager(full_size: tuple[Path, dict[str, Case], str],
+                                            name: str) -> None:
+    _matches(full_size, name)
+    program = deserialize_pte_binary(full_size[1][name].pte).program
+    assert len(program.backend_delegate_data) == 1
 
 
 @pytest.mark.parametrize("name", ["cnn", "mixed_dtypes", "float16"])
@@ -149,3 +180,15 @@ def test_the_blob_carries_what_the_case_is_about(results: tuple[Path, dict[str, 
         assert [t.conversion for t in blob.inputs] == [Conversion.COPY, Conversion.BOOL_INT32]
         assert [t.conversion for t in blob.outputs] == [Conversion.COPY,
                                                         Conversion.INT64_INT32]
+
+
+@pytest.mark.parametrize("name", [*transformer_cases(), "lstm"])
+def test_a_transformer_or_lstm_is_one_delegate(results: tuple[Path, dict[str, Case], str],
+                                               name: str) -> None:
+    """Attention as ExecuTorch decomposes it, LSTM cells as matrix products: all on NNAPI,
+    nothing left to ExecuTorch's kernels between the layers."""
+    _, made, _ = results
+    program = deserialize_pte_binary(made[name].pte).program
+    assert len(program.backend_delegate_data) == 1
+    (plan,) = (p for p in program.execution_plan if p.name == "forward")
+    assert [op.name for op in plan.operators] == []  # no ExecuTorch kernel runs

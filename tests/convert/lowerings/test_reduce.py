@@ -27,6 +27,10 @@ REDUCTIONS = {
     "softmax": lambda x: torch.softmax(x, 1),
     "softmax_last": lambda x: x.softmax(-1),
     "log_softmax": lambda x: torch.log_softmax(x, 1),
+    "any": lambda x: (x > 1).any(1),
+    "all_keep": lambda x: torch.all(x > -1, dim=-1, keepdim=True),
+    "any_all_dims": lambda x: (x > 2).any(),
+    "any_of_floats": lambda x: torch.relu(x - 1).any(2),
 }
 
 

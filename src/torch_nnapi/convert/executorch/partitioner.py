@@ -1,10 +1,12 @@
 """``NnapiPartitioner``: the maximal NNAPI-runnable regions of a program, for ExecuTorch.
 
 ``to_edge_transform_and_lower(program, partitioner=[NnapiPartitioner(**options)])`` asks it
-twice. First, before decomposing, which ops to keep whole (:meth:`ops_to_not_decompose`):
+twice (after :meth:`transform_for_pre_decomposition`, which readies attention to be kept
+whole). First, before decomposing, which ops to keep whole (:meth:`ops_to_not_decompose`):
 those NNAPI runs better whole than as their core-ATen parts (linear, layer and group norms,
-softmax, matmul, padding and pooling...), each kept only where the regions of that program take it
-(a node NNAPI leaves on the CPU is decomposed as usual, so ExecuTorch's kernels run it).
+softmax, matmul, attention, padding and pooling...), each kept only where the regions of that
+program take it (a node NNAPI leaves on the CPU is decomposed as usual, so ExecuTorch's
+kernels run it).
 Then :meth:`partition` tags the regions of the edge program (``fx_regions.py``: the CPU
 fallback's trial lowering and partition, one code path with ``convert``); ExecuTorch hands
 each tagged subgraph to ``NnapiBackend.preprocess`` and leaves the rest to its kernels or to
@@ -44,14 +46,47 @@ WHOLE_OPS = (
     "aten::softmax", "aten::log_softmax", "aten::hardswish", "aten::hardsigmoid",
     "aten::relu6", "aten::prelu", "aten::pad", "aten::max_pool2d",
     "aten::adaptive_avg_pool2d", "aten::upsample_nearest2d", "aten::upsample_bilinear2d",
-    "aten::linalg_vector_norm",
+    "aten::linalg_vector_norm", "aten::scaled_dot_product_attention",
 )
 # (Convolutions need no keeping: their core-ATen form, aten::convolution, lowers as well.
-# Attention is not kept whole: with it kept, ExecuTorch's decomposition of the program
-# fails on the view after it ("Cannot view a tensor with shape [...] and strides"), for
-# nn.MultiheadAttention and F.scaled_dot_product_attention alike.
 # ExecuTorch keeps no op returning several tensors, such as aten::lstm: recurrent layers
 # arrive as their cells' matrix products and activations, which lower one by one.)
+
+# What a view of attention's output may pass through on its way from it.
+_VIEW_CHAIN = {"aten::view", "aten::reshape", "aten::permute", "aten::transpose",
+               "aten::contiguous", "aten::clone", "aten::alias"}
+
+
+def _op_name(node: torch.fx.Node) -> str | None:
+    op = aten_overload(node.target) if node.op == "call_function" else None
+    return op._schema.name if isinstance(op, torch._ops.OpOverload) else None
+
+
+def copy_before_views_of_attention(graph: torch.fx.Graph) -> int:
+    """Puts a contiguous copy before each ``view`` or ``reshape`` of an attention output
+    (through permutes and transposes); returns how many. Captured,
+    ``y.transpose(1, 2).contiguous().view(...)`` keeps no copy (eager attention returned
+    the heads' memory already in that order), but attention kept whole is re-traced with
+    the strides of its reference form, where the view has no valid strides and the
+    decomposition fails (a reshape is made such a view first). The copy is the one
+    ``contiguous()`` asked for; NNAPI needs none."""
+    changed = 0
+    pending = [n for n in graph.nodes if _op_name(n) == "aten::scaled_dot_product_attention"]
+    seen: set[torch.fx.Node] = set()
+    while pending:
+        node = pending.pop()
+        for user in list(node.users):
+            if user in seen or _op_name(user) not in _VIEW_CHAIN:
+                continue
+            seen.add(user)
+            if user.target in (torch.ops.aten.view.default, torch.ops.aten.reshape.default):
+                with graph.inserting_before(user):
+                    copy = graph.call_function(torch.ops.aten.clone.default, (
+                        user.args[0],), {"memory_format": torch.contiguous_format})
+                user.replace_input_with(user.args[0], copy)
+                changed += 1
+            pending.append(user)
+    return changed
 
 
 # Control flow ExecuTorch's own kernels cannot run (its emitter takes cond, map and scan):
@@ -111,6 +146,14 @@ class NnapiPartitioner(Partitioner):  # type: ignore[misc]  # ExecuTorch ships n
         tag_constant_data(exported_program)
         return PartitionResult(tagged_exported_program=exported_program,
                                partition_tags=tags)
+
+    def transform_for_pre_decomposition(self, exported_program: torch.export.ExportedProgram
+                                        ) -> torch.export.ExportedProgram:
+        """The program with a copy before attention's views (so attention can be kept
+        whole: :func:`copy_before_views_of_attention`); ExecuTorch calls it first."""
+        if copy_before_views_of_attention(exported_program.graph_module.graph):
+            exported_program.graph_module.recompile()
+        return exported_program
 
     def ops_to_not_decompose(self, ep: torch.export.ExportedProgram
                              ) -> tuple[list[torch._ops.OpOverload],

@@ -194,15 +194,22 @@ def to(cx: Converter, x: Arg, *args: Arg) -> TensorValue | torch.Tensor:
     x = _tensor_arg(x)
     if target is None or target == x.dtype:
         return x  # a device or memory-format change only
-    if target == "bool" and x.dtype in _CASTABLE:  # NNAPI's CAST takes no bool: x != 0
-        (t, zero), shape, layout, groups = broadcast(cx, [x, 0], x.dtype)
-        return cx.emit(Op.NOT_EQUAL, dict(input0=t, input1=zero), shape, "bool", layout,
-                       groups=groups)
+    if target == "bool" and x.dtype in _CASTABLE:
+        return not_zero(cx, x)
     if x.dtype == "bool" and target in _CASTABLE:
         return select(cx, x, 1, 0, target)
     if target not in _CASTABLE or x.dtype not in _CASTABLE:
         raise Unsupported(f"conversion from {x.dtype} to {target}")
     return cx.cast(x, target)
+
+
+def not_zero(cx: Converter, x: TensorValue) -> TensorValue:
+    """``x != 0`` as bool: NNAPI's CAST takes no bool."""
+    if x.dtype not in _CASTABLE:
+        raise Unsupported(f"conversion from {x.dtype} to bool")
+    (t, zero), shape, layout, groups = broadcast(cx, [x, 0], x.dtype)
+    return cx.emit(Op.NOT_EQUAL, dict(input0=t, input1=zero), shape, "bool", layout,
+                   groups=groups)
 
 
 def _target_dtype(cx: Converter, args: Sequence[Arg]) -> str | None:

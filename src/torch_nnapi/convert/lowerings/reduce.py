@@ -1,5 +1,5 @@
-"""Reductions and normalizing activations: mean, sum, amax, amin, prod, max/min (values
-and indices), argmax, argmin, var/std, softmax, log_softmax.
+"""Reductions and normalizing activations: mean, sum, amax, amin, prod, any, all, max/min
+(values and indices), argmax, argmin, var/std, softmax, log_softmax.
 
 Reduced PyTorch dimensions are mapped to the operand's NNAPI axes through its layout, so
 channels-last tensors reduce in place; the result keeps the layout minus the reduced dims.
@@ -23,6 +23,7 @@ from ..capture.graph import DTYPE_OF_CODE
 from ..errors import Unsupported
 from ..quant_policy import fixed_output
 from . import lowering
+from .elementwise import not_zero
 
 Dims = int | Sequence[int] | None  # reduced dimensions: one, several, or (None, []) all
 
@@ -87,6 +88,18 @@ def prod(cx: Converter, x: Arg, dim: Dims = None, keepdim: bool = False,
 def amax(cx: Converter, x: Arg, dims: Dims = None, keepdim: bool = False) -> TensorValue:
     x = require_tensor(x)
     op = Op.REDUCE_MAX if cx.current_node.kind == "aten::amax" else Op.REDUCE_MIN
+    return reduce(cx, op, x, reduce_dims(x, dims), bool(keepdim))
+
+
+@lowering("aten::any", "aten::all", nnapi=("REDUCE_ANY", "REDUCE_ALL", "NOT_EQUAL"),
+          any_rank=True, notes="feature level 3; of a number tensor: x != 0 first")
+def any_all(cx: Converter, x: Arg, dims: Dims = None, keepdim: bool = False) -> TensorValue:
+    """The logical reductions (ExecuTorch's attention decomposition asks whether a row of
+    the mask allows any key)."""
+    x = require_tensor(x)
+    if x.dtype != "bool":
+        x = not_zero(cx, x)
+    op = Op.REDUCE_ANY if cx.current_node.kind == "aten::any" else Op.REDUCE_ALL
     return reduce(cx, op, x, reduce_dims(x, dims), bool(keepdim))
 
 
