@@ -99,6 +99,19 @@ def test_attention_is_kept_whole_where_nnapi_takes_it() -> None:
         assert_close(PteModule(made.pte)(ids), model(ids))
 
 
+def test_the_users_program_is_left_as_it_was() -> None:
+    """The copies before attention's views go into a new program, not the one passed."""
+    from ..transformers import Decoder
+
+    torch.manual_seed(0)
+    model, ids = Decoder(layers=1).eval(), torch.randint(0, 100, (2, 8))
+    program = torch.export.export(model, (ids,))
+    before = str(program.graph_module.graph)
+    to_edge_transform_and_lower(program, partitioner=[NnapiPartitioner()])
+    assert str(program.graph_module.graph) == before
+    assert "aten.clone" not in before
+
+
 def test_attention_not_kept_whole_is_decomposed() -> None:
     from ..transformers import AudioBlock
 

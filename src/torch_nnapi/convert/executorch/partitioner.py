@@ -62,15 +62,13 @@ def _op_name(node: torch.fx.Node) -> str | None:
     return op._schema.name if isinstance(op, torch._ops.OpOverload) else None
 
 
-def copy_before_views_of_attention(graph: torch.fx.Graph) -> int:
-    """Puts a contiguous copy before each ``view`` or ``reshape`` of an attention output
-    (through permutes and transposes); returns how many. Captured,
-    ``y.transpose(1, 2).contiguous().view(...)`` keeps no copy (eager attention returned
-    the heads' memory already in that order), but attention kept whole is re-traced with
-    the strides of its reference form, where the view has no valid strides and the
-    decomposition fails (a reshape is made such a view first). The copy is the one
-    ``contiguous()`` asked for; NNAPI needs none."""
-    changed = 0
+def views_of_attention(graph: torch.fx.Graph) -> list[torch.fx.Node]:
+    """The ``view`` and ``reshape`` nodes of an attention output (through permutes and
+    transposes). Captured, ``y.transpose(1, 2).contiguous().view(...)`` keeps no copy (eager
+    attention returned the heads' memory already in that order), but attention kept whole is
+    re-traced with the strides of its reference form, where such a view has no valid strides
+    and the decomposition fails (a reshape is made such a view first)."""
+    views = []
     pending = [n for n in graph.nodes if _op_name(n) == "aten::scaled_dot_product_attention"]
     seen: set[torch.fx.Node] = set()
     while pending:
@@ -80,13 +78,21 @@ def copy_before_views_of_attention(graph: torch.fx.Graph) -> int:
                 continue
             seen.add(user)
             if user.target in (torch.ops.aten.view.default, torch.ops.aten.reshape.default):
-                with graph.inserting_before(user):
-                    copy = graph.call_function(torch.ops.aten.clone.default, (
-                        user.args[0],), {"memory_format": torch.contiguous_format})
-                user.replace_input_with(user.args[0], copy)
-                changed += 1
+                views.append(user)
             pending.append(user)
-    return changed
+    return views
+
+
+def copy_before_views_of_attention(graph: torch.fx.Graph) -> int:
+    """Puts a contiguous copy before each of :func:`views_of_attention`; returns how many.
+    The copy is the one ``contiguous()`` asked for; NNAPI needs none."""
+    views = views_of_attention(graph)
+    for view in views:
+        with graph.inserting_before(view):
+            copy = graph.call_function(torch.ops.aten.clone.default, (view.args[0],),
+                                       {"memory_format": torch.contiguous_format})
+        view.replace_input_with(view.args[0], copy)
+    return len(views)
 
 
 # Control flow ExecuTorch's own kernels cannot run (its emitter takes cond, map and scan):
@@ -150,10 +156,15 @@ class NnapiPartitioner(Partitioner):  # type: ignore[misc]  # ExecuTorch ships n
     def transform_for_pre_decomposition(self, exported_program: torch.export.ExportedProgram
                                         ) -> torch.export.ExportedProgram:
         """The program with a copy before attention's views (so attention can be kept
-        whole: :func:`copy_before_views_of_attention`); ExecuTorch calls it first."""
-        if copy_before_views_of_attention(exported_program.graph_module.graph):
-            exported_program.graph_module.recompile()
-        return exported_program
+        whole: :func:`copy_before_views_of_attention`); ExecuTorch calls it first. The
+        program the user passed is left as it was: the copies go into a new one (the
+        functionalized program ExecuTorch makes next anyway), only when there are any."""
+        if not views_of_attention(exported_program.graph_module.graph):
+            return exported_program
+        program = exported_program.run_decompositions({})
+        copy_before_views_of_attention(program.graph_module.graph)
+        program.graph_module.recompile()
+        return program
 
     def ops_to_not_decompose(self, ep: torch.export.ExportedProgram
                              ) -> tuple[list[torch._ops.OpOverload],
