@@ -88,10 +88,12 @@ def copy_before_views_of_attention(graph: torch.fx.Graph) -> int:
     The copy is the one ``contiguous()`` asked for; NNAPI needs none."""
     views = views_of_attention(graph)
     for view in views:
+        source = view.args[0]
+        assert isinstance(source, torch.fx.Node)  # a view chain's node, found above
         with graph.inserting_before(view):
-            copy = graph.call_function(torch.ops.aten.clone.default, (view.args[0],),
+            copy = graph.call_function(torch.ops.aten.clone.default, (source,),
                                        {"memory_format": torch.contiguous_format})
-        view.replace_input_with(view.args[0], copy)
+        view.replace_input_with(source, copy)
     return len(views)
 
 
@@ -161,7 +163,7 @@ class NnapiPartitioner(Partitioner):  # type: ignore[misc]  # ExecuTorch ships n
         functionalized program ExecuTorch makes next anyway), only when there are any."""
         if not views_of_attention(exported_program.graph_module.graph):
             return exported_program
-        program = exported_program.run_decompositions({})
+        program: torch.export.ExportedProgram = exported_program.run_decompositions({})
         copy_before_views_of_attention(program.graph_module.graph)
         program.graph_module.recompile()
         return program
