@@ -63,6 +63,25 @@ def test_inspect_shows_the_regions_inside_a_loop(tmp_path, capsys):
     assert "has no NNAPI region outside its loops and branches" in capsys.readouterr().err
 
 
+def test_inspect_shows_the_regions_inside_an_exported_scan(tmp_path, capsys):
+    """An exported scan, converted for PyTorch Mobile with the fallback: a TorchScript loop
+    whose step is one region, shown under the loop with the exported node's name."""
+    from torch_nnapi.convert.api import convert_with_details
+
+    from ..convert.exported_control import RunningState
+
+    module = convert_with_details(RunningState().eval(), (torch.randn(5, 2, 4),
+                                                          torch.randn(2, 4)),
+                                  capture="export", fallback=True).module
+    path = str(tmp_path / "scan_nnapi.pt")
+    torch.jit.save(module, path)
+    assert main(["inspect", path]) == 0
+    text = capsys.readouterr().out
+    assert "0 NNAPI regions (+1 inside loops and branches)" in text.splitlines()[0]
+    assert "inside prim::Loop (body) at " in text and "# exported scan scan at" in text
+    assert "GATHER 1" in text and "FULLY_CONNECTED 1" in text
+
+
 def test_probe_model_writes_each_region_of_a_partitioned_module(tmp_path, capsys):
     from torch_nnapi.nnapi.probe_model import read_probe_model
 

@@ -7,9 +7,7 @@ interpreter."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,15 +20,8 @@ from torch_nnapi.convert.errors import CaptureError
 from torch_nnapi.convert.fallback.convert import PartitionedConversion
 from torch_nnapi.convert.fallback.report import PartitionReport, report_of
 
-from ..exported_control import (
-    BranchOnSum,
-    CountedLoop,
-    CumsumBranch,
-    GrowUntil,
-    NestedBranches,
-    RunningState,
-)
-from ..harness import assert_close, run
+from .. import exported_control as ec
+from ..harness import assert_close, check_in_fresh_process, run, save_for_fresh_process
 
 Inputs = tuple[torch.Tensor, ...]
 
@@ -40,7 +31,7 @@ def seeded(shape: tuple[int, ...], seed: int) -> torch.Tensor:
 
 
 def converted(model: nn.Module | torch.export.ExportedProgram, example: Inputs,
-              runs: list[Inputs], **options: object) -> PartitionedConversion:
+              runs: Sequence[Inputs], **options: object) -> PartitionedConversion:
     """Converted with the fallback for PyTorch Mobile (an nn.Module through torch.export),
     run on each of ``runs`` twice (the second time on the compilations of the first) and
     compared with eager."""
@@ -73,7 +64,7 @@ def branch_runs() -> list[Inputs]:
 
 def test_a_cond_becomes_an_if_with_both_branches_on_nnapi():
     runs = branch_runs()
-    conversion = converted(torch.export.export(BranchOnSum().eval(), runs[0]), runs[0], runs)
+    conversion = converted(torch.export.export(ec.BranchOnSum().eval(), runs[0]), runs[0], runs)
     report = conversion.report
     assert body_kinds(report) == [("prim::If", 0), ("prim::If", 1)]
     assert "FULLY_CONNECTED" in body_operations(report, 0)  # relu(fc(x)) * 2
@@ -85,7 +76,7 @@ def test_a_cond_becomes_an_if_with_both_branches_on_nnapi():
 def test_nested_conds_nest_their_bodies():
     x, y = seeded((2, 3), 0).abs(), seeded((2, 3), 1).sigmoid()
     runs = [(x, y * 0.1 + 0.8), (x, y * 0.1), (-x, y)]  # then-then, then-else, else
-    conversion = converted(NestedBranches().eval(), runs[0], runs)
+    conversion = converted(ec.NestedBranches().eval(), runs[0], runs)
     outer = conversion.report.bodies[0]
     assert body_kinds(conversion.report)[0] == ("prim::If", 0)
     assert [conversion.report.cpu[b.cpu].kind for b in outer.report.bodies[:1]] == ["prim::If"]
@@ -94,9 +85,9 @@ def test_nested_conds_nest_their_bodies():
 
 def test_a_while_loop_with_a_trip_count_from_the_data():
     runs = [(seeded((2, 3), 0), torch.tensor([limit])) for limit in (10.0, 0.0, 300.0)]
-    trips = {int(GrowUntil()(*xs)[1]) for xs in runs}
+    trips = {int(ec.GrowUntil()(*xs)[1]) for xs in runs}
     assert len(trips) == 3 and 0 in trips  # different trip counts, one loop never entered
-    conversion = converted(GrowUntil().eval(), runs[0], runs)
+    conversion = converted(ec.GrowUntil().eval(), runs[0], runs)
     assert body_kinds(conversion.report) == [("prim::Loop", 0)]
     # the step and the condition's next sums run on NNAPI at each iteration (the 0-D
     # comparison and bool() on the CPU)
@@ -105,14 +96,14 @@ def test_a_while_loop_with_a_trip_count_from_the_data():
 
 def test_a_counted_while_loop():
     runs = [(seeded((4,), 0), torch.tensor([n])) for n in (3, 0, 7)]
-    conversion = converted(CountedLoop().eval(), runs[0], runs)
+    conversion = converted(ec.CountedLoop().eval(), runs[0], runs)
     assert body_kinds(conversion.report) == [("prim::Loop", 0)]
     assert "TANH" in body_operations(conversion.report, 0)
 
 
 def test_a_scan_becomes_a_loop_whose_step_is_one_region():
     runs = [(seeded((5, 2, 4), s), seeded((2, 4), s + 10)) for s in range(3)]
-    conversion = converted(RunningState().eval(), runs[0], runs)
+    conversion = converted(ec.RunningState().eval(), runs[0], runs)
     report = conversion.report
     assert body_kinds(report) == [("prim::Loop", 0)]
     (step,) = report.bodies[0].report.regions  # the slice, linear, add, tanh, the output
@@ -123,7 +114,7 @@ def test_a_scan_becomes_a_loop_whose_step_is_one_region():
 
 def test_a_branch_nnapi_cannot_run_stays_in_torchscript():
     runs = branch_runs()
-    conversion = converted(CumsumBranch().eval(), runs[0], runs)
+    conversion = converted(ec.CumsumBranch().eval(), runs[0], runs)
     kinds = body_kinds(conversion.report)
     assert ("prim::If", 1) in kinds  # sigmoid(x) * 2 on NNAPI
     running = [b for b in conversion.report.bodies if b.block == 0]
@@ -132,7 +123,7 @@ def test_a_branch_nnapi_cannot_run_stays_in_torchscript():
 
 def test_below_level_4_the_cond_stays_on_the_cpu_with_its_branches_delegated():
     runs = branch_runs()
-    conversion = converted(BranchOnSum().eval(), runs[0], runs, target_level=3)
+    conversion = converted(ec.BranchOnSum().eval(), runs[0], runs, target_level=3)
     assert body_kinds(conversion.report) == [("prim::If", 0), ("prim::If", 1)]
     assert conversion.feature_level <= 3
 
@@ -141,7 +132,11 @@ def test_a_higher_order_op_it_cannot_express_is_named():
     class Mapped(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             from torch._higher_order_ops.map import map as hop_map
-            return hop_map(lambda row: row * 2.0, x)
+
+            def doubled(row: torch.Tensor, *rest: object) -> torch.Tensor:
+                return row * 2.0
+
+            return hop_map(doubled, x)
 
     program = torch.export.export(Mapped(), (torch.randn(3, 2),))
     module = program.module()
@@ -151,41 +146,18 @@ def test_a_higher_order_op_it_cannot_express_is_named():
 
 def test_saved_modules_run_in_a_fresh_process_and_the_lite_interpreter(tmp_path: Path):
     branches = branch_runs()
-    grow = [(seeded((2, 3), 0), torch.tensor([limit])) for limit in (10.0, 300.0)]
-    scans = [(seeded((5, 2, 4), s), seeded((2, 4), s + 10)) for s in range(2)]
+    grow: list[Inputs] = [(seeded((2, 3), 0), torch.tensor([limit])) for limit in (10.0, 300.0)]
+    scans: list[Inputs] = [(seeded((5, 2, 4), s), seeded((2, 4), s + 10)) for s in range(2)]
     cases: dict[str, tuple[nn.Module, list[Inputs]]] = {
-        "cond": (BranchOnSum().eval(), branches),
-        "while": (GrowUntil().eval(), grow),
-        "scan": (RunningState().eval(), scans),
+        "cond": (ec.BranchOnSum().eval(), branches),
+        "while": (ec.GrowUntil().eval(), grow),
+        "scan": (ec.RunningState().eval(), scans),
     }
     for name, (model, runs) in cases.items():
         conversion = converted(model, runs[0], runs[:1])  # saved after a run
         with torch.no_grad():
             expected = [model(*x) for x in runs]
-        torch.jit.save(conversion.module, str(tmp_path / f"{name}.pt"))
-        conversion.module._save_for_lite_interpreter(str(tmp_path / f"{name}.ptl"))
-        torch.save({"inputs": runs, "expected": expected}, tmp_path / f"{name}.data")
+        save_for_fresh_process(tmp_path, name, conversion.module, runs, expected)
         saved = report_of(conversion.module)
         assert saved is not None and saved.render() == conversion.report.render()
-    root = Path(__file__).resolve().parents[3]
-    script = textwrap.dedent(f"""
-        import sys, warnings
-        warnings.simplefilter("ignore")
-        sys.path.insert(0, {str(root)!r})
-        import torch, torch_nnapi
-        from tests.convert.harness import assert_close
-        from torch.jit.mobile import _load_for_lite_interpreter
-        for name in {list(cases)!r}:
-            path = {str(tmp_path)!r} + "/" + name
-            data = torch.load(path + ".data")
-            full = torch.jit.load(path + ".pt")
-            lite = _load_for_lite_interpreter(path + ".ptl")
-            for x, expected in zip(data["inputs"], data["expected"]):
-                assert_close(full(*x), expected, name + " full")
-                assert_close(lite(*x), expected, name + " lite")
-            print(name, "ok")
-    """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == [w for n in cases for w in (n, "ok")]
+    check_in_fresh_process(tmp_path, list(cases))

@@ -1,10 +1,10 @@
-"""torch.cond and torch.while_loop through ExecuTorch: at target level 4 the whole control
-flow is one NNAPI delegate (IF and WHILE with their referenced models in the blob); at level
-3, or with a branch NNAPI cannot run, a cond stays on ExecuTorch's kernels with its
-branches' regions delegated (a while_loop is refused: they have none). Each .pte is saved
-and run in a fresh process through ``executorch.runtime`` on torch-nnapi's
-libneuralnetworks.so, against eager, on inputs that take each branch and loop several
-times."""
+"""torch.cond, torch.while_loop and scan through ExecuTorch: at target level 4 the whole
+control flow is one NNAPI delegate (IF and WHILE with their referenced models in the blob; a
+scan a WHILE over its leading dimension); at level 3, or with a branch NNAPI cannot run, a
+cond stays on ExecuTorch's kernels with its branches' regions delegated (a while_loop is
+refused: they have none). Each .pte is saved and run in a fresh process through
+``executorch.runtime`` on torch-nnapi's libneuralnetworks.so, against eager, on inputs that
+take each branch and loop several times."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from ..exported_control import (  # noqa: E402
     CumsumBranch,
     GrowUntil,
     NestedBranches,
+    RunningState,
 )
 
 RUNNER = Path(__file__).with_name("run_pte.py")
@@ -40,7 +41,7 @@ RUNNER = Path(__file__).with_name("run_pte.py")
 
 Runs = tuple[Path, dict[str, PteConversion], dict[str, list[torch.Tensor]]]
 # in the default suite; the others (nesting, an integer counter) in the slow one
-DEFAULT = ("cond", "while", "cond_level3", "cond_cumsum")
+DEFAULT = ("cond", "while", "cond_level3", "cond_cumsum", "scan")
 
 
 def _inputs() -> dict[str, tuple[nn.Module, int, list[tuple[torch.Tensor, ...]]]]:
@@ -59,6 +60,8 @@ def _inputs() -> dict[str, tuple[nn.Module, int, list[tuple[torch.Tensor, ...]]]
         "counted": (CountedLoop(), 4, [(count, torch.tensor([n])) for n in (3, 0, 7)]),
         "cond_level3": (BranchOnSum(), 3, [(x.abs(),), (-x.abs(),)]),
         "cond_cumsum": (CumsumBranch(), 4, [(x.abs(),), (-x.abs(),)]),
+        "scan": (RunningState(), 4, [(torch.randn(5, 2, 4), torch.randn(2, 4))
+                                     for _ in range(2)]),
     }
 
 
@@ -123,13 +126,13 @@ def test_control_flow_matches_eager_in_a_fresh_process(request: pytest.FixtureRe
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", _cases(["cond", "nested", "while", "counted"]))
+@pytest.mark.parametrize("name", _cases(["cond", "nested", "while", "counted", "scan"]))
 def test_level_4_delegates_the_whole_control_flow(request: pytest.FixtureRequest,
                                                   name: str) -> None:
     """Nothing is left to ExecuTorch's kernels: one delegate call, no operator; the blob
     holds the models IF and WHILE refer to."""
     _, conversions, _ = _results(request, name)
-    operation = "WHILE" if name in ("while", "counted") else "IF"
+    operation = "WHILE" if name in ("while", "counted", "scan") else "IF"
     conversion = conversions[name]
     assert conversion.partition.kept == []
     plan = deserialize_pte_binary(conversion.pte).program
