@@ -41,7 +41,7 @@ RUNNER = Path(__file__).with_name("run_pte.py")
 
 Runs = tuple[Path, dict[str, PteConversion], dict[str, list[torch.Tensor]]]
 # in the default suite; the others (nesting, an integer counter) in the slow one
-DEFAULT = ("cond", "while", "cond_level3", "cond_cumsum", "scan")
+DEFAULT = ("cond", "while", "cond_level3", "cond_cumsum", "scan", "scan_level3")
 
 
 def _inputs() -> dict[str, tuple[nn.Module, int, list[tuple[torch.Tensor, ...]]]]:
@@ -62,6 +62,8 @@ def _inputs() -> dict[str, tuple[nn.Module, int, list[tuple[torch.Tensor, ...]]]
         "cond_cumsum": (CumsumBranch(), 4, [(x.abs(),), (-x.abs(),)]),
         "scan": (RunningState(), 4, [(torch.randn(5, 2, 4), torch.randn(2, 4))
                                      for _ in range(2)]),
+        "scan_level3": (RunningState(), 3, [(torch.randn(5, 2, 4), torch.randn(2, 4))
+                                            for _ in range(2)]),
     }
 
 
@@ -168,6 +170,19 @@ def test_a_cond_left_to_executorch_has_its_branches_regions_delegated(
     assert len(plan.backend_delegate_data) == 3
     operators = [o.name for o in plan.execution_plan[0].operators]
     assert sorted(operators) == sorted(kernels)
+
+
+def test_a_scan_below_level_4_runs_on_executorch_with_its_step_delegated(ran: Runs) -> None:
+    """ExecuTorch's kernels run the scan's loop (JumpFalseCall); what NNAPI runs of its
+    combine_fn (linear, add, tanh, mul) is one delegate called at each step."""
+    conversion = ran[1]["scan_level3"]
+    assert [k.kind for k in conversion.partition.kept] == ["higher_order::scan"]
+    assert len(conversion.partition.regions) == 1
+    plan = deserialize_pte_binary(conversion.pte).program
+    chain = [type(i.instr_args).__name__ for i in plan.execution_plan[0].chains[0].instructions]
+    assert chain.count("JumpFalseCall") == 1 and chain.count("DelegateCall") == 1
+    operators = {o.name for o in plan.execution_plan[0].operators}
+    assert not operators & {"aten::addmm", "aten::tanh", "aten::mul"}
 
 
 def test_a_while_loop_below_level_4_is_refused_in_one_line() -> None:
