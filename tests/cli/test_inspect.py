@@ -52,15 +52,36 @@ def test_inspect_shows_the_regions_inside_a_loop(tmp_path, capsys):
     model = cm.scripted(cm.GreedyGru())
     module = convert_with_details(model, (torch.randn(1, 16), torch.tensor([1])),
                                   fallback=True).module
-    path = str(tmp_path / "gru_nnapi.pt")
+    path, text = _inspected_loop(tmp_path / "gru_nnapi.pt", module, capsys)
+    assert "    partitioned: 1 NNAPI region (" in text
+    assert main(["inspect", path, "--probe-model", str(tmp_path / "gru.probe")]) == 4
+    assert "has no NNAPI region outside its loops and branches" in capsys.readouterr().err
+
+
+def test_inspect_shows_the_regions_inside_an_exported_scan(tmp_path, capsys):
+    """An exported scan, converted for PyTorch Mobile with the fallback: a TorchScript loop
+    whose step is one region, shown under the loop."""
+    from torch_nnapi.convert.api import convert_with_details
+
+    from ..convert.exported_control import RunningState
+
+    module = convert_with_details(RunningState().eval(), (torch.randn(5, 2, 4),
+                                                          torch.randn(2, 4)),
+                                  capture="export", fallback=True).module
+    _, text = _inspected_loop(tmp_path / "scan_nnapi.pt", module, capsys)
+    assert "GATHER 1" in text and "FULLY_CONNECTED 1" in text
+
+
+def _inspected_loop(file, module, capsys) -> tuple[str, str]:
+    """``module`` saved to ``file`` and inspected: (its path, the text), checked to show
+    one region, inside a loop's body."""
+    path = str(file)
     torch.jit.save(module, path)
     assert main(["inspect", path]) == 0
     text = capsys.readouterr().out
     assert "0 NNAPI regions (+1 inside loops and branches)" in text.splitlines()[0]
     assert "inside prim::Loop (body) at " in text
-    assert "    partitioned: 1 NNAPI region (" in text
-    assert main(["inspect", path, "--probe-model", str(tmp_path / "gru.probe")]) == 4
-    assert "has no NNAPI region outside its loops and branches" in capsys.readouterr().err
+    return path, text
 
 
 def test_probe_model_writes_each_region_of_a_partitioned_module(tmp_path, capsys):

@@ -1,12 +1,13 @@
-"""Models with ``torch.cond`` and ``torch.while_loop`` on computed values (tests of
-lowerings/control.py and of the ExecuTorch path): NNAPI runs them as IF and WHILE at
-feature level 4."""
+"""Models with ``torch.cond``, ``torch.while_loop`` and ``scan`` on computed values (tests
+of lowerings/control.py, of the ExecuTorch path, and of the CPU fallback's TorchScript
+control flow for PyTorch Mobile): NNAPI runs them as IF and WHILE at feature level 4."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 from torch._higher_order_ops import while_loop
+from torch._higher_order_ops.scan import scan
 
 
 class BranchOnSum(nn.Module):
@@ -88,3 +89,21 @@ class CumsumBranch(nn.Module):
             return torch.sigmoid(x) * 2.0
 
         return torch.cond(x.sum() > 0, running, plain, (x,))
+
+
+class RunningState(nn.Module):
+    """A scan over the leading dimension: a recurrent state through a linear layer, each
+    step's output stacked (a cumulative state, as an RNN cell unrolled over time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, xs: torch.Tensor, state: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        def step(h: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            h = torch.tanh(self.fc(x) + h)
+            return h, h * 2.0
+
+        last, outputs = scan(step, state, xs)
+        return last, outputs

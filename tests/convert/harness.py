@@ -9,6 +9,10 @@ converter emits has a signature and a host kernel, so nothing is skipped.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import NamedTuple
 
 import pytest
@@ -145,3 +149,39 @@ def compare_in_quanta(actual, expected, scale: float) -> QuantaStats:
                             e.reshape(e.shape[0], -1).argmax(1)))
     return QuantaStats(round(quanta.max().item(), 3),
                        (quanta <= 1.001).float().mean().item(), top1)
+
+
+def save_for_fresh_process(directory: Path, name: str, module: torch.jit.ScriptModule,
+                           inputs: list, expected: list) -> None:
+    """Saves ``module`` (full and lite) with its inputs and eager's outputs, for
+    :func:`check_in_fresh_process`."""
+    torch.jit.save(module, str(directory / f"{name}.pt"))
+    module._save_for_lite_interpreter(str(directory / f"{name}.ptl"))
+    torch.save({"inputs": inputs, "expected": expected}, directory / f"{name}.data")
+
+
+def check_in_fresh_process(directory: Path, names: list[str]) -> None:
+    """Loads each saved module in a fresh process, as a full and a lite-interpreter module,
+    and compares its outputs on the saved inputs with eager's."""
+    root = Path(__file__).resolve().parents[2]
+    script = textwrap.dedent(f"""
+        import sys, warnings
+        warnings.simplefilter("ignore")
+        sys.path.insert(0, {str(root)!r})
+        import torch, torch_nnapi
+        from tests.convert.harness import assert_close
+        from torch.jit.mobile import _load_for_lite_interpreter
+        for name in {names!r}:
+            path = {str(directory)!r} + "/" + name
+            data = torch.load(path + ".data")
+            full = torch.jit.load(path + ".pt")
+            lite = _load_for_lite_interpreter(path + ".ptl")
+            for x, expected in zip(data["inputs"], data["expected"]):
+                assert_close(full(*x), expected, name + " full")
+                assert_close(lite(*x), expected, name + " lite")
+            print(name, "ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == [w for n in names for w in (n, "ok")]

@@ -29,7 +29,7 @@ from .fallback.convert import (
 from .options import ConversionOptions, Flexible, NhwcRequest, ReturnShapes
 from .pipeline.layout_choice import lower_graph, nhwc_choices, require_level
 from .pipeline.lowerer import Lowered
-from .torchscript.program import torchscript_model
+from .torchscript.program import calls_models, torchscript_model
 from .torchscript.serialize import SerializedModel
 
 
@@ -141,6 +141,8 @@ def convert_with_details(
         device = options.policy.device
         if device is not None and not all(device.supported_operations(lowered.cx.model)):
             raise ConversionError([])  # the device cannot run it whole: partition
+        if options.fallback and calls_models(lowered):
+            raise ConversionError([])  # IF/WHILE: the control flow stays in TorchScript
     except (ConversionError, ConverterBug) as e:
         if not options.fallback:
             if isinstance(e, ConversionError):

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import torch_nnapi
 from torch_nnapi.convert.api import Conversion, convert_with_details
 from torch_nnapi.convert.capture.export import capture_exported
-from torch_nnapi.convert.errors import CaptureError, ConversionError
+from torch_nnapi.convert.errors import ConversionError
 from torch_nnapi.convert.fallback.convert import PartitionedConversion
 
 from .. import zoo
@@ -227,26 +227,15 @@ def test_cpu_fallback_of_a_pt2e_quantized_model():
         assert torch.equal(run(conversion.module, (x,)), quantized(x))
 
 
-def test_cpu_fallback_refuses_exported_control_flow():
+def test_exported_control_flow_without_fallback_names_both_ways():
     """NNAPI would run the cond as IF, whose called models PyTorch Mobile's format cannot
-    carry (a trace of it on the CPU would keep only the branch the example input takes)."""
+    carry: the error names ExecuTorch and the fallback (capture/test_export_flow.py)."""
     class Branch(nn.Module):
         def forward(self, x):
             return torch.cond(x.sum() > 0, lambda t: t + 1, lambda t: t - 1, (x,))
 
-    with pytest.raises(ConversionError, match="PyTorch Mobile's NNAPI format cannot carry"):
-        convert_with_details(Branch(), (torch.randn(4),), capture="export", fallback=True)
-
-
-def test_cpu_fallback_refuses_exported_control_flow_nnapi_leaves():
-    """A cond whose branch NNAPI cannot run stays on the CPU, where a trace would keep only
-    the branch the example input takes."""
-    class Branch(nn.Module):
-        def forward(self, x):
-            return torch.cond(x.sum() > 0, lambda t: torch.cumsum(t, 0), lambda t: t - 1, (x,))
-
-    with pytest.raises(CaptureError, match="cannot hold the exported cond"):
-        convert_with_details(Branch(), (torch.randn(4),), capture="export", fallback=True)
+    with pytest.raises(ConversionError, match=r"to_pte\(.*fallback=True"):
+        convert_with_details(Branch(), (torch.randn(4),), capture="export")
 
 
 def test_probe_records_every_value():

@@ -1,10 +1,10 @@
-"""torch.cond and torch.while_loop through ExecuTorch: at target level 4 the whole control
-flow is one NNAPI delegate (IF and WHILE with their referenced models in the blob); at level
-3, or with a branch NNAPI cannot run, a cond stays on ExecuTorch's kernels with its
-branches' regions delegated (a while_loop is refused: they have none). Each .pte is saved
-and run in a fresh process through ``executorch.runtime`` on torch-nnapi's
-libneuralnetworks.so, against eager, on inputs that take each branch and loop several
-times."""
+"""torch.cond, torch.while_loop and scan through ExecuTorch: at target level 4 the whole
+control flow is one NNAPI delegate (IF and WHILE with their referenced models in the blob; a
+scan a WHILE over its leading dimension); at level 3, or with a branch NNAPI cannot run, a
+cond stays on ExecuTorch's kernels with its branches' regions delegated (a while_loop is
+refused: they have none). Each .pte is saved and run in a fresh process through
+``executorch.runtime`` on torch-nnapi's libneuralnetworks.so, against eager, on inputs that
+take each branch and loop several times."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from ..exported_control import (  # noqa: E402
     CumsumBranch,
     GrowUntil,
     NestedBranches,
+    RunningState,
 )
 
 RUNNER = Path(__file__).with_name("run_pte.py")
@@ -40,7 +41,7 @@ RUNNER = Path(__file__).with_name("run_pte.py")
 
 Runs = tuple[Path, dict[str, PteConversion], dict[str, list[torch.Tensor]]]
 # in the default suite; the others (nesting, an integer counter) in the slow one
-DEFAULT = ("cond", "while", "cond_level3", "cond_cumsum")
+DEFAULT = ("cond", "while", "cond_level3", "cond_cumsum", "scan", "scan_level3")
 
 
 def _inputs() -> dict[str, tuple[nn.Module, int, list[tuple[torch.Tensor, ...]]]]:
@@ -59,6 +60,10 @@ def _inputs() -> dict[str, tuple[nn.Module, int, list[tuple[torch.Tensor, ...]]]
         "counted": (CountedLoop(), 4, [(count, torch.tensor([n])) for n in (3, 0, 7)]),
         "cond_level3": (BranchOnSum(), 3, [(x.abs(),), (-x.abs(),)]),
         "cond_cumsum": (CumsumBranch(), 4, [(x.abs(),), (-x.abs(),)]),
+        "scan": (RunningState(), 4, [(torch.randn(5, 2, 4), torch.randn(2, 4))
+                                     for _ in range(2)]),
+        "scan_level3": (RunningState(), 3, [(torch.randn(5, 2, 4), torch.randn(2, 4))
+                                            for _ in range(2)]),
     }
 
 
@@ -123,13 +128,13 @@ def test_control_flow_matches_eager_in_a_fresh_process(request: pytest.FixtureRe
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", _cases(["cond", "nested", "while", "counted"]))
+@pytest.mark.parametrize("name", _cases(["cond", "nested", "while", "counted", "scan"]))
 def test_level_4_delegates_the_whole_control_flow(request: pytest.FixtureRequest,
                                                   name: str) -> None:
     """Nothing is left to ExecuTorch's kernels: one delegate call, no operator; the blob
     holds the models IF and WHILE refer to."""
     _, conversions, _ = _results(request, name)
-    operation = "WHILE" if name in ("while", "counted") else "IF"
+    operation = "WHILE" if name in ("while", "counted", "scan") else "IF"
     conversion = conversions[name]
     assert conversion.partition.kept == []
     plan = deserialize_pte_binary(conversion.pte).program
@@ -165,6 +170,19 @@ def test_a_cond_left_to_executorch_has_its_branches_regions_delegated(
     assert len(plan.backend_delegate_data) == 3
     operators = [o.name for o in plan.execution_plan[0].operators]
     assert sorted(operators) == sorted(kernels)
+
+
+def test_a_scan_below_level_4_runs_on_executorch_with_its_step_delegated(ran: Runs) -> None:
+    """ExecuTorch's kernels run the scan's loop (JumpFalseCall); what NNAPI runs of its
+    combine_fn (linear, add, tanh, mul) is one delegate called at each step."""
+    conversion = ran[1]["scan_level3"]
+    assert [k.kind for k in conversion.partition.kept] == ["higher_order::scan"]
+    assert len(conversion.partition.regions) == 1
+    plan = deserialize_pte_binary(conversion.pte).program
+    chain = [type(i.instr_args).__name__ for i in plan.execution_plan[0].chains[0].instructions]
+    assert chain.count("JumpFalseCall") == 1 and chain.count("DelegateCall") == 1
+    operators = {o.name for o in plan.execution_plan[0].operators}
+    assert not operators & {"aten::addmm", "aten::tanh", "aten::mul"}
 
 
 def test_a_while_loop_below_level_4_is_refused_in_one_line() -> None:

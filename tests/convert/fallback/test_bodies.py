@@ -5,11 +5,6 @@ process and in the lite interpreter."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
 import torch
 
 from torch_nnapi.convert.capture.script import capture_script
@@ -18,7 +13,7 @@ from torch_nnapi.convert.fallback.convert import PartitionedConversion
 from torch_nnapi.convert.fallback.report import report_of
 
 from .. import control_models as cm
-from ..harness import check
+from ..harness import check, check_in_fresh_process, save_for_fresh_process
 
 
 def seeded(shape: tuple[int, ...], seed: int) -> torch.Tensor:
@@ -154,28 +149,5 @@ def test_saved_modules_run_in_a_fresh_process_and_the_lite_interpreter(tmp_path)
         module = converted(model, example, runs[:1]).module  # saved after a run
         with torch.no_grad():
             expected = [model(*x) for x in runs]
-        torch.jit.save(module, str(tmp_path / f"{name}.pt"))
-        module._save_for_lite_interpreter(str(tmp_path / f"{name}.ptl"))
-        torch.save({"inputs": runs, "expected": expected}, tmp_path / f"{name}.data")
-    root = Path(__file__).resolve().parents[3]
-    script = textwrap.dedent(f"""
-        import sys, warnings
-        warnings.simplefilter("ignore")
-        sys.path.insert(0, {str(root)!r})
-        import torch, torch_nnapi
-        from tests.convert.harness import assert_close
-        from torch.jit.mobile import _load_for_lite_interpreter
-        for name in {list(cases)!r}:
-            path = {str(tmp_path)!r} + "/" + name
-            data = torch.load(path + ".data")
-            full = torch.jit.load(path + ".pt")
-            lite = _load_for_lite_interpreter(path + ".ptl")
-            for x, expected in zip(data["inputs"], data["expected"]):
-                assert_close(full(*x), expected, name + " full")
-                assert_close(lite(*x), expected, name + " lite")
-            print(name, "ok")
-    """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == [w for n in cases for w in (n, "ok")]
+        save_for_fresh_process(tmp_path, name, module, runs, expected)
+    check_in_fresh_process(tmp_path, list(cases))

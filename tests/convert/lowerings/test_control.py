@@ -1,6 +1,6 @@
-"""torch.cond and torch.while_loop as NNAPI IF and WHILE: exported programs lowered through
-the pipeline (their graph modules into referenced models) and run on the host runtime
-against eager, on inputs that take each branch and loop several times."""
+"""torch.cond, torch.while_loop and scan as NNAPI IF and WHILE: exported programs lowered
+through the pipeline (their graph modules into referenced models) and run on the host
+runtime against eager, on inputs that take each branch and loop several times."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from ..exported_control import (
     CumsumBranch,
     GrowUntil,
     NestedBranches,
+    RunningState,
 )
 
 
@@ -91,8 +92,21 @@ def test_while_loop_with_an_integer_counter() -> None:
                [(x, torch.tensor([n])) for n in (0, 1, 5)])
 
 
+def test_scan_is_a_while_over_the_leading_dimension() -> None:
+    """The counter, the carried state and the stacked outputs are the WHILE's carried
+    tensors; each step gathers its slice and writes its row (SELECT)."""
+    torch.manual_seed(0)
+    runs = [(torch.randn(5, 2, 4), torch.randn(2, 4)) for _ in range(3)]
+    low = check_runs(RunningState(), runs[0], runs)
+    ops = operations(low)
+    assert ops.count("WHILE") == 1 and {"GATHER", "FULLY_CONNECTED", "SELECT"} <= set(ops)
+    assert len(low.cx.model.referenced_models()) == 2  # the condition, the body
+
+
 @pytest.mark.parametrize("model,examples,what", [
     (BranchOnSum(), (torch.randn(2, 6),), "torch.cond becomes NNAPI IF"),
+    (RunningState(), (torch.randn(3, 2, 4), torch.randn(2, 4)),
+     "torch.ops.higher_order.scan becomes NNAPI WHILE"),
     (CountedLoop(), (torch.randn(4), torch.tensor([3])), "torch.while_loop becomes NNAPI WHILE"),
 ])
 def test_below_level_4_control_flow_is_refused_in_one_line(

@@ -21,6 +21,7 @@ from ..errors import CaptureError, first_line
 from ..options import Flexible
 from . import qdq
 from .export import Exported, capture_exported, export_module, flexible_dims, is_exported
+from .export_flow import scriptable
 from .graph import Graph
 from .script import Captured, as_example_tuple, capture_script, trace
 
@@ -144,12 +145,8 @@ def script_capture(front: CapturedModel) -> Captured:
     assert program is not None, "a capture without TorchScript comes from export"
     module = program.module() if isinstance(program, torch.export.ExportedProgram) \
         else program
-    for node in module.graph.nodes:  # tracing would keep only the branch the example takes
-        if isinstance(node.target, torch._ops.HigherOrderOperator):
-            name = node.target.name()  # type: ignore[no-untyped-call]  # unannotated in torch
-            raise CaptureError(f"the CPU fallback runs the model as TorchScript, which cannot"
-                               f" hold the exported {name} ({node.name}):"
-                               " convert the nn.Module with capture='trace'")
+    # tracing alone would keep only the branch (and the trip count) the example takes
+    module = scriptable(module, front.examples)
     try:
         # traced as is: an exported module refuses .eval() and has no training mode
         traced, structure = trace(module, front.examples)

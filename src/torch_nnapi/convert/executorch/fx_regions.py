@@ -72,19 +72,26 @@ def find_regions(program: torch.export.ExportedProgram, options: PartitionerOpti
     return FxPartition(regions, _kept(part))
 
 
+# The graphs a higher-order op ExecuTorch's kernels run calls: cond's branches, scan's
+# combine_fn (ExecuTorch's emitter runs both; a while_loop it cannot run is refused).
+_CALLED_GRAPHS = {torch.ops.higher_order.cond: lambda args: args[1:3],
+                  torch.ops.higher_order.scan: lambda args: args[:1]}
+
+
 def find_called_regions(module: torch.fx.GraphModule, options: PartitionerOptions,
                         taken: set[torch.fx.Node], first: int) -> list[FxRegion]:
-    """The regions inside the branches of each ``torch.cond`` of ``module`` that no region
-    in ``taken`` holds (below feature level 4, or with a branch NNAPI cannot run): each
-    branch partitioned as a graph of its own, nested conds too, numbered from ``first``.
+    """The regions inside the branches of each ``torch.cond`` (and the combine_fn of each
+    ``scan``) of ``module`` that no region in ``taken`` holds (below feature level 4, or with
+    a graph NNAPI cannot run): each graph partitioned as one of its own, nested conds too,
+    numbered from ``first``.
     ExecuTorch's ``to_backend`` lowers tagged nodes inside control-flow submodules.
     (A ``torch.while_loop`` left to ExecuTorch is refused: its kernels cannot run it.)"""
     found: list[FxRegion] = []
     for node in module.graph.nodes:
         if node in taken or node.op != "call_function" \
-                or node.target is not torch.ops.higher_order.cond:
+                or node.target not in _CALLED_GRAPHS:
             continue
-        for branch in node.args[1:3]:
+        for branch in _CALLED_GRAPHS[node.target](node.args):
             assert isinstance(branch, torch.fx.Node) and isinstance(branch.target, str)
             graph_module = module.get_submodule(branch.target)
             assert isinstance(graph_module, torch.fx.GraphModule)

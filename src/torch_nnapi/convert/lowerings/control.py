@@ -1,18 +1,21 @@
-"""Control flow of an exported program: ``torch.cond`` and ``torch.while_loop`` as NNAPI IF
-and WHILE (feature level 4), their graph modules lowered into models the operation refers to
-(``builder/called.py``; the pipeline lowers them with the same lowerings as the caller).
+"""Control flow of an exported program: ``torch.cond`` and ``torch.while_loop`` (and
+``scan``) as NNAPI IF and WHILE (feature level 4), their graph modules lowered into models
+the operation refers to (``builder/called.py``; the pipeline lowers them with the same
+lowerings as the caller).
 
 IF takes a TENSOR_BOOL8 condition of shape [1], its two branch models and the tensors it
 passes to both; the branches return the same number of tensors of the same types and shapes.
 WHILE runs its condition model (one TENSOR_BOOL8 [1] output) and body model on the carried
 tensors, then the read-only ones; the body returns the carried tensors' next values, which
 keep their types and shapes. Constant arguments are folded into the called models; a carried
-constant becomes a constant operand.
+constant becomes a constant operand. A ``scan`` is a WHILE whose condition and body graphs are
+built here around its combine_fn (:func:`scan`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -84,6 +87,115 @@ def while_loop(cx: Converter, condition: Arg, body: Arg, carried: Arg, additiona
                                 body_model=model_operand(cx, body_model),
                                 inputs=_passed(cx, args)), dict(outputs=written))
     return _node_result(returned)
+
+
+_SCAN_NOTES = ("torch.ops.higher_order.scan in an exported program (the ExecuTorch path): a"
+               " WHILE over the leading dimension (a counter, the carry, the stacked"
+               " outputs), feature level 4")
+_ATEN = torch.ops.aten
+
+
+@lowering("higher_order::scan", nnapi=("WHILE",), notes=_SCAN_NOTES)
+def scan(cx: Converter, combine: Arg, init: Arg, xs: Arg, additional: Arg) -> Arg:
+    """A WHILE carrying a step counter, the carry and each stacked output (zeros at first):
+    the body slices the scanned tensors at the counter (GATHER), runs ``combine`` and writes
+    its other results at the counter's row (SELECT on a one-row mask)."""
+    _check_level(cx, "torch.ops.higher_order.scan", "WHILE")
+    if not isinstance(combine, torch.fx.GraphModule):
+        raise Unsupported(f"its combine_fn is a {type(combine).__name__}, not a graph module")
+    carry = _arguments(init, "init")
+    scanned = [cx.torch_constant(x) if isinstance(x, torch.Tensor) else x
+               for x in _arguments(xs, "xs")]
+    extra = _arguments(additional, "additional_inputs")
+    if not scanned or not all(isinstance(x, TensorValue) and x.rank >= 1 for x in scanned):
+        raise Unsupported("it scans no tensors; WHILE slices tensors")
+    steps = {x.shape[0] for x in scanned}
+    if len(steps) != 1 or not isinstance(next(iter(steps)), int) or next(iter(steps)) < 1:
+        raise Unsupported(f"its scanned tensors' leading sizes are {sorted(map(str, steps))};"
+                          " WHILE needs one fixed number of steps")
+    condition, body, stacked = _scan_graphs(combine, len(carry), len(scanned), int(*steps))
+    returned = while_loop(cx, condition, body, [torch.zeros(1, dtype=torch.int64), *carry,
+                                                *stacked], [*scanned, *extra])
+    return _node_result(list(returned)[1:])
+
+
+def _scan_graphs(combine: torch.fx.GraphModule, carries: int, scanned: int, steps: int
+                 ) -> tuple[torch.fx.GraphModule, torch.fx.GraphModule, list[torch.Tensor]]:
+    """The condition and body graphs of a scan's WHILE, taking (counter, carry..., stacked
+    outputs..., scanned..., additional...), and the stacked outputs' first values."""
+    inputs = [n for n in combine.graph.nodes if n.op == "placeholder"]
+    output = next(n for n in combine.graph.nodes if n.op == "output")
+    results = list(output.args[0]) if isinstance(output.args[0], (tuple, list)) \
+        else [output.args[0]]
+    vals = [_recorded(n) for n in inputs]
+    ys = [_recorded(n) for n in results[carries:]]
+    stacked = [torch.zeros((steps, *y.shape), dtype=y.dtype) for y in ys]
+    examples = [torch.zeros(1, dtype=torch.int64), *vals[:carries], *stacked,
+                *(torch.zeros((steps, *v.shape), dtype=v.dtype)
+                  for v in vals[carries:carries + scanned]), *vals[carries + scanned:]]
+    root = torch.nn.Module()
+    for n in combine.graph.nodes:
+        if n.op == "get_attr":
+            setattr(root, str(n.target), _attribute(combine, str(n.target)))
+    graphs = []
+    for is_body in (False, True):
+        graph = torch.fx.Graph()
+        held = [graph.placeholder(f"arg{i}") for i in range(len(examples))]
+        counter = held[0]
+        if not is_body:
+            graph.output(graph.call_function(_ATEN.lt.Scalar, (counter, steps)))
+            graphs.append(_probed(root, graph, examples))
+            continue
+        sliced = [graph.call_function(_ATEN.squeeze.dim, (graph.call_function(
+            _ATEN.index_select.default, (x, 0, counter)), 0))
+            for x in held[1 + carries + len(ys):1 + carries + len(ys) + scanned]]
+        passed = [*held[1:1 + carries], *sliced, *held[1 + carries + len(ys) + scanned:]]
+        copied = graph.graph_copy(combine.graph, dict(zip(inputs, passed, strict=True)))
+        new = list(copied) if isinstance(copied, (tuple, list)) else [copied]
+        written = []
+        for i, (y, acc) in enumerate(zip(new[carries:], held[1 + carries:], strict=False)):
+            name = f"scan_rows_{i}"
+            setattr(root, name, torch.arange(steps).reshape((steps,) + (1,) * ys[i].dim()))
+            rows = graph.get_attr(name)
+            hit = graph.call_function(_ATEN.eq.Tensor, (rows, counter))
+            row = graph.call_function(_ATEN.unsqueeze.default, (y, 0))
+            written.append(graph.call_function(_ATEN.where.self, (hit, row, acc)))
+        step = graph.call_function(_ATEN.add.Tensor, (counter, 1))
+        graph.output((step, *new[:carries], *written))
+        graphs.append(_probed(root, graph, examples))
+    return graphs[0], graphs[1], stacked
+
+
+def _recorded(n: Any) -> torch.Tensor:
+    """Zeros of the shape and dtype a combine_fn value records."""
+    val = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor):
+        raise Unsupported(f"its combine_fn's {getattr(n, 'name', n)} records no tensor")
+    return torch.zeros(tuple(int(d) for d in val.shape), dtype=val.dtype)
+
+
+def _attribute(module: torch.nn.Module, target: str) -> Any:
+    found: Any = module
+    for part in target.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def _probed(root: torch.nn.Module, graph: torch.fx.Graph, examples: Sequence[torch.Tensor]
+            ) -> torch.fx.GraphModule:
+    """``graph`` as a module whose nodes record what they compute on ``examples`` (as an
+    exported graph's do: the called lowering reads them)."""
+    module = torch.fx.GraphModule(root, graph)
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n: torch.fx.Node) -> Any:  # whatever the node computes
+            result = super().run_node(n)
+            n.meta["val"] = result
+            return result
+
+    with torch.no_grad():
+        Recorder(module).run(*examples)
+    return module
 
 
 def _one_bool(t: TensorValue) -> bool:

@@ -37,6 +37,7 @@ from .module import (
 from .serialize import SerializedModel, serialize
 from .spec import LoadTimeSizes, ProgramInput, ProgramOutput, ProgramSpec
 
+_CALLING = (OperationType.IF, OperationType.WHILE)
 _KINDS = {"float32": KIND_FLOAT32, "quint8": KIND_QUINT8, "int32": KIND_INT32,
           "int64": KIND_INT64, "bool": KIND_BOOL, "float16": KIND_FLOAT16}
 
@@ -65,19 +66,29 @@ def serialize_lowered(lowered: Lowered) -> SerializedModel:
     return serialize(cx.model, cx.sym_dims, cx.sym_values)
 
 
+def calls_models(lowered: Lowered) -> bool:
+    """Whether ``lowered`` holds IF or WHILE, whose called models PyTorch Mobile's NNAPI
+    format (version 1) cannot carry: with the CPU fallback their control flow stays in
+    TorchScript instead."""
+    return any(op.type in _CALLING for op in lowered.cx.model.operations)
+
+
 def _refuse_called_models(lowered: Lowered) -> None:
     """PyTorch Mobile's NNAPI format (version 1) carries no models for IF and WHILE to call:
-    ``torch.cond`` and ``torch.while_loop`` convert for ExecuTorch only."""
+    ``torch.cond`` and ``torch.while_loop`` convert whole for ExecuTorch only, and for
+    PyTorch Mobile with the CPU fallback."""
     cx = lowered.cx
     uses = []
     for op in cx.model.operations:
-        if op.type in (OperationType.IF, OperationType.WHILE):
+        if op.type in _CALLING:
             node = cx.origins.get(op.outputs[0]) if op.outputs else None
             uses.append(UnsupportedUse(
                 node.kind if node is not None else op.type.name,
                 f"it becomes NNAPI {op.type.name}, whose called models PyTorch Mobile's NNAPI"
                 " format cannot carry; lower it for ExecuTorch"
-                " (torch_nnapi.executorch.to_pte(..., target_level=4))",
+                " (torch_nnapi.executorch.to_pte(..., target_level=4)), or for PyTorch Mobile"
+                " convert with fallback=True (the control flow stays in TorchScript, its"
+                " bodies' regions run on NNAPI)",
                 node.location if node is not None else "the model"))
     if uses:
         raise ConversionError(uses)
@@ -156,5 +167,5 @@ def _override_shape(t: TensorValue, shape: Sequence[int | None], computed: list[
     return [torch_programs[torch_dim] for torch_dim in t.layout]
 
 
-__all__ = ["TorchScriptModel", "nnapi_program", "serialize_lowered",
+__all__ = ["TorchScriptModel", "calls_models", "nnapi_program", "serialize_lowered",
            "torchscript_model"]
