@@ -410,3 +410,21 @@ def test_inputs_outputs_and_constants_in_memory(lib, shared_file):
     bind(lib, execution, [a], [out])
     expect(lib.ANeuralNetworksExecution_compute(execution))
     np.testing.assert_array_equal(out, A * B)
+
+
+def test_a_type_checked_once_is_checked_again_at_every_call(lib, add):
+    """setInput's type checks are remembered per type for the executions that repeat them:
+    a bad type stays BAD_DATA at each call, a good one OK; an execution handle of the wrong
+    kind is still refused."""
+    contradicting = operand_type(OperandType.TENSOR_FLOAT32, (2, 2))
+    same = operand_type(OperandType.TENSOR_FLOAT32, (4,))
+    a = A.copy()
+    for _ in range(3):
+        execution = new_execution(lib, add)
+        expect(lib.ANeuralNetworksExecution_setInput(execution, 0, byref(contradicting),
+                                                     a.ctypes.data, 16), BAD_DATA)
+        expect(lib.ANeuralNetworksExecution_setInput(execution, 0, byref(same),
+                                                     a.ctypes.data, 16))
+        lib.ANeuralNetworksExecution_free(execution)
+    expect(lib.ANeuralNetworksExecution_setInput(add, 0, byref(same), a.ctypes.data, 16),
+           BAD_DATA)

@@ -13,7 +13,8 @@ from torch_nnapi.nnapi import (
     OperationType,
     OpFailedError,
 )
-from torch_nnapi.runtime import Compilation
+from torch_nnapi.runtime import Compilation, native
+from torch_nnapi.runtime.steps import replayed
 
 F32 = OperandType.TENSOR_FLOAT32
 
@@ -289,3 +290,24 @@ def test_strided_views_reach_native_kernels_in_c_order(kernels):
     for given in (x, np.asfortranarray(x)):
         out = Compilation(_resize_then_conv(), kernels=kernels).run([given]).outputs[0]
         np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+def test_replayed_executions_leave_fused_away_steps_out_and_drop_their_temporaries():
+    """The lean loop of the compile-time shapes computes what the checked loop (a profiled
+    run) does, without the steps fused into later ones, whose frees the next call makes."""
+    if not native.available():
+        pytest.skip(native.unavailable_reason())
+    compilation = Compilation(_chain(), kernels="native")
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.full((2, 3), 2, np.float32)
+    outputs = [compilation.run([a, b]).outputs[0] for _ in range(3)]
+    assert any(step.fused_away for step in compilation.steps)  # ADD joins MUL's group
+    calls = compilation._static_calls()
+    flat = replayed(calls)
+    assert [call.step.position for *_, call in flat if call is not None] == \
+        [step.position for step in compilation.steps if not step.fused_away]
+    dropped = {o for *_, frees, _ in flat for o in frees}
+    assert {o for call in calls for o in call.frees} <= dropped
+    profiled = compilation.run([a, b], profile=True).outputs[0]
+    for out in [*outputs, profiled]:
+        np.testing.assert_array_equal(out, (a + b) * b)

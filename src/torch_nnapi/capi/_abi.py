@@ -8,6 +8,7 @@ declarations in the generated header, so both sides agree on the layout.
 from __future__ import annotations
 
 import ctypes
+import struct
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -77,18 +78,27 @@ class OperandTypeValue:
     zero_point: int
 
 
+# ANeuralNetworksOperandType as struct.unpack reads it, the pointer as an integer: one read
+# of the caller's memory instead of a ctypes struct and an element-by-element pointer walk
+# (PyTorch's wrapper passes a type with every setInput of every execution).
+# Native alignment, field by field: type, dimensionCount, dimensions, scale, zeroPoint.
+_OPERAND_TYPE_LAYOUT = struct.Struct("iIPfi")
+if _OPERAND_TYPE_LAYOUT.size != ctypes.sizeof(OperandTypeStruct):
+    raise ImportError("ANeuralNetworksOperandType's layout differs from OperandTypeStruct's")
+
+
 def read_operand_type(address: int, argument: str = "type") -> OperandTypeValue:
     require(**{argument: address})
-    struct = read_struct(OperandTypeStruct, address)
-    has_pointer = bool(ctypes.cast(struct.dimensions, ctypes.c_void_p).value)
-    if struct.dimensionCount > MAX_RANK:  # the C library refuses these before calling here
-        raise BadDataError(f"{argument}: dimensionCount {struct.dimensionCount} is more than"
+    code, count, pointer, scale, zero_point = _OPERAND_TYPE_LAYOUT.unpack(
+        ctypes.string_at(address, _OPERAND_TYPE_LAYOUT.size))
+    if count > MAX_RANK:  # the C library refuses these before calling here
+        raise BadDataError(f"{argument}: dimensionCount {count} is more than"
                            f" the {MAX_RANK} any NNAPI operation takes")
-    if (struct.dimensionCount == 0) == has_pointer:
-        raise BadDataError(f"{argument}: dimensionCount is {struct.dimensionCount} but dimensions"
-                           f" is {'not ' if has_pointer else ''}NULL")
-    dims = tuple(struct.dimensions[i] for i in range(struct.dimensionCount))
-    return OperandTypeValue(struct.type, dims, struct.scale, struct.zeroPoint)
+    if (count == 0) == bool(pointer):
+        raise BadDataError(f"{argument}: dimensionCount is {count} but dimensions"
+                           f" is {'not ' if pointer else ''}NULL")
+    dims = tuple((ctypes.c_uint32 * count).from_address(pointer)) if count else ()
+    return OperandTypeValue(code, dims, scale, zero_point)
 
 
 def read_array(ctype: type[ctypes._SimpleCData[_Value]], address: int,

@@ -50,8 +50,10 @@ class HandleTable:
         return handle
 
     def get(self, handle: int, kind: type[T], argument: str) -> T:
-        require(**{argument: handle})
         obj = self._objects.get(handle)
+        if type(obj) is kind:  # the common case, checked first: a call makes several gets
+            return obj
+        require(**{argument: handle})
         if not isinstance(obj, kind):
             raise BadDataError(f"{argument} ({handle:#x}) is not a live {kind.KIND}")
         return obj
@@ -94,12 +96,13 @@ def entry(function: Callable[P, int | None]) -> Callable[P, int]:
     exception OP_FAILED. Failures are logged with the C function's name.
     """
     c_name = _C_NAMES[function.__name__]
+    no_error = int(ResultCode.NO_ERROR)
 
     @functools.wraps(function)
     def call(*args: P.args, **kwargs: P.kwargs) -> int:
         try:
             code = function(*args, **kwargs)
-            return int(ResultCode.NO_ERROR if code is None else code)
+            return no_error if code is None else int(code)
         except NnapiError as e:
             code, message = ResultCode(e.code), str(e)
             expected = code == ResultCode.OUTPUT_INSUFFICIENT_SIZE  # a step of the protocol

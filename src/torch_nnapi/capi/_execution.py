@@ -63,6 +63,24 @@ def _type_problem(t: OperandTypeValue) -> str:
     return ""
 
 
+@functools.lru_cache(maxsize=256)
+def _given_dimensions(declared: tuple[int, ...], t: OperandTypeValue,
+                      allow_unspecified: bool) -> tuple[int, ...]:
+    """The dimensions of type ``t`` given for an operand declared ``declared``, once checked:
+    remembered per type like ``_type_problem`` (a failed check raises again every time)."""
+    problem = _type_problem(t)
+    if problem:
+        raise BadDataError(f"type is invalid: {problem}")
+    if not allow_unspecified and not type_info(t.type).is_scalar \
+            and not (t.dimensions and all(t.dimensions)):
+        raise BadDataError(f"type dimensions {list(t.dimensions)} are not fully specified")
+    if declared and (len(declared) != len(t.dimensions)
+                     or any(d and d != n for d, n in zip(declared, t.dimensions, strict=True))):
+        raise BadDataError(f"type dimensions {list(t.dimensions)} contradict the model's"
+                           f" {list(declared)}")
+    return t.dimensions
+
+
 @dataclass(frozen=True)
 class OutputBinding:
     destination: memoryview | None  # None: an omitted output
@@ -157,19 +175,8 @@ class ExecutionState(Handled):
                 raise BadDataError(f"{operand.describe()} is not fully specified: pass a type"
                                    " with its dimensions")
             return operand.dimensions
-        t = read_operand_type(type_address)
-        problem = _type_problem(t)
-        if problem:
-            raise BadDataError(f"type is invalid: {problem}")
-        if not allow_unspecified and not type_info(t.type).is_scalar \
-                and not (t.dimensions and all(t.dimensions)):
-            raise BadDataError(f"type dimensions {list(t.dimensions)} are not fully specified")
-        declared = operand.dimensions
-        if declared and (len(declared) != len(t.dimensions)
-                         or any(d and d != n for d, n in zip(declared, t.dimensions, strict=True))):
-            raise BadDataError(f"type dimensions {list(t.dimensions)} contradict the model's"
-                               f" {list(declared)}")
-        return t.dimensions
+        return _given_dimensions(operand.dimensions, read_operand_type(type_address),
+                                 allow_unspecified)
 
     # ------------------------------------------------------------ computing
 

@@ -85,10 +85,15 @@ SHORT_NAMES: dict[str, OperandType] = {i.short_name: t for t, i in OPERAND_TYPES
 
 
 def type_info(operand_type: OperandType | int) -> OperandTypeInfo:
-    """Looks up an operand type, raising a ValueError that names an unknown code."""
+    """Looks up an operand type, raising a ValueError that names an unknown code. Known codes
+    (an OperandType or its int, which hash alike) take one dict lookup: every operand's
+    ``info`` comes here, on each execution's inputs too."""
     try:
+        info = OPERAND_TYPES.get(operand_type)  # type: ignore[arg-type]
+        if info is not None:
+            return info
         return OPERAND_TYPES[OperandType(operand_type)]
-    except ValueError:
+    except (TypeError, ValueError):  # TypeError: unhashable, never a code
         raise ValueError(f"unknown NNAPI operand type code {int(operand_type)}") from None
 
 

@@ -14,7 +14,10 @@ per kind of execution (``_calls``): with the compile-time shapes, the planned ru
 unchecked and fused steps skipped (the list is rebuilt when a run plans something, so the
 first run plans and the later ones replay); with other shapes, runners checked against the
 shapes they were planned for; keeping intermediates or substituting values, every step the
-full way (``_run_step``). Profiling and deadlines only add a check around each call.
+full way (``_run_step``). Profiling and deadlines only add a check around each call. The
+executions of the compile-time shapes that are neither profiled nor under a deadline, the
+common case, run a leaner loop (``_replay``) over the same calls unpacked into tuples, the
+fused-away steps left out.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from .limits import check_tensor_sizes
 from .registry import fusion_for, kernel_for, native_kernel_for
 from .steps import (
     NativeRunners,
+    Replayed,
     SettledShapes,
     Step,
     StepCall,
@@ -49,6 +53,7 @@ from .steps import (
     fully_known,
     has_shape,
     prefixed,
+    replayed,
 )
 from .timeouts import NO_LIMITS, RunLimits
 
@@ -87,6 +92,11 @@ class Compilation:
     models between a model and those it calls, so that a model called from several places
     compiles once.
     """
+
+    # How errors name each model input, and _replayed unpacked for _replay with the list it
+    # was made from: made when first needed (by subclasses that compile otherwise too).
+    _input_wheres: list[str] | None = None
+    _replayed_flat: tuple[list[StepCall], list[Replayed]] | None = None
 
     def __init__(self, model: Model, *, preference: PreferenceCode | int =
                  PreferenceCode.FAST_SINGLE_ANSWER, relaxed_precision: str = "float32",
@@ -243,6 +253,15 @@ class Compilation:
         return execution.compute(keep_intermediates=keep_intermediates, profile=profile,
                                  limits=limits, substitutes=substitutes)
 
+    def input_where(self, index: int) -> str:
+        """How errors name model input ``index``: described once per compilation, not on
+        every execution's set_input."""
+        if self._input_wheres is None:
+            model = self.model
+            self._input_wheres = [f"model input {i} ({model.describe_operand(o)})"
+                                  for i, o in enumerate(model.inputs)]
+        return self._input_wheres[index]
+
     def check_omitted(self, omitted: set[int]) -> None:
         """Model inputs omitted at execution (``omitted``: their operands) may only feed
         inputs their operations' signatures let be omitted: BAD_DATA before anything runs
@@ -274,6 +293,7 @@ class Compilation:
             getattr(value, "shape", None) for value in inputs)
         run = _Run(static, limits, profile, substitutes)
         full = keep_intermediates or bool(substitutes)
+        replay = static and not full and not run.observed
         calls = self._full_calls(keep_intermediates) if full else \
             self._static_calls() if static else self._checked_calls()
         if not native.uses_native(self.kernels):
@@ -282,7 +302,10 @@ class Compilation:
             # Native runners compute IEEE results (infinities, NaN) without NumPy's warnings,
             # as the reference kernels do.
             with native.execution_scope(), np.errstate(all="ignore"):
-                self._run_calls(calls, values, run)
+                if replay:
+                    self._replay(values, run)
+                else:
+                    self._run_calls(calls, values, run)
         if static and not full:
             self._static_calls()  # with what this execution planned, for the next to replay
         outputs = [_owned(values[o]) for o in self.model.outputs]
@@ -314,6 +337,36 @@ class Compilation:
         if self._replayed is None:
             self._replayed = [StepCall.static(step) for step in self.steps]
         return self._replayed
+
+    def _replayed_calls(self) -> list[Replayed]:
+        """The static calls as ``_replay`` reads them (``steps.replayed``)."""
+        calls = self._static_calls()
+        if self._replayed_flat is None or self._replayed_flat[0] is not calls:
+            self._replayed_flat = (calls, replayed(calls))
+        return self._replayed_flat[1]
+
+    def _replay(self, values: list[Any], run: _Run) -> None:
+        """The execution loop of the compile-time shapes, neither timed nor under a deadline:
+        ``_run_calls`` without its per-call checks; a step without a runner (or whose runner
+        declines) runs the full way, which plans it for the next execution."""
+        for runner, arguments, single, frees, call in self._replayed_calls():
+            if runner is not None:
+                try:
+                    results = runner(*arguments(values))
+                except Exception as e:  # noqa: BLE001 - a kernel bug must not escape as a crash
+                    assert call is not None
+                    raise prefixed(e, call.step.where) from e
+                if single >= 0 and type(results) is np.ndarray:
+                    values[single] = results
+                elif results is not None:
+                    assert call is not None
+                    call.step.store(results, values)
+                elif call is not None:  # this execution is the reference kernel's
+                    self._run_step(call.step, values, run)
+            elif call is not None:
+                self._run_step(call.step, values, run)
+            for dead in frees:
+                values[dead] = None
 
     def _checked_calls(self) -> list[StepCall]:
         """Other shapes: each step's last runner, when the shapes it was planned for are the
@@ -528,12 +581,12 @@ class Execution:
             raise BadDataError(f"input index {index} is out of range (the model has"
                                f" {len(model.inputs)} inputs)")
         operand = model.operands[model.inputs[index]]
-        where = f"model input {index} ({model.describe_operand(model.inputs[index])})"
         self._set[index] = True
         if value is None:
             self._inputs[index] = OMITTED
             return
-        self._inputs[index] = input_array(value, operand, dimensions, where)
+        self._inputs[index] = input_array(value, operand, dimensions,
+                                          self.compilation.input_where(index))
 
     def compute(self, *, keep_intermediates: bool = False, profile: bool = False,
                 limits: RunLimits | None = None,

@@ -215,3 +215,30 @@ class StepCall:
         for."""
         native = self.step.native
         return native is not None and native.shapes_of(values) == self.shapes
+
+
+# A call as Compilation._replay makes it: runner (None: the step the full way), argument
+# picker, lone output operand (-1: Step.store places the results), temporaries to drop, and
+# the call (None: an entry that only drops temporaries).
+Replayed = tuple[Runner | None, Callable[[list[Any]], tuple[Any, ...]], int, tuple[int, ...],
+                 StepCall | None]
+
+
+def replayed(calls: Sequence[StepCall]) -> list[Replayed]:
+    """``calls`` unpacked once into the tuples the replay loop reads, the fused-away steps left
+    out: half the steps of a transformer, whose temporaries the next call drops instead."""
+    flat: list[Replayed] = []
+    pending: tuple[int, ...] = ()
+    for call in calls:
+        if call.skip:
+            pending += call.frees
+        else:
+            flat.append((call.runner, call.arguments, call.single, pending + call.frees, call))
+            pending = ()
+    if pending:
+        flat.append((None, _no_arguments, -1, pending, None))
+    return flat
+
+
+def _no_arguments(values: list[Any]) -> tuple[Any, ...]:
+    return ()

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from torch_nnapi.nnapi import OperationType
-from torch_nnapi.runtime import Compilation, get_num_threads, set_num_threads, threads
-from torch_nnapi.runtime.native import blas, module
+from torch_nnapi.runtime import Compilation, get_num_threads, native, set_num_threads, threads
+from torch_nnapi.runtime.native import blas, module, onednn
 
 from ..ops._single_op import F32, I32, Q8, build, const, fed_values, feed, i32, out
 from ._compare import needs_native
@@ -138,3 +138,25 @@ def test_default_thread_count(monkeypatch, value, expected):
     else:
         count = threads.default_thread_count()
     assert count == (expected or threads.available_cores())
+
+
+def test_an_execution_sets_openblas_to_one_thread_only_when_the_kernels_call_it(
+        restore_threads):
+    """With NumPy's sgemm the float convolutions call OpenBLAS from the kernels' threads, so an
+    execution holds it to one thread; with oneDNN's they never call it, and an execution
+    leaves its thread count alone (setting it and back outweighed a small model's run)."""
+    if not module().has_sgemm():
+        pytest.skip("NumPy's BLAS is not OpenBLAS: the float convolutions use np.matmul")
+    previous = native.sgemm_library()
+    libraries = [("numpy", {1})]
+    if onednn.sgemm_functions() is not None:
+        libraries.append(("onednn", {2}))
+    set_num_threads(2)
+    try:
+        for library, during in libraries:
+            native.select_sgemm(library)
+            with native.execution_scope():
+                assert set(blas.thread_counts()) <= during, library
+            assert set(blas.thread_counts()) <= {2}
+    finally:
+        native.select_sgemm(previous)

@@ -68,8 +68,10 @@ def uses_native(kernels: str) -> bool:
 
 def execution_scope() -> contextlib.AbstractContextManager[object]:
     """What an execution on the native kernels runs in: NumPy's OpenBLAS on one thread when
-    the float convolutions call its sgemm from the kernels' own threads."""
-    if _loaded is not None and _loaded.has_sgemm():
+    the float convolutions call its sgemm from the kernels' own threads. With oneDNN's sgemm
+    they never call OpenBLAS, and nothing is changed: setting OpenBLAS's thread count and
+    back cost more than a small model's whole execution."""
+    if _loaded is not None and _loaded.sgemm_library() == "numpy":
         return blas.single_threaded()
     return contextlib.nullcontext()
 
