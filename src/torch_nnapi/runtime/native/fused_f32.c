@@ -172,7 +172,10 @@ FORCE_INLINE tnn_f32x16 gelu_erf(tnn_f32x16 x, const float *k) {
     const tnn_f32x16 t = k[2] / (z * k[1] + k[3]);
     tnn_f32x16 poly = t * k[4];
     for (int i = 5; i < 9; i++) poly = (poly + k[i]) * t;
-    const tnn_f32x16 erfc = poly * tnn_exp_f32x16(-(z * z));
+    /* -(z z) <= 0, NaN only where x is (where the result is NaN whatever erfc is) */
+    const tnn_f32x16 gauss = tnn_exp_nonpositive_f32x16(
+        tnn_select_f32x16(x != x, splat(0.0f), -(z * z)));
+    const tnn_f32x16 erfc = poly * gauss;
     return ((x + ax) - ax * erfc) * k[9];
 }
 
