@@ -180,7 +180,7 @@ def test_layer_norm_equals_its_operations(monkeypatch, seed):
                                 affine=seed % 2 == 0))
     x = values(rng, shape, seed % 4 == 0)
     reference, generic, recognised, names = run_three(monkeypatch, model, x)
-    assert names == (["normalize"] if shape[-1] > 1 else [])
+    assert names == ["normalize"]  # (rows of one value then run as the generic program)
     assert_same(generic, recognised)
     assert_close(reference, recognised, rtol=1e-5)
 
@@ -215,5 +215,18 @@ def test_what_ends_a_match(monkeypatch, spoiler):
     reference, generic, recognised, names = run_three(monkeypatch, model,
                                                       values(rng, (4, 64), False))
     assert names == []
+    assert_same(generic, recognised)
+    assert_close(reference, recognised)
+
+
+def test_rows_of_one_value_run_the_generic_program(monkeypatch):
+    """A normalization over rows of one value is matched but not planned as one: the plan
+    wants a row to run along; the generic program computes it."""
+    rng = np.random.default_rng(11)
+    b = Builder(rng, (7, 1))
+    model = b.finish(layer_norm(b, b.input, 1e-5, affine=False))
+    reference, generic, recognised, names = run_three(monkeypatch, model,
+                                                      values(rng, (7, 1), False))
+    assert names == ["normalize"]
     assert_same(generic, recognised)
     assert_close(reference, recognised)
