@@ -85,9 +85,10 @@ static int parse_code(PyObject *list, tnn_fused_program *p) {
     for (int c = 0; c < p->length; c++) {
         tnn_fused_instruction *in = &p->code[c];
         PyObject *constants = NULL;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(list, c), "iiiiff|O!;fused instruction: (op,"
-                              " dst, a, b, lo, hi[, constants])", &in->op, &in->dst, &in->a,
-                              &in->b, &in->lo, &in->hi, &PyTuple_Type, &constants))
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(list, c), "iiiiff|O!i;fused instruction: (op,"
+                              " dst, a, b, lo, hi[, constants[, c]])", &in->op, &in->dst,
+                              &in->a, &in->b, &in->lo, &in->hi, &PyTuple_Type, &constants,
+                              &in->c))
             return -1;
         Py_ssize_t count = constants ? PyTuple_GET_SIZE(constants) : 0;
         if (count > TNN_FUSED_CONSTANTS) {

@@ -46,7 +46,7 @@ _REDUCTIONS = {Op.REDUCE_SUM: 15, Op.MEAN: 16, Op.REDUCE_MAX: 17, Op.REDUCE_MIN:
 _ARITHMETIC = (Op.ADD, Op.SUB, Op.MUL, Op.DIV)
 # Chains recognised whole (fused_patterns.py); the normalization needs whole rows.
 _RECOGNISED = {"gelu_erf": 19, "gelu_tanh": 20, "normalize": 21}
-_NORMALIZE = _RECOGNISED["normalize"]
+_NORMALIZE, _NORMALIZE_AFFINE = _RECOGNISED["normalize"], 22
 # Elements a register holds without reductions (a chunk of a row: 2 KB, in the L1 cache).
 CHUNK = 512
 # The longest row a group with reductions keeps in its registers.
@@ -133,7 +133,8 @@ def _space(nodes: list[_Node], shape_of: dict[int, tuple[int, ...]]) -> _Space |
                 if full[d] not in (1, size):
                     return None
                 full[d] = size
-    reduces = any(n.opcode in _REDUCTIONS.values() or n.opcode == _NORMALIZE for n in nodes)
+    reduces = any(n.opcode in (*_REDUCTIONS.values(), _NORMALIZE, _NORMALIZE_AFFINE)
+                  for n in nodes)
     space = _Space(padded, tuple(full), reduces)
     result = padded[nodes[-1].result]
     if result[:-1] != space.shape[:-1] or result[-1] not in (1, space.shape[-1]) or \
@@ -217,7 +218,48 @@ def _recognised(nodes: list[_Node],
                                 node.result, node.shape, constants=match.constants))
         elif k not in covered:
             result.append(node)
-    return result
+    return _with_affine(result, shapes)
+
+
+def _with_affine(nodes: list[_Node], shapes: dict[int, tuple[int, ...]]) -> list[_Node]:
+    """Each normalization read by a MUL alone, whose result an ADD alone reads, the other
+    operands of both rows (a layer norm's weight and bias), as one normalization that
+    applies them in its last pass."""
+    readers: dict[int, list[int]] = {}
+    for k, node in enumerate(nodes):
+        for operand in node.operands:
+            readers.setdefault(operand, []).append(k)
+
+    def only_reader(k: int, kind: Op) -> tuple[int, int] | None:
+        """(the index of the one reader of nodes[k], its other operand) when it fits."""
+        found = readers.get(nodes[k].result, [])
+        if len(found) != 1 or k == len(nodes) - 1:
+            return None
+        reader = nodes[found[0]]
+        if reader.kind != kind or reader.clamp is not None or len(set(reader.operands)) != 2:
+            return None
+        other = next(o for o in reader.operands if o != nodes[k].result)
+        row = nodes[k].shape[-1]
+        if _unpadded(shapes.get(other, reader.shape)) != (row,) or \
+                _unpadded(reader.shape) != _unpadded(nodes[k].shape):
+            return None
+        return found[0], other
+
+    removed: set[int] = set()
+    replaced: dict[int, _Node] = {}
+    for k, node in enumerate(nodes):
+        if node.opcode != _NORMALIZE:
+            continue
+        scaled = only_reader(k, Op.MUL)
+        shifted = only_reader(scaled[0], Op.ADD) if scaled is not None else None
+        if scaled is None or shifted is None:
+            continue
+        end = nodes[shifted[0]]
+        replaced[shifted[0]] = _Node(end.kind, _NORMALIZE_AFFINE,
+                                     (node.operands[0], scaled[1], shifted[1]), end.result,
+                                     end.shape, constants=node.constants)
+        removed |= {k, scaled[0]}
+    return [replaced.get(k, node) for k, node in enumerate(nodes) if k not in removed]
 
 
 def _unpadded(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -239,8 +281,8 @@ def _plan(last: KernelContext, nodes: list[_Node],
             shape_of[operand] = tuple(ctx.input_shape(name))
             source[operand] = (ctx, name)
     space = _space(nodes, shape_of)
-    if space is None or any(n.opcode == _NORMALIZE and not space.is_vector(n.operands[0])
-                            for n in nodes):
+    if space is None or any(n.opcode in (_NORMALIZE, _NORMALIZE_AFFINE) and
+                            not all(space.is_vector(o) for o in n.operands) for n in nodes):
         return None
     # The inputs in slot order: the variable ones (the runner's arguments), then the
     # constants, which the plan keeps.
@@ -278,7 +320,7 @@ def _result_shape(ctx: KernelContext, node: _Node) -> tuple[int, ...]:
 
 
 _OUTPUT = -1  # the output slot, numbered once the registers are counted
-Instruction = tuple[int, int, int, int, float, float, tuple[float, ...]]
+Instruction = tuple[int, int, int, int, float, float, tuple[float, ...], int]
 
 
 def _code(nodes: list[_Node], space: _Space,
@@ -303,18 +345,19 @@ def _code(nodes: list[_Node], space: _Space,
 
     for k, node in enumerate(nodes):
         vector = int(space.is_vector(node.result))
-        a, b = slot_of[node.operands[0]], slot_of[node.operands[-1]]
+        a, b = slot_of[node.operands[0]], slot_of[node.operands[min(1, len(node.operands) - 1)]]
+        c = slot_of[node.operands[2]] if len(node.operands) > 2 else 0
         last = k == len(nodes) - 1
         clipped = node.clamp is not None and node.opcode not in (_CLIP, _RELU)
         destination = _OUTPUT if last and not clipped else register(vector)
         lo, hi = node.clamp if node.clamp is not None else (0.0, 0.0)
         if clipped:
-            code.append([node.opcode, destination, a, b, 0.0, 0.0])
+            code.append([node.opcode, destination, a, b, 0.0, 0.0, 0])
             code.append([_CLIP, _OUTPUT if last else destination, destination, destination,
-                         lo, hi])
+                         lo, hi, 0])
             constants += [(), ()]
         else:
-            code.append([node.opcode, destination, a, b, lo, hi])
+            code.append([node.opcode, destination, a, b, lo, hi, c])
             constants.append(node.constants)
         slot_of[node.result] = destination
         for o in set(node.operands):
@@ -323,6 +366,6 @@ def _code(nodes: list[_Node], space: _Space,
                 free[kinds[slot - inputs]].append(slot)
     output = inputs + len(kinds)
     program = tuple((int(c[0]), output if c[1] == _OUTPUT else int(c[1]), int(c[2]),
-                     int(c[3]), float(c[4]), float(c[5]), k)
+                     int(c[3]), float(c[4]), float(c[5]), k, int(c[6]))
                     for c, k in zip(code, constants, strict=True))
     return program, kinds

@@ -195,7 +195,8 @@ FORCE_INLINE void gelu_tanh4(tnn_f32x16 *v, const float *k) {
 
 /* A row's (x - mean) * rsqrt(mean((x - mean)^2) + eps), each step as its instruction computes
  * it (the squares summed in row_sum's order), in three passes instead of seven. */
-FORCE_INLINE void normalize(float *d, const float *x, ptrdiff_t n, float eps) {
+FORCE_INLINE void normalize(float *d, const float *x, ptrdiff_t n, float eps, const float *w,
+                            const float *bias) {
     const float mean = row_sum(x, n) / (float)n;
     const tnn_f32x16 m = splat(mean);
     double total = 0;
@@ -217,8 +218,17 @@ FORCE_INLINE void normalize(float *d, const float *x, ptrdiff_t n, float eps) {
     }
     const float scale = 1.0f / __builtin_sqrtf((float)total / (float)n + eps);
     const tnn_f32x16 s = splat(scale);
-    for (i = 0; i + LANES <= n; i += LANES) tnn_store_f32x16(d + i, tnn_load_f32x16(d + i) * s);
-    for (; i < n; i++) d[i] *= scale;
+    if (!w) {
+        for (i = 0; i + LANES <= n; i += LANES)
+            tnn_store_f32x16(d + i, tnn_load_f32x16(d + i) * s);
+        for (; i < n; i++) d[i] *= scale;
+        return;
+    }
+    /* the weight's MUL and the bias's ADD, each rounded as its instruction rounds */
+    for (i = 0; i + LANES <= n; i += LANES)
+        tnn_store_f32x16(d + i, tnn_load_f32x16(d + i) * s * tnn_load_f32x16(w + i) +
+                                    tnn_load_f32x16(bias + i));
+    for (; i < n; i++) d[i] = d[i] * scale * w[i] + bias[i];
 }
 
 /* d[i] = f(x[i], k) for a recognised chain f: four vectors at a time, each step taken for all
@@ -244,12 +254,13 @@ FORCE_INLINE void normalize(float *d, const float *x, ptrdiff_t n, float eps) {
     } while (0)
 
 FORCE_INLINE void recognised(const tnn_fused_instruction *in, float *d, const float *x,
-                             ptrdiff_t n) {
+                             const float *w, const float *bias, ptrdiff_t n) {
     const float *k = in->k;
     switch (in->op) {
     case TNN_FUSED_GELU_ERF: INTERLEAVED_MAP(gelu_erf4); break;
     case TNN_FUSED_GELU_TANH: INTERLEAVED_MAP(gelu_tanh4); break;
-    default: normalize(d, x, n, k[0]); break;
+    case TNN_FUSED_NORMALIZE: normalize(d, x, n, k[0], NULL, NULL); break;
+    default: normalize(d, x, n, k[0], w, bias); break;
     }
 }
 
@@ -307,7 +318,7 @@ static void run_items(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
             } else if (in->op <= TNN_FUSED_MIN) {
                 reduce(in->op, d.at, a.at, a.vector, n);
             } else {
-                recognised(in, d.at, a.at, length);
+                recognised(in, d.at, a.at, slot[in->b].at, slot[in->c].at, length);
             }
         }
     }
@@ -328,7 +339,8 @@ const char *tnn_fused_check(const tnn_fused_program *p) {
         if (in->op < 0 || in->op >= TNN_FUSED_OPCODES) return "unknown operation";
         int binary_op = in->op <= TNN_FUSED_MINIMUM;
         int reduction = in->op >= TNN_FUSED_SUM && in->op <= TNN_FUSED_MIN;
-        int whole_row = in->op == TNN_FUSED_NORMALIZE;
+        int affine = in->op == TNN_FUSED_NORMALIZE_AFFINE;
+        int whole_row = in->op == TNN_FUSED_NORMALIZE || affine;
         if (in->a < 0 || in->a >= slots - 1 || (binary_op && (in->b < 0 || in->b >= slots - 1)))
             return "an operand out of range";
         if (in->dst < p->inputs || in->dst >= slots) return "a destination out of range";
@@ -344,6 +356,16 @@ const char *tnn_fused_check(const tnn_fused_program *p) {
         int expected = reduction ? 0 : (a_vector || b_vector);
         if (dst_vector != expected) return "a destination of the wrong kind";
         if (whole_row && !a_vector) return "a row normalization of a scalar";
+        if (affine) {
+            if (in->b < 0 || in->b >= slots - 1 || in->c < 0 || in->c >= slots - 1)
+                return "an operand out of range";
+            int b_kind = in->b < p->inputs ? p->input[in->b].vector
+                                           : p->register_vector[in->b - p->inputs];
+            int c_kind = in->c < p->inputs ? p->input[in->c].vector
+                                           : p->register_vector[in->c - p->inputs];
+            if (!b_kind || !c_kind || in->dst == in->b || in->dst == in->c)
+                return "a row normalization's weight or bias not a row";
+        }
         if (!reduction && (in->dst == in->a || (binary_op && in->dst == in->b)) &&
             (a_vector != dst_vector || (binary_op && b_vector != dst_vector)))
             return "a destination overwriting a scalar operand";

@@ -1,7 +1,8 @@
 """Chains the converter emits whole, recognised inside a fused element-wise group (fused.py) so
 that one instruction of fused_f32.c computes them in registers instead of one pass per
 operation: GELU in its erf form (22 operations) and its tanh form (8), and a layer norm's
-normalization (MEAN, SUB, MUL, MEAN, ADD, RSQRT, MUL; its weight and bias stay instructions).
+normalization (MEAN, SUB, MUL, MEAN, ADD, RSQRT, MUL; fused.py folds a weight's MUL and a
+bias's ADD after it into the same instruction).
 
 Each template is its lowering's formula (convert/lowerings/activation.py, norm.py) with the
 constants left open: a match reads them from the model, and the instruction computes exactly
