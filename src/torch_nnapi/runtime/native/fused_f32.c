@@ -231,8 +231,8 @@ FORCE_INLINE void normalize(float *d, const float *x, ptrdiff_t n, float eps, co
     for (; i < n; i++) d[i] = d[i] * scale * w[i] + bias[i];
 }
 
-/* d[i] = f(x[i], k) for a recognised chain f: four vectors at a time, each step taken for all
- * four before the next, as a chain this long is a single dependency each vector waits on. */
+/* d[i] = f(x[i], k) for a recognised chain f: four vectors an iteration, four independent
+ * dependency chains for the processor to overlap (one chain this long would wait on itself). */
 #define INTERLEAVED_MAP(f)                                                                    \
     do {                                                                                      \
         ptrdiff_t i = 0;                                                                      \
