@@ -84,10 +84,23 @@ static int parse_code(PyObject *list, tnn_fused_program *p) {
     if (!p->code) return -1;
     for (int c = 0; c < p->length; c++) {
         tnn_fused_instruction *in = &p->code[c];
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(list, c), "iiiiff;fused instruction: (op, dst,"
-                              " a, b, lo, hi)", &in->op, &in->dst, &in->a, &in->b, &in->lo,
-                              &in->hi))
+        PyObject *constants = NULL;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(list, c), "iiiiff|O!i;fused instruction: (op,"
+                              " dst, a, b, lo, hi[, constants[, c]])", &in->op, &in->dst,
+                              &in->a, &in->b, &in->lo, &in->hi, &PyTuple_Type, &constants,
+                              &in->c))
             return -1;
+        Py_ssize_t count = constants ? PyTuple_GET_SIZE(constants) : 0;
+        if (count > TNN_FUSED_CONSTANTS) {
+            PyErr_Format(PyExc_ValueError, "fused instruction %d: more than %d constants", c,
+                         TNN_FUSED_CONSTANTS);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < count; i++) {
+            double value = PyFloat_AsDouble(PyTuple_GET_ITEM(constants, i));
+            if (value == -1.0 && PyErr_Occurred()) return -1;
+            in->k[i] = (float)value;
+        }
     }
     return 0;
 }

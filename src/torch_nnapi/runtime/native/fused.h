@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #define TNN_FUSED_MAX_OUTER 6
+#define TNN_FUSED_CONSTANTS 10
 
 enum {
     /* binary: dst = a op b */
@@ -30,12 +31,20 @@ enum {
     TNN_FUSED_CLIP, TNN_FUSED_RELU,
     /* a row's reduction into a scalar */
     TNN_FUSED_SUM, TNN_FUSED_MEAN, TNN_FUSED_MAX, TNN_FUSED_MIN,
+    /* a recognised chain of operations as one (fused_patterns.py), its constants in k, the
+     * same float32 operations in the same order: GELU as the converter lowers it (erf and
+     * tanh forms: dst = gelu(a)), and a layer norm's normalization of each row
+     * (dst = (a - mean) * rsqrt(mean((a - mean)^2) + k[0]); whole rows only), with its
+     * weight and bias (dst = normalized * b + c, b and c vectors) */
+    TNN_FUSED_GELU_ERF, TNN_FUSED_GELU_TANH, TNN_FUSED_NORMALIZE, TNN_FUSED_NORMALIZE_AFFINE,
     TNN_FUSED_OPCODES
 };
 
 typedef struct {
     int op, dst, a, b; /* slots; b is unused by unary operations and reductions */
+    int c;             /* the bias slot of TNN_FUSED_NORMALIZE_AFFINE */
     float lo, hi;      /* the clamps' bounds */
+    float k[TNN_FUSED_CONSTANTS]; /* a recognised chain's constants */
 } tnn_fused_instruction;
 
 typedef struct {

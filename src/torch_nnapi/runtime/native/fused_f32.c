@@ -66,15 +66,19 @@ FORCE_INLINE void binary(int op, float *d, const float *x, int va, const float *
     }
 }
 
-/* d[i] = f(x[i]) sixteen at a time, the last partial group through a padded copy. */
-#define VECTOR_MAP(f)                                                                         \
+/* d[i] = expr of V = x[i], sixteen at a time, the last partial group through a padded copy. */
+#define VECTOR_MAP(expr)                                                                      \
     do {                                                                                      \
         ptrdiff_t i = 0;                                                                      \
-        for (; i + LANES <= n; i += LANES) tnn_store_f32x16(d + i, f(tnn_load_f32x16(x + i))); \
+        for (; i + LANES <= n; i += LANES) {                                                  \
+            const tnn_f32x16 V = tnn_load_f32x16(x + i);                                      \
+            tnn_store_f32x16(d + i, (expr));                                                  \
+        }                                                                                     \
         if (i < n) {                                                                          \
             float t[LANES] = {0};                                                             \
             memcpy(t, x + i, (size_t)(n - i) * sizeof *t);                                    \
-            tnn_store_f32x16(t, f(tnn_load_f32x16(t)));                                       \
+            const tnn_f32x16 V = tnn_load_f32x16(t);                                          \
+            tnn_store_f32x16(t, (expr));                                                      \
             memcpy(d + i, t, (size_t)(n - i) * sizeof *t);                                    \
         }                                                                                     \
     } while (0)
@@ -87,15 +91,15 @@ FORCE_INLINE tnn_f32x16 absolute(tnn_f32x16 v) {
 FORCE_INLINE void unary(const tnn_fused_instruction *in, float *d, const float *x, ptrdiff_t n) {
     const float lo = in->lo, hi = in->hi;
     switch (in->op) {
-    case TNN_FUSED_NEG: VECTOR_MAP(negate); break;
-    case TNN_FUSED_ABS: VECTOR_MAP(absolute); break;
+    case TNN_FUSED_NEG: VECTOR_MAP(negate(V)); break;
+    case TNN_FUSED_ABS: VECTOR_MAP(absolute(V)); break;
     case TNN_FUSED_SQRT: for (ptrdiff_t i = 0; i < n; i++) d[i] = __builtin_sqrtf(x[i]); break;
     case TNN_FUSED_RSQRT:
         for (ptrdiff_t i = 0; i < n; i++) d[i] = 1.0f / __builtin_sqrtf(x[i]);
         break;
-    case TNN_FUSED_EXP: VECTOR_MAP(tnn_exp_f32x16); break;
-    case TNN_FUSED_TANH: VECTOR_MAP(tnn_tanh_f32x16); break;
-    case TNN_FUSED_LOGISTIC: VECTOR_MAP(tnn_logistic_f32x16); break;
+    case TNN_FUSED_EXP: VECTOR_MAP(tnn_exp_f32x16(V)); break;
+    case TNN_FUSED_TANH: VECTOR_MAP(tnn_tanh_f32x16(V)); break;
+    case TNN_FUSED_LOGISTIC: VECTOR_MAP(tnn_logistic_f32x16(V)); break;
     case TNN_FUSED_CLIP: { /* np.clip: NaN stays NaN */
         ptrdiff_t i = 0;
         for (; i + LANES <= n; i += LANES)
@@ -160,6 +164,106 @@ FORCE_INLINE void reduce(int op, float *d, const float *x, int vector, ptrdiff_t
     }
 }
 
+/* GELU as the converter lowers it (lowerings/activation.py), operation by operation:
+ * 0.5 (x + |x| - |x| erfc(|x| / sqrt 2)), erfc by Abramowitz and Stegun 7.1.26; k holds the
+ * chain's constants in the order fused_patterns.py reads them. */
+FORCE_INLINE tnn_f32x16 gelu_erf(tnn_f32x16 x, const float *k) {
+    const tnn_f32x16 ax = absolute(x), z = ax * k[0];
+    const tnn_f32x16 t = k[2] / (z * k[1] + k[3]);
+    tnn_f32x16 poly = t * k[4];
+    for (int i = 5; i < 9; i++) poly = (poly + k[i]) * t;
+    /* -(z z) <= 0, NaN only where x is (where the result is NaN whatever erfc is) */
+    const tnn_f32x16 gauss = tnn_exp_nonpositive_f32x16(
+        tnn_select_f32x16(x != x, splat(0.0f), -(z * z)));
+    const tnn_f32x16 erfc = poly * gauss;
+    return ((x + ax) - ax * erfc) * k[9];
+}
+
+/* 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), likewise. */
+FORCE_INLINE tnn_f32x16 gelu_tanh(tnn_f32x16 x, const float *k) {
+    const tnn_f32x16 inner = (x + ((x * x) * x) * k[0]) * k[1];
+    return (x * (tnn_tanh_f32x16(inner) + k[2])) * k[3];
+}
+
+FORCE_INLINE void gelu_erf4(tnn_f32x16 *v, const float *k) {
+    for (int j = 0; j < 4; j++) v[j] = gelu_erf(v[j], k);
+}
+
+FORCE_INLINE void gelu_tanh4(tnn_f32x16 *v, const float *k) {
+    for (int j = 0; j < 4; j++) v[j] = gelu_tanh(v[j], k);
+}
+
+/* A row's (x - mean) * rsqrt(mean((x - mean)^2) + eps), each step as its instruction computes
+ * it (the squares summed in row_sum's order), in three passes instead of seven. */
+FORCE_INLINE void normalize(float *d, const float *x, ptrdiff_t n, float eps, const float *w,
+                            const float *bias) {
+    const float mean = row_sum(x, n) / (float)n;
+    const tnn_f32x16 m = splat(mean);
+    double total = 0;
+    ptrdiff_t i = 0;
+    while (i + LANES <= n) {
+        tnn_f32x16 acc = splat(0.0f);
+        ptrdiff_t end = TNN_MIN(n, i + 256);
+        for (; i + LANES <= end; i += LANES) {
+            const tnn_f32x16 v = tnn_load_f32x16(x + i) - m;
+            tnn_store_f32x16(d + i, v);
+            acc += v * v; /* 0 + v^2 is v^2: the sums row_sum makes */
+        }
+        for (int k = 0; k < LANES; k++) total += acc[k];
+    }
+    for (; i < n; i++) {
+        const float v = x[i] - mean;
+        d[i] = v;
+        total += v * v;
+    }
+    const float scale = 1.0f / __builtin_sqrtf((float)total / (float)n + eps);
+    const tnn_f32x16 s = splat(scale);
+    if (!w) {
+        for (i = 0; i + LANES <= n; i += LANES)
+            tnn_store_f32x16(d + i, tnn_load_f32x16(d + i) * s);
+        for (; i < n; i++) d[i] *= scale;
+        return;
+    }
+    /* the weight's MUL and the bias's ADD, each rounded as its instruction rounds */
+    for (i = 0; i + LANES <= n; i += LANES)
+        tnn_store_f32x16(d + i, tnn_load_f32x16(d + i) * s * tnn_load_f32x16(w + i) +
+                                    tnn_load_f32x16(bias + i));
+    for (; i < n; i++) d[i] = d[i] * scale * w[i] + bias[i];
+}
+
+/* d[i] = f(x[i], k) for a recognised chain f: four vectors an iteration, four independent
+ * dependency chains for the processor to overlap (one chain this long would wait on itself). */
+#define INTERLEAVED_MAP(f)                                                                    \
+    do {                                                                                      \
+        ptrdiff_t i = 0;                                                                      \
+        for (; i + 4 * LANES <= n; i += 4 * LANES) {                                          \
+            tnn_f32x16 v[4];                                                                  \
+            for (int j = 0; j < 4; j++) v[j] = tnn_load_f32x16(x + i + j * LANES);            \
+            f(v, k);                                                                          \
+            for (int j = 0; j < 4; j++) tnn_store_f32x16(d + i + j * LANES, v[j]);            \
+        }                                                                                     \
+        for (; i < n; i += LANES) {                                                           \
+            float t[LANES] = {0};                                                             \
+            const ptrdiff_t count = TNN_MIN(LANES, n - i);                                    \
+            memcpy(t, x + i, (size_t)count * sizeof *t);                                      \
+            tnn_f32x16 v[4] = {tnn_load_f32x16(t)};                                           \
+            f(v, k);                                                                          \
+            tnn_store_f32x16(t, v[0]);                                                        \
+            memcpy(d + i, t, (size_t)count * sizeof *t);                                      \
+        }                                                                                     \
+    } while (0)
+
+FORCE_INLINE void recognised(const tnn_fused_instruction *in, float *d, const float *x,
+                             const float *w, const float *bias, ptrdiff_t n) {
+    const float *k = in->k;
+    switch (in->op) {
+    case TNN_FUSED_GELU_ERF: INTERLEAVED_MAP(gelu_erf4); break;
+    case TNN_FUSED_GELU_TANH: INTERLEAVED_MAP(gelu_tanh4); break;
+    case TNN_FUSED_NORMALIZE: normalize(d, x, n, k[0], NULL, NULL); break;
+    default: normalize(d, x, n, k[0], w, bias); break;
+    }
+}
+
 typedef struct {
     const tnn_fused_program *p;
     const float *const *inputs;
@@ -211,8 +315,10 @@ static void run_items(void *arg, ptrdiff_t start, ptrdiff_t stop, int thread) {
                 binary(in->op, d.at, a.at, a.vector, b.at, b.vector, length);
             } else if (in->op < TNN_FUSED_SUM) {
                 unary(in, d.at, a.at, length);
-            } else {
+            } else if (in->op <= TNN_FUSED_MIN) {
                 reduce(in->op, d.at, a.at, a.vector, n);
+            } else {
+                recognised(in, d.at, a.at, slot[in->b].at, slot[in->c].at, length);
             }
         }
     }
@@ -231,7 +337,10 @@ const char *tnn_fused_check(const tnn_fused_program *p) {
     for (int c = 0; c < p->length; c++) {
         const tnn_fused_instruction *in = &p->code[c];
         if (in->op < 0 || in->op >= TNN_FUSED_OPCODES) return "unknown operation";
-        int binary_op = in->op <= TNN_FUSED_MINIMUM, reduction = in->op >= TNN_FUSED_SUM;
+        int binary_op = in->op <= TNN_FUSED_MINIMUM;
+        int reduction = in->op >= TNN_FUSED_SUM && in->op <= TNN_FUSED_MIN;
+        int affine = in->op == TNN_FUSED_NORMALIZE_AFFINE;
+        int whole_row = in->op == TNN_FUSED_NORMALIZE || affine;
         if (in->a < 0 || in->a >= slots - 1 || (binary_op && (in->b < 0 || in->b >= slots - 1)))
             return "an operand out of range";
         if (in->dst < p->inputs || in->dst >= slots) return "a destination out of range";
@@ -246,10 +355,21 @@ const char *tnn_fused_check(const tnn_fused_program *p) {
                                            : p->register_vector[in->b - p->inputs];
         int expected = reduction ? 0 : (a_vector || b_vector);
         if (dst_vector != expected) return "a destination of the wrong kind";
+        if (whole_row && !a_vector) return "a row normalization of a scalar";
+        if (affine) {
+            if (in->b < 0 || in->b >= slots - 1 || in->c < 0 || in->c >= slots - 1)
+                return "an operand out of range";
+            int b_kind = in->b < p->inputs ? p->input[in->b].vector
+                                           : p->register_vector[in->b - p->inputs];
+            int c_kind = in->c < p->inputs ? p->input[in->c].vector
+                                           : p->register_vector[in->c - p->inputs];
+            if (!b_kind || !c_kind || in->dst == in->b || in->dst == in->c)
+                return "a row normalization's weight or bias not a row";
+        }
         if (!reduction && (in->dst == in->a || (binary_op && in->dst == in->b)) &&
             (a_vector != dst_vector || (binary_op && b_vector != dst_vector)))
             return "a destination overwriting a scalar operand";
-        reduces |= reduction;
+        reduces |= reduction || whole_row;
     }
     if (reduces && p->chunk != p->inner) return "reductions need whole rows";
     return NULL;

@@ -32,14 +32,9 @@ TNN_VECTOR_INLINE tnn_f32x16 tnn_exp_reduced_f32x16(tnn_f32x16 x, tnn_f32x16 nf)
     return y * z + r + 1.0f;
 }
 
-TNN_VECTOR_INLINE tnn_f32x16 tnn_exp_f32x16(tnn_f32x16 x) {
-    const tnn_i32x16 nan = x != x;
-    const tnn_f32x16 zero = {0};
-    tnn_f32x16 v = tnn_select_f32x16(nan, zero, x);
-    /* Beyond these every float32 result is infinity or zero; the arithmetic below gives
-     * exactly those at the bounds. */
-    v = tnn_select_f32x16(v > 89.0f, zero + 89.0f, v);
-    v = tnn_select_f32x16(v < -104.0f, zero - 104.0f, v);
+/* e^v for v in [-104, 89] (beyond these every float32 result is infinity or zero; the
+ * arithmetic below gives exactly those at the bounds). */
+TNN_VECTOR_INLINE tnn_f32x16 tnn_exp_bounded_f32x16(tnn_f32x16 v) {
     tnn_f32x16 t = v * 1.44269504088896341f + 0.5f;
     tnn_i32x16 n = __builtin_convertvector(t, tnn_i32x16); /* toward zero... */
     n -= (tnn_i32x16)(__builtin_convertvector(n, tnn_f32x16) > t) & 1; /* ...then floor */
@@ -48,7 +43,22 @@ TNN_VECTOR_INLINE tnn_f32x16 tnn_exp_f32x16(tnn_f32x16 x) {
     tnn_i32x16 half = n >> 1;
     tnn_f32x16 first = (tnn_f32x16)((half + 127) << 23);
     tnn_f32x16 second = (tnn_f32x16)((n - half + 127) << 23);
-    return tnn_select_f32x16(nan, x, y * first * second);
+    return y * first * second;
+}
+
+/* e^x for x <= 0 (no NaN): what tnn_exp_f32x16 gives, without its NaN and overflow steps. */
+TNN_VECTOR_INLINE tnn_f32x16 tnn_exp_nonpositive_f32x16(tnn_f32x16 x) {
+    const tnn_f32x16 zero = {0};
+    return tnn_exp_bounded_f32x16(tnn_select_f32x16(x < -104.0f, zero - 104.0f, x));
+}
+
+TNN_VECTOR_INLINE tnn_f32x16 tnn_exp_f32x16(tnn_f32x16 x) {
+    const tnn_i32x16 nan = x != x;
+    const tnn_f32x16 zero = {0};
+    tnn_f32x16 v = tnn_select_f32x16(nan, zero, x);
+    v = tnn_select_f32x16(v > 89.0f, zero + 89.0f, v);
+    v = tnn_select_f32x16(v < -104.0f, zero - 104.0f, v);
+    return tnn_select_f32x16(nan, x, tnn_exp_bounded_f32x16(v));
 }
 
 TNN_VECTOR_INLINE tnn_f32x16 tnn_tanh_f32x16(tnn_f32x16 x) {
