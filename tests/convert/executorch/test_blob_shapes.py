@@ -1,6 +1,6 @@
 """The blob's bounded dynamic sizes (section SHAP): they round-trip, version 1 blobs (no
 SHAP) still read, malformed size programs and bounds are refused when read, and the
-programs evaluate as the converter's expressions do."""
+converter's expressions make well-formed programs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import zlib
 
 import pytest
 
-from torch_nnapi.convert.builder.symbolic import ADD, CONST, DIM, FLOORDIV, MOD, input_dim
+from torch_nnapi.convert.builder.symbolic import ADD, CONST, DIM, evaluate, input_dim
 from torch_nnapi.convert.builder.symbolic import program as sym_program
 from torch_nnapi.convert.executorch.blob import (
     HEADER_SIZE,
@@ -22,11 +22,8 @@ from torch_nnapi.convert.executorch.blob import (
 from torch_nnapi.convert.executorch.blob_shapes import (
     DimBound,
     PatchTarget,
-    ShapeError,
     ShapePrograms,
     SizePatch,
-    check_sizes,
-    evaluate,
     program_problem,
 )
 
@@ -102,13 +99,3 @@ def test_programs_evaluate_as_the_expressions() -> None:
             values = {"n": sizes[0][0], "m": sizes[1][2]}
             assert evaluate(prog, sizes) == eval(repr(expr).replace(  # noqa: S307
                 "in0.shape[0]", "n").replace("in1.shape[2]", "m"), {}, values)
-
-
-def test_bad_sizes_are_named() -> None:
-    with pytest.raises(ShapeError, match=r"input 0 dimension 0 is 17, outside its bounds"):
-        check_sizes(BOUNDS, ((17, 4),))
-    check_sizes(BOUNDS, ((16, 4),))
-    with pytest.raises(ShapeError, match="divides by zero"):
-        evaluate((CONST, 1, DIM, 0, 0, FLOORDIV), ((0, 4),))
-    with pytest.raises(ShapeError, match="outside int32"):
-        evaluate((CONST, 2**30, CONST, 4, MOD, CONST, 2**30, ADD, CONST, 2**30, ADD), ())

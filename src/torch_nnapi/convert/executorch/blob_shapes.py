@@ -9,13 +9,13 @@ programs and compiles the model it gets, once per set of input sizes.
 
 The programs are checked when read (valid opcodes, a stack that never underflows and ends
 with one value, DIM only on an open dimension), so evaluating one never fails on structure;
-division by zero and values outside int32 are refused at evaluation.
+the runtime (``native/shape_programs.cpp``) refuses division by zero and values outside
+int32 at evaluation (``builder/symbolic.py``'s ``evaluate`` is the Python evaluator).
 """
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -23,12 +23,7 @@ from ..builder.symbolic import ADD, CONST, DIM, FLOORDIV, MAX, MIN, MOD, MUL, SU
 
 MAX_PROGRAM_WORDS = 1024  # a size expression longer than this is refused as corruption
 MAX_STACK = 64
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-
-_OPERATORS: dict[int, Callable[[int, int], int]] = {
-    ADD: operator.add, SUB: operator.sub, MUL: operator.mul, FLOORDIV: operator.floordiv,
-    MOD: operator.mod, MAX: max, MIN: min}
+_OPERATORS = (ADD, SUB, MUL, FLOORDIV, MOD, MAX, MIN)
 
 
 class PatchTarget(IntEnum):
@@ -67,10 +62,6 @@ class ShapePrograms:
     patches: tuple[SizePatch, ...] = ()
 
 
-class ShapeError(ValueError):
-    """Input sizes the blob's bounds refuse, or a size program that cannot be evaluated."""
-
-
 def program_problem(program: Sequence[int], bounds: Sequence[DimBound]) -> str | None:
     """Why ``program`` is malformed (None when it is well formed): an unknown opcode, a
     truncated operand, a stack that underflows or does not end with one value, a DIM that
@@ -100,38 +91,3 @@ def program_problem(program: Sequence[int], bounds: Sequence[DimBound]) -> str |
         if depth > MAX_STACK:
             return f"word {i}: the stack grows past {MAX_STACK}"
     return None if depth == 1 else f"ends with {depth} values on the stack"
-
-
-def check_sizes(bounds: Sequence[DimBound], shapes: Sequence[Sequence[int]]) -> None:
-    """Raises ShapeError naming the first input dimension outside its bounds."""
-    for b in bounds:
-        size = int(shapes[b.input][b.dim])
-        if not b.minimum <= size <= b.maximum:
-            raise ShapeError(f"input {b.input} dimension {b.dim} is {size}, outside its"
-                             f" bounds [{b.minimum}, {b.maximum}]")
-
-
-def evaluate(program: Sequence[int], shapes: Sequence[Sequence[int]]) -> int:
-    """The program's value for these input sizes (the C++ runtime's twin: floor division
-    and remainder as Python's; division by zero and results outside int32 refused)."""
-    stack: list[int] = []
-    i = 0
-    while i < len(program):
-        code = program[i]
-        if code == CONST:
-            stack.append(int(program[i + 1]))
-            i += 2
-            continue
-        if code == DIM:
-            stack.append(int(shapes[program[i + 1]][program[i + 2]]))
-            i += 3
-            continue
-        b, a = stack.pop(), stack.pop()
-        if code in (FLOORDIV, MOD) and b == 0:
-            raise ShapeError("a size program divides by zero for these input sizes")
-        value = _OPERATORS[code](a, b)
-        if not INT32_MIN <= value <= INT32_MAX:
-            raise ShapeError(f"a size program reaches {value}, outside int32")
-        stack.append(value)
-        i += 1
-    return stack[0]

@@ -82,14 +82,22 @@ def dim_bounds(program: torch.export.ExportedProgram, flexible: list[tuple[int, 
         for d in dims:
             expr = shape[d].node.expr
             found = program.range_constraints.get(expr)
-            upper = getattr(found, "upper", None)
-            if found is None or upper is None or not getattr(upper, "is_integer", False) \
-                    or int(upper) > 2**31 - 1:
+            maximum = _finite(getattr(found, "upper", None))
+            if found is None or maximum is None or maximum > 2**31 - 1:
                 raise _unsupported(f"input {i} dimension {d} ({expr}) has no maximum; the NNAPI"
                                    " backend takes bounded dynamic sizes: export it with"
                                    " torch.export.Dim(name, max=N)")
-            bounds.append(DimBound(i, d, max(int(found.lower), 1), int(upper)))
+            bounds.append(DimBound(i, d, max(int(found.lower), 1), maximum))
     return tuple(bounds)
+
+
+def _finite(bound: object) -> int | None:
+    """A range bound as an int; None when it is infinite (torch.export's ``int_oo``)."""
+    try:
+        value: int = int(bound)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
+    return value
 
 
 def size_patches(lowered: Lowered, models: tuple[BlobModel, ...]) -> tuple[SizePatch, ...]:
