@@ -27,6 +27,7 @@ from torch_nnapi.convert.executorch.native_build import NATIVE_DIR
 
 from .models import dynamic_reshape_blob, if_model, plain_blob, while_model
 from .test_blob import conv_blob
+from .test_blob_shapes import as_version_1
 
 SANITIZERS = "-fsanitize=address,undefined"
 ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
@@ -188,3 +189,8 @@ def test_libfuzzer_target(tmp_path: Path) -> None:
                              f"-artifact_prefix={tmp_path}/", str(corpus)],
                             capture_output=True, text=True, env=ENV, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_a_version_1_blob_still_reads(driver: Path, tmp_path: Path) -> None:
+    """The runtime reads what the previous writer made: version 1, no SHAP section."""
+    assert run(driver, [as_version_1(seeds()["conv"])], tmp_path) == ["ok"]

@@ -39,7 +39,7 @@ def test_dynamic_blob_round_trips() -> None:
     assert {p.target for p in again.shapes.patches} == set(PatchTarget)
 
 
-def _as_version_1(data: bytes) -> bytes:
+def as_version_1(data: bytes) -> bytes:
     """``data`` without its SHAP section, marked version 1 (what the previous writer made)."""
     at = data.rfind(struct.pack("<I", int.from_bytes(b"SHAP", "little")))
     body = data[HEADER_SIZE:at]
@@ -54,7 +54,7 @@ def _as_version_1(data: bytes) -> bytes:
 def test_version_1_blobs_still_read_as_static() -> None:
     static = dynamic_reshape_blob()
     static = Blob(static.settings, static.models, static.inputs, static.outputs)
-    old = _as_version_1(write_blob(static))
+    old = as_version_1(write_blob(static))
     assert struct.unpack("<I", old[8:12])[0] == 1 < VERSION
     assert read_blob(old) == static and read_blob(old).shapes == ShapePrograms()
 
