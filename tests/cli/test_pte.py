@@ -152,3 +152,20 @@ def test_an_exported_cond_converts_runs_and_shows_its_called_models(
     assert lines[4] == "    called model 1 (of IF or WHILE): LOGISTIC, ABS, SUB"
     assert main(["run", pte, "--repeat", "2"]) == 0
     assert "output 0: [2, 6] float32" in capsys.readouterr().out
+
+
+def test_a_pt2_with_a_bounded_batch_converts_and_runs_at_other_sizes(
+        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--input`` cannot give a dimension's maximum, but a .pt2 exported with
+    ``torch.export.Dim(..., max=8)`` carries it: the .pte runs any batch up to 8."""
+    program = torch.export.export(Plain().eval(), (torch.randn(4, 5),),
+                                  dynamic_shapes=({0: torch.export.Dim("batch", max=8)},))
+    pt2, pte = str(tmp_path / "plain.pt2"), str(tmp_path / "plain.pte")
+    torch.export.save(program, pt2)
+    assert main(["convert", pt2, "-o", pte]) == 0
+    capsys.readouterr()
+    for batch in (3, 8):
+        assert main(["run", pte, "--input", f"{batch}x5"]) == 0
+        assert f"output 0: [{batch}, 5] float32" in capsys.readouterr().out
+    assert main(["run", pte, "--input", "9x5"]) == ExitCode.USAGE
+    assert "the program takes float32 [8, 5] at most" in capsys.readouterr().err

@@ -1,12 +1,20 @@
 """NNAPI models built directly (what the converter does not make yet): a convolution with a
 per-channel quantized weight, and IF and WHILE with referenced models (those of the host
-runtime's control-flow tests, with static sizes), and their plain mapping."""
+runtime's control-flow tests, with static sizes), and their plain mapping; a RESHAPE whose
+sizes and target shape follow a bounded dynamic batch (the SHAP section's every target)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from torch_nnapi.convert.builder.symbolic import CONST, DIM, MUL
 from torch_nnapi.convert.executorch.blob import Blob, BlobTensor, CompileSettings, ScalarType
+from torch_nnapi.convert.executorch.blob_shapes import (
+    DimBound,
+    PatchTarget,
+    ShapePrograms,
+    SizePatch,
+)
 from torch_nnapi.convert.executorch.encode import blob_models, blob_tensor
 from torch_nnapi.nnapi import FuseCode, Model, OperandType, OperationType
 
@@ -78,3 +86,22 @@ def plain_blob(model: Model, settings: CompileSettings | None = None) -> Blob:
     models, named = blob_models(model)
     inputs, outputs = plain_io(model)
     return Blob(settings or CompileSettings(), models, inputs, outputs, named)
+
+
+def dynamic_reshape_blob(batch: int = 3, maximum: int = 16) -> Blob:
+    """float32 [batch, 4] -> RESHAPE to [2 batch, 2], the batch bounded by [1, maximum]: the
+    input, output and target shape patched from it."""
+    m = Model()
+    x = m.add_operand(F32, (batch, 4))
+    shape = m.add_constant(I32, np.array([2 * batch, 2], np.int32))
+    y = m.add_operand(F32, (2 * batch, 2))
+    m.add_operation(Op.RESHAPE, [x, shape], [y])
+    m.identify_inputs_and_outputs([x], [y])
+    blob = plain_blob(m.finish())
+    twice = (DIM, 0, 0, CONST, 2, MUL)
+    patches = (SizePatch(PatchTarget.DIMENSION, x, 0, (DIM, 0, 0)),
+               SizePatch(PatchTarget.DIMENSION, y, 0, twice),
+               SizePatch(PatchTarget.VALUE, shape, 0, twice),
+               SizePatch(PatchTarget.OUTPUT, 0, 0, twice))
+    return Blob(blob.settings, blob.models, blob.inputs, blob.outputs, blob.named_data,
+                ShapePrograms((DimBound(0, 0, 1, maximum),), patches))

@@ -10,6 +10,7 @@ import pytest
 
 from torch_nnapi.convert.executorch.blob import (
     HEADER_SIZE,
+    VERSION,
     Blob,
     BlobError,
     BlobTensor,
@@ -116,8 +117,8 @@ def test_reader_refuses_truncated_corrupted_and_future_blobs() -> None:
     with pytest.raises(BlobError, match="CRC-32"):
         read_blob(bytes(flipped))
     future = bytearray(data)
-    future[8:12] = struct.pack("<I", 2)
-    with pytest.raises(BlobError, match="version 2"):
+    future[8:12] = struct.pack("<I", VERSION + 1)
+    with pytest.raises(BlobError, match=f"version {VERSION + 1}"):
         read_blob(bytes(future))
 
 

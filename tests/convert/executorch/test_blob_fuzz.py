@@ -17,16 +17,23 @@ from pathlib import Path
 
 import pytest
 
-from torch_nnapi.convert.executorch.blob import HEADER_SIZE, CompileSettings, write_blob
+from torch_nnapi.convert.executorch.blob import (
+    HEADER_SIZE,
+    VERSION,
+    CompileSettings,
+    write_blob,
+)
 from torch_nnapi.convert.executorch.native_build import NATIVE_DIR
 
-from .models import if_model, plain_blob, while_model
+from .models import dynamic_reshape_blob, if_model, plain_blob, while_model
 from .test_blob import conv_blob
+from .test_blob_shapes import as_version_1
 
 SANITIZERS = "-fsanitize=address,undefined"
 ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
            UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1")
-SOURCES = [str(NATIVE_DIR / "fuzz_blob.cpp"), str(NATIVE_DIR / "blob_reader.cpp")]
+SOURCES = [str(NATIVE_DIR / name) for name in ("fuzz_blob.cpp", "blob_reader.cpp",
+                                               "shape_programs.cpp")]
 
 
 def _compiler(*names: str) -> str | None:
@@ -46,9 +53,10 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def seeds() -> dict[str, bytes]:
     """Blobs exercising every part of the format: per-channel and named values, IF with
-    its two branches, WHILE with its condition and body, layouts and conversions."""
+    its two branches, WHILE with its condition and body, layouts and conversions, bounded
+    dynamic sizes with their size programs."""
     conv, _ = conv_blob(named_threshold=16)
-    result = {"conv": write_blob(conv)}
+    result = {"conv": write_blob(conv), "dynamic": write_blob(dynamic_reshape_blob())}
     for name, model in (("if", if_model(3)), ("while", while_model(10, 3))):
         result[name] = write_blob(plain_blob(model, CompileSettings(devices=("cpu",))))
     return result
@@ -93,12 +101,12 @@ def _flips(data: bytes, masks: tuple[int, ...]) -> Iterator[bytearray]:
             yield out
 
 
-@pytest.mark.parametrize("name", ["conv", "if", "while"])
+@pytest.mark.parametrize("name", ["conv", "if", "while", "dynamic"])
 def test_the_seeds_read(driver: Path, tmp_path: Path, name: str) -> None:
     assert run(driver, [seeds()[name]], tmp_path) == ["ok"]
 
 
-@pytest.mark.parametrize("name", ["conv", "if", "while"])
+@pytest.mark.parametrize("name", ["conv", "if", "while", "dynamic"])
 def test_every_truncation_is_refused(driver: Path, tmp_path: Path, name: str) -> None:
     data = seeds()[name]
     cuts = [data[:n] for n in range(len(data))]
@@ -107,7 +115,7 @@ def test_every_truncation_is_refused(driver: Path, tmp_path: Path, name: str) ->
     assert all("truncated" in v or "bytes" in v for v in verdicts[:len(cuts)])
 
 
-@pytest.mark.parametrize("name", ["conv", "if", "while"])
+@pytest.mark.parametrize("name", ["conv", "if", "while", "dynamic"])
 def test_every_flipped_byte_is_refused_and_resealed_flips_never_crash(
         driver: Path, tmp_path: Path, name: str) -> None:
     data = seeds()[name]
@@ -129,7 +137,7 @@ def test_absurd_counts_and_other_versions_are_refused(driver: Path, tmp_path: Pa
             counts.append(reseal(out))
     run(driver, counts, tmp_path)  # never crashes, never allocates from a bad count
     versions = []
-    for version in (0, 2, 0xFFFFFFFF):
+    for version in (0, VERSION + 1, 0xFFFFFFFF):
         out = bytearray(data)
         out[8:12] = struct.pack("<I", version)
         versions.append(reseal(out))
@@ -181,3 +189,8 @@ def test_libfuzzer_target(tmp_path: Path) -> None:
                              f"-artifact_prefix={tmp_path}/", str(corpus)],
                             capture_output=True, text=True, env=ENV, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_a_version_1_blob_still_reads(driver: Path, tmp_path: Path) -> None:
+    """The runtime reads what the previous writer made: version 1, no SHAP section."""
+    assert run(driver, [as_version_1(seeds()["conv"])], tmp_path) == ["ok"]

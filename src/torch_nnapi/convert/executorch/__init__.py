@@ -1,5 +1,6 @@
 """The ExecuTorch back-end: NNAPI regions of a program -> the delegate blobs ExecuTorch's NNAPI
-backend runs. ``blob.py`` is the blob format (docs/executorch_blob.md), ``encode.py`` turns
+backend runs. ``blob.py`` is the blob format (docs/executorch_blob.md; ``blob_shapes.py`` its
+bounded dynamic sizes: bounds and size programs), ``encode.py`` turns
 NNAPI models into its models and back, ``specs.py`` the options (compile specs and the
 partitioner's), ``lower.py`` an edge program -> blob through the pipeline, ``fx_regions.py``
 the regions (``regions/``) as fx nodes, ``partitioner.py`` ExecuTorch's ``NnapiPartitioner``,

@@ -3,9 +3,10 @@
 The format is ours (docs/executorch_blob.md describes it byte by byte): little-endian, a
 64-byte header (magic, version, sizes, a CRC-32 and the compilation cache token), then
 tagged sections: the compile options, one section per model (the main model first, then
-the models IF and WHILE operations refer to), the input and output mapping, and the
-constant data. The C++ runtime (``native/blob_reader.cpp``) reads it strictly; ``read_blob``
-here is the same reader in Python, for tests and tools. Nothing here imports torch or
+the models IF and WHILE operations refer to), the input and output mapping, the constant
+data and (version 2) the bounded dynamic sizes (``blob_shapes.py``). The C++ runtime
+(``native/blob_reader.cpp``) reads it strictly; ``read_blob`` here is the same reader in
+Python, for tests and tools. Nothing here imports torch or
 ExecuTorch: the blob is plain data.
 """
 
@@ -17,8 +18,11 @@ import zlib
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from .blob_shapes import DimBound, PatchTarget, ShapePrograms, SizePatch, program_problem
+
 MAGIC = b"TNNAPIET"
-VERSION = 1
+VERSION = 2  # 2 added the SHAP section; version 1 blobs (no SHAP: static sizes) still read
+READABLE_VERSIONS = (1, 2)
 HEADER_SIZE = 64
 TOKEN_SIZE = 32  # ANEURALNETWORKS_BYTE_SIZE_OF_CACHE_TOKEN
 DATA_ALIGNMENT = 16  # each inline constant starts at a multiple of this in the data section
@@ -34,6 +38,7 @@ class Section(IntEnum):
     INPUTS = int.from_bytes(b"INPT", "little")
     OUTPUTS = int.from_bytes(b"OUTP", "little")
     DATA = int.from_bytes(b"DATA", "little")
+    SHAPES = int.from_bytes(b"SHAP", "little")
 
 
 class ValueKind(IntEnum):
@@ -164,6 +169,7 @@ class Blob:
     outputs: tuple[BlobTensor, ...]
     named_data: dict[str, bytes] = field(default_factory=dict, compare=False)  # NAMED values,
     # which go to ExecuTorch's named data store, not into the blob
+    shapes: ShapePrograms = ShapePrograms()  # the open input dimensions (none: static)
 
 
 class BlobError(ValueError):
@@ -216,6 +222,7 @@ def write_blob(blob: Blob) -> bytes:
     sections.append((Section.INPUTS, _tensors(blob.inputs)))
     sections.append((Section.OUTPUTS, _tensors(blob.outputs)))
     sections.append((Section.DATA, bytes(data)))
+    sections.append((Section.SHAPES, _shapes(blob.shapes)))
     out = _Writer()
     out.u32(len(blob.models))
     for tag, payload in sections:
@@ -281,6 +288,22 @@ def _model(model: BlobModel, data: bytearray) -> bytes:
     w.u32s(model.inputs)
     w.u32s(model.outputs)
     w.u8(model.relax_float32_to_float16)
+    return w.bytes()
+
+
+def _shapes(shapes: ShapePrograms) -> bytes:
+    w = _Writer()
+    w.u32(len(shapes.bounds))
+    for b in shapes.bounds:
+        for v in (b.input, b.dim, b.minimum, b.maximum):
+            w.u32(v)
+    w.u32(len(shapes.patches))
+    for p in shapes.patches:
+        w.u8(int(p.target))
+        w.u32(p.operand)
+        w.u32(p.element)
+        w.u32(len(p.program))
+        w.parts.append(struct.pack(f"<{len(p.program)}i", *p.program))
     return w.bytes()
 
 
@@ -369,8 +392,9 @@ def read_blob(blob: bytes) -> Blob:
     if blob[:8] != MAGIC:
         raise BlobError(f"header: magic {blob[:8]!r} is not {MAGIC!r}: not an NNAPI blob")
     version, header_size, total, crc, reserved = struct.unpack("<IIQII", blob[8:32])
-    if version != VERSION:
-        raise BlobError(f"header: version {version}; this reader reads version {VERSION}")
+    if version not in READABLE_VERSIONS:
+        raise BlobError(f"header: version {version}; this reader reads versions"
+                        f" {READABLE_VERSIONS}")
     if header_size != HEADER_SIZE or reserved != 0:
         raise BlobError(f"header: header size {header_size} or reserved {reserved} is wrong")
     if total != len(blob):
@@ -381,7 +405,7 @@ def read_blob(blob: bytes) -> Blob:
     model_count = body.count("model", 12, 4096)
     sections: list[tuple[Section, _Reader]] = []
     for expected in [Section.OPTIONS, *[Section.MODEL] * model_count, Section.INPUTS,
-                     Section.OUTPUTS, Section.DATA]:
+                     Section.OUTPUTS, Section.DATA, *[Section.SHAPES] * (version >= 2)]:
         tag = body.u32("section tag")
         if tag != expected:
             raise BlobError(f"body: section {len(sections)} has tag {tag:#x}, expected"
@@ -389,13 +413,16 @@ def read_blob(blob: bytes) -> Blob:
         length = body.u64(f"{expected.name} length")
         sections.append((expected, _Reader(body.take(length, expected.name), expected.name)))
     body.done()
-    data = sections[-1][1].data
+    after = 1 + model_count  # INPUTS, OUTPUTS, DATA, then SHAPES from version 2
+    data = sections[after + 2][1].data
     settings = _read_options(sections[0][1])
     models = tuple(_read_model(r, i, model_count, data)
-                   for i, (_, r) in enumerate(sections[1:1 + model_count]))
-    inputs = _read_tensors(sections[-3][1], "input", len(models[0].inputs))
-    outputs = _read_tensors(sections[-2][1], "output", len(models[0].outputs))
-    return Blob(settings, models, inputs, outputs)
+                   for i, (_, r) in enumerate(sections[1:after]))
+    inputs = _read_tensors(sections[after][1], "input", len(models[0].inputs))
+    outputs = _read_tensors(sections[after + 1][1], "output", len(models[0].outputs))
+    shapes = _read_shapes(sections[after + 3][1], models, inputs, outputs) if version >= 2 \
+        else ShapePrograms()
+    return Blob(settings, models, inputs, outputs, shapes=shapes)
 
 
 def _read_options(r: _Reader) -> CompileSettings:
@@ -499,3 +526,49 @@ def _read_tensors(r: _Reader, what: str, nnapi_count: int) -> tuple[BlobTensor, 
         raise BlobError(f"{what}s: the model's {what}s are fed {fed} times")
     r.done()
     return tuple(result)
+
+
+def _read_shapes(r: _Reader, models: tuple[BlobModel, ...], inputs: tuple[BlobTensor, ...],
+                 outputs: tuple[BlobTensor, ...]) -> ShapePrograms:
+    bounds: list[DimBound] = []
+    for k in range(r.count("bound", 16, 64)):
+        b = DimBound(*(r.u32(f"bound {k}") for _ in range(4)))
+        shape = inputs[b.input].shape if b.input < len(inputs) else ()
+        if b.dim >= len(shape) or not 1 <= b.minimum <= shape[b.dim] <= b.maximum \
+                or b.maximum > 2**31 - 1 or any((o.input, o.dim) == (b.input, b.dim)
+                                                 for o in bounds):
+            raise BlobError(f"SHAP: bound {k} ({b}) does not fit input shapes"
+                            f" {[list(t.shape) for t in inputs]}")
+        bounds.append(b)
+    if bounds and len(models) > 1:
+        raise BlobError("SHAP: open input dimensions with models IF or WHILE call")
+    patches = []
+    for k in range(r.count("patch", 13, 1 << 16)):
+        target, operand, element = r.u8(f"patch {k} target"), r.u32(f"patch {k} operand"), \
+            r.u32(f"patch {k} element")
+        n = r.count(f"patch {k} program", 4, 1024)
+        program = struct.unpack(f"<{n}i", r.take(4 * n, f"patch {k} program"))
+        problem = program_problem(program, bounds) \
+            if _patch_fits(target, operand, element, models[0], outputs) \
+            else "targets no such element"
+        if problem is not None or not bounds:
+            raise BlobError(f"SHAP: patch {k} (target {target}, operand {operand}, element"
+                            f" {element}): its program {problem or 'reads no open dimension'}")
+        patches.append(SizePatch(PatchTarget(target), operand, element, program))
+    r.done()
+    return ShapePrograms(tuple(bounds), tuple(patches))
+
+
+def _patch_fits(target: int, index: int, element: int, main: BlobModel,
+                outputs: tuple[BlobTensor, ...]) -> bool:
+    """Whether a patch's target exists: an operand dimension, an element of an inline INT32
+    constant, an ExecuTorch output dimension."""
+    if target == PatchTarget.OUTPUT:
+        return index < len(outputs) and element < len(outputs[index].shape)
+    if index >= len(main.operands):
+        return False
+    o = main.operands[index]
+    if target == PatchTarget.DIMENSION:
+        return element < len(o.dimensions)
+    return (target == PatchTarget.VALUE and o.type in (1, 4)  # INT32, TENSOR_INT32
+            and o.value.kind == ValueKind.INLINE and element < len(o.value.data) // 4)

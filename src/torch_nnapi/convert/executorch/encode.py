@@ -75,7 +75,8 @@ def blob_tensor(model: Model, position: int, is_input: bool, dtype: ScalarType,
         raise ValueError(f"{where}: layout {layout} is no permutation of rank {len(shape)}")
     if int(np.prod(shape)) != int(np.prod(operand.dimensions)) or 0 in operand.dimensions:
         raise ValueError(f"{where}: shape {list(shape)} does not fit the NNAPI operand"
-                         f" {operand.describe()} (flexible sizes are not supported yet)")
+                         f" {operand.describe()} (a flexible size goes in at its example"
+                         " value)")
     conversion = conversion_for(dtype, operand.type, where)
     return BlobTensor(position, dtype, tuple(int(d) for d in shape),
                       tuple(int(d) for d in layout), conversion)

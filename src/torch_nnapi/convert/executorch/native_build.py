@@ -28,9 +28,10 @@ from pathlib import Path
 from ...capi import include_path, library_path
 
 NATIVE_DIR = Path(__file__).resolve().parent / "native"
-BACKEND_SOURCES = ("blob_reader.cpp", "nnapi_api.cpp", "tensor_convert.cpp",
-                   "nnapi_backend.cpp")
-HEADERS = ("blob_reader.h", "nnapi_api.h", "tensor_convert.h", "nnapi_backend.h")
+BACKEND_SOURCES = ("blob_reader.cpp", "shape_programs.cpp", "nnapi_api.cpp",
+                   "tensor_convert.cpp", "nnapi_compile.cpp", "nnapi_backend.cpp")
+HEADERS = ("blob_reader.h", "shape_programs.h", "nnapi_api.h", "tensor_convert.h",
+           "nnapi_compile.h", "nnapi_backend.h")
 LIBRARY_NAME = "libtorch_nnapi_executorch.so"
 # What the wheel's libraries are compiled with (its CMake config's
 # EXECUTORCH_COMPILE_DEFINITIONS); a mismatch changes the layout of the tracer's classes.

@@ -52,8 +52,9 @@ class PteError(ValueError):
 
 @dataclass(frozen=True)
 class TensorSpec:
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]  # a bounded tensor's largest
     dtype: str  # torch's name: "float32", "int64"...
+    bounded: bool = False  # dynamic sizes up to ``shape`` (torch.export.Dim with a max)
 
 
 @dataclass
@@ -141,7 +142,8 @@ def _spec(value: Any) -> TensorSpec:
         raise PteError(f"the {METHOD} method takes or returns a {type(tensor).__name__}, not"
                        " a tensor")
     dtype = _DTYPES.get(int(tensor.scalar_type), f"dtype {int(tensor.scalar_type)}")
-    return TensorSpec(tuple(int(d) for d in tensor.sizes), dtype)
+    bounded = int(getattr(tensor, "shape_dynamism", 0)) == 1  # DYNAMIC_BOUND
+    return TensorSpec(tuple(int(d) for d in tensor.sizes), dtype, bounded)
 
 
 def _structure(plan: Any) -> Structure | None:
@@ -200,9 +202,13 @@ class PteModule:
             raise PteError(f"the program takes {counted(len(taken), 'input')}, got {len(inputs)}")
         for i, (x, spec) in enumerate(zip(inputs, taken, strict=True)):
             dtype = str(x.dtype).replace("torch.", "")
-            if tuple(x.shape) != spec.shape or dtype != spec.dtype:
+            fits = x.dim() == len(spec.shape) and all(
+                n <= m if spec.bounded else n == m for n, m in zip(x.shape, spec.shape,
+                                                                   strict=False))
+            if not fits or dtype != spec.dtype:
                 raise PteError(f"input {i} is {dtype} {list(x.shape)}, the program takes"
-                               f" {spec.dtype} {list(spec.shape)}")
+                               f" {spec.dtype} {list(spec.shape)}"
+                               + (" at most" if spec.bounded else ""))
 
     def __call__(self, *inputs: torch.Tensor) -> Any:
         self.check_inputs(inputs)

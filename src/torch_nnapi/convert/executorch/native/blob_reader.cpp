@@ -317,6 +317,64 @@ bool read_tensors(Cursor& c, std::vector<Tensor>* out, const Model& main, bool i
   return c.done();
 }
 
+bool read_shapes(Cursor& c, Blob* b) {
+  uint32_t n = c.count("bound", 16, 64);
+  b->bounds.resize(n);
+  for (uint32_t k = 0; k < n && c.ok(); k++) {
+    c.set_where("SHAP bound " + std::to_string(k));
+    DimBound& bound = b->bounds[k];
+    bound.input = c.u32("input");
+    bound.dim = c.u32("dimension");
+    bound.min = c.u32("minimum");
+    bound.max = c.u32("maximum");
+    if (!c.ok()) return false;
+    const std::vector<int64_t>* shape =
+        bound.input < b->inputs.size() ? &b->inputs[bound.input].shape : nullptr;
+    bool duplicate = false;
+    for (uint32_t j = 0; j < k; j++)
+      duplicate |= b->bounds[j].input == bound.input && b->bounds[j].dim == bound.dim;
+    if (!shape || bound.dim >= shape->size() || bound.min < 1 ||
+        int64_t(bound.min) > (*shape)[bound.dim] || (*shape)[bound.dim] > int64_t(bound.max) ||
+        bound.max > uint32_t(std::numeric_limits<int32_t>::max()) || duplicate)
+      return c.fail("input " + std::to_string(bound.input) + " dimension " +
+                    std::to_string(bound.dim) + " bounds [" + std::to_string(bound.min) +
+                    ", " + std::to_string(bound.max) + "] do not fit the recorded shape");
+  }
+  if (n && b->models.size() > 1) return c.fail("open input dimensions with called models");
+  uint32_t patches = c.count("patch", 13, 1 << 16);
+  b->patches.resize(patches);
+  const Model& main = b->models[0];
+  for (uint32_t k = 0; k < patches && c.ok(); k++) {
+    c.set_where("SHAP patch " + std::to_string(k));
+    SizePatch& p = b->patches[k];
+    uint8_t target = c.u8("target");
+    p.index = c.u32("index");
+    p.element = c.u32("element");
+    uint32_t words = c.count("program", 4, kMaxProgramWords);
+    p.program.resize(words);
+    for (uint32_t w = 0; w < words && c.ok(); w++) p.program[w] = c.i32("program");
+    if (!c.ok()) return false;
+    bool fits = false;
+    if (target == uint8_t(PatchTarget::kOutput)) {
+      fits = p.index < b->outputs.size() && p.element < b->outputs[p.index].shape.size();
+    } else if (p.index < main.operands.size()) {
+      const Operand& o = main.operands[p.index];
+      fits = target == uint8_t(PatchTarget::kDimension)
+                 ? p.element < o.dimensions.size()
+                 : target == uint8_t(PatchTarget::kValue) &&
+                       (o.type == kInt32 || o.type == kTensorInt32) &&
+                       o.kind == ValueKind::kInline && p.element < o.length / 4;
+    }
+    if (!fits)
+      return c.fail("target " + std::to_string(target) + " index " + std::to_string(p.index) +
+                    " element " + std::to_string(p.element) + " does not exist");
+    p.target = PatchTarget(target);
+    std::string problem = program_problem(p.program, b->bounds);
+    if (!problem.empty()) return c.fail("its program " + problem);
+  }
+  return c.done();
+}
+
 }  // namespace
 
 size_t element_size(int32_t t) {
@@ -391,9 +449,10 @@ bool parse(const uint8_t* data, size_t size, Blob* out, std::string* error) {
   uint32_t crc = header.u32("CRC-32");
   uint32_t reserved = header.u32("reserved");
   header.bytes(out->token, kTokenSize, "cache token");
-  if (version != kVersion)
-    return header.fail("version " + std::to_string(version) + "; this runtime reads version " +
-                       std::to_string(kVersion) + (version > kVersion ? " (update it)" : ""));
+  if (version < kOldestVersion || version > kVersion)
+    return header.fail("version " + std::to_string(version) + "; this runtime reads versions " +
+                       std::to_string(kOldestVersion) + " to " + std::to_string(kVersion) +
+                       (version > kVersion ? " (update it)" : ""));
   if (header_size != kHeaderSize || reserved != 0)
     return header.fail("header size " + std::to_string(header_size) + " or reserved word " +
                        std::to_string(reserved) + " is wrong");
@@ -412,6 +471,7 @@ bool parse(const uint8_t* data, size_t size, Blob* out, std::string* error) {
   expected.push_back(tag("INPT"));
   expected.push_back(tag("OUTP"));
   expected.push_back(tag("DATA"));
+  if (version >= 2) expected.push_back(tag("SHAP"));
   for (size_t i = 0; i < expected.size() && body.ok(); i++) {
     uint32_t got = body.u32("section tag");
     if (body.ok() && got != expected[i])
@@ -427,7 +487,8 @@ bool parse(const uint8_t* data, size_t size, Blob* out, std::string* error) {
   }
   if (!body.done()) return false;
 
-  const Section& data_section = sections.back();
+  const size_t after = 1 + model_count;  // INPT, OUTP, DATA, then SHAP from version 2
+  const Section& data_section = sections[after + 2];
   Cursor options(sections[0].data, sections[0].size, "options", error);
   if (!read_options(options, &out->options)) return false;
   out->models.resize(model_count);
@@ -436,12 +497,18 @@ bool parse(const uint8_t* data, size_t size, Blob* out, std::string* error) {
     Cursor c(s.data, s.size, "model " + std::to_string(i), error);
     if (!read_model(c, &out->models[i], i, model_count, data_section)) return false;
   }
-  const Section& in = sections[sections.size() - 3];
-  const Section& outs = sections[sections.size() - 2];
+  const Section& in = sections[after];
+  const Section& outs = sections[after + 1];
   Cursor ci(in.data, in.size, "inputs", error);
   if (!read_tensors(ci, &out->inputs, out->models[0], true)) return false;
   Cursor co(outs.data, outs.size, "outputs", error);
-  return read_tensors(co, &out->outputs, out->models[0], false);
+  if (!read_tensors(co, &out->outputs, out->models[0], false)) return false;
+  out->bounds.clear();
+  out->patches.clear();
+  if (version < 2) return true;
+  const Section& shapes = sections[after + 3];
+  Cursor cs(shapes.data, shapes.size, "SHAP", error);
+  return read_shapes(cs, out);
 }
 
 }  // namespace blob

@@ -8,10 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "shape_programs.h"
+
 namespace torch_nnapi {
 namespace blob {
 
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;        // 2 added the SHAP section (bounded dynamic sizes)
+constexpr uint32_t kOldestVersion = 1;  // still read: static sizes, no SHAP
 constexpr size_t kHeaderSize = 64;
 constexpr size_t kTokenSize = 32;  // ANEURALNETWORKS_BYTE_SIZE_OF_CACHE_TOKEN
 constexpr uint32_t kMaxRank = 8;
@@ -87,6 +90,8 @@ struct Blob {
   Options options;
   std::vector<Model> models;  // the main model first
   std::vector<Tensor> inputs, outputs;
+  std::vector<DimBound> bounds;     // the open input dimensions (none: static sizes)
+  std::vector<SizePatch> patches;   // what fixes the main model for given input sizes
 };
 
 // Reads `size` bytes at `data` into `out`. On failure returns false and sets `error` to one

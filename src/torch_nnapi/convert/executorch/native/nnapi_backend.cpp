@@ -1,6 +1,9 @@
-// NnapiBackend (nnapi_backend.h): init builds and compiles, execute converts and runs.
+// NnapiBackend (nnapi_backend.h): init reads the blob and compiles it (nnapi_compile.h);
+// execute checks the inputs, takes the compilation for their sizes (compiled on first use
+// when the blob has dynamic sizes, kept in a small cache), converts and runs.
 #include "nnapi_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -13,8 +16,12 @@
 #include <executorch/runtime/core/evalue.h>
 #include <executorch/runtime/platform/log.h>
 
+#include <executorch/runtime/core/exec_aten/util/tensor_util.h>
+
 #include "blob_reader.h"
 #include "nnapi_api.h"
+#include "nnapi_compile.h"
+#include "shape_programs.h"
 #include "tensor_convert.h"
 
 namespace torch_nnapi {
@@ -31,38 +38,23 @@ using ::executorch::runtime::FreeableBuffer;
 using ::executorch::runtime::Result;
 using ::executorch::runtime::Span;
 
-#define TNN_LOG(level, ...) ET_LOG(level, "NnapiBackend: " __VA_ARGS__)
+// At most this many compilations per delegate with dynamic sizes (the least recently used
+// goes first): each holds an NNAPI compilation and its staging buffers.
+constexpr size_t kCacheSize = 8;
 
-// What the compiled delegate owns; destroy() deletes it.
+// What the delegate owns; destroy() deletes it.
 struct Delegate {
   const NnapiApi* api = nullptr;
-  std::vector<ANeuralNetworksModel*> models;
-  ANeuralNetworksCompilation* compilation = nullptr;
-  ANeuralNetworksBurst* burst = nullptr;
-  bool single_device = false;
-  blob::Options options;
-  std::vector<blob::Tensor> inputs, outputs;
-  std::vector<OperandForm> nnapi_inputs, nnapi_outputs;
-  std::vector<std::vector<uint8_t>> staging_in, staging_out;  // per NNAPI input, output
-  std::vector<int> output_direct;  // per NNAPI output: the ExecuTorch output written in place
-  std::vector<std::unique_ptr<uint8_t[]>> constants;  // inline values NNAPI may reference
-  std::vector<FreeableBuffer> named;                  // named data NNAPI may reference
+  LoadSettings settings;
+  NamedValues named;
+  blob::Blob blob;             // kept: the bounds, size programs and models to rebuild
+  std::vector<uint8_t> bytes;  // the blob's bytes, kept when it has dynamic sizes
+  std::vector<std::unique_ptr<Compiled>> cache;  // most recently used first
+  size_t compilations = 0;
   std::mutex mutex;  // one execution at a time (a burst runs one)
 
-  ~Delegate() {
-    if (burst && api->Burst_free) api->Burst_free(burst);
-    if (compilation) api->Compilation_free(compilation);
-    for (ANeuralNetworksModel* m : models)
-      if (m) api->Model_free(m);
-  }
+  bool dynamic() const { return !blob.bounds.empty(); }
 };
-
-// Logs a failed NNAPI call and says whether it failed.
-bool failed(int code, const char* call) {
-  if (code == ANEURALNETWORKS_NO_ERROR) return false;
-  TNN_LOG(Error, "ANeuralNetworks%s failed: %s (%d)", call, result_name(code), code);
-  return true;
-}
 
 const char* dtype_name(int32_t s) {
   switch (s) {
@@ -92,101 +84,6 @@ const char* runtime_spec(BackendInitContext& context, const char* key) {
   return value.ok() && value.get()[0] ? value.get() : nullptr;
 }
 
-Error missing(const char* function, int level) {
-  TNN_LOG(Error, "the model needs ANeuralNetworks%s (feature level %d), which this"
-          " libneuralnetworks.so lacks", function, level);
-  return Error::DelegateInvalidCompatibility;
-}
-
-// Builds model `index` of the blob (its referenced models are built already).
-Error build_model(Delegate& d, const blob::Blob& b, size_t index, const uint8_t* blob_data,
-                  const ::executorch::runtime::NamedDataMap* named_map) {
-  const NnapiApi& api = *d.api;
-  const blob::Model& spec = b.models[index];
-  ANeuralNetworksModel* model = nullptr;
-  if (failed(api.Model_create(&model), "Model_create")) return Error::Internal;
-  d.models[index] = model;
-  for (size_t i = 0; i < spec.operands.size(); i++) {
-    const blob::Operand& o = spec.operands[i];
-    ANeuralNetworksOperandType type = {o.type, uint32_t(o.dimensions.size()),
-                                       o.dimensions.empty() ? nullptr : o.dimensions.data(),
-                                       o.scale, o.zero_point};
-    if (failed(api.Model_addOperand(model, &type), "Model_addOperand")) return Error::Internal;
-    int32_t at = int32_t(i);
-    if (o.per_channel) {
-      if (!api.Model_setOperandSymmPerChannelQuantParams)
-        return missing("Model_setOperandSymmPerChannelQuantParams", 29);
-      ANeuralNetworksSymmPerChannelQuantParams params = {
-          o.channel_dim, uint32_t(o.channel_scales.size()), o.channel_scales.data()};
-      if (failed(api.Model_setOperandSymmPerChannelQuantParams(model, at, &params),
-                 "Model_setOperandSymmPerChannelQuantParams"))
-        return Error::Internal;
-    }
-    int code = ANEURALNETWORKS_NO_ERROR;
-    if (o.kind == blob::ValueKind::kInline) {
-      // a copy: the blob's buffer is freed after init, NNAPI may keep the pointer
-      std::unique_ptr<uint8_t[]> value(new (std::nothrow) uint8_t[o.length ? o.length : 1]);
-      if (!value) return Error::MemoryAllocationFailed;
-      std::memcpy(value.get(), blob_data + o.offset, o.length);
-      code = api.Model_setOperandValue(model, at, value.get(), o.length);
-      d.constants.push_back(std::move(value));
-    } else if (o.kind == blob::ValueKind::kNamed) {
-      if (!named_map) {
-        TNN_LOG(Error, "model %zu operand %zu is in the named data map, but the program"
-                " has none", index, i);
-        return Error::InvalidProgram;
-      }
-      Result<FreeableBuffer> data = named_map->get_data(o.key.c_str());
-      if (!data.ok()) {
-        TNN_LOG(Error, "named data %s (model %zu operand %zu) is missing", o.key.c_str(),
-                index, i);
-        return Error::InvalidExternalData;
-      }
-      if (data->size() != o.length) {
-        TNN_LOG(Error, "named data %s has %zu bytes, the blob says %llu", o.key.c_str(),
-                data->size(), static_cast<unsigned long long>(o.length));
-        return Error::InvalidExternalData;
-      }
-      code = api.Model_setOperandValue(model, at, data->data(), o.length);
-      d.named.push_back(std::move(data.get()));
-    } else if (o.kind == blob::ValueKind::kOmitted) {
-      code = api.Model_setOperandValue(model, at, nullptr, 0);
-    } else if (o.kind == blob::ValueKind::kModel) {
-      if (!api.Model_setOperandValueFromModel)
-        return missing("Model_setOperandValueFromModel", 30);
-      code = api.Model_setOperandValueFromModel(model, at, d.models[o.model]);
-    }
-    if (failed(code, "Model_setOperandValue")) {
-      TNN_LOG(Error, "... for model %zu operand %zu", index, i);
-      return Error::Internal;
-    }
-  }
-  for (const blob::Operation& op : spec.operations)
-    if (failed(api.Model_addOperation(model, op.type, uint32_t(op.inputs.size()),
-                                      op.inputs.data(), uint32_t(op.outputs.size()),
-                                      op.outputs.data()),
-               "Model_addOperation"))
-      return Error::Internal;
-  if (failed(api.Model_identifyInputsAndOutputs(model, uint32_t(spec.inputs.size()),
-                                                spec.inputs.data(),
-                                                uint32_t(spec.outputs.size()),
-                                                spec.outputs.data()),
-             "Model_identifyInputsAndOutputs"))
-    return Error::Internal;
-  if (spec.relax || (b.options.flags & blob::kRelax)) {
-    if (!api.Model_relaxComputationFloat32toFloat16)
-      return missing("Model_relaxComputationFloat32toFloat16", 28);
-    if (failed(api.Model_relaxComputationFloat32toFloat16(model, true),
-               "Model_relaxComputationFloat32toFloat16"))
-      return Error::Internal;
-  }
-  if (failed(api.Model_finish(model), "Model_finish")) {
-    TNN_LOG(Error, "NNAPI refused model %zu of the blob", index);
-    return Error::InvalidProgram;
-  }
-  return Error::Ok;
-}
-
 // Splits "a,b" into names.
 std::vector<std::string> device_list(const char* text) {
   std::vector<std::string> names;
@@ -203,143 +100,11 @@ std::vector<std::string> device_list(const char* text) {
   return names;
 }
 
-// The blob records the model's lowest feature level (1 to 4, Android API 26 + level);
-// something older than that would reject the model part way through building it, or worse,
-// run an operation whose semantics changed. Refused here with one line naming both levels.
-Error check_feature_level(const char* what, int64_t offered, uint32_t needed) {
-  if (offered >= int64_t(26 + needed)) return Error::Ok;
-  TNN_LOG(Error, "%s has NNAPI feature level %lld; the model needs %u", what,
-          static_cast<long long>(offered), unsigned(26 + needed));
-  return Error::DelegateInvalidCompatibility;
-}
-
-Error create_compilation(Delegate& d, const std::vector<std::string>& devices) {
-  const NnapiApi& api = *d.api;
-  if (devices.empty())
-    return failed(api.Compilation_create(d.models[0], &d.compilation), "Compilation_create")
-               ? Error::Internal
-               : Error::Ok;
-  if (!api.getDeviceCount || !api.getDevice || !api.Device_getName ||
-      !api.Compilation_createForDevices)
-    return missing("Compilation_createForDevices", 29);
-  uint32_t count = 0;
-  if (failed(api.getDeviceCount(&count), "_getDeviceCount")) return Error::Internal;
-  std::vector<const ANeuralNetworksDevice*> chosen;
-  std::string available;
-  for (const std::string& wanted : devices) {
-    const ANeuralNetworksDevice* found = nullptr;
-    available.clear();
-    for (uint32_t i = 0; i < count; i++) {
-      ANeuralNetworksDevice* device = nullptr;
-      const char* name = nullptr;
-      if (api.getDevice(i, &device) != ANEURALNETWORKS_NO_ERROR ||
-          api.Device_getName(device, &name) != ANEURALNETWORKS_NO_ERROR || !name)
-        continue;
-      available += (available.empty() ? "" : ", ") + std::string(name);
-      if (wanted == name) found = device;
-    }
-    if (!found) {
-      TNN_LOG(Error, "no NNAPI device is named %s (there are: %s)", wanted.c_str(),
-              available.empty() ? "none" : available.c_str());
-      return Error::DelegateInvalidCompatibility;
-    }
-    int64_t level = 0;
-    if (api.Device_getFeatureLevel &&
-        api.Device_getFeatureLevel(found, &level) == ANEURALNETWORKS_NO_ERROR) {
-      Error error = check_feature_level(("NNAPI device " + wanted).c_str(), level,
-                                        d.options.feature_level);
-      if (error != Error::Ok) return error;
-    }
-    chosen.push_back(found);
-  }
-  d.single_device = chosen.size() == 1;
-  return failed(api.Compilation_createForDevices(d.models[0], chosen.data(),
-                                                 uint32_t(chosen.size()), &d.compilation),
-                "Compilation_createForDevices")
-             ? Error::Internal
-             : Error::Ok;
-}
-
-Error compile(Delegate& d, const blob::Blob& b, BackendInitContext& context) {
-  const NnapiApi& api = *d.api;
-  const char* device_override = runtime_spec(context, "devices");
-  std::vector<std::string> devices =
-      device_override ? device_list(device_override) : b.options.devices;
-  Error error = create_compilation(d, devices);
-  if (error != Error::Ok) return error;
-  if (failed(api.Compilation_setPreference(d.compilation, b.options.preference),
-             "Compilation_setPreference"))
-    return Error::Internal;
-  if (b.options.priority) {
-    if (api.Compilation_setPriority) {
-      if (failed(api.Compilation_setPriority(d.compilation, b.options.priority),
-                 "Compilation_setPriority"))
-        return Error::Internal;
-    } else {
-      TNN_LOG(Info, "priority ignored: NNAPI below feature level 30");
-    }
-  }
-  if (b.options.compile_timeout_ns) {
-    if (d.single_device && api.Compilation_setTimeout) {
-      if (failed(api.Compilation_setTimeout(d.compilation, b.options.compile_timeout_ns),
-                 "Compilation_setTimeout"))
-        return Error::Internal;
-    } else {
-      TNN_LOG(Info, "compile timeout ignored: NNAPI takes one for a single named device"
-              " from feature level 30");
-    }
-  }
-  if ((b.options.flags & blob::kCaching) && api.Compilation_setCaching) {
-    const char* dir = runtime_spec(context, "cache_dir");
-    if (!dir && !b.options.cache_dir.empty()) dir = b.options.cache_dir.c_str();
-    if (!dir) dir = std::getenv("TORCH_NNAPI_CACHE_DIR");
-    if (dir && dir[0]) {
-      uint8_t token[blob::kTokenSize];
-      std::memcpy(token, b.token, sizeof token);
-      // the devices chosen at load time are part of what was compiled
-      for (size_t i = 0; device_override && device_override[i]; i++)
-        token[i % sizeof token] ^= uint8_t(device_override[i] * 31 + i);
-      if (failed(api.Compilation_setCaching(d.compilation, dir, token),
-                 "Compilation_setCaching"))
-        return Error::Internal;
-    }
-  }
-  if (failed(api.Compilation_finish(d.compilation), "Compilation_finish"))
-    return Error::DelegateInvalidCompatibility;
-  if ((b.options.flags & blob::kBurst) && api.Burst_create && api.Execution_burstCompute &&
-      failed(api.Burst_create(d.compilation, &d.burst), "Burst_create"))
-    return Error::Internal;
-  return Error::Ok;
-}
-
-OperandForm form_of(const blob::Operand& o) {
-  size_t count = 1;
-  for (uint32_t dim : o.dimensions) count *= dim;
-  return {o.type, o.scale, o.zero_point, count * blob::element_size(o.type)};
-}
-
-void prepare_io(Delegate& d, const blob::Model& main) {
-  for (uint32_t i : main.inputs) d.nnapi_inputs.push_back(form_of(main.operands[i]));
-  for (uint32_t i : main.outputs) d.nnapi_outputs.push_back(form_of(main.operands[i]));
-  d.staging_in.resize(d.nnapi_inputs.size());
-  for (const blob::Tensor& t : d.inputs)
-    if (!is_direct(t)) d.staging_in[t.nnapi_index].resize(d.nnapi_inputs[t.nnapi_index].bytes);
-  // an output goes straight into the ExecuTorch tensor when one tensor takes it unconverted
-  std::vector<int> readers(d.nnapi_outputs.size(), 0);
-  d.output_direct.assign(d.nnapi_outputs.size(), -1);
-  for (size_t j = 0; j < d.outputs.size(); j++) {
-    uint32_t k = d.outputs[j].nnapi_index;
-    if (readers[k]++ == 0 && is_direct(d.outputs[j])) d.output_direct[k] = int(j);
-  }
-  d.staging_out.resize(d.nnapi_outputs.size());
-  for (size_t k = 0; k < d.nnapi_outputs.size(); k++) {
-    if (readers[k] > 1) d.output_direct[k] = -1;
-    if (d.output_direct[k] < 0) d.staging_out[k].resize(d.nnapi_outputs[k].bytes);
-  }
-}
-
 // Checks one ExecuTorch argument against the blob's mapping; logs what is wrong.
-Error check_tensor(const EValue* value, const blob::Tensor& t, const char* kind, size_t index) {
+// With `sizes` false only the dtype and rank are checked (dynamic sizes: resolve() checks
+// the inputs' sizes, the outputs are resized).
+Error check_tensor(const EValue* value, const blob::Tensor& t, const char* kind, size_t index,
+                   bool sizes) {
   if (!value || !value->isTensor()) {
     TNN_LOG(Error, "%s %zu is not a tensor", kind, index);
     return Error::InvalidArgument;
@@ -347,7 +112,7 @@ Error check_tensor(const EValue* value, const blob::Tensor& t, const char* kind,
   const ::executorch::aten::Tensor& tensor = value->toTensor();
   bool same = int32_t(tensor.scalar_type()) == t.dtype &&
               size_t(tensor.dim()) == t.shape.size();
-  for (size_t d = 0; same && d < t.shape.size(); d++)
+  for (size_t d = 0; sizes && same && d < t.shape.size(); d++)
     same = tensor.size(ssize_t(d)) == t.shape[d];
   if (!same) {
     TNN_LOG(Error, "%s %zu: expected %s %s, got %s %s", kind, index, dtype_name(t.dtype),
@@ -366,7 +131,7 @@ Error check_tensor(const EValue* value, const blob::Tensor& t, const char* kind,
   return Error::Ok;
 }
 
-Error run(Delegate& d, Span<EValue*> args) {
+Error run(Compiled& d, const blob::Options& options, Span<EValue*> args) {
   const NnapiApi& api = *d.api;
   ANeuralNetworksExecution* execution = nullptr;
   if (failed(api.Execution_create(d.compilation, &execution), "Execution_create"))
@@ -396,12 +161,12 @@ Error run(Delegate& d, Span<EValue*> args) {
                "Execution_setOutput"))
       return Error::Internal;
   }
-  if (d.options.execute_timeout_ns && d.single_device && api.Execution_setTimeout &&
-      failed(api.Execution_setTimeout(execution, d.options.execute_timeout_ns),
+  if (options.execute_timeout_ns && d.single_device && api.Execution_setTimeout &&
+      failed(api.Execution_setTimeout(execution, options.execute_timeout_ns),
              "Execution_setTimeout"))
     return Error::Internal;
-  if (d.options.loop_timeout_ns && api.Execution_setLoopTimeout &&
-      failed(api.Execution_setLoopTimeout(execution, d.options.loop_timeout_ns),
+  if (options.loop_timeout_ns && api.Execution_setLoopTimeout &&
+      failed(api.Execution_setLoopTimeout(execution, options.loop_timeout_ns),
              "Execution_setLoopTimeout"))
     return Error::Internal;
   if (d.burst) {
@@ -426,6 +191,50 @@ Error run(Delegate& d, Span<EValue*> args) {
   return Error::Ok;
 }
 
+// The compilation for these input sizes: the cache's, or a new one (logged, counted).
+Result<Compiled*> compiled_for(Delegate& d, const blob::Sizes& sizes) {
+  for (size_t i = 0; i < d.cache.size(); i++)
+    if (d.cache[i]->input_sizes == sizes) {
+      std::rotate(d.cache.begin(), d.cache.begin() + ssize_t(i), d.cache.begin() + ssize_t(i) + 1);
+      return d.cache.front().get();
+    }
+  blob::Resolved resolved;
+  std::string problem;
+  if (!blob::resolve(d.blob, sizes, &resolved, &problem)) {
+    TNN_LOG(Error, "%s", problem.c_str());
+    return Error::InvalidArgument;
+  }
+  std::unique_ptr<Compiled> c(new (std::nothrow) Compiled());
+  if (!c) return Error::MemoryAllocationFailed;
+  c->input_sizes = sizes;
+  Error error = compile_blob(*d.api, d.blob, d.bytes.data(), &resolved, d.settings, d.named,
+                             c.get());
+  if (error != Error::Ok) return error;
+  d.compilations++;
+  std::string text;
+  for (const std::vector<int64_t>& s : sizes) text += shape_text(s, s.size());
+  TNN_LOG(Info, "compilation %zu, for input sizes %s (%zu kept)", d.compilations,
+          text.c_str(), std::min(d.cache.size() + 1, kCacheSize));
+  if (d.cache.size() == kCacheSize) d.cache.pop_back();
+  d.cache.insert(d.cache.begin(), std::move(c));
+  return d.cache.front().get();
+}
+
+// Dynamic sizes: every output resized to what this compilation computes.
+Error resize_outputs(const Compiled& c, EValue* const* outputs) {
+  for (size_t j = 0; j < c.outputs.size(); j++) {
+    const std::vector<int64_t>& shape = c.outputs[j].shape;
+    Error error = ::executorch::runtime::resize_tensor(
+        outputs[j]->toTensor(), ArrayRef<int64_t>(shape.data(), shape.size()));
+    if (error != Error::Ok) {
+      TNN_LOG(Error, "output %zu cannot be resized to %s", j,
+              shape_text(shape, shape.size()).c_str());
+      return error;
+    }
+  }
+  return Error::Ok;
+}
+
 }  // namespace
 
 bool NnapiBackend::is_available() const {
@@ -446,31 +255,44 @@ Result<DelegateHandle*> NnapiBackend::init(BackendInitContext& context,
     TNN_LOG(Error, "%s", why.c_str());
     return Error::NotSupported;
   }
-  blob::Blob b;
+  std::unique_ptr<Delegate> d(new (std::nothrow) Delegate());
+  if (!d) return Error::MemoryAllocationFailed;
+  blob::Blob& b = d->blob;
   std::string problem;
   const uint8_t* data = static_cast<const uint8_t*>(processed->data());
   if (!blob::parse(data, processed->size(), &b, &problem)) {
     TNN_LOG(Error, "invalid blob: %s", problem.c_str());
     return Error::InvalidProgram;
   }
-  std::unique_ptr<Delegate> d(new (std::nothrow) Delegate());
-  if (!d) return Error::MemoryAllocationFailed;
   d->api = api;
-  d->options = b.options;
   // before building: an older library would stop at the first function it lacks
   Error too_old = check_feature_level("this libneuralnetworks.so", library_feature_level(*api),
                                       b.options.feature_level);
   if (too_old != Error::Ok) return too_old;
-  d->models.assign(b.models.size(), nullptr);
-  for (size_t i = b.models.size(); i-- > 0;) {
-    Error error = build_model(*d, b, i, data, context.get_named_data_map());
-    if (error != Error::Ok) return error;
-  }
-  Error error = compile(*d, b, context);
+  LoadSettings& s = d->settings;
+  s.options = b.options;
+  const char* device_override = runtime_spec(context, "devices");
+  s.devices = device_override ? device_list(device_override) : b.options.devices;
+  s.device_override = device_override ? device_override : "";
+  const char* dir = runtime_spec(context, "cache_dir");
+  if (!dir && !b.options.cache_dir.empty()) dir = b.options.cache_dir.c_str();
+  if (!dir) dir = std::getenv("TORCH_NNAPI_CACHE_DIR");
+  s.cache_dir = dir ? dir : "";
+  std::memcpy(s.token, b.token, sizeof s.token);
+  d->named.map = context.get_named_data_map();
+  std::unique_ptr<Compiled> first(new (std::nothrow) Compiled());
+  if (!first) return Error::MemoryAllocationFailed;
+  for (const blob::Tensor& t : b.inputs) first->input_sizes.push_back(t.shape);
+  Error error = compile_blob(*api, b, data, nullptr, s, d->named, first.get());
   if (error != Error::Ok) return error;
-  d->inputs = std::move(b.inputs);
-  d->outputs = std::move(b.outputs);
-  prepare_io(*d, b.models[0]);
+  d->cache.push_back(std::move(first));
+  d->compilations = 1;
+  d->named.map = nullptr;  // every named value is fetched; the map is not ours to keep
+  if (d->dynamic()) {  // rebuilt for other sizes: the inline values stay readable
+    d->bytes.assign(data, data + processed->size());
+  } else {
+    b.models.clear();
+  }
   processed->Free();  // every value NNAPI may still read was copied
   return d.release();
 }
@@ -480,22 +302,37 @@ Error NnapiBackend::execute(BackendExecutionContext& context, DelegateHandle* ha
   (void)context;
   if (!handle) return Error::DelegateInvalidHandle;
   Delegate& d = *static_cast<Delegate*>(handle);
-  size_t expected = d.inputs.size() + d.outputs.size();
+  size_t expected = d.blob.inputs.size() + d.blob.outputs.size();
   if (args.size() != expected) {
     TNN_LOG(Error, "got %zu arguments, the model takes %zu inputs and %zu outputs",
-            args.size(), d.inputs.size(), d.outputs.size());
+            args.size(), d.blob.inputs.size(), d.blob.outputs.size());
     return Error::InvalidArgument;
   }
-  for (size_t k = 0; k < d.inputs.size(); k++) {
-    Error error = check_tensor(args[k], d.inputs[k], "input", k);
+  const std::vector<blob::Tensor>& inputs = d.blob.inputs;
+  const std::vector<blob::Tensor>& outputs = d.blob.outputs;
+  for (size_t k = 0; k < inputs.size(); k++) {
+    Error error = check_tensor(args[k], inputs[k], "input", k, !d.dynamic());
     if (error != Error::Ok) return error;
   }
-  for (size_t j = 0; j < d.outputs.size(); j++) {
-    Error error = check_tensor(args[d.inputs.size() + j], d.outputs[j], "output", j);
+  for (size_t j = 0; j < outputs.size(); j++) {
+    Error error = check_tensor(args[inputs.size() + j], outputs[j], "output", j, !d.dynamic());
     if (error != Error::Ok) return error;
   }
   std::lock_guard<std::mutex> lock(d.mutex);
-  return run(d, args);
+  Compiled* c = d.cache.front().get();
+  if (d.dynamic()) {
+    blob::Sizes sizes;
+    for (size_t k = 0; k < inputs.size(); k++) {
+      auto given = args[k]->toTensor().sizes();
+      sizes.emplace_back(given.begin(), given.end());
+    }
+    Result<Compiled*> found = compiled_for(d, sizes);
+    if (!found.ok()) return found.error();
+    c = found.get();
+    Error error = resize_outputs(*c, args.data() + inputs.size());
+    if (error != Error::Ok) return error;
+  }
+  return run(*c, d.settings.options, args);
 }
 
 void NnapiBackend::destroy(DelegateHandle* handle) const {
