@@ -1,8 +1,10 @@
 """Runs .pte files through ExecuTorch's runtime with the NNAPI backend, in a process of its
 own (the tests start it): ``python run_pte.py DIR NAME...`` loads the backend, then for each
 NAME runs DIR/NAME.pte on the tensors in DIR/NAME.inputs.pt and saves what it returned to
-DIR/NAME.outputs.pt, or the error it raised to DIR/NAME.error.txt. Mismatched inputs are
-tried after each good run (DIR/NAME.mismatch.txt: one line per attempt)."""
+DIR/NAME.outputs.pt (flat, as ExecuTorch returns them; nested as the model returned them,
+by the structure the .pte records, in DIR/NAME.nested.pt), or the error it raised to
+DIR/NAME.error.txt. Mismatched inputs are tried after each good run (DIR/NAME.mismatch.txt:
+one line per attempt)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 import torch
 
 import torch_nnapi.executorch as nnapi_executorch
+from torch_nnapi.convert.executorch.outputs import OUTPUTS_METHOD, read_structure, rebuild
 
 warnings.filterwarnings("ignore")
 
@@ -41,6 +44,10 @@ def main(directory: Path, names: list[str]) -> None:
             inputs = torch.load(directory / f"{name}.inputs.pt")
             outputs = method.execute(list(inputs))
             torch.save([o.clone() for o in outputs], directory / f"{name}.outputs.pt")
+            if OUTPUTS_METHOD in program.method_names:
+                (text,) = program.load_method(OUTPUTS_METHOD).execute([])
+                torch.save(rebuild(read_structure(text), [o.clone() for o in outputs]),
+                           directory / f"{name}.nested.pt")
             # again, from another thread: the compilation and burst are reused, and
             # libneuralnetworks.so takes the GIL it needs from any thread
             again = run_in_thread(method, inputs)

@@ -62,6 +62,33 @@ def test_the_outputs_come_back_as_the_model_returns_them() -> None:
                                              "['nested'][1][1]"]
 
 
+class PreActivation(nn.Module):
+    """DenseNet's order: a batch norm on a concatenation (no convolution to fold it into),
+    then ReLU and a convolution."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.BatchNorm2d(6)
+        self.conv = nn.Conv2d(6, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(torch.relu(self.norm(torch.cat([x, x * 2.0], 1))))
+
+
+def test_a_batch_norm_not_after_a_convolution_is_delegated() -> None:
+    model, x = PreActivation().eval(), torch.randn(1, 3, 8, 8)
+    mean, var = model.norm.running_mean, model.norm.running_var
+    assert mean is not None and var is not None
+    with torch.no_grad():
+        mean.normal_()
+        var.uniform_(0.5, 1.5)
+    made = to_pte_with_details(model, (x,))
+    assert made.partition.kept == [] and len(made.partition.regions) == 1
+    assert read_pte(made.pte).kernels == []
+    with torch.no_grad():
+        assert_close(PteModule(made.pte)(x), model(x))
+
+
 def test_linear_and_layer_norm_are_kept_whole() -> None:
     names = {op._schema.name for op in whole_ops()}
     assert {"aten::linear", "aten::layer_norm"} <= names

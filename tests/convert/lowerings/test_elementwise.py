@@ -68,6 +68,7 @@ def test_where_and_logical_ops():
     check(Fn(lambda x, y: torch.where(torch.logical_and(x > 0, y < 0.5), x, y * 2)),
           (torch.randn(3, 4), torch.randn(3, 4)))
     check(Fn(lambda x: torch.logical_not(x > 0)), torch.randn(3, 4))
+    check(Fn(lambda x: torch.where(~(x > 0), x, x * 3)), torch.randn(3, 4))  # bitwise_not
 
 
 def test_remainder():

@@ -15,6 +15,7 @@ a partitioner that follows (``[NnapiPartitioner(), XnnpackPartitioner()]``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -116,6 +117,13 @@ def _check_executorch_runs(found: FxPartition) -> None:
 def whole_ops() -> list[torch._ops.OpOverload]:
     """The overloads of :data:`WHOLE_OPS` that ExecuTorch would decompose and a lowering
     takes (functional ones only: ``.out`` and in-place forms are decomposed as usual)."""
+    return list(_whole_ops())
+
+
+@functools.cache
+def _whole_ops() -> tuple[torch._ops.OpOverload, ...]:
+    """:func:`whole_ops`, found once per process: building ExecuTorch's decomposition table
+    walks every registered operator (about 1.5 s), and a conversion asks ten times."""
     found = []
     for op in _default_decomposition_table():
         if not isinstance(op, torch._ops.OpOverload):
@@ -124,7 +132,7 @@ def whole_ops() -> list[torch._ops.OpOverload]:
         if name in WHOLE_OPS and lowering_for(name) is not None \
                 and op._overloadname != "out" and not name.endswith("_"):
             found.append(op)
-    return sorted(found, key=str)
+    return tuple(sorted(found, key=str))
 
 
 class NnapiPartitioner(Partitioner):  # type: ignore[misc]  # ExecuTorch ships no types

@@ -165,10 +165,11 @@ def _bitwise(a: Arg, b: Arg, is_and: bool) -> int | torch.Tensor:
     raise Unsupported(f"& or | of a {type(a).__name__} and a {type(b).__name__}")
 
 
-@lowering("aten::logical_not", nnapi=("LOGICAL_NOT",), any_rank=True)
+@lowering("aten::logical_not", "aten::bitwise_not", nnapi=("LOGICAL_NOT",), any_rank=True,
+          notes="bool tensors (`~` of a bool mask too)")
 def logical_not(cx: Converter, a: Arg) -> TensorValue:
     if not isinstance(a, TensorValue) or a.dtype != "bool":
-        raise Unsupported("logical_not of a non-bool tensor")
+        raise Unsupported(f"{cx.current_node.kind} of a non-bool tensor")
     return cx.emit_like(Op.LOGICAL_NOT, dict(input=a), a)
 
 

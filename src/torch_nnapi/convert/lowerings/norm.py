@@ -58,7 +58,8 @@ def batch_norm(cx: Converter, x: Arg, weight: Arg, bias: Arg, mean: Arg, var: Ar
     if training is True:
         raise Unsupported("batch_norm in training mode")
     out = batch_norm_tensor(cx, x, weight, bias, mean, var, eps)
-    return (out, None, None) if native else out
+    # the export front-end gives the native op one output when only that one is read
+    return (out, None, None) if native and len(cx.current_node.outputs) > 1 else out
 
 
 def batch_norm_tensor(cx: Converter, x: TensorValue, weight: Arg, bias: Arg, mean: Arg,
