@@ -30,7 +30,7 @@ from torch_nnapi.convert.executorch.blob import Blob, read_blob  # noqa: E402
 from torch_nnapi.convert.executorch.blob_shapes import DimBound, PatchTarget  # noqa: E402
 from torch_nnapi.convert.executorch.pte import to_pte  # noqa: E402
 
-from .cases import Mlp, SmallCnn, magnitude_tolerance  # noqa: E402
+from .cases import CausalEncoderLayer, Mlp, SmallCnn, magnitude_tolerance  # noqa: E402
 
 RUNNER = Path(__file__).with_name("run_dynamic.py")
 COMPILED = re.compile(r"NnapiBackend: compilation (\d+), for input sizes ((?:\[[^\]]*\])+)")
@@ -72,6 +72,10 @@ def cases() -> dict[str, DynamicCase]:
         "transformer": make(transformer(), (2, 8, 32), 1, 64,
                             [(2, 8, 32), (2, 3, 32), (2, 64, 32), (2, 17, 32), (2, 3, 32)],
                             {}),
+        # a causal mask built from the sequence length, which several regions read
+        # (size_copies.py gives each its own copy of the size)
+        "causal": make(CausalEncoderLayer(), (2, 8, 32), 1, 64,
+                       [(2, 8, 32), (2, 3, 32), (2, 64, 32), (2, 17, 32), (2, 3, 32)], {}),
     }
 
 
@@ -110,13 +114,13 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Results:
     return made, outcomes, parts, run.stderr
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer", "causal"])
 def test_every_size_matches_eager(results: Results, name: str) -> None:
     made, outcomes, _, stderr = results
     case = made[name]
     good = [k for k in range(len(case.sizes)) if k not in case.refused]
-    assert max(case.sizes[k][0 if name != "transformer" else 1] for k in good) == \
-        (16 if name == "mlp" else 8 if name == "cnn" else 64)  # the maximum ran
+    dim, maximum = {"mlp": (0, 16), "cnn": (0, 8)}.get(name, (1, 64))
+    assert max(case.sizes[k][dim] for k in good) == maximum  # the maximum ran
     for k in good:
         got, expected = outcomes[name][k]
         assert not isinstance(got, str), f"{case.sizes[k]}: {got}\n{stderr[-3000:]}"
@@ -140,12 +144,20 @@ def test_sizes_outside_the_bounds_are_refused_cleanly(results: Results) -> None:
 def test_each_new_size_compiles_once(results: Results) -> None:
     made, _, parts, _ = results
     for name, case in made.items():
-        compiled = [(int(n), sizes) for n, sizes in COMPILED.findall(parts[name])]
+        # each delegate (the causal case has several) logs its compilations: one entry per
+        # compilation and first input
+        compiled = list(dict.fromkeys((int(n), sizes[:sizes.index("]") + 1])
+                                      for n, sizes in COMPILED.findall(parts[name])))
         good = [case.sizes[k] for k in range(len(case.sizes)) if k not in case.refused]
         new = list(dict.fromkeys(good[1:]))  # the first, the example's, compiled at load
         new = [s for s in new if s != good[0]]
         assert [n for n, _ in compiled] == list(range(2, 2 + len(new))), parts[name]
+        assert len(COMPILED.findall(parts[name])) == len(new) * delegates(case.pte)
         assert [s for _, s in compiled] == [str(list(s)) for s in new]
+
+
+def delegates(pte: bytes) -> int:
+    return pte.count(b"TNNAPIET")
 
 
 def _blob_of(pte: bytes) -> Blob:
@@ -167,3 +179,23 @@ def test_an_unbounded_dimension_is_refused_with_its_name() -> None:
                      dynamic_shapes=({0: Dim("batch")},))
     with pytest.raises(ConversionError, match="input 0 dimension 0 .* has no maximum"):
         to_pte(program)
+
+
+def test_a_size_several_regions_read_is_refused_cleanly_without_the_copies() -> None:
+    """Lowered without ``copy_sizes_per_reader`` (to_pte passes it), the causal mask's
+    length falls in two regions: a ConversionError naming the size node, both regions and
+    where the size is read, not a converter bug's traceback."""
+    from executorch.exir import to_edge_transform_and_lower
+
+    from torch_nnapi.convert.executorch.partitioner import NnapiPartitioner
+
+    program = export(CausalEncoderLayer().eval(), (torch.randn(2, 8, 32),),
+                     dynamic_shapes=({1: Dim("seq", max=64)},))
+    with pytest.raises(ConversionError, match=r"the size sym_size\w* is read by NNAPI"
+                       r" regions 0 and 1, .*copy_sizes_per_reader") as caught:
+        to_edge_transform_and_lower(program, partitioner=[NnapiPartitioner()])
+    assert "cases.py" in str(caught.value)  # where: the line reading the size
+
+
+def test_the_causal_layer_runs_in_several_delegates(results: Results) -> None:
+    assert delegates(results[0]["causal"].pte) > 1  # (else the copies went untested)

@@ -24,11 +24,17 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
 from ..capture import qdq
-from ..capture.export import ExportedCapture, exported_capture, flexible_dims
-from ..errors import ConverterBug
+from ..capture.export import (
+    ExportedCapture,
+    exported_capture,
+    flexible_dims,
+    source_location,
+)
+from ..errors import ConversionError, ConverterBug, UnsupportedUse
 from ..pipeline.layout_choice import nhwc_choices
 from ..regions.partition import Partition, Region, partition
 from .lower import BOUNDARY_DTYPES, example_inputs
+from .size_copies import is_size
 from .specs import PartitionerOptions
 
 
@@ -58,17 +64,20 @@ class FxPartition:
 
 
 def find_regions(program: torch.export.ExportedProgram, options: PartitionerOptions,
-                 weights: Mapping[str, torch.Tensor] | None = None) -> FxPartition:
+                 weights: Mapping[str, torch.Tensor] | None = None, *,
+                 shared_sizes: bool = False) -> FxPartition:
     """The regions of ``program`` (see the module docstring), tried on its own example
     inputs or tensors of its recorded shapes. ExecuTorch partitions a copy whose parameters
-    are fake tensors: ``weights`` are the real ones by name (see :func:`real_state`)."""
+    are fake tensors: ``weights`` are the real ones by name (see :func:`real_state`).
+    A size node two regions read is refused (``size_copies.py`` gives each its own), or
+    with ``shared_sizes`` allowed (to ask which nodes the regions take)."""
     examples = program_examples(program)
     capture = exported_capture(program, examples, state=real_state(program, weights or {}))
     part = _partition(capture, examples, program, options)
     regions = [_fx_region(i, region, capture) for i, region in enumerate(part.regions)]
     taken = {n for region in regions for n in region.nodes}
     regions += find_called_regions(program.graph_module, options, taken, len(regions))
-    _check_disjoint(regions)
+    _check_disjoint(regions, shared_sizes)
     return FxPartition(regions, _kept(part))
 
 
@@ -177,14 +186,37 @@ def _fx_region(number: int, region: Region, capture: ExportedCapture) -> FxRegio
                     region.feature_level)
 
 
-def _check_disjoint(regions: list[FxRegion]) -> None:
+def _check_disjoint(regions: list[FxRegion], shared_sizes: bool) -> None:
+    """Refuses an fx node two regions take: a size (the user's graph was not passed
+    through :func:`~.size_copies.copy_sizes_per_reader`) in one line, else a converter
+    bug."""
     owner: dict[torch.fx.Node, int] = {}
     for region in regions:
         for n in region.nodes:
-            if n in owner:
+            if n in owner and is_size(n) and not shared_sizes:
+                raise ConversionError([UnsupportedUse(
+                    str(n.target), f"the size {n.name} is read by NNAPI regions {owner[n]}"
+                    f" and {region.number}, which cannot share it: lower with to_pte, or"
+                    " pass transform_passes=[copy_sizes_per_reader] (torch_nnapi.convert."
+                    "executorch.size_copies) to to_edge_transform_and_lower, or export"
+                    " with static sizes", source_location(_reader(n, region)))])
+            if n in owner and not is_size(n):
                 raise ConverterBug(f"fx node {n.name} falls in NNAPI regions {owner[n]} and"
                                    f" {region.number}")
             owner[n] = region.number
+
+
+def _reader(size: torch.fx.Node, region: FxRegion) -> torch.fx.Node:
+    """The first node of ``region`` that reads ``size`` (through arithmetic on sizes) and is
+    not a size itself: where the user's code reads it (a size node's own trace points into
+    torch.export)."""
+    todo, taken = [size], set(region.nodes)
+    while todo:
+        n = todo.pop(0)
+        if n is not size and not is_size(n):
+            return n
+        todo.extend(u for u in n.users if u in taken)
+    return size
 
 
 def _kept(part: Partition) -> list[KeptNode]:

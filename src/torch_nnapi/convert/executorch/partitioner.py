@@ -194,7 +194,8 @@ class NnapiPartitioner(Partitioner):  # type: ignore[misc]  # ExecuTorch ships n
             if node.op != "call_function" or aten_overload(node.target) not in kept:
                 return False
             if taken is None:
-                found = find_regions(ep, self.options, self.weights)
+                # (sizes may be shared here: they are copied per reader after decomposing)
+                found = find_regions(ep, self.options, self.weights, shared_sizes=True)
                 top = ep.graph_module.graph  # (branches' nodes may share top-level names)
                 taken = {n.name for region in found.regions for n in region.nodes
                          if n.graph is top}

@@ -24,6 +24,7 @@ from ..errors import CaptureError
 from .fx_regions import FxPartition
 from .outputs import OUTPUTS_METHOD, Structure, to_json, with_flat_outputs
 from .partitioner import NnapiPartitioner
+from .size_copies import copy_sizes_per_reader, is_size
 
 
 @dataclass
@@ -55,6 +56,9 @@ def to_pte_with_details(model: torch.nn.Module | torch.export.ExportedProgram,
     program, structure = with_flat_outputs(exported_program(model, examples))
     edge = to_edge_transform_and_lower(
         program, partitioner=[partitioner, *then],
+        # (a static program has no sizes: its lowering is left as it was)
+        transform_passes=[copy_sizes_per_reader] if any(
+            is_size(n) for n in program.graph.nodes) else None,
         compile_config=EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True),
         constant_methods={OUTPUTS_METHOD: to_json(structure)})
     pte: bytes = edge.to_executorch().buffer
