@@ -197,5 +197,20 @@ def test_a_size_several_regions_read_is_refused_cleanly_without_the_copies() -> 
     assert "cases.py" in str(caught.value)  # where: the line reading the size
 
 
+def test_a_decoder_whose_mask_leaves_a_region_as_bool_is_refused_in_one_error() -> None:
+    """The GPT-style decoder at a dynamic length: its mask would leave a region as a bool
+    tensor of flexible size, which NNAPI cannot move; that region does not form, and the
+    layer norm kept whole for it is refused by name (not ExecuTorch's "missing out
+    variants" traceback)."""
+    from ..transformers import Decoder
+
+    torch.manual_seed(0)
+    program = export(Decoder(layers=1).eval(), (torch.randint(0, 100, (2, 8)),),
+                     dynamic_shapes=({1: Dim("seq", max=64)},))
+    with pytest.raises(ConversionError, match=r"(?s)aten::layer_norm.*kept whole.*bool tensor"
+                       r" of flexible size.*transformers\.py"):
+        to_pte(program)
+
+
 def test_the_causal_layer_runs_in_several_delegates(results: Results) -> None:
     assert delegates(results[0]["causal"].pte) > 1  # (else the copies went untested)

@@ -29,7 +29,7 @@ from executorch.exir.backend.utils import tag_constant_data
 from executorch.exir.program._program import _default_decomposition_table
 from torch._subclasses.fake_tensor import FakeTensor
 
-from ..capture.export import aten_overload
+from ..capture.export import aten_overload, source_location
 from ..errors import ConversionError, UnsupportedUse
 from ..lowerings import lowering_for
 from .backend import BACKEND_ID, compile_specs
@@ -114,6 +114,26 @@ def _check_executorch_runs(found: FxPartition) -> None:
                 " condition and body NNAPI converts", kept.location)])
 
 
+def _check_kept_whole_are_taken(program: torch.export.ExportedProgram,
+                                found: FxPartition) -> None:
+    """Refuses, in one line, an op kept whole for a region that did not form once the
+    program was decomposed (the regions asked about first are found on the program before
+    ExecuTorch decomposes it): ExecuTorch has no kernel for it whole."""
+    kept = set(whole_ops())
+    taken = {n for region in found.regions for n in region.nodes}
+    top = program.graph_module.graph
+    for node in top.nodes:
+        if node.op == "call_function" and aten_overload(node.target) in kept \
+                and node not in taken:
+            kind = _op_name(node) or str(node.target)
+            why = next((k.reason for k in found.kept if k.kind == kind), "")
+            raise ConversionError([UnsupportedUse(
+                kind, "it was kept whole for an NNAPI region that did not form"
+                " after ExecuTorch decomposed the program, and ExecuTorch has no kernel for it"
+                f" whole{': ' + why if why else ''}", source_location(node))]).with_hint(
+                "export with static sizes, or name the op in fallback_ops")
+
+
 def whole_ops() -> list[torch._ops.OpOverload]:
     """The overloads of :data:`WHOLE_OPS` that ExecuTorch would decompose and a lowering
     takes (functional ones only: ``.out`` and in-place forms are decomposed as usual)."""
@@ -153,6 +173,7 @@ class NnapiPartitioner(Partitioner):  # type: ignore[misc]  # ExecuTorch ships n
     def partition(self, exported_program: torch.export.ExportedProgram) -> PartitionResult:
         self.found = find_regions(exported_program, self.options, self.weights)
         _check_executorch_runs(self.found)
+        _check_kept_whole_are_taken(exported_program, self.found)
         tags = {}
         for region in self.found.regions:
             tag = f"{TAG_PREFIX}{region.number}"

@@ -131,8 +131,7 @@ class Lowerer:
         # PyTorch's NNAPI runtime cannot read back the dimensions of a 0-D output (it passes
         # no array): 0-D results leave NNAPI as [1] and the wrapper makes them 0-D again.
         ranks = [t.rank for t in outputs]
-        outputs = [self.cx.reshape(t, (1,)) if t.rank == 0 else
-                   ungroup(self.cx, t) if t.rank <= 4 else t for t in outputs]
+        outputs = [self._leaving(i, t) for i, t in enumerate(outputs)]
         if self.unsupported:
             raise ConversionError(self.unsupported)
         model = self.cx.model
@@ -145,6 +144,15 @@ class Lowerer:
             raise ConverterBug(f"the converted NNAPI model is invalid: {e}") from e
         return Lowered(self.cx, inputs, outputs, output_map, structure, ranks, self.produced,
                        self.specs)
+
+    def _leaving(self, index: int, t: TensorValue) -> TensorValue:
+        """Output ``index`` as it leaves NNAPI: 0-D as [1], grouped layouts undone."""
+        try:
+            return (self.cx.reshape(t, (1,)) if t.rank == 0 else
+                    ungroup(self.cx, t) if t.rank <= 4 else t)
+        except Unsupported as e:
+            raise ConversionError([UnsupportedUse("output", f"output {index}: {e}",
+                                                  "the model's outputs")]) from None
 
     def _add_input(self, index: int, value: Value, spec: InputSpec) -> TensorValue:
         ex = spec.example
