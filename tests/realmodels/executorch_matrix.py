@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 from torch.utils._pytree import tree_flatten
 
-from torch_nnapi.convert.executorch.outputs import structure_of
+from torch_nnapi.convert.executorch.outputs import read_structure, rebuild, structure_of
 from torch_nnapi.convert.executorch.pte import to_pte_with_details
 from torch_nnapi.convert.executorch.pte_file import read_pte
 
@@ -51,13 +51,20 @@ def run_all(directory: Path, names: list[str]) -> None:
     run_fresh(directory, names)
 
 
+def nested_outputs(directory: Path, name: str) -> Any:
+    """What the fresh process returned for ``name``, nested by the structure its .pte
+    records (as the model returned it)."""
+    structure = read_structure((directory / f"{name}.structure.json").read_text())
+    return rebuild(structure, torch.load(directory / f"{name}.outputs.pt"))
+
+
 def relative_error(directory: Path, name: str, lowered: Lowered) -> float:
     """The largest difference from eager over the output's magnitude, after checking the
     nested outputs came back as the model returned them (same structure, shapes, dtypes;
     integer outputs exactly)."""
     error = directory / f"{name}.error.txt"
     assert not error.exists(), f"{name}: {error.read_text()}"
-    got_leaves, got_spec = tree_flatten(torch.load(directory / f"{name}.nested.pt"))
+    got_leaves, got_spec = tree_flatten(nested_outputs(directory, name))
     want_leaves, want_spec = tree_flatten(lowered.expected)
     assert structure_of(got_spec) == structure_of(want_spec), f"{name}: {got_spec}"
     magnitude = max([1.0, *(float(t.abs().max()) for t in want_leaves

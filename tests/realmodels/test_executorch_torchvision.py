@@ -21,7 +21,14 @@ import torch  # noqa: E402
 
 from .checks import nontrivial_weights  # noqa: E402
 from .classification import build  # noqa: E402
-from .executorch_matrix import RELATIVE_TOLERANCE, Lowered, lower, relative_error, run_all  # noqa: E402,I001
+from .executorch_matrix import (  # noqa: E402
+    RELATIVE_TOLERANCE,
+    Lowered,
+    lower,
+    nested_outputs,
+    relative_error,
+    run_all,
+)
 from .test_segmentation import build as build_segmentation  # noqa: E402
 
 # family -> its smallest member
@@ -92,6 +99,7 @@ def _check(results: Matrix, name: str) -> None:
     assert made.delegates == 1 and made.kernels == [], (made.delegates, made.kernels)
 
 
+@pytest.mark.slow
 def test_squeezenet_runs_through_executorch(tmp_path: Path) -> None:
     _check(_lower_and_run(tmp_path, [DEFAULT_SUITE]), DEFAULT_SUITE)
 
@@ -106,6 +114,6 @@ def test_classification_family_runs_through_executorch(matrix: Matrix, family: s
 def test_segmentation_dict_comes_back_as_a_dict(matrix: Matrix) -> None:
     directory, lowered = matrix
     _check(matrix, SEGMENTATION)
-    got = torch.load(directory / f"{SEGMENTATION}.nested.pt")
+    got = nested_outputs(directory, SEGMENTATION)
     assert isinstance(got, dict) and list(got) == ["out"]
     assert got["out"].shape == (1, 5, SEGMENTATION_SIZE, SEGMENTATION_SIZE)

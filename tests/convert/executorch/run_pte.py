@@ -1,8 +1,8 @@
 """Runs .pte files through ExecuTorch's runtime with the NNAPI backend, in a process of its
 own (the tests start it): ``python run_pte.py DIR NAME...`` loads the backend, then for each
 NAME runs DIR/NAME.pte on the tensors in DIR/NAME.inputs.pt and saves what it returned to
-DIR/NAME.outputs.pt (flat, as ExecuTorch returns them; nested as the model returned them,
-by the structure the .pte records, in DIR/NAME.nested.pt), or the error it raised to
+DIR/NAME.outputs.pt (flat, as ExecuTorch returns them; the structure the .pte records, which
+nests them as the model returned them, in DIR/NAME.structure.json), or the error it raised to
 DIR/NAME.error.txt. Mismatched inputs are tried after each good run (DIR/NAME.mismatch.txt:
 one line per attempt)."""
 
@@ -46,8 +46,10 @@ def main(directory: Path, names: list[str]) -> None:
             torch.save([o.clone() for o in outputs], directory / f"{name}.outputs.pt")
             if OUTPUTS_METHOD in program.method_names:
                 (text,) = program.load_method(OUTPUTS_METHOD).execute([])
-                torch.save(rebuild(read_structure(text), [o.clone() for o in outputs]),
-                           directory / f"{name}.nested.pt")
+                rebuild(read_structure(text), outputs)  # the structure fits the outputs
+                # the structure's text, not the nested outputs: a named tuple it rebuilds is
+                # a class made here, which pickle cannot find (tests rebuild it themselves)
+                (directory / f"{name}.structure.json").write_text(text)
             # again, from another thread: the compilation and burst are reused, and
             # libneuralnetworks.so takes the GIL it needs from any thread
             again = run_in_thread(method, inputs)
