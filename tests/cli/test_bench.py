@@ -204,6 +204,7 @@ def test_outside_the_runtime_compares_like_with_like():
     assert "0.00 ms" not in line and "within the noise" in line
 
 
+@pytest.mark.slow
 @pytest.mark.skipif("x86" not in torch.backends.quantized.supported_engines,
                     reason="needs PyTorch's x86 quantized engine")
 def test_bench_says_which_quantized_engine_it_timed(tmp_path):
@@ -222,6 +223,7 @@ def test_bench_says_which_quantized_engine_it_timed(tmp_path):
     assert result.stderr.count("\n") == 1 and "--quantized-engine 'nosuch'" in result.stderr
 
 
+@pytest.mark.slow
 def test_bench_times_the_regions_inside_a_loop(tmp_path):
     """The region inside the decoder's loop is timed where it runs: its executions (one
     per token, `break` included) summed per run of the module, beside the CPU nodes."""

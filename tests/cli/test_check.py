@@ -329,6 +329,7 @@ def test_check_shows_the_regions_inside_a_branch():
     assert "output 0 [1, 5]: " in text and "result: OK" in text
 
 
+@pytest.mark.slow
 def test_quantized_drift_with_matching_outputs_is_not_a_failure(tmp_path):
     """Eager-quantized layers drift by a quantum each, carried down the network, while the
     output matches (torchvision's quantized MobileNetV2 drifted 11 quanta against a tolerance

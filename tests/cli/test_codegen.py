@@ -6,6 +6,7 @@ import importlib.util
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from torch_nnapi.cli import main
@@ -41,6 +42,7 @@ def test_codegen_writes_a_matching_file(tmp_path, capsys):
     assert "torch.sigmoid(relu)" in out.read_text()
 
 
+@pytest.mark.slow
 def test_codegen_of_the_quantized_stage(tmp_path, capsys):
     torch.manual_seed(0)
     model = zoo.randomize_batchnorm(zoo.MobileNetV2(num_classes=10, width=0.35))
@@ -52,6 +54,7 @@ def test_codegen_of_the_quantized_stage(tmp_path, capsys):
     assert "quantize_per_tensor(" in out.read_text()
 
 
+@pytest.mark.slow
 def test_the_written_quantized_model_converts_as_its_source(tmp_path, monkeypatch, capsys):
     """The written file calls PT2E's quantize ops (not their arithmetic), so converting it
     gives the NNAPI operations torch_nnapi.quantize's model gives, from the command line."""

@@ -206,6 +206,7 @@ def test_an_internal_error_is_one_line_too(monkeypatch, capsys):
     assert err[1].startswith("hint: this is a bug in torch-nnapi") and len(err) == 2
 
 
+@pytest.mark.slow
 def test_as_a_process_no_traceback_and_no_pytorch_warnings(files):
     """In a real process: nothing else reaches stderr (no PyTorch deprecation warnings, no
     C++ "[W ...]" lines)."""

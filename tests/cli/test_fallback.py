@@ -137,6 +137,7 @@ class _ReluThenCumsum(torch.nn.Module):
         return torch.cumsum(torch.relu(x), -1)
 
 
+@pytest.mark.slow
 def test_counts_of_one_are_singular(tmp_path, capsys):
     """"1 PyTorch node", "1 operation", "expected 1 input": in a real process."""
     model = tmp_path / "relu_cumsum.pt"

@@ -192,6 +192,7 @@ def _rendered_text(page: Path, tmp_path: Path) -> str:
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", text)))
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_the_cannot_convert_page_gives_the_fallback_hint(partitioned_pages, tmp_path):
     text = _rendered_text(partitioned_pages["cannot"], tmp_path)

@@ -59,6 +59,7 @@ def torchvision_files(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_a_pickled_torchvision_model_loads_in_every_command(torchvision_files):
     """check, convert and bench --original read the pickle (run and inspect read what
     convert wrote, which names no torchvision class or operator)."""
@@ -75,6 +76,7 @@ def test_a_pickled_torchvision_model_loads_in_every_command(torchvision_files):
     assert "output 0 against eager: max error" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_scripted_model_calling_torchvision_nms_loads(torchvision_files):
     """torchvision::nms has a Python definition: the archive loads, and check says what
     NNAPI cannot run instead of calling the file corrupted."""
@@ -129,6 +131,7 @@ def quantized_pt2(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_a_quantized_pt2_is_read_without_log_lines_or_inputs(quantized_pt2):
     d = quantized_pt2
     checked = _cli("check", "quantized.pt2", "--no-layers", cwd=d)
@@ -152,6 +155,7 @@ def test_convert_without_input_needs_a_pt2(tmp_path, capsys):
         assert "give the model's inputs with --input" in error and ".pt2" in error
 
 
+@pytest.mark.slow
 def test_bench_names_the_original_when_it_is_the_one_failing(quantized_pt2, tmp_path):
     d = quantized_pt2
     assert main(["convert", str(d / "float.pt2"), "-o", str(d / "float_nnapi.pt")]) == 0

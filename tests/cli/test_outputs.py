@@ -49,6 +49,7 @@ def _ok(d: Path, *argv: str) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_an_lstm_returning_out_h_c(models):
     out = _ok(models, "convert", "Recurrent.pt", "-o", "rec_nnapi.pt", "--input", "2x3x4",
               "--fallback", "--check")
@@ -65,7 +66,8 @@ def test_an_lstm_returning_out_h_c(models):
     assert "returns (output 0, (output 1, output 2))" in inspect.splitlines(), inspect
 
 
-@pytest.mark.parametrize("capture", ["trace", pytest.param("export", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("capture", ["trace", "export"])
 def test_a_dict_with_a_named_tuple_a_list_and_none_through_the_fallback(models, capture):
     saved = f"dict_{capture}.pt"
     out = _ok(models, "convert", "Nested.pt", "-o", saved, "--input", "2x4", "--fallback",

@@ -94,6 +94,7 @@ def test_flexible_quantized_model():
     assert stats.max_quanta <= 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", [3, 4])
 def test_quantization_aware_training(level):
     torch.manual_seed(0)

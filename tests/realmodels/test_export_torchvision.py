@@ -77,7 +77,8 @@ def test_flexible_resnet18():
     _flexible("resnet18")
 
 
-@pytest.mark.parametrize("version", [1, pytest.param(2, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("version", [1, 2])
 def test_flexible_small_swin_transformer(version):
     """Swin's padding, cyclic shift, window partition and mask with export's Dims."""
     model = small_swin_transformer(version)

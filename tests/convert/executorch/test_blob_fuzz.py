@@ -165,6 +165,7 @@ def test_random_mutations_never_crash(driver: Path, tmp_path: Path) -> None:
     run(driver, blobs, tmp_path)
 
 
+@pytest.mark.slow
 def test_libfuzzer_target(tmp_path: Path) -> None:
     clang = _compiler("clang++", "clang++-14")
     if clang is None:

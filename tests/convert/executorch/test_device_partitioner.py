@@ -38,6 +38,7 @@ def _operators(pte: bytes) -> list[str]:
     return [op.name for op in plan.operators]
 
 
+@pytest.mark.slow
 def test_what_the_device_cannot_run_stays_on_executorch_and_the_rest_runs_on_it(tmp_path):
     model, image = _model(), torch.randn(1, 3, 12, 12)
     with torch.no_grad():

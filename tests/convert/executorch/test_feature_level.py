@@ -35,6 +35,7 @@ def _profile(directory: Path, name: str, feature_level: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_device_below_the_models_feature_level_refuses_it(tmp_path: Path) -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 8), nn.Hardswish()).eval()  # HARD_SWISH: level 4

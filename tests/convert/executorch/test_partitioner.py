@@ -152,6 +152,7 @@ def test_attention_not_kept_whole_is_decomposed() -> None:
         assert_close(PteModule(made.pte)(x), model(x))
 
 
+@pytest.mark.slow
 def test_fallback_ops_go_to_the_partitioner_that_follows() -> None:
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
