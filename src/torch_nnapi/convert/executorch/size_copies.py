@@ -39,9 +39,13 @@ def _copy_chain(graph: torch.fx.Graph, reader: torch.fx.Node) -> int:
         return copies[size]
 
     for read in reader.all_input_nodes:
-        if is_size(read) and len(read.users) > 1:
+        if _shared_size(read):
             reader.replace_input_with(read, copy_of(read))
     return len(copies)
+
+
+def _shared_size(node: torch.fx.Node) -> bool:
+    return is_size(node) and len(node.users) > 1
 
 
 def copy_sizes_per_reader(graph_module: torch.fx.GraphModule) -> PassResult:
@@ -52,12 +56,12 @@ def copy_sizes_per_reader(graph_module: torch.fx.GraphModule) -> PassResult:
     for module in graph_module.modules():
         if not isinstance(module, torch.fx.GraphModule):
             continue
-        for node in list(module.graph.nodes):
-            if node.op != "output" and not is_size(node) and any(
-                    is_size(read) and len(read.users) > 1 for read in node.all_input_nodes):
-                copied += _copy_chain(module.graph, node)
-        if copied:
+        here = sum(_copy_chain(module.graph, node) for node in list(module.graph.nodes)
+                   if node.op != "output" and not is_size(node)
+                   and any(map(_shared_size, node.all_input_nodes)))
+        if here:  # only the graphs that changed are recompiled
             module.recompile()
+        copied += here
     return PassResult(graph_module, copied > 0)
 
 
